@@ -1,0 +1,4 @@
+//! What fsyncsim simulates: block devices and I/O schedulers (later filesystems) and the
+//! workloads that drive them. Code cites the kernel function, driver or paper it models.
+
+pub mod workload;

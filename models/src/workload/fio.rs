@@ -1,0 +1,1 @@
+//! fio-like load (todo).

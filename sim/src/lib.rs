@@ -1,0 +1,21 @@
+//! fsyncsim's engine: virtual time, a deterministic single-threaded executor for simulated
+//! tasks written as async code, synchronisation primitives that account every nanosecond a
+//! task waits, named RNG streams, named points with a pluggable scheduler, and a trace.
+//!
+//! The engine knows nothing about filesystems or devices; those live in `models`.
+
+pub mod error;
+pub mod queue;
+pub mod rng;
+pub mod runtime;
+pub mod sched;
+pub mod sync;
+pub mod time;
+pub mod trace;
+
+pub use error::SimError;
+pub use rng::{RngStreams, Stream};
+pub use runtime::{ClassId, Handle, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim, TaskId};
+pub use sched::{ChoiceView, Fifo, PausedTask, Pick, Scheduler, Script};
+pub use sync::{Mutex, MutexGuard, Semaphore, SemaphorePermit, WaitQueue};
+pub use time::{format_duration, parse_duration, Nanos, MS, NS, S, US};

@@ -1,0 +1,856 @@
+//! The executor: virtual clock, event queue, tasks, wait accounting and the run loop.
+//!
+//! Tasks are `async` blocks polled by a single-threaded loop. A task is polled only when the
+//! one thing it waits for has happened (timer fired, lock handed over, permit granted,
+//! queue notified, parked task unparked, paused point released), so every primitive's
+//! future returns `Pending` once and `Ready` on its next poll. Wakers are not used: the engine
+//! itself knows which task to resume, which keeps the per-event path free of allocation and
+//! reference counting.
+//!
+//! Event order is (time, insertion sequence): timers live in a binary heap keyed by one
+//! `u128` (time, seq, task); wake-ups at the current instant go to a FIFO ready queue, which
+//! runs after the heap's events of the same instant (those were inserted earlier, so they
+//! have smaller sequence numbers).
+
+use crate::error::SimError;
+use crate::sched::{ChoiceView, Fifo, PausedTask, Pick, Scheduler};
+use crate::time::Nanos;
+use crate::trace::{Trace, TraceKind, TraceRecord};
+use std::cell::{RefCell, RefMut};
+use crate::queue::EventQueue;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// Index of a simulated task.
+pub type TaskId = u32;
+/// Index of a resource (mutex, semaphore, wait queue).
+pub type ResId = u32;
+/// Index of a wait class: the name a wait is attributed to ("cpu", "tree_log_mutex", …).
+pub type ClassId = u16;
+/// Index of a named point label.
+pub type PointId = u32;
+
+const TASK_BITS: u32 = 24;
+const SEQ_BITS: u32 = 40;
+
+/// Wait class 0: CPU time spent by `Handle::cpu`.
+pub const CLASS_CPU: ClassId = 0;
+/// Wait class 1: plain sleeps (`Handle::sleep`, think time).
+pub const CLASS_SLEEP: ClassId = 1;
+/// Wait class 2: held at a named point by the scheduler.
+pub const CLASS_POINT: ClassId = 2;
+
+type BoxFuture = Pin<Box<dyn Future<Output = ()>>>;
+
+/// What a task is doing, as the engine sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskState {
+    /// In the heap or the ready queue, or being polled.
+    Ready,
+    /// Waiting for a timer; the time is attributed to the class.
+    Sleeping(ClassId),
+    /// Waiting for a resource.
+    Blocked(ResId),
+    /// Parked until another task unparks it; attributed to the class.
+    Parked(ClassId),
+    /// Paused at a named point until the scheduler releases it.
+    Paused(PointId),
+    /// Finished.
+    Done,
+}
+
+pub(crate) struct Task {
+    pub(crate) name: Rc<str>,
+    pub(crate) daemon: bool,
+    pub(crate) state: TaskState,
+    pub(crate) wait_since: Nanos,
+    /// Nanoseconds spent waiting, per wait class.
+    pub(crate) acct: Vec<Nanos>,
+}
+
+/// What kind of primitive a resource is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResourceKind {
+    /// A mutex with FIFO hand-off.
+    Mutex,
+    /// A counting semaphore with FIFO grants.
+    Semaphore,
+    /// A wait queue (condition variable).
+    WaitQueue,
+}
+
+pub(crate) enum ResState {
+    Mutex {
+        owner: Option<TaskId>,
+        waiters: VecDeque<TaskId>,
+    },
+    Semaphore {
+        permits: u64,
+        capacity: u64,
+        waiters: VecDeque<(TaskId, u64)>,
+    },
+    WaitQueue {
+        waiters: VecDeque<TaskId>,
+    },
+}
+
+pub(crate) struct Resource {
+    pub(crate) name: Rc<str>,
+    pub(crate) class: ClassId,
+    pub(crate) acquisitions: u64,
+    pub(crate) waits: u64,
+    pub(crate) wait_ns: Nanos,
+    pub(crate) max_wait_ns: Nanos,
+    pub(crate) state: ResState,
+}
+
+/// Counters of one resource after (or during) a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceStats {
+    /// The resource's name.
+    pub name: String,
+    /// Mutex, semaphore or wait queue.
+    pub kind: ResourceKind,
+    /// Grants (lock acquisitions, permits granted, wake-ups delivered).
+    pub acquisitions: u64,
+    /// Grants that had to wait.
+    pub waits: u64,
+    /// Total nanoseconds waited.
+    pub wait_ns: Nanos,
+    /// Longest single wait.
+    pub max_wait_ns: Nanos,
+}
+
+/// A name table with stable, insertion-ordered ids.
+#[derive(Default)]
+pub(crate) struct Interner {
+    pub(crate) names: Vec<Rc<str>>,
+    index: BTreeMap<Rc<str>, u32>,
+}
+
+impl Interner {
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        let rc: Rc<str> = Rc::from(name);
+        self.names.push(rc.clone());
+        self.index.insert(rc, id);
+        id
+    }
+}
+
+/// The engine state shared by the run loop and every primitive.
+pub(crate) struct Core {
+    pub(crate) now: Nanos,
+    seq: u64,
+    heap: EventQueue,
+    pub(crate) ready: VecDeque<TaskId>,
+    pub(crate) tasks: Vec<Task>,
+    live: usize,
+    pub(crate) current: TaskId,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) classes: Interner,
+    pub(crate) points: Interner,
+    pub(crate) paused: Vec<PausedTask>,
+    pub(crate) pauses_at_points: bool,
+    spawned: Vec<(TaskId, BoxFuture)>,
+    pub(crate) trace: Trace,
+    stop: bool,
+    /// Set while the simulation is dropped: releases by dropped guards are ignored.
+    pub(crate) tearing_down: bool,
+    dispatches: u64,
+}
+
+impl Core {
+    fn new() -> Self {
+        let mut classes = Interner::default();
+        classes.intern("cpu");
+        classes.intern("sleep");
+        classes.intern("point");
+        Core {
+            now: 0,
+            seq: 0,
+            heap: EventQueue::new(),
+            ready: VecDeque::new(),
+            tasks: Vec::new(),
+            live: 0,
+            current: 0,
+            resources: Vec::new(),
+            classes,
+            points: Interner::default(),
+            paused: Vec::new(),
+            pauses_at_points: false,
+            spawned: Vec::new(),
+            trace: Trace::default(),
+            stop: false,
+            tearing_down: false,
+            dispatches: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn record(&mut self, task: TaskId, kind: TraceKind, arg: u64) {
+        self.trace.record(self.now, task, kind, arg);
+    }
+
+    /// Schedules `task` to resume at `at` (> now) through the heap.
+    #[inline]
+    pub(crate) fn push_timer(&mut self, at: Nanos, task: TaskId) {
+        debug_assert!(at >= self.now);
+        debug_assert!(self.seq < (1u64 << SEQ_BITS));
+        let key = (u128::from(at) << 64) | (u128::from(self.seq) << TASK_BITS) | u128::from(task);
+        self.seq += 1;
+        self.heap.push(key);
+    }
+
+    /// Puts the current task to sleep for `d`, attributing the time to `class`.
+    #[inline]
+    pub(crate) fn sleep_current(&mut self, d: Nanos, class: ClassId) {
+        let t = self.current;
+        let now = self.now;
+        let task = &mut self.tasks[t as usize];
+        task.state = TaskState::Sleeping(class);
+        task.wait_since = now;
+        if d == 0 {
+            self.ready.push_back(t);
+        } else {
+            self.push_timer(now + d, t);
+        }
+    }
+
+    /// Marks the current task as waiting (state set by the caller) from now.
+    #[inline]
+    pub(crate) fn block_current(&mut self, state: TaskState) -> TaskId {
+        let t = self.current;
+        let task = &mut self.tasks[t as usize];
+        task.state = state;
+        task.wait_since = self.now;
+        t
+    }
+
+    /// Closes the current wait of `t`, adding its duration to the task's account of `class`.
+    #[inline]
+    fn close_wait(&mut self, t: TaskId, class: ClassId) -> Nanos {
+        let now = self.now;
+        let task = &mut self.tasks[t as usize];
+        let dt = now - task.wait_since;
+        let c = class as usize;
+        if task.acct.len() <= c {
+            task.acct.resize(c + 1, 0);
+        }
+        task.acct[c] += dt;
+        task.wait_since = now;
+        dt
+    }
+
+    /// Makes a waiting task runnable at the current instant, accounting its wait.
+    #[inline]
+    pub(crate) fn wake(&mut self, t: TaskId) -> Nanos {
+        let class = match self.tasks[t as usize].state {
+            TaskState::Sleeping(c) | TaskState::Parked(c) => c,
+            TaskState::Blocked(r) => self.resources[r as usize].class,
+            TaskState::Paused(_) => CLASS_POINT,
+            TaskState::Ready | TaskState::Done => {
+                debug_assert!(false, "waking a task that is not waiting");
+                return 0;
+            }
+        };
+        let dt = self.close_wait(t, class);
+        self.tasks[t as usize].state = TaskState::Ready;
+        self.ready.push_back(t);
+        dt
+    }
+
+    /// Re-attributes the rest of a parked task's wait to another class (e.g. a device
+    /// request leaving the device queue and entering service).
+    pub(crate) fn reclassify(&mut self, t: TaskId, class: ClassId) {
+        if let TaskState::Parked(old) = self.tasks[t as usize].state {
+            self.close_wait(t, old);
+            self.tasks[t as usize].state = TaskState::Parked(class);
+        }
+    }
+
+    fn describe_wait(&self, t: TaskId) -> String {
+        let task = &self.tasks[t as usize];
+        let who = |o: TaskId| format!("'{}'", self.tasks[o as usize].name);
+        let what = match task.state {
+            TaskState::Blocked(r) => {
+                let res = &self.resources[r as usize];
+                match &res.state {
+                    ResState::Mutex { owner, .. } => format!(
+                        "mutex '{}' held by {}",
+                        res.name,
+                        owner.map_or("nobody".to_string(), who)
+                    ),
+                    ResState::Semaphore {
+                        permits, capacity, ..
+                    } => format!(
+                        "semaphore '{}' ({permits} of {capacity} permits free)",
+                        res.name
+                    ),
+                    ResState::WaitQueue { .. } => {
+                        format!("wait queue '{}' (nobody left to notify it)", res.name)
+                    }
+                }
+            }
+            TaskState::Parked(c) => format!(
+                "'{}' (parked; nobody left to unpark it)",
+                self.classes.names[c as usize]
+            ),
+            TaskState::Paused(p) => format!("release at point '{}'", self.points.names[p as usize]),
+            TaskState::Sleeping(_) => "a timer".to_string(),
+            TaskState::Ready | TaskState::Done => "nothing".to_string(),
+        };
+        format!(
+            "task '{}'{} waits for {what}",
+            task.name,
+            if task.daemon { " (daemon)" } else { "" }
+        )
+    }
+
+    fn register(&mut self, name: &str, daemon: bool) -> TaskId {
+        let id = self.tasks.len() as TaskId;
+        assert!(id < (1 << TASK_BITS), "too many tasks");
+        self.tasks.push(Task {
+            name: Rc::from(name),
+            daemon,
+            state: TaskState::Ready,
+            wait_since: self.now,
+            acct: Vec::new(),
+        });
+        if !daemon {
+            self.live += 1;
+        }
+        self.ready.push_back(id);
+        self.record(id, TraceKind::Spawn, 0);
+        id
+    }
+
+    pub(crate) fn add_resource(&mut self, name: &str, class_name: &str, state: ResState) -> ResId {
+        let class = self.classes.intern(class_name) as ClassId;
+        let id = self.resources.len() as ResId;
+        self.resources.push(Resource {
+            name: Rc::from(name),
+            class,
+            acquisitions: 0,
+            waits: 0,
+            wait_ns: 0,
+            max_wait_ns: 0,
+            state,
+        });
+        id
+    }
+
+    /// Records a grant of `r` to `t` after `waited` ns (0 = uncontended).
+    #[inline]
+    pub(crate) fn note_grant(&mut self, r: ResId, waited: Option<Nanos>) {
+        let res = &mut self.resources[r as usize];
+        res.acquisitions += 1;
+        if let Some(w) = waited {
+            res.waits += 1;
+            res.wait_ns += w;
+            res.max_wait_ns = res.max_wait_ns.max(w);
+        }
+    }
+}
+
+/// A cheap, clonable handle tasks use to reach the engine: time, sleeping, points, spawning.
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) core: Rc<RefCell<Core>>,
+}
+
+impl Handle {
+    #[inline]
+    pub(crate) fn core(&self) -> RefMut<'_, Core> {
+        self.core.borrow_mut()
+    }
+
+    /// Current virtual time.
+    #[inline]
+    pub fn now(&self) -> Nanos {
+        self.core.borrow().now
+    }
+
+    /// The running task.
+    #[inline]
+    pub fn current(&self) -> TaskId {
+        self.core.borrow().current
+    }
+
+    /// Name of a task.
+    pub fn task_name(&self, t: TaskId) -> Rc<str> {
+        self.core.borrow().tasks[t as usize].name.clone()
+    }
+
+    /// Interns a wait-class name ("tree_log_mutex", "device:service", …).
+    pub fn class(&self, name: &str) -> ClassId {
+        self.core().classes.intern(name) as ClassId
+    }
+
+    /// Interns a named-point label.
+    pub fn point_id(&self, label: &str) -> PointId {
+        self.core().points.intern(label)
+    }
+
+    /// Sleeps for `d` of virtual time, attributed to plain sleep (think time).
+    #[inline]
+    pub fn sleep(&self, d: Nanos) -> Delay<'_> {
+        self.delay(d, CLASS_SLEEP)
+    }
+
+    /// Spends `d` of CPU time (the task is busy, attributed to "cpu").
+    #[inline]
+    pub fn cpu(&self, d: Nanos) -> Delay<'_> {
+        self.delay(d, CLASS_CPU)
+    }
+
+    /// Waits for `d`, attributing the time to `class`.
+    #[inline]
+    pub fn delay(&self, d: Nanos, class: ClassId) -> Delay<'_> {
+        Delay {
+            h: self,
+            d,
+            class,
+            started: false,
+        }
+    }
+
+    /// Announces that the current task reached a labelled step; the scheduler may hold it
+    /// here (under the default FIFO scheduler this is a plain yield).
+    pub fn point(&self, label: PointId) -> Point<'_> {
+        Point {
+            h: self,
+            label,
+            started: false,
+        }
+    }
+
+    /// Parks the current task until some other task calls `unpark` on it; the wait is
+    /// attributed to `class`. Use it for completions (e.g. an I/O request).
+    pub fn park(&self, class: ClassId) -> Park<'_> {
+        Park {
+            h: self,
+            class,
+            started: false,
+        }
+    }
+
+    /// Resumes a parked task at the current instant (no effect unless it is parked).
+    pub fn unpark(&self, t: TaskId) {
+        let mut c = self.core();
+        if matches!(c.tasks[t as usize].state, TaskState::Parked(_)) {
+            c.wake(t);
+            let cur = c.current;
+            c.record(cur, TraceKind::Unpark, u64::from(t));
+        }
+    }
+
+    /// Changes the class that the rest of a parked task's wait is attributed to.
+    pub fn reclassify(&self, t: TaskId, class: ClassId) {
+        self.core().reclassify(t, class);
+    }
+
+    /// Whether task `t` is parked.
+    pub fn is_parked(&self, t: TaskId) -> bool {
+        matches!(self.core.borrow().tasks[t as usize].state, TaskState::Parked(_))
+    }
+
+    /// Starts a new task at the current instant.
+    pub fn spawn(&self, name: &str, fut: impl Future<Output = ()> + 'static) -> TaskId {
+        let mut c = self.core();
+        let id = c.register(name, false);
+        c.spawned.push((id, Box::pin(fut)));
+        id
+    }
+
+    /// Starts a daemon: a task whose being blocked at the end is not a deadlock and that
+    /// does not keep the run alive.
+    pub fn spawn_daemon(&self, name: &str, fut: impl Future<Output = ()> + 'static) -> TaskId {
+        let mut c = self.core();
+        let id = c.register(name, true);
+        c.spawned.push((id, Box::pin(fut)));
+        id
+    }
+
+    /// Ends the run after the current poll, whatever is still pending.
+    pub fn stop(&self) {
+        self.core().stop = true;
+    }
+
+    /// Adds a model-defined mark to the trace (and its hash).
+    pub fn mark(&self, label: PointId, arg: u64) {
+        let mut c = self.core();
+        let cur = c.current;
+        c.record(cur, TraceKind::Mark(label), arg);
+    }
+
+    /// Nanoseconds task `t` has waited so far, per wait class (index = class id).
+    pub fn account(&self, t: TaskId) -> Vec<Nanos> {
+        self.core.borrow().tasks[t as usize].acct.clone()
+    }
+
+    /// Nanoseconds task `t` has waited in `class` so far.
+    pub fn account_of(&self, t: TaskId, class: ClassId) -> Nanos {
+        self.core.borrow().tasks[t as usize]
+            .acct
+            .get(class as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Future of `Handle::sleep`, `cpu` and `delay`.
+pub struct Delay<'a> {
+    h: &'a Handle,
+    d: Nanos,
+    class: ClassId,
+    started: bool,
+}
+
+impl Future for Delay<'_> {
+    type Output = ();
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.started {
+            return Poll::Ready(());
+        }
+        self.started = true;
+        let mut c = self.h.core();
+        let cur = c.current;
+        c.record(cur, TraceKind::Sleep(self.class), self.d);
+        c.sleep_current(self.d, self.class);
+        Poll::Pending
+    }
+}
+
+/// Future of `Handle::point`.
+pub struct Point<'a> {
+    h: &'a Handle,
+    label: PointId,
+    started: bool,
+}
+
+impl Future for Point<'_> {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.started {
+            return Poll::Ready(());
+        }
+        self.started = true;
+        let mut c = self.h.core();
+        let cur = c.current;
+        c.record(cur, TraceKind::Point(self.label), 0);
+        if c.pauses_at_points {
+            let t = c.block_current(TaskState::Paused(self.label));
+            let since = c.now;
+            c.paused.push(PausedTask {
+                task: t,
+                point: self.label,
+                since,
+            });
+        } else {
+            c.sleep_current(0, CLASS_POINT);
+        }
+        Poll::Pending
+    }
+}
+
+/// Future of `Handle::park`.
+pub struct Park<'a> {
+    h: &'a Handle,
+    class: ClassId,
+    started: bool,
+}
+
+impl Future for Park<'_> {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.started {
+            return Poll::Ready(());
+        }
+        self.started = true;
+        let mut c = self.h.core();
+        let t = c.block_current(TaskState::Parked(self.class));
+        c.record(t, TraceKind::Park(self.class), 0);
+        Poll::Pending
+    }
+}
+
+/// How a run ended, with its counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Virtual time at the end.
+    pub end: Nanos,
+    /// Task resumptions performed.
+    pub dispatches: u64,
+    /// 64-bit hash of the event sequence.
+    pub trace_hash: u64,
+    /// Whether a task called `Handle::stop`.
+    pub stopped: bool,
+}
+
+/// A simulation: owns the tasks and runs them to completion in virtual time.
+pub struct Sim {
+    handle: Handle,
+    futures: Vec<Option<BoxFuture>>,
+    scheduler: Box<dyn Scheduler>,
+    limit: Nanos,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        // Unfinished tasks may hold guards; their drops must not touch engine state.
+        self.handle.core().tearing_down = true;
+        self.futures.clear();
+    }
+}
+
+impl Default for Sim {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Sim {
+    /// An empty simulation at t=0 with the FIFO scheduler and no time limit.
+    pub fn new() -> Self {
+        Sim {
+            handle: Handle {
+                core: Rc::new(RefCell::new(Core::new())),
+            },
+            futures: Vec::new(),
+            scheduler: Box::new(Fifo),
+            limit: Nanos::MAX,
+        }
+    }
+
+    /// The handle tasks use; clone it into each task.
+    pub fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    /// Replaces the decision-maker asked at named points.
+    pub fn set_scheduler(&mut self, s: Box<dyn Scheduler>) {
+        self.handle.core().pauses_at_points = s.pauses_at_points();
+        self.scheduler = s;
+    }
+
+    /// Stops the run with `SimError::TimeLimit` if virtual time would pass `limit`.
+    pub fn set_time_limit(&mut self, limit: Nanos) {
+        self.limit = limit;
+    }
+
+    /// Keeps every trace record in memory (the hash is computed either way).
+    pub fn keep_trace(&mut self, keep: bool) {
+        self.handle.core().trace.keep = keep;
+    }
+
+    /// The trace records kept so far.
+    pub fn trace_records(&self) -> Vec<TraceRecord> {
+        self.handle.core.borrow().trace.records.clone()
+    }
+
+    /// Renders trace records as text lines, with task, class, resource and point names.
+    pub fn render_trace(&self) -> Vec<String> {
+        let c = self.handle.core.borrow();
+        c.trace.records.iter().map(|r| crate::trace::render(&c, r)).collect()
+    }
+
+    /// Starts a task at t=0 (or at the current time, between runs).
+    pub fn spawn(&mut self, name: &str, fut: impl Future<Output = ()> + 'static) -> TaskId {
+        let id = self.handle.spawn(name, fut);
+        self.adopt_spawned();
+        id
+    }
+
+    /// Starts a daemon task (see `Handle::spawn_daemon`).
+    pub fn spawn_daemon(&mut self, name: &str, fut: impl Future<Output = ()> + 'static) -> TaskId {
+        let id = self.handle.spawn_daemon(name, fut);
+        self.adopt_spawned();
+        id
+    }
+
+    fn adopt_spawned(&mut self) {
+        let mut c = self.handle.core();
+        for (id, fut) in c.spawned.drain(..) {
+            let i = id as usize;
+            if self.futures.len() <= i {
+                self.futures.resize_with(i + 1, || None);
+            }
+            self.futures[i] = Some(fut);
+        }
+    }
+
+    /// Counters of every resource, in creation order.
+    pub fn resource_stats(&self) -> Vec<ResourceStats> {
+        let c = self.handle.core.borrow();
+        c.resources
+            .iter()
+            .map(|r| ResourceStats {
+                name: r.name.to_string(),
+                kind: match r.state {
+                    ResState::Mutex { .. } => ResourceKind::Mutex,
+                    ResState::Semaphore { .. } => ResourceKind::Semaphore,
+                    ResState::WaitQueue { .. } => ResourceKind::WaitQueue,
+                },
+                acquisitions: r.acquisitions,
+                waits: r.waits,
+                wait_ns: r.wait_ns,
+                max_wait_ns: r.max_wait_ns,
+            })
+            .collect()
+    }
+
+    /// Names of the wait classes, indexed by class id.
+    pub fn class_names(&self) -> Vec<String> {
+        let c = self.handle.core.borrow();
+        c.classes.names.iter().map(|n| n.to_string()).collect()
+    }
+
+    /// Runs until every non-daemon task has finished, a task calls `stop`, or an error.
+    pub fn run(&mut self) -> Result<RunSummary, SimError> {
+        let waker = Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        loop {
+            let next = {
+                let mut c = self.handle.core();
+                if c.stop {
+                    None
+                } else {
+                    next_task(&mut c, self.scheduler.as_mut(), self.limit)?
+                }
+            };
+            let Some(t) = next else { break };
+            let Some(fut) = self.futures[t as usize].as_mut() else {
+                unreachable!("task {t} resumed without a future");
+            };
+            if fut.as_mut().poll(&mut cx).is_ready() {
+                self.futures[t as usize] = None;
+                let mut c = self.handle.core();
+                c.record(t, TraceKind::Exit, 0);
+                let task = &mut c.tasks[t as usize];
+                task.state = TaskState::Done;
+                if !task.daemon {
+                    c.live -= 1;
+                }
+            }
+            if !self.handle.core.borrow().spawned.is_empty() {
+                self.adopt_spawned();
+            }
+        }
+        let c = self.handle.core.borrow();
+        Ok(RunSummary {
+            end: c.now,
+            dispatches: c.dispatches,
+            trace_hash: c.trace.hash(),
+            stopped: c.stop,
+        })
+    }
+}
+
+/// Picks the next task to resume, advancing the clock when the instant is exhausted.
+#[inline]
+fn next_task(c: &mut Core, scheduler: &mut dyn Scheduler, limit: Nanos) -> Result<Option<TaskId>, SimError> {
+    loop {
+        if c.live == 0 {
+            return Ok(None);
+        }
+        // 1. Heap events of the current instant (older than anything in `ready`).
+        if let Some(key) = c.heap.peek() {
+            if (key >> 64) as Nanos == c.now {
+                c.heap.pop();
+                return Ok(Some(resume_timer(c, key)));
+            }
+        }
+        // 2. Wake-ups of the current instant, FIFO.
+        if let Some(t) = c.ready.pop_front() {
+            c.current = t;
+            c.dispatches += 1;
+            c.trace.log_only(c.now, t, TraceKind::Run);
+            return Ok(Some(t));
+        }
+        // 3. Tasks paused at named points: ask the scheduler.
+        if !c.paused.is_empty() {
+            let next_event = c.heap.peek().map(|k| (k >> 64) as Nanos);
+            let view = ChoiceView {
+                now: c.now,
+                paused: &c.paused,
+                next_event,
+                task_names: &c.tasks,
+                point_names: &c.points.names,
+            };
+            match scheduler.pick(&view) {
+                Pick::Release(i) if i < c.paused.len() => {
+                    let p = c.paused.remove(i);
+                    c.wake(p.task);
+                    continue;
+                }
+                Pick::Release(_) | Pick::Hold => {
+                    if next_event.is_none() {
+                        let reason = scheduler.describe_hold(&view);
+                        let paused = c
+                            .paused
+                            .iter()
+                            .map(|p| {
+                                format!(
+                                    "task '{}' at point '{}'",
+                                    c.tasks[p.task as usize].name,
+                                    c.points.names[p.point as usize]
+                                )
+                            })
+                            .collect();
+                        return Err(SimError::Stuck {
+                            at: c.now,
+                            reason,
+                            paused,
+                        });
+                    }
+                }
+            }
+        }
+        // 4. Advance the clock to the next timer.
+        if let Some(key) = c.heap.pop() {
+            let at = (key >> 64) as Nanos;
+            if at > limit {
+                return Err(SimError::TimeLimit {
+                    limit: limit,
+                    live: c.live,
+                });
+            }
+            c.now = at;
+            return Ok(Some(resume_timer(c, key)));
+        }
+        // 5. Nothing can happen any more.
+        let blocked: Vec<String> = (0..c.tasks.len() as TaskId)
+            .filter(|&t| c.tasks[t as usize].state != TaskState::Done)
+            .filter(|&t| !c.tasks[t as usize].daemon)
+            .map(|t| c.describe_wait(t))
+            .collect();
+        return Err(SimError::Deadlock {
+            at: c.now,
+            blocked,
+        });
+    }
+}
+
+#[inline]
+fn resume_timer(c: &mut Core, key: u128) -> TaskId {
+    let t = (key as u64 & ((1 << TASK_BITS) - 1)) as TaskId;
+    let class = match c.tasks[t as usize].state {
+        TaskState::Sleeping(cl) => cl,
+        s => unreachable!("timer fired for task {t} in state {s:?}"),
+    };
+    c.close_wait(t, class);
+    c.tasks[t as usize].state = TaskState::Ready;
+    c.current = t;
+    c.dispatches += 1;
+    c.trace.log_only(c.now, t, TraceKind::Run);
+    t
+}
+

@@ -1,0 +1,69 @@
+//! Decision-makers asked at named points: which paused task runs next.
+//!
+//! One file per strategy, behind the small `Scheduler` trait (after Shuttle's design).
+
+mod fifo;
+mod script;
+
+pub use fifo::Fifo;
+pub use script::Script;
+
+use crate::runtime::{PointId, Task, TaskId};
+use crate::time::Nanos;
+use std::rc::Rc;
+
+/// A task held at a named point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PausedTask {
+    /// The task.
+    pub task: TaskId,
+    /// The point it reached.
+    pub point: PointId,
+    /// When it reached it.
+    pub since: Nanos,
+}
+
+/// What the scheduler sees when asked.
+pub struct ChoiceView<'a> {
+    /// Current virtual time.
+    pub now: Nanos,
+    /// Paused tasks, in arrival order.
+    pub paused: &'a [PausedTask],
+    /// Time of the next pending timer, if any (None: holding everyone means stuck).
+    pub next_event: Option<Nanos>,
+    pub(crate) task_names: &'a [Task],
+    pub(crate) point_names: &'a [Rc<str>],
+}
+
+impl ChoiceView<'_> {
+    /// Name of a task.
+    pub fn task_name(&self, t: TaskId) -> &str {
+        &self.task_names[t as usize].name
+    }
+
+    /// Label of a point.
+    pub fn point_name(&self, p: PointId) -> &str {
+        &self.point_names[p as usize]
+    }
+}
+
+/// The scheduler's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// Release `paused[i]`; it runs at the current instant.
+    Release(usize),
+    /// Keep every paused task held; time advances to the next event.
+    Hold,
+}
+
+/// A pluggable decision-maker for named points.
+pub trait Scheduler {
+    /// Whether tasks pause at named points; if false, a point is a plain FIFO yield.
+    fn pauses_at_points(&self) -> bool;
+    /// Chooses among the paused tasks once nothing else can run at this instant.
+    fn pick(&mut self, view: &ChoiceView<'_>) -> Pick;
+    /// Explains a `Hold` when nothing else can happen (for the stuck report).
+    fn describe_hold(&self, _view: &ChoiceView<'_>) -> String {
+        "the scheduler held every paused task".to_string()
+    }
+}

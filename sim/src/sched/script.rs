@@ -1,0 +1,69 @@
+//! Script: release tasks at named points in a given order of (task, point) steps.
+//!
+//! A paused task whose (task, point) is the next step runs; one that appears later in the
+//! script is held; one the script never mentions runs at once. This is how a race scenario
+//! replays the numbered steps of a patch log.
+
+use super::{ChoiceView, Pick, Scheduler};
+
+/// Releases named points in a scripted order.
+#[derive(Clone, Debug)]
+pub struct Script {
+    steps: Vec<(String, String)>,
+    next: usize,
+}
+
+impl Script {
+    /// A script of (task name, point label) steps, in the order they must happen.
+    pub fn new(steps: Vec<(String, String)>) -> Self {
+        Script { steps, next: 0 }
+    }
+
+    /// Steps played so far.
+    pub fn played(&self) -> usize {
+        self.next
+    }
+
+    /// Whether every step was played.
+    pub fn finished(&self) -> bool {
+        self.next == self.steps.len()
+    }
+
+    fn position(&self, task: &str, point: &str) -> Option<usize> {
+        self.steps[self.next..]
+            .iter()
+            .position(|(t, p)| t == task && p == point)
+            .map(|i| i + self.next)
+    }
+}
+
+impl Scheduler for Script {
+    fn pauses_at_points(&self) -> bool {
+        true
+    }
+
+    fn pick(&mut self, view: &ChoiceView<'_>) -> Pick {
+        for (i, p) in view.paused.iter().enumerate() {
+            let (task, point) = (view.task_name(p.task), view.point_name(p.point));
+            match self.position(task, point) {
+                Some(pos) if pos == self.next => {
+                    self.next += 1;
+                    return Pick::Release(i);
+                }
+                Some(_) => {}
+                None => return Pick::Release(i),
+            }
+        }
+        Pick::Hold
+    }
+
+    fn describe_hold(&self, _view: &ChoiceView<'_>) -> String {
+        match self.steps.get(self.next) {
+            Some((t, p)) => format!(
+                "script step {} waits for task '{t}' to reach point '{p}', which cannot happen",
+                self.next + 1
+            ),
+            None => "script finished but tasks are held".to_string(),
+        }
+    }
+}

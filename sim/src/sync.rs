@@ -1,0 +1,400 @@
+//! Synchronisation primitives for simulated tasks: mutex, counting semaphore, wait queue.
+//!
+//! All hand-offs are FIFO and happen at the releasing instant. Every blocking wait is
+//! recorded against the resource (count, total, max) and against the waiting task's account
+//! under the resource's wait class, so reports can attribute latency to each named lock.
+
+use crate::runtime::{Handle, ResId, ResState, TaskId, TaskState};
+use crate::trace::TraceKind;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A mutex with owner tracking and FIFO hand-off.
+#[derive(Clone)]
+pub struct Mutex {
+    h: Handle,
+    id: ResId,
+}
+
+impl Mutex {
+    /// A new unlocked mutex; waits on it are attributed to a class of the same name.
+    pub fn new(h: &Handle, name: &str) -> Self {
+        Self::with_class(h, name, name)
+    }
+
+    /// A new mutex whose waits are attributed to `class` (e.g. one class for all inode locks).
+    pub fn with_class(h: &Handle, name: &str, class: &str) -> Self {
+        let id = h.core().add_resource(
+            name,
+            class,
+            ResState::Mutex {
+                owner: None,
+                waiters: VecDeque::new(),
+            },
+        );
+        Mutex { h: h.clone(), id }
+    }
+
+    /// The resource id (for trace lookups).
+    pub fn id(&self) -> ResId {
+        self.id
+    }
+
+    /// Acquires the mutex, waiting in FIFO order; unlocks when the guard drops.
+    pub fn lock(&self) -> Lock<'_> {
+        Lock {
+            m: self,
+            started: false,
+        }
+    }
+
+    /// The owning task, if locked.
+    pub fn owner(&self) -> Option<TaskId> {
+        match &self.h.core.borrow().resources[self.id as usize].state {
+            ResState::Mutex { owner, .. } => *owner,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Releases the mutex, handing it to the longest waiter. Panics if the caller is not the owner.
+    pub fn unlock(&self) {
+        let mut c = self.h.core();
+        if c.tearing_down {
+            return;
+        }
+        let cur = c.current;
+        let id = self.id;
+        let next = match &mut c.resources[id as usize].state {
+            ResState::Mutex { owner, waiters } => {
+                assert_eq!(*owner, Some(cur), "mutex unlocked by a task that does not own it");
+                let next = waiters.pop_front();
+                *owner = next;
+                next
+            }
+            _ => unreachable!(),
+        };
+        c.record(cur, TraceKind::Release(id), next.map_or(0, |t| u64::from(t) + 1));
+        if let Some(t) = next {
+            let waited = c.wake(t);
+            c.note_grant(id, Some(waited));
+        }
+    }
+}
+
+/// Future of `Mutex::lock`.
+pub struct Lock<'a> {
+    m: &'a Mutex,
+    started: bool,
+}
+
+impl<'a> Future for Lock<'a> {
+    type Output = MutexGuard<'a>;
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<MutexGuard<'a>> {
+        let m = self.m;
+        if self.started {
+            return Poll::Ready(MutexGuard { m });
+        }
+        self.started = true;
+        let mut c = m.h.core();
+        let cur = c.current;
+        let id = m.id;
+        let ResState::Mutex { owner, waiters } = &mut c.resources[id as usize].state else {
+            unreachable!()
+        };
+        match *owner {
+            None => {
+                *owner = Some(cur);
+                c.note_grant(id, None);
+                c.record(cur, TraceKind::Acquire(id), 1);
+                Poll::Ready(MutexGuard { m })
+            }
+            Some(o) => {
+                assert_ne!(o, cur, "task locks a mutex it already holds");
+                waiters.push_back(cur);
+                c.block_current(TaskState::Blocked(id));
+                c.record(cur, TraceKind::Block(id), 1);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Holds a locked `Mutex`; unlocks on drop.
+pub struct MutexGuard<'a> {
+    m: &'a Mutex,
+}
+
+impl Drop for MutexGuard<'_> {
+    fn drop(&mut self) {
+        self.m.unlock();
+    }
+}
+
+/// A counting semaphore with FIFO grants (a waiter for n permits blocks later waiters).
+#[derive(Clone)]
+pub struct Semaphore {
+    h: Handle,
+    id: ResId,
+}
+
+impl Semaphore {
+    /// A semaphore with `permits` permits; waits are attributed to a class of the same name.
+    pub fn new(h: &Handle, name: &str, permits: u64) -> Self {
+        Self::with_class(h, name, name, permits)
+    }
+
+    /// A semaphore whose waits are attributed to `class`.
+    pub fn with_class(h: &Handle, name: &str, class: &str, permits: u64) -> Self {
+        let id = h.core().add_resource(
+            name,
+            class,
+            ResState::Semaphore {
+                permits,
+                capacity: permits,
+                waiters: VecDeque::new(),
+            },
+        );
+        Semaphore { h: h.clone(), id }
+    }
+
+    /// Takes one permit, waiting FIFO; the permit is returned when the guard drops.
+    pub fn acquire(&self) -> Acquire<'_> {
+        self.acquire_n(1)
+    }
+
+    /// Takes `n` permits at once.
+    pub fn acquire_n(&self, n: u64) -> Acquire<'_> {
+        Acquire {
+            s: self,
+            n,
+            started: false,
+        }
+    }
+
+    /// Permits free now.
+    pub fn available(&self) -> u64 {
+        match &self.h.core.borrow().resources[self.id as usize].state {
+            ResState::Semaphore { permits, .. } => *permits,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Tasks waiting now.
+    pub fn waiting(&self) -> usize {
+        match &self.h.core.borrow().resources[self.id as usize].state {
+            ResState::Semaphore { waiters, .. } => waiters.len(),
+            _ => unreachable!(),
+        }
+    }
+
+    /// Returns `n` permits and grants waiters in FIFO order.
+    pub fn release_n(&self, n: u64) {
+        let mut c = self.h.core();
+        if c.tearing_down {
+            return;
+        }
+        let cur = c.current;
+        let id = self.id;
+        if let ResState::Semaphore {
+            permits, capacity, ..
+        } = &mut c.resources[id as usize].state
+        {
+            *permits += n;
+            debug_assert!(*permits <= *capacity, "semaphore released more than taken");
+        }
+        let mut first_woken = 0;
+        loop {
+            let ResState::Semaphore {
+                permits, waiters, ..
+            } = &mut c.resources[id as usize].state
+            else {
+                unreachable!()
+            };
+            let Some(&(t, want)) = waiters.front() else { break };
+            if want > *permits {
+                break;
+            }
+            *permits -= want;
+            waiters.pop_front();
+            if first_woken == 0 {
+                first_woken = u64::from(t) + 1;
+            }
+            let waited = c.wake(t);
+            c.note_grant(id, Some(waited));
+        }
+        c.record(cur, TraceKind::Release(id), first_woken);
+    }
+
+    /// Returns one permit.
+    pub fn release(&self) {
+        self.release_n(1);
+    }
+}
+
+/// Future of `Semaphore::acquire`.
+pub struct Acquire<'a> {
+    s: &'a Semaphore,
+    n: u64,
+    started: bool,
+}
+
+impl<'a> Future for Acquire<'a> {
+    type Output = SemaphorePermit<'a>;
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
+        let (s, n) = (self.s, self.n);
+        if self.started {
+            return Poll::Ready(SemaphorePermit { s, n });
+        }
+        self.started = true;
+        let mut c = s.h.core();
+        let cur = c.current;
+        let id = s.id;
+        let ResState::Semaphore {
+            permits,
+            capacity,
+            waiters,
+        } = &mut c.resources[id as usize].state
+        else {
+            unreachable!()
+        };
+        assert!(n <= *capacity, "asking a semaphore for more permits than it has");
+        if waiters.is_empty() && *permits >= n {
+            *permits -= n;
+            c.note_grant(id, None);
+            c.record(cur, TraceKind::Acquire(id), n);
+            Poll::Ready(SemaphorePermit { s, n })
+        } else {
+            waiters.push_back((cur, n));
+            c.block_current(TaskState::Blocked(id));
+            c.record(cur, TraceKind::Block(id), n);
+            Poll::Pending
+        }
+    }
+}
+
+/// Permits taken from a `Semaphore`; returned on drop (or kept with `forget`).
+pub struct SemaphorePermit<'a> {
+    s: &'a Semaphore,
+    n: u64,
+}
+
+impl SemaphorePermit<'_> {
+    /// Keeps the permits taken; the caller returns them later with `Semaphore::release_n`.
+    pub fn forget(mut self) {
+        self.n = 0;
+    }
+}
+
+impl Drop for SemaphorePermit<'_> {
+    fn drop(&mut self) {
+        if self.n > 0 {
+            self.s.release_n(self.n);
+        }
+    }
+}
+
+/// A wait queue: tasks wait until notified (a condition variable without the mutex; check
+/// the condition in a loop around `wait`).
+#[derive(Clone)]
+pub struct WaitQueue {
+    h: Handle,
+    id: ResId,
+}
+
+impl WaitQueue {
+    /// A new empty queue; waits are attributed to a class of the same name.
+    pub fn new(h: &Handle, name: &str) -> Self {
+        Self::with_class(h, name, name)
+    }
+
+    /// A queue whose waits are attributed to `class`.
+    pub fn with_class(h: &Handle, name: &str, class: &str) -> Self {
+        let id = h.core().add_resource(
+            name,
+            class,
+            ResState::WaitQueue {
+                waiters: VecDeque::new(),
+            },
+        );
+        WaitQueue { h: h.clone(), id }
+    }
+
+    /// Waits until another task notifies this queue.
+    pub fn wait(&self) -> Wait<'_> {
+        Wait {
+            q: self,
+            started: false,
+        }
+    }
+
+    /// Tasks waiting now.
+    pub fn len(&self) -> usize {
+        match &self.h.core.borrow().resources[self.id as usize].state {
+            ResState::WaitQueue { waiters } => waiters.len(),
+            _ => unreachable!(),
+        }
+    }
+
+    /// Whether nobody waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Wakes the longest waiter; returns whether there was one.
+    pub fn notify_one(&self) -> bool {
+        self.notify(1) == 1
+    }
+
+    /// Wakes every waiter; returns how many.
+    pub fn notify_all(&self) -> usize {
+        self.notify(usize::MAX)
+    }
+
+    fn notify(&self, max: usize) -> usize {
+        let mut c = self.h.core();
+        let cur = c.current;
+        let id = self.id;
+        let mut woken = 0;
+        while woken < max {
+            let ResState::WaitQueue { waiters } = &mut c.resources[id as usize].state else {
+                unreachable!()
+            };
+            let Some(t) = waiters.pop_front() else { break };
+            let waited = c.wake(t);
+            c.note_grant(id, Some(waited));
+            woken += 1;
+        }
+        c.record(cur, TraceKind::Notify(id), woken as u64);
+        woken
+    }
+}
+
+/// Future of `WaitQueue::wait`.
+pub struct Wait<'a> {
+    q: &'a WaitQueue,
+    started: bool,
+}
+
+impl Future for Wait<'_> {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.started {
+            return Poll::Ready(());
+        }
+        self.started = true;
+        let mut c = self.q.h.core();
+        let cur = c.current;
+        let id = self.q.id;
+        let ResState::WaitQueue { waiters } = &mut c.resources[id as usize].state else {
+            unreachable!()
+        };
+        waiters.push_back(cur);
+        c.block_current(TaskState::Blocked(id));
+        c.record(cur, TraceKind::Block(id), 0);
+        Poll::Pending
+    }
+}
