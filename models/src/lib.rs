@@ -1,4 +1,6 @@
 //! What fsyncsim simulates: block devices and I/O schedulers (later filesystems) and the
 //! workloads that drive them. Code cites the kernel function, driver or paper it models.
 
+pub mod device;
+pub mod units;
 pub mod workload;

@@ -149,3 +149,11 @@ pub fn run(p: &BenchParams) -> Result<BenchResult, SimError> {
         trace_hash: summary.trace_hash,
     })
 }
+
+/// Runs the benchmark and measures its wall-clock time (outside the simulation, which
+/// never reads the clock).
+pub fn run_timed(p: &BenchParams) -> Result<(BenchResult, f64), SimError> {
+    let start = std::time::Instant::now();
+    let r = run(p)?;
+    Ok((r, start.elapsed().as_secs_f64()))
+}

@@ -1,1 +1,260 @@
-//! fio-like load (todo).
+//! A fio-like synthetic load against one device: `numjobs` jobs, each keeping `iodepth`
+//! requests in flight (one simulated submitter per slot, as libaio refills on completion),
+//! sequential or random offsets in the job's own `size`-byte region, optional cache flush
+//! every `fsync` writes (per job, like fio's `fsync=N`), for `runtime` of virtual time.
+
+use crate::device::{new_histogram, Device, DeviceConfig, DeviceStats, IoDone, Request};
+use hdrhistogram::Histogram;
+use rand::Rng;
+use sim::{Nanos, RngStreams, Sim, SimError, Stream};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// fio's `rw=` modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwMode {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    RandRead,
+    /// Random writes.
+    RandWrite,
+    /// Random mixed reads and writes (`rwmixread` % reads).
+    RandRw,
+}
+
+impl RwMode {
+    /// Names accepted by `--rw`.
+    pub const NAMES: [&'static str; 5] = ["read", "write", "randread", "randwrite", "randrw"];
+
+    /// Parses a `--rw` value.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "read" => RwMode::Read,
+            "write" => RwMode::Write,
+            "randread" => RwMode::RandRead,
+            "randwrite" => RwMode::RandWrite,
+            "randrw" => RwMode::RandRw,
+            _ => return None,
+        })
+    }
+
+    /// The fio name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    fn random(self) -> bool {
+        matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
+    }
+}
+
+/// Parameters of a fio run.
+#[derive(Clone, Debug)]
+pub struct FioParams {
+    /// Access pattern.
+    pub rw: RwMode,
+    /// Block size, bytes.
+    pub bs: u64,
+    /// Requests in flight per job.
+    pub iodepth: u32,
+    /// Jobs.
+    pub numjobs: u32,
+    /// Flush the device cache every this many writes per job (0: never).
+    pub fsync: u32,
+    /// Virtual run time.
+    pub runtime: Nanos,
+    /// Bytes each job addresses.
+    pub size: u64,
+    /// Percentage of reads for `randrw`.
+    pub rwmixread: u32,
+    /// Run seed.
+    pub seed: u64,
+}
+
+impl Default for FioParams {
+    fn default() -> Self {
+        FioParams {
+            rw: RwMode::RandRead,
+            bs: 4096,
+            iodepth: 1,
+            numjobs: 1,
+            fsync: 0,
+            runtime: sim::S,
+            size: 1 << 30,
+            rwmixread: 50,
+            seed: 1,
+        }
+    }
+}
+
+/// Latency statistics of one direction (read, write, or sync = flushes).
+#[derive(Clone, Debug)]
+pub struct DirStats {
+    /// Completed requests.
+    pub ios: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Submission latency (waiting for a tag), ns.
+    pub slat: Histogram<u64>,
+    /// Completion latency (issue to completion), ns.
+    pub clat: Histogram<u64>,
+    /// Total latency, ns.
+    pub lat: Histogram<u64>,
+}
+
+impl DirStats {
+    fn new() -> Self {
+        DirStats {
+            ios: 0,
+            bytes: 0,
+            slat: new_histogram(),
+            clat: new_histogram(),
+            lat: new_histogram(),
+        }
+    }
+
+    fn record(&mut self, d: &IoDone, bytes: u64) {
+        self.ios += 1;
+        self.bytes += bytes;
+        self.slat.saturating_record(d.host_wait());
+        self.clat.saturating_record(d.clat());
+        self.lat.saturating_record(d.latency());
+    }
+}
+
+/// What a fio run produced.
+#[derive(Clone, Debug)]
+pub struct FioResult {
+    /// The parameters.
+    pub params: FioParams,
+    /// The device's name.
+    pub device: String,
+    /// Reads.
+    pub read: DirStats,
+    /// Writes.
+    pub write: DirStats,
+    /// Flushes issued by `fsync=N`.
+    pub sync: DirStats,
+    /// Virtual time from start to the last completion.
+    pub elapsed: Nanos,
+    /// Device counters.
+    pub device_stats: DeviceStats,
+    /// Hash of the run's event sequence.
+    pub trace_hash: u64,
+}
+
+struct Totals {
+    read: DirStats,
+    write: DirStats,
+    sync: DirStats,
+}
+
+struct Job {
+    base: u64,
+    cursor: Cell<u64>,
+    writes: Cell<u64>,
+}
+
+async fn worker(
+    h: sim::Handle,
+    dev: Device,
+    p: Rc<FioParams>,
+    job: Rc<Job>,
+    totals: Rc<RefCell<Totals>>,
+    mut rng: Stream,
+) {
+    let blocks = (p.size / p.bs).max(1);
+    while h.now() < p.runtime {
+        let is_read = match p.rw {
+            RwMode::Read | RwMode::RandRead => true,
+            RwMode::Write | RwMode::RandWrite => false,
+            RwMode::RandRw => rng.random_range(0..100) < p.rwmixread,
+        };
+        let block = if p.rw.random() {
+            rng.random_range(0..blocks)
+        } else {
+            let b = job.cursor.get();
+            job.cursor.set((b + 1) % blocks);
+            b
+        };
+        let offset = job.base + block * p.bs;
+        let req = if is_read {
+            Request::read(offset, p.bs)
+        } else {
+            Request::write(offset, p.bs)
+        };
+        let done = dev.submit(req).await;
+        {
+            let mut t = totals.borrow_mut();
+            if is_read {
+                t.read.record(&done, p.bs);
+            } else {
+                t.write.record(&done, p.bs);
+            }
+        }
+        if !is_read && p.fsync > 0 {
+            let n = job.writes.get() + 1;
+            job.writes.set(n);
+            if n % u64::from(p.fsync) == 0 {
+                let done = dev.submit(Request::flush()).await;
+                totals.borrow_mut().sync.record(&done, 0);
+            }
+        }
+    }
+}
+
+/// Runs the load on a device built from `cfg`.
+pub fn run(p: &FioParams, cfg: DeviceConfig) -> Result<FioResult, SimError> {
+    let mut sim = Sim::new();
+    let h = sim.handle();
+    let mut streams = RngStreams::new(p.seed);
+    let device = cfg.name.clone();
+    let dev = Device::new(&mut sim, cfg, &mut streams);
+    let totals = Rc::new(RefCell::new(Totals {
+        read: DirStats::new(),
+        write: DirStats::new(),
+        sync: DirStats::new(),
+    }));
+    let params = Rc::new(p.clone());
+    for j in 0..p.numjobs {
+        let job = Rc::new(Job {
+            base: u64::from(j) * p.size,
+            cursor: Cell::new(0),
+            writes: Cell::new(0),
+        });
+        for w in 0..p.iodepth {
+            let rng = streams.stream(&format!("fio.job{j}.slot{w}"));
+            sim.spawn(
+                &format!("job{j}.slot{w}"),
+                worker(
+                    h.clone(),
+                    dev.clone(),
+                    params.clone(),
+                    job.clone(),
+                    totals.clone(),
+                    rng,
+                ),
+            );
+        }
+    }
+    let summary = sim.run()?;
+    let device_stats = dev.stats();
+    drop(sim);
+    let t = Rc::try_unwrap(totals)
+        .ok()
+        .expect("tasks dropped with the simulation")
+        .into_inner();
+    Ok(FioResult {
+        params: p.clone(),
+        device,
+        read: t.read,
+        write: t.write,
+        sync: t.sync,
+        elapsed: summary.end,
+        device_stats,
+        trace_hash: summary.trace_hash,
+    })
+}

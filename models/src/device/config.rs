@@ -1,0 +1,325 @@
+//! Device parameters: the resolved configuration, the TOML device file that overrides a
+//! preset, and its error reporting (file:line, what was expected).
+
+use super::dist::{LatencyDist, NonNeg};
+use super::presets;
+use serde::de::{Deserializer, Error as _};
+use serde::Deserialize;
+use std::path::Path;
+
+/// A positive integer (rejects 0 with a message naming the expectation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Positive(pub u64);
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = i64::deserialize(d)?;
+        if v >= 1 {
+            Ok(Positive(v as u64))
+        } else {
+            Err(D::Error::custom(format!(
+                "invalid value {v}: expected an integer >= 1"
+            )))
+        }
+    }
+}
+
+/// Cost of a cache flush: a base latency plus destaging the dirty data it covers.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlushCost {
+    /// Fixed part of every flush.
+    pub base: LatencyDist,
+    /// Nanoseconds per dirty byte destaged.
+    pub ns_per_dirty_byte: NonNeg,
+    /// Nanoseconds per dirty write destaged (positioning; HDDs).
+    #[serde(default)]
+    pub ns_per_dirty_write: NonNeg,
+}
+
+/// A rare extra delay added to a request.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TailSpike {
+    /// Probability per request, in [0, 1].
+    pub probability: NonNeg,
+    /// Extra delay when it hits.
+    pub extra: LatencyDist,
+}
+
+/// Rotating-disk geometry: seek curve and rotation replace the read and FUA latency draws.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HddGeometry {
+    /// Spindle speed.
+    pub rpm: NonNeg,
+    /// Single-cylinder seek, ms.
+    pub seek_min_ms: NonNeg,
+    /// Full-stroke seek, ms.
+    pub seek_max_ms: NonNeg,
+    /// Addressable bytes (offsets map linearly onto cylinders).
+    pub capacity_bytes: Positive,
+    /// Cylinders.
+    pub cylinders: Positive,
+}
+
+/// Everything that defines a simulated block device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceConfig {
+    /// Name shown in reports.
+    pub name: String,
+    /// Hardware submission queues.
+    pub hw_queues: u64,
+    /// Tags per hardware queue; requests beyond hw_queues × queue_depth wait in the host.
+    pub queue_depth: u64,
+    /// Requests the device services at once.
+    pub parallelism: u64,
+    /// Volatile write cache present (writes complete into it; FLUSH/FUA make them durable).
+    pub write_cache: bool,
+    /// Dirty bytes the cache holds before it destages the oldest in the background.
+    pub cache_bytes: u64,
+    /// Transfer time per byte for reads and writes.
+    pub transfer_ns_per_byte: f64,
+    /// Read service time.
+    pub read: LatencyDist,
+    /// Write service time into the cache (or to media when there is no cache).
+    pub write: LatencyDist,
+    /// Write-through (FUA) service time.
+    pub fua_write: LatencyDist,
+    /// Flush cost.
+    pub flush: FlushCost,
+    /// Optional rare tail spike on any request.
+    pub tail: Option<TailSpike>,
+    /// Rotating-disk geometry (None for SSDs).
+    pub hdd: Option<HddGeometry>,
+    /// I/O scheduler name.
+    pub scheduler: String,
+}
+
+/// A device TOML file: an optional base preset and any fields to override.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceFile {
+    preset: Option<String>,
+    name: Option<String>,
+    hw_queues: Option<Positive>,
+    queue_depth: Option<Positive>,
+    parallelism: Option<Positive>,
+    write_cache: Option<bool>,
+    cache_bytes: Option<Positive>,
+    transfer_ns_per_byte: Option<NonNeg>,
+    read: Option<LatencyDist>,
+    write: Option<LatencyDist>,
+    fua_write: Option<LatencyDist>,
+    flush: Option<FlushCost>,
+    tail: Option<TailSpike>,
+    hdd: Option<HddGeometry>,
+    scheduler: Option<String>,
+}
+
+/// A bad device description: where and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct ConfigError {
+    /// `file:line` or the flag.
+    pub location: String,
+    /// What was wrong and what is expected.
+    pub message: String,
+}
+
+/// 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+impl DeviceConfig {
+    /// Resolves `--device`: a preset name, or a path to a device TOML file.
+    pub fn resolve(spec: &str) -> Result<Self, ConfigError> {
+        if let Some(cfg) = presets::by_name(spec) {
+            return Ok(cfg);
+        }
+        let path = Path::new(spec);
+        if spec.ends_with(".toml") || path.exists() {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+                location: spec.to_string(),
+                message: format!("cannot read device file: {e}"),
+            })?;
+            return Self::from_toml(&text, spec);
+        }
+        Err(ConfigError {
+            location: "--device".to_string(),
+            message: format!(
+                "unknown device '{spec}': expected one of {} or a path to a device TOML file",
+                presets::NAMES.join(", ")
+            ),
+        })
+    }
+
+    /// Parses a device TOML text (`origin` names it in errors).
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let at = |span: Option<std::ops::Range<usize>>| match span {
+            Some(s) => format!("{origin}:{}", line_of(text, s.start)),
+            None => origin.to_string(),
+        };
+        let file: DeviceFile = toml::from_str(text).map_err(|e| ConfigError {
+            location: at(e.span()),
+            message: e.message().replace('\n', " "),
+        })?;
+        let key_line = |key: &str| {
+            text.lines()
+                .position(|l| {
+                    let t = l.trim_start();
+                    t.starts_with(key) || t.starts_with(&format!("[{key}"))
+                })
+                .map_or(origin.to_string(), |i| format!("{origin}:{}", i + 1))
+        };
+        let base = file.preset.as_deref().unwrap_or("nvme");
+        let mut cfg = presets::by_name(base).ok_or_else(|| ConfigError {
+            location: key_line("preset"),
+            message: format!(
+                "unknown preset '{base}': expected one of {}",
+                presets::NAMES.join(", ")
+            ),
+        })?;
+        if let Some(v) = file.name {
+            cfg.name = v;
+        }
+        if let Some(v) = file.hw_queues {
+            cfg.hw_queues = v.0;
+        }
+        if let Some(v) = file.queue_depth {
+            cfg.queue_depth = v.0;
+        }
+        if let Some(v) = file.parallelism {
+            cfg.parallelism = v.0;
+        }
+        if let Some(v) = file.write_cache {
+            cfg.write_cache = v;
+        }
+        if let Some(v) = file.cache_bytes {
+            cfg.cache_bytes = v.0;
+        }
+        if let Some(v) = file.transfer_ns_per_byte {
+            cfg.transfer_ns_per_byte = v.0;
+        }
+        for (key, src, dst) in [
+            ("read", file.read, &mut cfg.read),
+            ("write", file.write, &mut cfg.write),
+            ("fua_write", file.fua_write, &mut cfg.fua_write),
+        ] {
+            if let Some(d) = src {
+                d.validate().map_err(|m| ConfigError {
+                    location: key_line(key),
+                    message: m,
+                })?;
+                *dst = d;
+            }
+        }
+        if let Some(f) = file.flush {
+            f.base.validate().map_err(|m| ConfigError {
+                location: key_line("flush"),
+                message: m,
+            })?;
+            cfg.flush = f;
+        }
+        if let Some(t) = file.tail {
+            if t.probability.0 > 1.0 {
+                return Err(ConfigError {
+                    location: key_line("tail"),
+                    message: format!(
+                        "tail probability {} out of range: expected a number in [0, 1]",
+                        t.probability.0
+                    ),
+                });
+            }
+            t.extra.validate().map_err(|m| ConfigError {
+                location: key_line("tail"),
+                message: m,
+            })?;
+            cfg.tail = Some(t);
+        }
+        if let Some(g) = file.hdd {
+            if g.seek_min_ms.0 > g.seek_max_ms.0 || g.rpm.0 <= 0.0 {
+                return Err(ConfigError {
+                    location: key_line("hdd"),
+                    message: "expected rpm > 0 and seek_min_ms <= seek_max_ms".to_string(),
+                });
+            }
+            cfg.hdd = Some(g);
+        }
+        if let Some(s) = file.scheduler {
+            if !super::iosched::NAMES.contains(&s.as_str()) {
+                return Err(ConfigError {
+                    location: key_line("scheduler"),
+                    message: format!(
+                        "unknown I/O scheduler '{s}': expected one of {}",
+                        super::iosched::NAMES.join(", ")
+                    ),
+                });
+            }
+            cfg.scheduler = s;
+        }
+        Ok(cfg)
+    }
+
+    /// Tags the device accepts at once.
+    pub fn tags(&self) -> u64 {
+        self.hw_queues.saturating_mul(self.queue_depth)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> ConfigError {
+        DeviceConfig::from_toml(text, "dev.toml").unwrap_err()
+    }
+
+    #[test]
+    fn overrides_a_preset() {
+        let c = DeviceConfig::from_toml(
+            "preset = \"sata-ssd\"\nqueue_depth = 8\n[read]\ndist = \"constant\"\nus = 70\n",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(c.queue_depth, 8);
+        assert_eq!(c.read.mean_ns(), 70_000.0);
+        assert_eq!(c.hw_queues, presets::by_name("sata-ssd").unwrap().hw_queues);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_expectation() {
+        let e = err("preset = \"nvme\"\nqueue_depth = 0\n");
+        assert_eq!(e.location, "dev.toml:2");
+        assert!(e.message.contains(">= 1"), "{e}");
+
+        let e = err("preset = \"nvme\"\n\nbogus = 3\n");
+        assert_eq!(e.location, "dev.toml:3");
+        assert!(e.message.contains("unknown field"), "{e}");
+
+        let e = err("[read]\ndist = \"lognormal\"\nmean_us = -4\nsigma = 0.2\n");
+        assert!(e.message.contains(">= 0"), "{e}");
+        assert!(e.location.starts_with("dev.toml:"), "{e}");
+
+        let e = err("[write]\ndist = \"constant\"\nus = nan\n");
+        assert!(e.message.contains("finite"), "{e}");
+
+        let e = err("preset = \"floppy\"\n");
+        assert_eq!(e.location, "dev.toml:1");
+        assert!(e.message.contains("nvme, sas-ssd, sata-ssd, hdd"), "{e}");
+
+        let e = err("queue_depth = [\n");
+        assert!(e.location.starts_with("dev.toml:"), "{e}");
+
+        let e = err("[read]\ndist = \"uniform\"\nmin_us = 9\nmax_us = 1\n");
+        assert_eq!(e.location, "dev.toml:1");
+    }
+
+    #[test]
+    fn resolve_rejects_unknown_names() {
+        let e = DeviceConfig::resolve("floppy").unwrap_err();
+        assert_eq!(e.location, "--device");
+        assert!(e.message.contains("hdd"));
+    }
+}

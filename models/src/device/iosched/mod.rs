@@ -1,0 +1,52 @@
+//! I/O schedulers: the order in which queued requests reach the device's service units.
+//! One file per scheduler behind the small `IoScheduler` trait.
+
+mod none;
+
+pub use none::NoneFifo;
+
+/// Scheduler names accepted in device files.
+pub const NAMES: [&str; 1] = ["none"];
+
+/// Whether a request is synchronous (someone waits for it) or background writeback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IoClass {
+    /// A task waits for it.
+    #[default]
+    Sync,
+    /// Background.
+    Async,
+}
+
+/// What a scheduler needs to know about a queued request.
+#[derive(Clone, Copy, Debug)]
+pub struct Queued {
+    /// Device-internal request id.
+    pub id: u64,
+    /// Byte offset (for seek-aware schedulers).
+    pub offset: u64,
+    /// Sync or async.
+    pub class: IoClass,
+}
+
+/// Orders requests between the host's tag grant and a free service unit.
+pub trait IoScheduler {
+    /// Queues a request.
+    fn add(&mut self, r: Queued);
+    /// The next request to serve, given the head position (HDDs) and current time.
+    fn dispatch(&mut self, head: u64, now: sim::Nanos) -> Option<Queued>;
+    /// Requests queued.
+    fn len(&self) -> usize;
+    /// Whether nothing is queued.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Builds the scheduler with this name.
+pub fn by_name(name: &str) -> Option<Box<dyn IoScheduler>> {
+    match name {
+        "none" => Some(Box::new(NoneFifo::default())),
+        _ => None,
+    }
+}

@@ -1,0 +1,677 @@
+//! The block-device model: host tags, an I/O scheduler, parallel service units, per-kind
+//! latency distributions, a volatile write cache with FLUSH/FUA, and HDD positioning.
+//!
+//! Life of a request (blk-mq terms):
+//! 1. `submit`: the request takes one of `hw_queues × queue_depth` tags, or waits in the
+//!    host queue (counted: requests that waited and for how long).
+//! 2. With a tag it is issued to the device: it enters the I/O scheduler; a FLUSH (or
+//!    PREFLUSH) records here which completed writes it covers.
+//! 3. A free service unit (`parallelism` of them) takes it: service time = the kind's latency
+//!    draw + bytes × transfer time (+ seek and rotation on an HDD; + destaging the covered
+//!    dirty data for a flush; + an optional rare tail spike).
+//! 4. On completion the cache is updated, the tag goes to the next host-queued request, and
+//!    the submitting task resumes.
+//!
+//! The submitter's wait is attributed, in turn, to `<dev>:host_queue`, `<dev>:queue` and
+//! `<dev>:service` (`<dev>:flush` for flushes), so reports can split I/O latency.
+//! All draws come from the stream `device.<name>`.
+
+pub mod cache;
+pub mod config;
+pub mod dist;
+pub mod iosched;
+pub mod presets;
+
+pub use cache::{Destage, DurableWrite, WriteCache};
+pub use config::{ConfigError, DeviceConfig};
+pub use dist::LatencyDist;
+pub use iosched::{IoClass, IoScheduler};
+
+use hdrhistogram::Histogram;
+use iosched::Queued;
+use rand::Rng;
+use sim::{ClassId, Handle, Nanos, RngStreams, Stream, TaskId, WaitQueue};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+
+/// What a request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Read `len` bytes.
+    Read,
+    /// Write `len` bytes.
+    Write,
+    /// Flush the volatile cache.
+    Flush,
+}
+
+/// One block-layer request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Read, write or flush.
+    pub op: Op,
+    /// Byte offset.
+    pub offset: u64,
+    /// Bytes (0 for a flush).
+    pub len: u64,
+    /// Forced unit access: durable on completion.
+    pub fua: bool,
+    /// Flush the cache before this write (REQ_PREFLUSH).
+    pub preflush: bool,
+    /// Sync or async, for schedulers.
+    pub class: IoClass,
+    /// The model's token for what is written (for the durable image).
+    pub token: u64,
+}
+
+impl Request {
+    /// A read.
+    pub fn read(offset: u64, len: u64) -> Self {
+        Self::new(Op::Read, offset, len)
+    }
+    /// A cached write.
+    pub fn write(offset: u64, len: u64) -> Self {
+        Self::new(Op::Write, offset, len)
+    }
+    /// A cache flush.
+    pub fn flush() -> Self {
+        Self::new(Op::Flush, 0, 0)
+    }
+    /// A FUA write.
+    pub fn fua_write(offset: u64, len: u64) -> Self {
+        Request {
+            fua: true,
+            ..Self::write(offset, len)
+        }
+    }
+    /// A PREFLUSH write (add `fua` for a superblock-style PREFLUSH|FUA write).
+    pub fn preflush_write(offset: u64, len: u64) -> Self {
+        Request {
+            preflush: true,
+            ..Self::write(offset, len)
+        }
+    }
+    /// Sets the content token.
+    pub fn with_token(mut self, token: u64) -> Self {
+        self.token = token;
+        self
+    }
+    /// Sets the class.
+    pub fn with_class(mut self, class: IoClass) -> Self {
+        self.class = class;
+        self
+    }
+    fn new(op: Op, offset: u64, len: u64) -> Self {
+        Request {
+            op,
+            offset,
+            len,
+            fua: false,
+            preflush: false,
+            class: IoClass::Sync,
+            token: 0,
+        }
+    }
+
+    /// The statistics bucket of this request.
+    pub fn kind(&self) -> ReqKind {
+        match (self.op, self.preflush, self.fua) {
+            (Op::Read, _, _) => ReqKind::Read,
+            (Op::Flush, _, _) => ReqKind::Flush,
+            (Op::Write, true, _) => ReqKind::PreflushWrite,
+            (Op::Write, false, true) => ReqKind::FuaWrite,
+            (Op::Write, false, false) => ReqKind::Write,
+        }
+    }
+}
+
+/// Statistics buckets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ReqKind {
+    /// Reads.
+    Read = 0,
+    /// Cached writes.
+    Write = 1,
+    /// FUA writes.
+    FuaWrite = 2,
+    /// PREFLUSH writes (with or without FUA).
+    PreflushWrite = 3,
+    /// Flushes.
+    Flush = 4,
+}
+
+impl ReqKind {
+    /// All kinds, in index order.
+    pub const ALL: [ReqKind; 5] = [
+        ReqKind::Read,
+        ReqKind::Write,
+        ReqKind::FuaWrite,
+        ReqKind::PreflushWrite,
+        ReqKind::Flush,
+    ];
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        ["read", "write", "fua_write", "preflush_write", "flush"][self as usize]
+    }
+}
+
+/// Timestamps of one finished request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoDone {
+    /// Submitted by the host.
+    pub submitted: Nanos,
+    /// Got a tag (issued to the device).
+    pub issued: Nanos,
+    /// Entered service.
+    pub started: Nanos,
+    /// Completed.
+    pub completed: Nanos,
+}
+
+impl IoDone {
+    /// Waiting for a tag in the host.
+    pub fn host_wait(&self) -> Nanos {
+        self.issued - self.submitted
+    }
+    /// Waiting inside the device for a service unit.
+    pub fn queue_wait(&self) -> Nanos {
+        self.started - self.issued
+    }
+    /// Service time.
+    pub fn service(&self) -> Nanos {
+        self.completed - self.started
+    }
+    /// Issue to completion (fio's clat).
+    pub fn clat(&self) -> Nanos {
+        self.completed - self.issued
+    }
+    /// Submission to completion (fio's lat).
+    pub fn latency(&self) -> Nanos {
+        self.completed - self.submitted
+    }
+}
+
+/// Per-kind counters.
+#[derive(Clone, Debug)]
+pub struct KindStats {
+    /// Requests completed.
+    pub count: u64,
+    /// Bytes transferred.
+    pub bytes: u64,
+    /// Requests that waited for a tag.
+    pub host_waited: u64,
+    /// Total ns waited for tags.
+    pub host_wait_ns: u128,
+    /// Total ns waited for a service unit.
+    pub queue_wait_ns: u128,
+    /// Total ns in service.
+    pub service_ns: u128,
+    /// Submission-to-completion latency, ns.
+    pub latency: Histogram<u64>,
+}
+
+impl KindStats {
+    fn new() -> Self {
+        KindStats {
+            count: 0,
+            bytes: 0,
+            host_waited: 0,
+            host_wait_ns: 0,
+            queue_wait_ns: 0,
+            service_ns: 0,
+            latency: new_histogram(),
+        }
+    }
+}
+
+/// A latency histogram from 1 ns to 1 hour at 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Device-wide counters.
+#[derive(Clone, Debug)]
+pub struct DeviceStats {
+    /// Per kind, indexed by `ReqKind as usize`.
+    pub kinds: Vec<KindStats>,
+    /// Integral over time of requests in the system (host queue + device), ns·requests.
+    pub in_system_area: u128,
+    /// Largest host-queue length seen.
+    pub max_host_queue: u64,
+    /// Dirty bytes destaged by flushes.
+    pub flushed_bytes: u64,
+    /// Bytes destaged in the background because the cache was full.
+    pub background_bytes: u64,
+    /// Time of the last update.
+    pub last_event: Nanos,
+}
+
+impl DeviceStats {
+    /// Counters of one kind.
+    pub fn kind(&self, k: ReqKind) -> &KindStats {
+        &self.kinds[k as usize]
+    }
+    /// Requests completed, all kinds.
+    pub fn completed(&self) -> u64 {
+        self.kinds.iter().map(|k| k.count).sum()
+    }
+}
+
+struct InFlight {
+    req: Request,
+    submitter: Option<TaskId>,
+    done: IoDone,
+    cover: u64,
+    finished: bool,
+}
+
+struct State {
+    cfg: DeviceConfig,
+    rng: Stream,
+    sched: Box<dyn IoScheduler>,
+    cache: WriteCache,
+    slots: Vec<Option<InFlight>>,
+    free_slots: Vec<u64>,
+    tags_free: u64,
+    host_queue: VecDeque<u64>,
+    in_system: u64,
+    head_cyl: u64,
+    link_free: Nanos,
+    now: Nanos,
+    stats: DeviceStats,
+}
+
+impl State {
+    fn account_area(&mut self, now: Nanos) {
+        let dt = now - self.stats.last_event;
+        self.stats.in_system_area += u128::from(self.in_system) * u128::from(dt);
+        self.stats.last_event = now;
+    }
+
+    /// Gives a tag to request `id` and queues it for service; returns its scheduler entry.
+    fn issue(&mut self, id: u64, now: Nanos) {
+        self.tags_free -= 1;
+        let f = self.slots[id as usize].as_mut().expect("live request");
+        f.done.issued = now;
+        if f.req.op == Op::Flush || f.req.preflush {
+            f.cover = self.cache.issue_flush();
+        }
+        let q = Queued {
+            id,
+            offset: f.req.offset,
+            class: f.req.class,
+        };
+        self.sched.add(q);
+    }
+
+    fn cylinder(&self, offset: u64) -> u64 {
+        match &self.cfg.hdd {
+            Some(g) => {
+                let frac = (offset % g.capacity_bytes.0) as f64 / g.capacity_bytes.0 as f64;
+                (frac * g.cylinders.0 as f64) as u64
+            }
+            None => 0,
+        }
+    }
+
+    /// Seek + rotational latency to reach `offset` (HDD only), moving the head.
+    fn position(&mut self, offset: u64) -> Nanos {
+        let Some(g) = self.cfg.hdd else {
+            return 0;
+        };
+        let target = self.cylinder(offset);
+        let dist = target.abs_diff(self.head_cyl);
+        self.head_cyl = target;
+        // Seek curve after Ruemmler & Wilkes: min + (max - min) * sqrt(d / (C - 1)).
+        let seek_ms = if dist == 0 {
+            0.0
+        } else {
+            let span = (g.cylinders.0.max(2) - 1) as f64;
+            g.seek_min_ms.0 + (g.seek_max_ms.0 - g.seek_min_ms.0) * (dist as f64 / span).sqrt()
+        };
+        let rev_ns = 60e9 / g.rpm.0;
+        let rot_ns = self.rng.random::<f64>() * rev_ns;
+        (seek_ms * 1e6 + rot_ns) as Nanos
+    }
+
+    /// Reserves the host link for `transfer` ns from `ready` on; returns when it ends.
+    fn link(&mut self, ready: Nanos, transfer: Nanos) -> Nanos {
+        let start = ready.max(self.link_free);
+        self.link_free = start + transfer;
+        self.link_free
+    }
+
+    /// Service time of request `id` starting now (claims flush destage work).
+    fn service_time(&mut self, id: u64) -> Nanos {
+        let f = self.slots[id as usize].as_ref().expect("live request");
+        let (req, cover) = (f.req, f.cover);
+        let transfer = (req.len as f64 * self.cfg.transfer_ns_per_byte) as Nanos;
+        let now = self.now;
+        let mut t: Nanos = 0;
+        if req.op == Op::Flush || req.preflush {
+            let d = self.cache.claim(cover);
+            self.stats.flushed_bytes += d.bytes;
+            t += if self.cfg.write_cache {
+                self.cfg.flush.base.sample(&mut self.rng)
+                    + (d.bytes as f64 * self.cfg.flush.ns_per_dirty_byte.0) as Nanos
+                    + (d.writes as f64 * self.cfg.flush.ns_per_dirty_write.0) as Nanos
+            } else {
+                0
+            };
+        }
+        // The host link is one shared resource with a next-free time (FEMU's timing model);
+        // a request reserves it when it enters service, so transfers queue in service order
+        // and the link caps throughput at 1 / transfer_ns_per_byte.
+        if transfer > 0 {
+            t += self.link(now + t, transfer) - (now + t);
+        }
+        t += match req.op {
+            Op::Flush => 0,
+            Op::Read => self.cfg.read.sample(&mut self.rng) + self.position(req.offset),
+            Op::Write if req.fua || !self.cfg.write_cache => {
+                let dist = if req.fua {
+                    self.cfg.fua_write
+                } else {
+                    self.cfg.write
+                };
+                dist.sample(&mut self.rng) + self.position(req.offset)
+            }
+            Op::Write => self.cfg.write.sample(&mut self.rng),
+        };
+        if let Some(tail) = &self.cfg.tail {
+            if self.rng.random::<f64>() < tail.probability.0 {
+                t += tail.extra.sample(&mut self.rng);
+            }
+        }
+        t
+    }
+
+    fn alloc(&mut self, f: InFlight) -> u64 {
+        match self.free_slots.pop() {
+            Some(id) => {
+                self.slots[id as usize] = Some(f);
+                id
+            }
+            None => {
+                self.slots.push(Some(f));
+                self.slots.len() as u64 - 1
+            }
+        }
+    }
+
+    fn free(&mut self, id: u64) -> InFlight {
+        let f = self.slots[id as usize].take().expect("live request");
+        self.free_slots.push(id);
+        f
+    }
+}
+
+struct Classes {
+    host: ClassId,
+    queue: ClassId,
+    service: ClassId,
+    flush: ClassId,
+    busy: ClassId,
+}
+
+struct Inner {
+    h: Handle,
+    name: String,
+    state: RefCell<State>,
+    idle: WaitQueue,
+    drained: WaitQueue,
+    classes: Classes,
+}
+
+/// A simulated block device shared by the tasks that submit to it.
+#[derive(Clone)]
+pub struct Device {
+    inner: Rc<Inner>,
+}
+
+impl Device {
+    /// Builds the device and starts its service units (daemon tasks).
+    pub fn new(sim: &mut sim::Sim, cfg: DeviceConfig, streams: &mut RngStreams) -> Self {
+        Self::with_image(sim, cfg, streams, false)
+    }
+
+    /// As `new`; with `track_image` the device keeps the durable image for crash checks.
+    pub fn with_image(
+        sim: &mut sim::Sim,
+        cfg: DeviceConfig,
+        streams: &mut RngStreams,
+        track_image: bool,
+    ) -> Self {
+        let h = sim.handle();
+        let name = cfg.name.clone();
+        let sched = iosched::by_name(&cfg.scheduler).unwrap_or_else(|| {
+            Box::new(iosched::NoneFifo::default()) // validated at parse time
+        });
+        let state = State {
+            rng: streams.stream(&format!("device.{name}")),
+            sched,
+            cache: WriteCache::new(cfg.write_cache, cfg.cache_bytes, track_image),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            tags_free: cfg.tags(),
+            host_queue: VecDeque::new(),
+            in_system: 0,
+            head_cyl: 0,
+            link_free: 0,
+            now: 0,
+            stats: DeviceStats {
+                kinds: ReqKind::ALL.iter().map(|_| KindStats::new()).collect(),
+                in_system_area: 0,
+                max_host_queue: 0,
+                flushed_bytes: 0,
+                background_bytes: 0,
+                last_event: 0,
+            },
+            cfg,
+        };
+        let classes = Classes {
+            host: h.class(&format!("{name}:host_queue")),
+            queue: h.class(&format!("{name}:queue")),
+            service: h.class(&format!("{name}:service")),
+            flush: h.class(&format!("{name}:flush")),
+            busy: h.class(&format!("{name}:unit_busy")),
+        };
+        let units = state.cfg.parallelism;
+        let dev = Device {
+            inner: Rc::new(Inner {
+                idle: WaitQueue::new(&h, &format!("{name}:idle_units")),
+                drained: WaitQueue::new(&h, &format!("{name}:drained")),
+                h,
+                name: name.clone(),
+                state: RefCell::new(state),
+                classes,
+            }),
+        };
+        for u in 0..units {
+            let d = dev.clone();
+            sim.spawn_daemon(&format!("{name}.unit{u}"), async move { d.unit().await });
+        }
+        dev
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Submits a request and waits for its completion.
+    pub async fn submit(&self, req: Request) -> IoDone {
+        let me = self.inner.h.current();
+        let (id, issued) = self.enqueue(req, Some(me));
+        let class = if issued {
+            self.inner.classes.queue
+        } else {
+            self.inner.classes.host
+        };
+        self.inner.h.park(class).await;
+        let f = self.inner.state.borrow_mut().free(id);
+        debug_assert!(f.finished);
+        f.done
+    }
+
+    /// Submits a request nobody waits for (open-loop load); its statistics still count.
+    pub fn submit_detached(&self, req: Request) {
+        self.enqueue(req, None);
+    }
+
+    fn enqueue(&self, req: Request, submitter: Option<TaskId>) -> (u64, bool) {
+        let now = self.inner.h.now();
+        let mut st = self.inner.state.borrow_mut();
+        st.account_area(now);
+        st.in_system += 1;
+        let id = st.alloc(InFlight {
+            req,
+            submitter,
+            done: IoDone {
+                submitted: now,
+                ..IoDone::default()
+            },
+            cover: 0,
+            finished: false,
+        });
+        let issued = st.tags_free > 0;
+        if issued {
+            st.issue(id, now);
+            drop(st);
+            self.inner.idle.notify_one();
+        } else {
+            st.host_queue.push_back(id);
+            st.stats.max_host_queue = st.stats.max_host_queue.max(st.host_queue.len() as u64);
+        }
+        (id, issued)
+    }
+
+    /// A service unit: takes the next request from the scheduler and serves it.
+    async fn unit(&self) {
+        let inner = &self.inner;
+        loop {
+            let now = inner.h.now();
+            let next = {
+                let mut st = inner.state.borrow_mut();
+                let head = st.head_cyl;
+                st.sched.dispatch(head, now)
+            };
+            let Some(q) = next else {
+                inner.idle.wait().await;
+                continue;
+            };
+            let service = {
+                let mut st = inner.state.borrow_mut();
+                st.now = now;
+                let t = st.service_time(q.id);
+                let f = st.slots[q.id as usize].as_mut().expect("live request");
+                f.done.started = now;
+                if let Some(task) = f.submitter {
+                    let c = if f.req.op == Op::Flush {
+                        inner.classes.flush
+                    } else {
+                        inner.classes.service
+                    };
+                    inner.h.reclassify(task, c);
+                }
+                t
+            };
+            inner.h.delay(service, inner.classes.busy).await;
+            self.complete(q.id);
+        }
+    }
+
+    fn complete(&self, id: u64) {
+        let inner = &self.inner;
+        let now = inner.h.now();
+        let mut st = inner.state.borrow_mut();
+        st.account_area(now);
+        st.in_system -= 1;
+        let (req, cover, done, submitter) = {
+            let f = st.slots[id as usize].as_mut().expect("live request");
+            f.done.completed = now;
+            f.finished = true;
+            (f.req, f.cover, f.done, f.submitter)
+        };
+        if req.op == Op::Flush || req.preflush {
+            st.cache.complete_flush(cover);
+        }
+        if req.op == Op::Write {
+            st.cache.complete_write(req.offset, req.len, req.token, req.fua);
+        }
+        st.stats.background_bytes = st.cache.background_bytes;
+        let k = &mut st.stats.kinds[req.kind() as usize];
+        k.count += 1;
+        k.bytes += req.len;
+        if done.host_wait() > 0 {
+            k.host_waited += 1;
+        }
+        k.host_wait_ns += u128::from(done.host_wait());
+        k.queue_wait_ns += u128::from(done.queue_wait());
+        k.service_ns += u128::from(done.service());
+        k.latency.saturating_record(done.latency());
+        // The tag passes to the oldest host-queued request.
+        st.tags_free += 1;
+        let mut woke_unit = false;
+        if let Some(next) = st.host_queue.pop_front() {
+            st.issue(next, now);
+            if let Some(t) = st.slots[next as usize].as_ref().and_then(|f| f.submitter) {
+                inner.h.reclassify(t, inner.classes.queue);
+            }
+            woke_unit = true;
+        }
+        match submitter {
+            Some(t) => {
+                drop(st);
+                inner.h.unpark(t);
+            }
+            None => {
+                st.free(id);
+                drop(st);
+            }
+        }
+        if woke_unit {
+            inner.idle.notify_one();
+        }
+        if self.inner.state.borrow().in_system == 0 {
+            inner.drained.notify_all();
+        }
+    }
+
+    /// Waits until no request is queued or in service.
+    pub async fn drain(&self) {
+        while self.inner.state.borrow().in_system > 0 {
+            self.inner.drained.wait().await;
+        }
+    }
+
+    /// A snapshot of the device's counters.
+    pub fn stats(&self) -> DeviceStats {
+        let now = self.inner.h.now();
+        let mut st = self.inner.state.borrow_mut();
+        st.account_area(now);
+        st.stats.clone()
+    }
+
+    /// What survives a power loss now (offset → newest durable write); None unless the
+    /// device was built with `with_image`.
+    pub fn durable_image(&self) -> Option<BTreeMap<u64, DurableWrite>> {
+        self.inner.state.borrow().cache.durable_image().cloned()
+    }
+
+    /// Tokens of completed writes a power loss now would drop.
+    pub fn volatile_tokens(&self) -> Vec<u64> {
+        self.inner.state.borrow().cache.volatile_tokens()
+    }
+
+    /// Bytes completed into the cache and not yet durable.
+    pub fn dirty_bytes(&self) -> u64 {
+        self.inner.state.borrow().cache.dirty_bytes()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> DeviceConfig {
+        self.inner.state.borrow().cfg.clone()
+    }
+}

@@ -1,0 +1,43 @@
+//! Parsing of byte sizes as fio writes them (`4k`, `64KiB`, `1M`, `4096`); k = 1024.
+
+/// Parses a byte size; suffixes k/m/g/t (optionally followed by `b`, `ib`, any case) are
+/// powers of 1024.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let expected = "expected a size like 4096, 4k, 64KiB, 1M";
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    if num.is_empty() {
+        return Err(format!("invalid size '{t}': {expected}"));
+    }
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid size '{t}': {expected}"))?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("unknown unit in size '{t}': {expected}")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("size '{t}' too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fio_sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        for bad in ["", "k", "-4k", "4x", "1.5k", "99999999999999999999"] {
+            assert!(parse_size(bad).is_err(), "{bad:?}");
+        }
+    }
+}

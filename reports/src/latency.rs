@@ -1,0 +1,119 @@
+//! Latency objects in fio's JSON shape and fio-style text percentiles.
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Map, Value};
+
+/// fio's default completion-latency percentiles.
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+/// `{min, max, mean, stddev, N}` of a histogram (all 0 when empty), values in ns.
+pub fn stats_json(h: &Histogram<u64>) -> Value {
+    if h.is_empty() {
+        return json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0});
+    }
+    json!({
+        "min": h.min(),
+        "max": h.max(),
+        "mean": h.mean(),
+        "stddev": h.stdev(),
+        "N": h.len(),
+    })
+}
+
+/// As `stats_json` plus fio's `percentile` map (`"99.000000": v`).
+pub fn stats_json_with_percentiles(h: &Histogram<u64>) -> Value {
+    let mut v = stats_json(h);
+    let mut p = Map::new();
+    for q in FIO_PERCENTILES {
+        let val = if h.is_empty() {
+            0
+        } else {
+            h.value_at_quantile(q / 100.0)
+        };
+        p.insert(format!("{q:.6}"), json!(val));
+    }
+    v["percentile"] = Value::Object(p);
+    v
+}
+
+/// The unit fio would print a latency set in, with its divisor from ns.
+pub fn unit_for(max_ns: u64) -> (&'static str, f64) {
+    if max_ns < 10_000 {
+        ("nsec", 1.0)
+    } else if max_ns < 10_000_000 {
+        ("usec", 1e3)
+    } else {
+        ("msec", 1e6)
+    }
+}
+
+/// fio-style text lines: `clat (usec): min=…, max=…, avg=…, stdev=…` and, optionally,
+/// the percentile block.
+pub fn text_lines(label: &str, h: &Histogram<u64>, percentiles: bool) -> Vec<String> {
+    if h.is_empty() {
+        return vec![format!("    {label}: no samples")];
+    }
+    let (unit, div) = unit_for(h.max());
+    let mut out = vec![format!(
+        "    {label} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
+        fmt_num(h.min() as f64 / div),
+        fmt_num(h.max() as f64 / div),
+        h.mean() / div,
+        h.stdev() / div
+    )];
+    if percentiles {
+        out.push(format!("    {label} percentiles ({unit}):"));
+        for row in FIO_PERCENTILES.chunks(4) {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|q| {
+                    format!(
+                        "{:>6}th=[{:>6}]",
+                        format!("{q:.2}"),
+                        fmt_num(h.value_at_quantile(q / 100.0) as f64 / div)
+                    )
+                })
+                .collect();
+            out.push(format!("     | {}", cells.join(", ")));
+        }
+    }
+    out
+}
+
+fn fmt_num(x: f64) -> String {
+    if x >= 100.0 || x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_keys_use_fio_spelling() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 1_000_000_000, 3).unwrap();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let j = stats_json_with_percentiles(&h);
+        let p = j["percentile"].as_object().unwrap();
+        assert_eq!(p.len(), 17);
+        assert!(p.contains_key("1.000000") && p.contains_key("99.990000"));
+        let p50 = p["50.000000"].as_u64().unwrap();
+        assert!((499_000..=501_000).contains(&p50), "{p50}");
+        assert_eq!(j["N"], 1000);
+    }
+
+    #[test]
+    fn empty_histograms_render_zeros() {
+        let h = Histogram::<u64>::new(3).unwrap();
+        assert_eq!(stats_json(&h)["N"], 0);
+        assert!(text_lines("clat", &h, true)[0].contains("no samples"));
+    }
+}
