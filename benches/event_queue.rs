@@ -31,40 +31,48 @@ fn hold(c: &mut Criterion) {
     let mut g = c.benchmark_group("hold");
     g.throughput(Throughput::Elements(HOLDS));
     for size in [64usize, 1024, 16384] {
-        g.bench_with_input(BenchmarkId::new("EventQueue(4-ary)", size), &size, |b, &size| {
-            b.iter(|| {
-                let mut q = EventQueue::new();
-                let mut seq = 0;
-                for (i, &d) in inc.iter().take(size).enumerate() {
-                    q.push(key(d, seq, i as u64));
-                    seq += 1;
-                }
-                for &d in inc.iter().skip(size).take(HOLDS as usize) {
-                    let k = q.pop().unwrap();
-                    let now = (k >> 64) as u64;
-                    q.push(key(now + d, seq, (k as u64) & 0xff_ffff));
-                    seq += 1;
-                }
-                black_box(q.len())
-            })
-        });
-        g.bench_with_input(BenchmarkId::new("std BinaryHeap", size), &size, |b, &size| {
-            b.iter(|| {
-                let mut q = BinaryHeap::new();
-                let mut seq = 0;
-                for (i, &d) in inc.iter().take(size).enumerate() {
-                    q.push(Reverse(key(d, seq, i as u64)));
-                    seq += 1;
-                }
-                for &d in inc.iter().skip(size).take(HOLDS as usize) {
-                    let Reverse(k) = q.pop().unwrap();
-                    let now = (k >> 64) as u64;
-                    q.push(Reverse(key(now + d, seq, (k as u64) & 0xff_ffff)));
-                    seq += 1;
-                }
-                black_box(q.len())
-            })
-        });
+        g.bench_with_input(
+            BenchmarkId::new("EventQueue(4-ary)", size),
+            &size,
+            |b, &size| {
+                b.iter(|| {
+                    let mut q = EventQueue::new();
+                    let mut seq = 0;
+                    for (i, &d) in inc.iter().take(size).enumerate() {
+                        q.push(key(d, seq, i as u64));
+                        seq += 1;
+                    }
+                    for &d in inc.iter().skip(size).take(HOLDS as usize) {
+                        let k = q.pop().unwrap();
+                        let now = (k >> 64) as u64;
+                        q.push(key(now + d, seq, (k as u64) & 0xff_ffff));
+                        seq += 1;
+                    }
+                    black_box(q.len())
+                })
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("std BinaryHeap", size),
+            &size,
+            |b, &size| {
+                b.iter(|| {
+                    let mut q = BinaryHeap::new();
+                    let mut seq = 0;
+                    for (i, &d) in inc.iter().take(size).enumerate() {
+                        q.push(Reverse(key(d, seq, i as u64)));
+                        seq += 1;
+                    }
+                    for &d in inc.iter().skip(size).take(HOLDS as usize) {
+                        let Reverse(k) = q.pop().unwrap();
+                        let now = (k >> 64) as u64;
+                        q.push(Reverse(key(now + d, seq, (k as u64) & 0xff_ffff)));
+                        seq += 1;
+                    }
+                    black_box(q.len())
+                })
+            },
+        );
     }
     g.finish();
 }

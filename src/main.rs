@@ -58,7 +58,7 @@ struct FioArgs {
     #[arg(long, default_value = "randread", value_parser = parse_rw)]
     rw: fio::RwMode,
     /// Block size (4k, 64KiB, 1M).
-    #[arg(long, default_value = "4k", value_parser = parse_bs)]
+    #[arg(long, default_value = "4k", value_parser = parse_bs, allow_hyphen_values = true)]
     bs: u64,
     /// Requests in flight per job.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
@@ -70,7 +70,7 @@ struct FioArgs {
     #[arg(long, default_value_t = 0)]
     fsync: u32,
     /// Virtual run time (300s, 1.5s, 250ms).
-    #[arg(long, default_value = "1s", value_parser = parse_runtime)]
+    #[arg(long, default_value = "1s", value_parser = parse_runtime, allow_hyphen_values = true)]
     runtime: u64,
     /// Bytes each job addresses.
     #[arg(long, default_value = "1g", value_parser = parse_bs)]
@@ -126,7 +126,10 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             let rendered = e.render().to_string();
-            let first = rendered.lines().find(|l| !l.trim().is_empty()).unwrap_or("error");
+            let first = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("error");
             eprintln!("{first}");
             return ExitCode::from(2);
         }

@@ -165,8 +165,15 @@ fn deadlock_names_each_blocked_task_what_it_waits_for_and_the_holder() {
         Err(SimError::Deadlock { at, blocked }) => {
             assert_eq!(at, 10);
             assert_eq!(blocked.len(), 2);
-            assert!(blocked[0].contains("task 'fsync' waits for mutex 'tree_log_mutex' held by 'commit'"), "{blocked:?}");
-            assert!(blocked[1].contains("task 'commit' waits for mutex 'log_mutex' held by 'fsync'"), "{blocked:?}");
+            assert!(
+                blocked[0]
+                    .contains("task 'fsync' waits for mutex 'tree_log_mutex' held by 'commit'"),
+                "{blocked:?}"
+            );
+            assert!(
+                blocked[1].contains("task 'commit' waits for mutex 'log_mutex' held by 'fsync'"),
+                "{blocked:?}"
+            );
         }
         other => panic!("expected a deadlock, got {other:?}"),
     }
@@ -179,7 +186,10 @@ fn a_lost_wakeup_is_reported_not_hung() {
     let q = WaitQueue::new(&h, "never_notified");
     sim.spawn("sleeper", async move { q.wait().await });
     let err = sim.run().unwrap_err().to_string();
-    assert!(err.contains("task 'sleeper' waits for wait queue 'never_notified'"), "{err}");
+    assert!(
+        err.contains("task 'sleeper' waits for wait queue 'never_notified'"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -211,7 +221,10 @@ fn time_limit_ends_a_run_that_would_go_on() {
         }
     });
     sim.set_time_limit(1_000_000);
-    assert!(matches!(sim.run(), Err(SimError::TimeLimit { live: 1, .. })));
+    assert!(matches!(
+        sim.run(),
+        Err(SimError::TimeLimit { live: 1, .. })
+    ));
 }
 
 /// Runs two tasks that each pass points p1 and p2, under a scheduler; returns the order.
@@ -262,7 +275,10 @@ fn a_script_that_cannot_progress_is_reported_with_the_step() {
     let err = run_points(Box::new(Script::new(steps))).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, SimError::Stuck { .. }), "{text}");
-    assert!(text.contains("step 2 waits for task 'B' to reach point 'p9'"), "{text}");
+    assert!(
+        text.contains("step 2 waits for task 'B' to reach point 'p9'"),
+        "{text}"
+    );
     assert!(text.contains("task 'A' at point 'p2'"), "{text}");
 }
 
@@ -310,7 +326,10 @@ fn trace_log_is_optional_and_the_hash_is_computed_either_way() {
     assert_eq!(h1, h2);
     assert!(none.is_empty());
     assert!(lines.iter().any(|l| l.contains("wait m")), "{lines:?}");
-    assert!(lines.iter().any(|l| l.contains("release m -> y")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("release m -> y")),
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -342,7 +361,15 @@ fn bench_model_matches_its_queueing_check() {
         ..Default::default()
     })
     .unwrap();
-    assert!((r.sim_iops - 319_700.0).abs() / 319_700.0 < 0.01, "{}", r.sim_iops);
-    assert!((r.mean_latency_ns - 150_200.0).abs() / 150_200.0 < 0.01, "{}", r.mean_latency_ns);
+    assert!(
+        (r.sim_iops - 319_700.0).abs() / 319_700.0 < 0.01,
+        "{}",
+        r.sim_iops
+    );
+    assert!(
+        (r.mean_latency_ns - 150_200.0).abs() / 150_200.0 < 0.01,
+        "{}",
+        r.mean_latency_ns
+    );
     assert_eq!(r.events, 4 * r.requests);
 }

@@ -43,7 +43,10 @@ pub fn text(p: &BenchParams, r: &BenchResult, w: Wall) -> String {
         "  mean latency       {:.1} us\n",
         r.mean_latency_ns / 1e3
     ));
-    s.push_str(&format!("  virtual time       {:.3} s\n", r.sim_ns as f64 / 1e9));
+    s.push_str(&format!(
+        "  virtual time       {:.3} s\n",
+        r.sim_ns as f64 / 1e9
+    ));
     s.push_str(&format!("  trace hash         {:#018x}\n", r.trace_hash));
     s
 }

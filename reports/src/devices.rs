@@ -19,7 +19,8 @@ pub fn text(cfgs: &[DeviceConfig]) -> String {
             c.read.mean_ns() / 1e3,
             c.write.mean_ns() / 1e3,
             c.fua_write.mean_ns() / 1e3,
-            c.hdd.map_or("-".to_string(), |g| format!("{:.0}rpm", g.rpm.0)),
+            c.hdd
+                .map_or("-".to_string(), |g| format!("{:.0}rpm", g.rpm.0)),
         ));
     }
     s

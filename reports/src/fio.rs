@@ -12,7 +12,11 @@ fn runtime_ms(r: &FioResult) -> f64 {
 
 fn dir_json(d: &DirStats, r: &FioResult) -> Value {
     let secs = r.elapsed as f64 / 1e9;
-    let bw_bytes = if secs > 0.0 { d.bytes as f64 / secs } else { 0.0 };
+    let bw_bytes = if secs > 0.0 {
+        d.bytes as f64 / secs
+    } else {
+        0.0
+    };
     json!({
         "io_bytes": d.bytes,
         "io_kbytes": d.bytes / 1024,

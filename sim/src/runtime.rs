@@ -13,11 +13,11 @@
 //! have smaller sequence numbers).
 
 use crate::error::SimError;
+use crate::queue::EventQueue;
 use crate::sched::{ChoiceView, Fifo, PausedTask, Pick, Scheduler};
 use crate::time::Nanos;
 use crate::trace::{Trace, TraceKind, TraceRecord};
 use std::cell::{RefCell, RefMut};
-use crate::queue::EventQueue;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
@@ -458,7 +458,10 @@ impl Handle {
 
     /// Whether task `t` is parked.
     pub fn is_parked(&self, t: TaskId) -> bool {
-        matches!(self.core.borrow().tasks[t as usize].state, TaskState::Parked(_))
+        matches!(
+            self.core.borrow().tasks[t as usize].state,
+            TaskState::Parked(_)
+        )
     }
 
     /// Starts a new task at the current instant.
@@ -659,7 +662,11 @@ impl Sim {
     /// Renders trace records as text lines, with task, class, resource and point names.
     pub fn render_trace(&self) -> Vec<String> {
         let c = self.handle.core.borrow();
-        c.trace.records.iter().map(|r| crate::trace::render(&c, r)).collect()
+        c.trace
+            .records
+            .iter()
+            .map(|r| crate::trace::render(&c, r))
+            .collect()
     }
 
     /// Starts a task at t=0 (or at the current time, between runs).
@@ -756,7 +763,11 @@ impl Sim {
 
 /// Picks the next task to resume, advancing the clock when the instant is exhausted.
 #[inline]
-fn next_task(c: &mut Core, scheduler: &mut dyn Scheduler, limit: Nanos) -> Result<Option<TaskId>, SimError> {
+fn next_task(
+    c: &mut Core,
+    scheduler: &mut dyn Scheduler,
+    limit: Nanos,
+) -> Result<Option<TaskId>, SimError> {
     loop {
         if c.live == 0 {
             return Ok(None);
@@ -800,8 +811,7 @@ fn next_task(c: &mut Core, scheduler: &mut dyn Scheduler, limit: Nanos) -> Resul
                             .map(|p| {
                                 format!(
                                     "task '{}' at point '{}'",
-                                    c.tasks[p.task as usize].name,
-                                    c.points.names[p.point as usize]
+                                    c.tasks[p.task as usize].name, c.points.names[p.point as usize]
                                 )
                             })
                             .collect();
@@ -819,7 +829,7 @@ fn next_task(c: &mut Core, scheduler: &mut dyn Scheduler, limit: Nanos) -> Resul
             let at = (key >> 64) as Nanos;
             if at > limit {
                 return Err(SimError::TimeLimit {
-                    limit: limit,
+                    limit,
                     live: c.live,
                 });
             }
@@ -832,10 +842,7 @@ fn next_task(c: &mut Core, scheduler: &mut dyn Scheduler, limit: Nanos) -> Resul
             .filter(|&t| !c.tasks[t as usize].daemon)
             .map(|t| c.describe_wait(t))
             .collect();
-        return Err(SimError::Deadlock {
-            at: c.now,
-            blocked,
-        });
+        return Err(SimError::Deadlock { at: c.now, blocked });
     }
 }
 
@@ -853,4 +860,3 @@ fn resume_timer(c: &mut Core, key: u128) -> TaskId {
     c.trace.log_only(c.now, t, TraceKind::Run);
     t
 }
-

@@ -68,14 +68,22 @@ impl Mutex {
         let id = self.id;
         let next = match &mut c.resources[id as usize].state {
             ResState::Mutex { owner, waiters } => {
-                assert_eq!(*owner, Some(cur), "mutex unlocked by a task that does not own it");
+                assert_eq!(
+                    *owner,
+                    Some(cur),
+                    "mutex unlocked by a task that does not own it"
+                );
                 let next = waiters.pop_front();
                 *owner = next;
                 next
             }
             _ => unreachable!(),
         };
-        c.record(cur, TraceKind::Release(id), next.map_or(0, |t| u64::from(t) + 1));
+        c.record(
+            cur,
+            TraceKind::Release(id),
+            next.map_or(0, |t| u64::from(t) + 1),
+        );
         if let Some(t) = next {
             let waited = c.wake(t);
             c.note_grant(id, Some(waited));
@@ -213,7 +221,9 @@ impl Semaphore {
             else {
                 unreachable!()
             };
-            let Some(&(t, want)) = waiters.front() else { break };
+            let Some(&(t, want)) = waiters.front() else {
+                break;
+            };
             if want > *permits {
                 break;
             }
@@ -261,7 +271,10 @@ impl<'a> Future for Acquire<'a> {
         else {
             unreachable!()
         };
-        assert!(n <= *capacity, "asking a semaphore for more permits than it has");
+        assert!(
+            n <= *capacity,
+            "asking a semaphore for more permits than it has"
+        );
         if waiters.is_empty() && *permits >= n {
             *permits -= n;
             c.note_grant(id, None);

@@ -19,6 +19,9 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
     if t.is_empty() {
         return Err(format!("empty duration: {expected}"));
     }
+    if t.starts_with('-') {
+        return Err(format!("negative duration '{t}': {expected}"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());

@@ -135,7 +135,9 @@ pub(crate) fn render(c: &Core, r: &TraceRecord) -> String {
         TraceKind::Unpark => format!("unpark {}", task(r.arg)),
         TraceKind::Acquire(id) => format!("acquire {}", res(id)),
         TraceKind::Block(id) => format!("wait {}", res(id)),
-        TraceKind::Release(id) if r.arg > 0 => format!("release {} -> {}", res(id), task(r.arg - 1)),
+        TraceKind::Release(id) if r.arg > 0 => {
+            format!("release {} -> {}", res(id), task(r.arg - 1))
+        }
         TraceKind::Release(id) => format!("release {}", res(id)),
         TraceKind::Notify(id) => format!("notify {} ({} woken)", res(id), r.arg),
         TraceKind::Point(p) => format!("point {}", point(p)),

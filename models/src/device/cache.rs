@@ -91,7 +91,9 @@ impl WriteCache {
         // A full cache destages its oldest data in the background (a device may persist
         // cached data at any time; only flushes and FUA give guarantees).
         while self.dirty_bytes > self.capacity {
-            let Some(d) = self.volatile.pop_front() else { break };
+            let Some(d) = self.volatile.pop_front() else {
+                break;
+            };
             self.dirty_bytes -= d.len;
             self.background_bytes += d.len;
             self.claimed_upto = self.claimed_upto.max(d.cidx + 1);
@@ -137,11 +139,9 @@ impl WriteCache {
 
     fn make_durable(&mut self, offset: u64, len: u64, token: u64, wseq: u64) {
         if let Some(img) = &mut self.image {
-            let e = img.entry(offset).or_insert(DurableWrite {
-                len,
-                token,
-                wseq,
-            });
+            let e = img
+                .entry(offset)
+                .or_insert(DurableWrite { len, token, wseq });
             if wseq >= e.wseq {
                 *e = DurableWrite { len, token, wseq };
             }
@@ -164,7 +164,12 @@ mod tests {
     use super::*;
 
     fn tokens(c: &WriteCache) -> Vec<u64> {
-        let mut t: Vec<u64> = c.durable_image().unwrap().values().map(|w| w.token).collect();
+        let mut t: Vec<u64> = c
+            .durable_image()
+            .unwrap()
+            .values()
+            .map(|w| w.token)
+            .collect();
         t.sort();
         t
     }
@@ -177,7 +182,13 @@ mod tests {
         c.complete_write(2 << 12, 4096, 2, false);
         let cover = c.issue_flush();
         c.complete_write(1 << 12, 4096, 1, false);
-        assert_eq!(c.claim(cover), Destage { bytes: 8192, writes: 2 });
+        assert_eq!(
+            c.claim(cover),
+            Destage {
+                bytes: 8192,
+                writes: 2
+            }
+        );
         c.complete_flush(cover);
         assert_eq!(tokens(&c), vec![2, 3]);
         assert_eq!(c.volatile_tokens(), vec![1]);

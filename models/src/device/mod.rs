@@ -598,7 +598,8 @@ impl Device {
             st.cache.complete_flush(cover);
         }
         if req.op == Op::Write {
-            st.cache.complete_write(req.offset, req.len, req.token, req.fua);
+            st.cache
+                .complete_write(req.offset, req.len, req.token, req.fua);
         }
         st.stats.background_bytes = st.cache.background_bytes;
         let k = &mut st.stats.kinds[req.kind() as usize];

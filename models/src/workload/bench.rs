@@ -9,7 +9,6 @@
 //! throughput ≈ 32 / 100 µs = 320,000/s and, by Little's law, mean latency (slot wait +
 //! service) ≈ 64 / X − 50 µs ≈ 150 µs.
 
-
 use rand_distr::{Distribution, Exp1};
 use sim::{Handle, Mutex, Nanos, RngStreams, Semaphore, Sim, SimError, Stream};
 use std::cell::Cell;
