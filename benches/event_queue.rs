@@ -53,6 +53,23 @@ fn hold(c: &mut Criterion) {
             },
         );
         g.bench_with_input(
+            BenchmarkId::new("EventQueue u64 time-only", size),
+            &size,
+            |b, &size| {
+                b.iter(|| {
+                    let mut q: EventQueue<u64> = EventQueue::new();
+                    for &d in inc.iter().take(size) {
+                        q.push(d);
+                    }
+                    for &d in inc.iter().skip(size).take(HOLDS as usize) {
+                        let now = q.pop().unwrap();
+                        q.push(now + d);
+                    }
+                    black_box(q.len())
+                })
+            },
+        );
+        g.bench_with_input(
             BenchmarkId::new("std BinaryHeap", size),
             &size,
             |b, &size| {

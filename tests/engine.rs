@@ -373,3 +373,28 @@ fn bench_model_matches_its_queueing_check() {
     );
     assert_eq!(r.events, 4 * r.requests);
 }
+
+#[test]
+fn sleeps_longer_than_the_timer_key_range_fire_on_time_and_in_order() {
+    let mut sim = Sim::new();
+    let h = sim.handle();
+    let l = log();
+    let long = 3u64 << 40; // beyond the 40-bit relative range of a timer key
+    for (name, d) in [("long", long), ("short", 10), ("same", long)] {
+        let (h, l) = (h.clone(), l.clone());
+        sim.spawn(name, async move {
+            h.sleep(d).await;
+            push(&l, &h, name);
+        });
+    }
+    let end = sim.run().unwrap().end;
+    assert_eq!(end, long);
+    assert_eq!(
+        *l.borrow(),
+        vec![
+            "short@10".to_string(),
+            format!("long@{long}"),
+            format!("same@{long}")
+        ]
+    );
+}

@@ -1,19 +1,28 @@
-//! The pending-event queue: a 4-ary min-heap of packed `u128` keys (time, seq, task).
+//! The pending-timer queue.
 //!
-//! Packing the whole event into one integer makes every comparison a single `u128`
-//! compare and every move 16 bytes; four children share one 64-byte cache line, so a pop
-//! touches half as many levels as a binary heap. Measured against `std`'s `BinaryHeap` in
-//! `benches/event_queue.rs`.
+//! `EventQueue` is a 4-ary min-heap of plain keys: four children share a cache line, so a
+//! pop touches half as many levels as a binary heap. `TimerQueue` packs each timer into one
+//! `u64` key — time relative to a base in the high 40 bits, task id in the low 24 — so every
+//! comparison is one integer compare and every move 8 bytes, and restores the engine's
+//! (time, insertion sequence) order for timers that fire at the same instant with a per-task
+//! sequence number (a task has at most one pending timer). Measured against `std`'s
+//! `BinaryHeap` in `benches/event_queue.rs`.
 
-/// A min-heap of `u128` keys.
-#[derive(Default, Debug, Clone)]
-pub struct EventQueue {
-    keys: Vec<u128>,
+/// A min-heap of keys (the engine uses packed `u128` keys).
+#[derive(Debug, Clone)]
+pub struct EventQueue<K = u128> {
+    keys: Vec<K>,
 }
 
 const D: usize = 4;
 
-impl EventQueue {
+impl<K: Copy + Ord> Default for EventQueue<K> {
+    fn default() -> Self {
+        EventQueue { keys: Vec::new() }
+    }
+}
+
+impl<K: Copy + Ord> EventQueue<K> {
     /// An empty queue.
     pub fn new() -> Self {
         Self::default()
@@ -33,13 +42,13 @@ impl EventQueue {
 
     /// The smallest key.
     #[inline]
-    pub fn peek(&self) -> Option<u128> {
+    pub fn peek(&self) -> Option<K> {
         self.keys.first().copied()
     }
 
     /// Inserts a key.
     #[inline]
-    pub fn push(&mut self, key: u128) {
+    pub fn push(&mut self, key: K) {
         let mut i = self.keys.len();
         self.keys.push(key);
         // Sift up with a hole: move parents down until the key fits.
@@ -57,7 +66,7 @@ impl EventQueue {
 
     /// Removes and returns the smallest key.
     #[inline]
-    pub fn pop(&mut self) -> Option<u128> {
+    pub fn pop(&mut self) -> Option<K> {
         let last = self.keys.pop()?;
         let keys = &mut self.keys[..];
         let n = keys.len();
@@ -71,7 +80,7 @@ impl EventQueue {
             let first = i * D + 1;
             if first + D <= n {
                 // Full set of four children: a two-round tournament.
-                let c: &[u128; D] = keys[first..first + D].try_into().unwrap();
+                let c: &[K; D] = keys[first..first + D].try_into().unwrap();
                 let ia = usize::from(c[1] < c[0]);
                 let ib = 2 + usize::from(c[3] < c[2]);
                 let im = if c[ib] < c[ia] { ib } else { ia };
@@ -106,10 +115,215 @@ impl EventQueue {
     }
 }
 
+const TASK_BITS: u32 = 24;
+const TASK_MASK: u64 = (1 << TASK_BITS) - 1;
+
+/// Timers of tasks, popped in (time, insertion sequence) order.
+#[derive(Debug, Clone)]
+pub struct TimerQueue {
+    heap: EventQueue<u64>,
+    /// Keys hold `time - base`.
+    base: u64,
+    /// Largest relative time a key can hold.
+    max_rel: u64,
+    /// Per task: insertion sequence and absolute due time of its pending timer.
+    seq: Vec<u64>,
+    due: Vec<u64>,
+    next_seq: u64,
+    /// Timers of the current instant, sorted by insertion sequence, not yet popped.
+    ties: std::collections::VecDeque<(u64, u32)>,
+    scratch: Vec<(u64, u32)>,
+}
+
+impl Default for TimerQueue {
+    fn default() -> Self {
+        Self::with_rel_bits(64 - TASK_BITS)
+    }
+}
+
+impl TimerQueue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty queue whose keys hold `bits` bits of relative time (tests use few bits to
+    /// exercise rebasing and long timers).
+    pub fn with_rel_bits(bits: u32) -> Self {
+        assert!((2..=64 - TASK_BITS).contains(&bits));
+        TimerQueue {
+            heap: EventQueue::new(),
+            base: 0,
+            max_rel: (1u64 << bits) - 1,
+            seq: Vec::new(),
+            due: Vec::new(),
+            next_seq: 0,
+            ties: std::collections::VecDeque::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Pending timers (a long timer counts once).
+    pub fn len(&self) -> usize {
+        self.heap.len() + self.ties.len()
+    }
+
+    /// Whether no timer is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Arms `task`'s timer for absolute time `at`; `now` is a lower bound of every pending time.
+    #[inline]
+    pub fn push(&mut self, now: u64, at: u64, task: u32) {
+        debug_assert!(u64::from(task) <= TASK_MASK && at >= now && now >= self.base);
+        let t = task as usize;
+        if self.seq.len() <= t {
+            self.seq.resize(t + 1, 0);
+            self.due.resize(t + 1, 0);
+        }
+        self.seq[t] = self.next_seq;
+        self.next_seq += 1;
+        self.due[t] = at;
+        self.insert(now, at, task);
+    }
+
+    #[inline]
+    fn insert(&mut self, now: u64, at: u64, task: u32) {
+        if at - self.base > self.max_rel {
+            self.rebase(now);
+        }
+        // A timer beyond the key range fires early at the range's end and is re-armed.
+        let rel = (at - self.base).min(self.max_rel);
+        self.heap.push((rel << TASK_BITS) | u64::from(task));
+    }
+
+    /// Moves the base up to `now` (every pending time is >= now), keeping the order.
+    #[cold]
+    fn rebase(&mut self, now: u64) {
+        let delta = (now - self.base) << TASK_BITS;
+        if delta == 0 {
+            return;
+        }
+        for k in self.heap.keys.iter_mut() {
+            *k -= delta;
+        }
+        self.base = now;
+    }
+
+    #[inline]
+    fn time_of(&self, key: u64) -> u64 {
+        self.base + (key >> TASK_BITS)
+    }
+
+    /// The time of the next timer, or of the next early firing of a long timer.
+    #[inline]
+    pub fn peek_time(&self) -> Option<u64> {
+        match self.ties.front() {
+            Some(&(t, _)) => Some(t),
+            None => self.heap.peek().map(|k| self.time_of(k)),
+        }
+    }
+
+    /// Removes the next timer: `(time, Some(task))`, or `(time, None)` for the early
+    /// firing of a timer beyond the key range, which is re-armed here; the caller's clock
+    /// must reach `time` either way. Timers due at the same instant come out in the order
+    /// they were armed.
+    #[inline]
+    pub fn pop(&mut self) -> Option<(u64, Option<u32>)> {
+        if let Some((t, task)) = self.ties.pop_front() {
+            return Some((t, Some(task)));
+        }
+        let key = self.heap.pop()?;
+        let (time, task) = (self.time_of(key), (key & TASK_MASK) as u32);
+        let due = self.due[task as usize];
+        if time < due {
+            self.insert(time, due, task);
+            return Some((time, None));
+        }
+        match self.heap.peek() {
+            Some(next) if self.time_of(next) == time => {
+                Some((time, Some(self.pop_ties(time, task).1)))
+            }
+            _ => Some((time, Some(task))),
+        }
+    }
+
+    /// Drains every timer due at `time` and orders them by insertion sequence.
+    #[cold]
+    fn pop_ties(&mut self, time: u64, first: u32) -> (u64, u32) {
+        let mut batch = std::mem::take(&mut self.scratch);
+        batch.push((time, first));
+        while let Some(next) = self.heap.peek() {
+            if self.time_of(next) != time {
+                break;
+            }
+            self.heap.pop();
+            let task = (next & TASK_MASK) as u32;
+            if time < self.due[task as usize] {
+                let due = self.due[task as usize];
+                self.insert(time, due, task);
+            } else {
+                batch.push((time, task));
+            }
+        }
+        batch.sort_unstable_by_key(|&(_, t)| self.seq[t as usize]);
+        self.ties.extend(batch.drain(..));
+        self.scratch = batch;
+        self.ties.pop_front().expect("at least the first timer")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// Random arms and pops against a reference ordered by (time, insertion sequence),
+    /// with few key bits so rebasing and long timers happen constantly.
+    #[test]
+    fn timer_queue_pops_in_time_then_insertion_order() {
+        for bits in [4u32, 9, 40] {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(u64::from(bits));
+            let mut q = TimerQueue::with_rel_bits(bits);
+            let mut reference = std::collections::BTreeMap::new();
+            let mut pending = vec![false; 64];
+            let (mut now, mut seq) = (0u64, 0u64);
+            for _ in 0..20_000 {
+                let task = rng.random_range(0..64u32);
+                if !pending[task as usize] && rng.random_bool(0.55) {
+                    // Small delays make many ties; some are far beyond the key range.
+                    let d = match rng.random_range(0..10) {
+                        0 => rng.random_range(1..100_000),
+                        _ => rng.random_range(1..8),
+                    };
+                    q.push(now, now + d, task);
+                    reference.insert((now + d, seq), task);
+                    seq += 1;
+                    pending[task as usize] = true;
+                } else if let Some(((t, _), task)) = reference.pop_first() {
+                    loop {
+                        let next = q.peek_time().unwrap();
+                        assert!(next <= t);
+                        match q.pop() {
+                            Some((at, None)) => {
+                                assert!(at <= t, "early firing after the real timer");
+                                now = at;
+                            }
+                            got => {
+                                assert_eq!(got, Some((t, Some(task))));
+                                assert_eq!(next, t);
+                                break;
+                            }
+                        }
+                    }
+                    pending[task as usize] = false;
+                    now = t;
+                }
+                assert_eq!(q.len(), reference.len());
+            }
+        }
+    }
 
     #[test]
     fn pops_in_sorted_order() {

@@ -7,13 +7,13 @@
 //! itself knows which task to resume, which keeps the per-event path free of allocation and
 //! reference counting.
 //!
-//! Event order is (time, insertion sequence): timers live in a binary heap keyed by one
-//! `u128` (time, seq, task); wake-ups at the current instant go to a FIFO ready queue, which
-//! runs after the heap's events of the same instant (those were inserted earlier, so they
-//! have smaller sequence numbers).
+//! Event order is (time, insertion sequence): timers live in a `TimerQueue` (a 4-ary heap
+//! of packed keys that pops same-instant timers in insertion order); wake-ups at the current
+//! instant go to a FIFO ready queue, which runs after the timers of the same instant (those
+//! were inserted earlier, so they have smaller sequence numbers).
 
 use crate::error::SimError;
-use crate::queue::EventQueue;
+use crate::queue::TimerQueue;
 use crate::sched::{ChoiceView, Fifo, PausedTask, Pick, Scheduler};
 use crate::time::Nanos;
 use crate::trace::{Trace, TraceKind, TraceRecord};
@@ -34,7 +34,6 @@ pub type ClassId = u16;
 pub type PointId = u32;
 
 const TASK_BITS: u32 = 24;
-const SEQ_BITS: u32 = 40;
 
 /// Wait class 0: CPU time spent by `Handle::cpu`.
 pub const CLASS_CPU: ClassId = 0;
@@ -147,8 +146,7 @@ impl Interner {
 /// The engine state shared by the run loop and every primitive.
 pub(crate) struct Core {
     pub(crate) now: Nanos,
-    seq: u64,
-    heap: EventQueue,
+    heap: TimerQueue,
     pub(crate) ready: VecDeque<TaskId>,
     pub(crate) tasks: Vec<Task>,
     live: usize,
@@ -174,8 +172,8 @@ impl Core {
         classes.intern("point");
         Core {
             now: 0,
-            seq: 0,
-            heap: EventQueue::new(),
+
+            heap: TimerQueue::new(),
             ready: VecDeque::new(),
             tasks: Vec::new(),
             live: 0,
@@ -201,11 +199,7 @@ impl Core {
     /// Schedules `task` to resume at `at` (> now) through the heap.
     #[inline]
     pub(crate) fn push_timer(&mut self, at: Nanos, task: TaskId) {
-        debug_assert!(at >= self.now);
-        debug_assert!(self.seq < (1u64 << SEQ_BITS));
-        let key = (u128::from(at) << 64) | (u128::from(self.seq) << TASK_BITS) | u128::from(task);
-        self.seq += 1;
-        self.heap.push(key);
+        self.heap.push(self.now, at, task);
     }
 
     /// Puts the current task to sleep for `d`, attributing the time to `class`.
@@ -773,10 +767,10 @@ fn next_task(
             return Ok(None);
         }
         // 1. Heap events of the current instant (older than anything in `ready`).
-        if let Some(key) = c.heap.peek() {
-            if (key >> 64) as Nanos == c.now {
-                c.heap.pop();
-                return Ok(Some(resume_timer(c, key)));
+        if c.heap.peek_time() == Some(c.now) {
+            match c.heap.pop() {
+                Some((_, Some(t))) => return Ok(Some(resume_timer(c, t))),
+                _ => continue, // a long timer re-armed itself
             }
         }
         // 2. Wake-ups of the current instant, FIFO.
@@ -788,7 +782,7 @@ fn next_task(
         }
         // 3. Tasks paused at named points: ask the scheduler.
         if !c.paused.is_empty() {
-            let next_event = c.heap.peek().map(|k| (k >> 64) as Nanos);
+            let next_event = c.heap.peek_time();
             let view = ChoiceView {
                 now: c.now,
                 paused: &c.paused,
@@ -825,8 +819,7 @@ fn next_task(
             }
         }
         // 4. Advance the clock to the next timer.
-        if let Some(key) = c.heap.pop() {
-            let at = (key >> 64) as Nanos;
+        if let Some((at, task)) = c.heap.pop() {
             if at > limit {
                 return Err(SimError::TimeLimit {
                     limit,
@@ -834,7 +827,10 @@ fn next_task(
                 });
             }
             c.now = at;
-            return Ok(Some(resume_timer(c, key)));
+            match task {
+                Some(t) => return Ok(Some(resume_timer(c, t))),
+                None => continue, // a long timer re-armed itself
+            }
         }
         // 5. Nothing can happen any more.
         let blocked: Vec<String> = (0..c.tasks.len() as TaskId)
@@ -847,8 +843,7 @@ fn next_task(
 }
 
 #[inline]
-fn resume_timer(c: &mut Core, key: u128) -> TaskId {
-    let t = (key as u64 & ((1 << TASK_BITS) - 1)) as TaskId;
+fn resume_timer(c: &mut Core, t: TaskId) -> TaskId {
     let class = match c.tasks[t as usize].state {
         TaskState::Sleeping(cl) => cl,
         s => unreachable!("timer fired for task {t} in state {s:?}"),

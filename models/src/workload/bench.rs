@@ -11,7 +11,7 @@
 
 use rand_distr::{Distribution, Exp1};
 use sim::{Handle, Mutex, Nanos, RngStreams, Semaphore, Sim, SimError, Stream};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// Parameters of the benchmark model.
@@ -76,6 +76,10 @@ fn exp_ns(rng: &mut Stream, mean: f64) -> Nanos {
 struct Shared {
     done: Cell<u64>,
     latency_sum: Cell<u128>,
+    /// Think times (the workload's stream).
+    think: RefCell<Stream>,
+    /// Service times (the device's stream).
+    service: RefCell<Stream>,
 }
 
 async fn client(
@@ -84,10 +88,10 @@ async fn client(
     slots: Semaphore,
     lock: Option<Mutex>,
     shared: Rc<Shared>,
-    mut rng: Stream,
 ) {
     loop {
-        h.sleep(exp_ns(&mut rng, p.think_mean_ns)).await;
+        let think = exp_ns(&mut shared.think.borrow_mut(), p.think_mean_ns);
+        h.sleep(think).await;
         let start = h.now();
         let permit = match &lock {
             Some(m) => {
@@ -96,7 +100,8 @@ async fn client(
             }
             None => slots.acquire().await,
         };
-        h.sleep(exp_ns(&mut rng, p.service_mean_ns)).await;
+        let service = exp_ns(&mut shared.service.borrow_mut(), p.service_mean_ns);
+        h.sleep(service).await;
         drop(permit);
         let done = shared.done.get() + 1;
         shared.done.set(done);
@@ -120,10 +125,11 @@ pub fn run(p: &BenchParams) -> Result<BenchResult, SimError> {
     let shared = Rc::new(Shared {
         done: Cell::new(0),
         latency_sum: Cell::new(0),
+        think: RefCell::new(streams.stream("bench.think")),
+        service: RefCell::new(streams.stream("bench.service")),
     });
     let params = Rc::new(p.clone());
     for i in 0..p.clients {
-        let rng = streams.stream(&format!("bench.client{i}"));
         sim.spawn(
             &format!("client{i}"),
             client(
@@ -132,7 +138,6 @@ pub fn run(p: &BenchParams) -> Result<BenchResult, SimError> {
                 slots.clone(),
                 lock.clone(),
                 shared.clone(),
-                rng,
             ),
         );
     }
