@@ -512,7 +512,7 @@ pub struct Delay<'a> {
 
 impl Future for Delay<'_> {
     type Output = ();
-    #[inline]
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
         if self.started {
             return Poll::Ready(());
