@@ -1,6 +1,8 @@
 //! What fsyncsim simulates: block devices and I/O schedulers (later filesystems) and the
 //! workloads that drive them. Code cites the kernel function, driver or paper it models.
 
+pub mod btrfs;
 pub mod device;
+pub mod scenario;
 pub mod units;
 pub mod workload;

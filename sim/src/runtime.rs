@@ -487,6 +487,16 @@ impl Handle {
         c.record(cur, TraceKind::Mark(label), arg);
     }
 
+    /// The last `n` kept trace records, rendered (empty unless the trace is kept).
+    pub fn recent_trace(&self, n: usize) -> Vec<String> {
+        let c = self.core.borrow();
+        let recs = &c.trace.records;
+        recs[recs.len().saturating_sub(n)..]
+            .iter()
+            .map(|r| crate::trace::render(&c, r))
+            .collect()
+    }
+
     /// Nanoseconds task `t` has waited so far, per wait class (index = class id).
     pub fn account(&self, t: TaskId) -> Vec<Nanos> {
         self.core.borrow().tasks[t as usize].acct.clone()

@@ -1,0 +1,75 @@
+//! CPU costs and sizes of the modelled btrfs steps, with where each default comes from.
+//!
+//! Rule: derived from first principles (sizes of on-disk items, memory-copy and b-tree
+//! costs) or from operations the fixes do not touch — never fitted to the figures the fixes
+//! are judged by. Values marked (guess) are documented starting points.
+
+use sim::{Nanos, US};
+
+/// Costs and sizes used by the btrfs model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Costs {
+    /// Metadata block (nodesize) in bytes: mkfs.btrfs default 16 KiB.
+    pub nodesize: u64,
+    /// Data block (sectorsize): 4 KiB.
+    pub sectorsize: u64,
+    /// Checksum bytes per data block: crc32c, 4 bytes (the default csum type).
+    pub csum_per_block: u64,
+    /// CPU of a b-tree search + insert of one item (guess: 2 us, a few cache-missing node
+    /// visits at ~3 levels plus the item copy).
+    pub btree_item: Nanos,
+    /// Logging an inode item into the log tree: copy + insert (guess: 2 items' work).
+    pub log_inode_item: Nanos,
+    /// Logging one file extent item (one b-tree insert).
+    pub log_extent_item: Nanos,
+    /// Copying checksum items, per checksum byte (guess: 1 ns/byte, a lookup in the csum tree
+    /// plus copy dominate).
+    pub log_csum_per_byte: Nanos,
+    /// Log bytes written per logged inode item (inode item 160 B + ref ~ 40 B; rounded up).
+    pub log_bytes_inode: u64,
+    /// Log bytes per file extent item (53 B item + 25 B header).
+    pub log_bytes_extent: u64,
+    /// Metadata blocks a namespace operation dirties (inode leaf, dir item leaf, dir index
+    /// leaf: 3) — written by the next commit.
+    pub blocks_per_namespace_op: u64,
+    /// Metadata blocks a finished ordered extent dirties (file extent + csum + extent tree).
+    pub blocks_per_extent: u64,
+    /// Fixed CPU of a transaction commit outside the modelled steps: delayed refs, fs roots,
+    /// switching commit roots (guess: 100 us).
+    pub commit_cpu: Nanos,
+    /// CPU per pinned extent at unpin (btrfs_finish_extent_commit; "milliseconds with
+    /// thousands of pinned extents" => ~1 us each).
+    pub unpin_per_extent: Nanos,
+    /// Pinned extents a transaction leaves per dirtied metadata block (its old COW copy: 1).
+    pub pinned_per_block: u64,
+    /// CPU of a buffered write per 4 KiB page (page-cache copy, ~1 GB/s => 4 us).
+    pub write_per_page: Nanos,
+    /// CPU of a namespace operation's own work (lookup, item inserts: 3 items).
+    pub namespace_op: Nanos,
+    /// CPU to start and finish a log transaction (root log_mutex bookkeeping) (guess).
+    pub log_start: Nanos,
+}
+
+impl Default for Costs {
+    fn default() -> Self {
+        Costs {
+            nodesize: 16 << 10,
+            sectorsize: 4 << 10,
+            csum_per_block: 4,
+            btree_item: 2 * US,
+            log_inode_item: 4 * US,
+            log_extent_item: 2 * US,
+            log_csum_per_byte: 1,
+            log_bytes_inode: 200,
+            log_bytes_extent: 78,
+            blocks_per_namespace_op: 3,
+            blocks_per_extent: 3,
+            commit_cpu: 100 * US,
+            unpin_per_extent: US,
+            pinned_per_block: 1,
+            write_per_page: 4 * US,
+            namespace_op: 6 * US,
+            log_start: US,
+        }
+    }
+}

@@ -1,0 +1,1101 @@
+//! The btrfs commit and fsync paths as simulated tasks.
+//!
+//! Each function names the kernel function it models (Linux 5.10/5.11, fs/btrfs/) and the
+//! policy switches of fixes R1–R7. Named points (`commit:unblocked`, `fsync:joined`, …) are
+//! where scripts order tasks and exploration strategies choose.
+
+use super::costs::Costs;
+use super::metrics::{Metrics, OpLatency, Violation};
+use super::oracle;
+use super::policy::{Fix, Mutant, Policy};
+use super::state::*;
+use crate::device::{Device, Request};
+use sim::{Handle, Mutex, Nanos, WaitQueue};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// One filesystem operation a task performs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Create a regular file.
+    Create(String),
+    /// Create a directory.
+    Mkdir(String),
+    /// Buffered write of `bytes` at the end of the file.
+    Write(String, u64),
+    /// Write back dirty pages and wait (filemap_write_and_wait, no log).
+    Writeback(String),
+    /// fsync(2).
+    Fsync(String),
+    /// link(2) src → dst.
+    Link(String, String),
+    /// rename(2) src → dst.
+    Rename(String, String),
+    /// unlink(2).
+    Unlink(String),
+    /// rmdir(2).
+    Rmdir(String),
+    /// A new block group is allocated (btrfs_make_block_group → log full commit).
+    NewBlockGroup,
+    /// Commit the running transaction (btrfs_commit_transaction, e.g. sync(2)).
+    Commit,
+    /// Sleep.
+    Sleep(Nanos),
+}
+
+impl Op {
+    /// Operation kind name (used in point labels and latency reports).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Op::Create(_) => "create",
+            Op::Mkdir(_) => "mkdir",
+            Op::Write(..) => "write",
+            Op::Writeback(_) => "writeback",
+            Op::Fsync(_) => "fsync",
+            Op::Link(..) => "link",
+            Op::Rename(..) => "rename",
+            Op::Unlink(_) => "unlink",
+            Op::Rmdir(_) => "rmdir",
+            Op::NewBlockGroup => "new-block-group",
+            Op::Commit => "commit",
+            Op::Sleep(_) => "sleep",
+        }
+    }
+}
+
+/// An operation that could not run (bad path and the like).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpError(pub String);
+
+struct Inner {
+    h: Handle,
+    dev: Device,
+    policy: Policy,
+    costs: Costs,
+    st: RefCell<FsState>,
+    m: RefCell<Metrics>,
+    lat: RefCell<OpLatency>,
+    violations: RefCell<Vec<Violation>>,
+    tree_log_mutex: Mutex,
+    reloc_mutex: Mutex,
+    log_mutex: Mutex,
+    tree_root_log_mutex: Mutex,
+    log_root_tree_mutex: Mutex,
+    trans_wait: WaitQueue,
+    commit_wait: WaitQueue,
+    writers_wait: WaitQueue,
+    log_writers_wait: WaitQueue,
+}
+
+/// A simulated btrfs filesystem on one device; clone it into every task.
+#[derive(Clone)]
+pub struct Btrfs {
+    inner: Rc<Inner>,
+}
+
+/// What `btrfs_log_inode_parent` decided.
+enum LogResult {
+    /// Logged; sync the log of this log sub-transaction.
+    Logged(u64),
+    /// Fall back to a full transaction commit.
+    FullCommit,
+}
+
+impl Btrfs {
+    /// A freshly made filesystem (generation 999 committed) on `dev`.
+    pub fn new(h: &Handle, dev: Device, policy: Policy, costs: Costs) -> Self {
+        Btrfs {
+            inner: Rc::new(Inner {
+                h: h.clone(),
+                dev,
+                policy,
+                costs,
+                st: RefCell::new(FsState::mkfs()),
+                m: RefCell::new(Metrics::default()),
+                lat: RefCell::new(OpLatency::default()),
+                violations: RefCell::new(Vec::new()),
+                tree_log_mutex: Mutex::new(h, "tree_log_mutex"),
+                reloc_mutex: Mutex::new(h, "reloc_mutex"),
+                log_mutex: Mutex::new(h, "log_mutex"),
+                tree_root_log_mutex: Mutex::new(h, "tree_root.log_mutex"),
+                log_root_tree_mutex: Mutex::new(h, "log_root_tree.log_mutex"),
+                trans_wait: WaitQueue::new(h, "wait_current_trans"),
+                commit_wait: WaitQueue::new(h, "wait_for_commit"),
+                writers_wait: WaitQueue::new(h, "wait_writers"),
+                log_writers_wait: WaitQueue::new(h, "wait_log_writers"),
+            }),
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// A copy of the counters.
+    pub fn metrics(&self) -> Metrics {
+        let mut m = self.inner.m.borrow().clone();
+        let ds = self.inner.dev.stats();
+        m.device_bytes_written = ds
+            .kinds
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != crate::device::ReqKind::Read as usize)
+            .map(|(_, k)| k.bytes)
+            .sum();
+        m.flushes = ds.kind(crate::device::ReqKind::Flush).count
+            + ds.kind(crate::device::ReqKind::PreflushWrite).count;
+        m
+    }
+
+    /// Latency per operation kind.
+    pub fn latency(&self) -> OpLatency {
+        self.inner.lat.borrow().clone()
+    }
+
+    /// Invariant violations so far.
+    pub fn violations(&self) -> Vec<Violation> {
+        self.inner.violations.borrow().clone()
+    }
+
+    /// A copy of the filesystem state.
+    pub fn state(&self) -> FsState {
+        self.inner.st.borrow().clone()
+    }
+
+    async fn point(&self, label: &str) {
+        let id = self.inner.h.point_id(label);
+        self.inner.h.point(id).await;
+    }
+
+    fn has(&self, f: Fix) -> bool {
+        self.inner.policy.has(f)
+    }
+
+    fn mutant(&self, m: Mutant) -> bool {
+        self.inner.policy.mutant(m)
+    }
+
+    fn violation(&self, invariant: &str, message: String) {
+        let mut v = self.inner.violations.borrow_mut();
+        // Keep the first of each invariant with its timeline.
+        if v.iter().any(|x| x.invariant == invariant) {
+            return;
+        }
+        v.push(Violation {
+            invariant: invariant.to_string(),
+            at: self.inner.h.now(),
+            message,
+            timeline: self.inner.h.recent_trace(40),
+        });
+    }
+
+    /// Runs one operation and records its latency.
+    pub async fn run_op(&self, op: &Op) -> Result<(), OpError> {
+        let start = self.inner.h.now();
+        let kind = op.kind();
+        self.point(&format!("{kind}:start")).await;
+        match op {
+            Op::Create(p) => self.create(p, false).await?,
+            Op::Mkdir(p) => self.create(p, true).await?,
+            Op::Write(p, bytes) => self.write(p, *bytes).await?,
+            Op::Writeback(p) => {
+                let ino = self.resolve(p)?;
+                self.writeback(ino).await;
+            }
+            Op::Fsync(p) => self.fsync(p).await?,
+            Op::Link(a, b) => self.link_or_rename(a, b, false).await?,
+            Op::Rename(a, b) => self.link_or_rename(a, b, true).await?,
+            Op::Unlink(p) => self.remove(p, false).await?,
+            Op::Rmdir(p) => self.remove(p, true).await?,
+            Op::NewBlockGroup => self.new_block_group().await,
+            Op::Commit => {
+                let t = self.join().await;
+                self.commit(t).await;
+            }
+            Op::Sleep(d) => self.inner.h.sleep(*d).await,
+        }
+        self.point(&format!("{kind}:done")).await;
+        let ns = self.inner.h.now() - start;
+        self.inner.lat.borrow_mut().record(kind, ns);
+        Ok(())
+    }
+
+    fn resolve(&self, path: &str) -> Result<Ino, OpError> {
+        self.inner
+            .st
+            .borrow()
+            .lookup(path)
+            .ok_or_else(|| OpError(format!("no such file or directory: {path}")))
+    }
+
+    fn split(&self, path: &str) -> Result<(Ino, String), OpError> {
+        let trimmed = path.trim_end_matches('/');
+        let (dir, name) = trimmed.rsplit_once('/').unwrap_or(("", trimmed));
+        if name.is_empty() {
+            return Err(OpError(format!("not a file path: {path}")));
+        }
+        let d = if dir.is_empty() {
+            ROOT_INO
+        } else {
+            self.resolve(dir)?
+        };
+        if !self.inner.st.borrow().inodes[&d].is_dir {
+            return Err(OpError(format!("not a directory: {dir}")));
+        }
+        Ok((d, name.to_string()))
+    }
+
+    // ---- transactions (fs/btrfs/transaction.c) ----
+
+    /// start_transaction/join_transaction: join the running transaction, or start a new one
+    /// once the previous commit is past UNBLOCKED (wait_current_trans).
+    async fn join(&self) -> TransId {
+        loop {
+            {
+                let mut st = self.inner.st.borrow_mut();
+                match st.running {
+                    Some(t) if st.trans[&t].state == TransState::Running => {
+                        st.trans.get_mut(&t).unwrap().writers += 1;
+                        return t;
+                    }
+                    Some(_) => {}
+                    None => {
+                        let t = st.generation + 1;
+                        st.generation = t;
+                        st.running = Some(t);
+                        st.trans.insert(
+                            t,
+                            Transaction {
+                                transid: t,
+                                state: TransState::Running,
+                                writers: 1,
+                                dirty_blocks: 0,
+                                super_done: false,
+                                removals_in: Default::default(),
+                                forced_by_event: false,
+                                marked_unnecessarily: false,
+                            },
+                        );
+                        return t;
+                    }
+                }
+            }
+            self.inner.trans_wait.wait().await;
+        }
+    }
+
+    /// btrfs_end_transaction.
+    fn end(&self, t: TransId) {
+        let mut st = self.inner.st.borrow_mut();
+        let tr = st.trans.get_mut(&t).expect("transaction");
+        tr.writers -= 1;
+        drop(st);
+        self.inner.writers_wait.notify_all();
+    }
+
+    /// btrfs_set_inode_last_trans.
+    fn set_inode_last_trans(st: &mut FsState, ino: Ino, t: TransId) {
+        let (log_transid, last_log_commit) = (st.log_transid, st.last_log_commit);
+        let i = st.inodes.get_mut(&ino).expect("inode");
+        i.last_trans = t;
+        i.last_sub_trans = log_transid;
+        let _ = last_log_commit;
+    }
+
+    fn dirty(st: &mut FsState, t: TransId, blocks: u64) {
+        st.trans.get_mut(&t).expect("transaction").dirty_blocks += blocks;
+    }
+
+    /// btrfs_commit_transaction of `t`, called with a handle on it.
+    pub async fn commit(&self, t: TransId) {
+        let h = &self.inner.h;
+        let already = self.inner.st.borrow().trans[&t].state >= TransState::CommitStart;
+        if already {
+            // Step 1: another task is committing it: end our handle and wait.
+            self.end(t);
+            while self.inner.st.borrow().trans[&t].state < TransState::Completed {
+                self.inner.commit_wait.wait().await;
+            }
+            return;
+        }
+        self.inner.m.borrow_mut().transaction_commits += 1;
+        // Step 2: COMMIT_START; wait for the previous transaction's commit.
+        self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().state = TransState::CommitStart;
+        self.point("trans:commit_start").await;
+        loop {
+            let prev_done = {
+                let st = self.inner.st.borrow();
+                st.trans
+                    .range(..t)
+                    .next_back()
+                    .is_none_or(|(_, p)| p.state == TransState::Completed)
+            };
+            if prev_done {
+                break;
+            }
+            self.inner.commit_wait.wait().await;
+        }
+        // Steps 3-4: COMMIT_DOING once we are the only writer.
+        while self.inner.st.borrow().trans[&t].writers > 1 {
+            self.inner.writers_wait.wait().await;
+        }
+        self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().state = TransState::CommitDoing;
+        self.point("trans:commit_doing").await;
+        // Step 5-6: tree_log_mutex is held from here until the superblocks are written.
+        let tree_log = self.inner.tree_log_mutex.lock().await;
+        {
+            let _reloc = self.inner.reloc_mutex.lock().await;
+            h.cpu(self.inner.costs.commit_cpu).await;
+            // commit_fs_roots frees the log trees: the commit captures everything logged.
+            let mut st = self.inner.st.borrow_mut();
+            if st.log_tree_of == Some(t) {
+                st.log_tree_of = None;
+            }
+            if st.log_root_tree_of == Some(t) {
+                st.log_root_tree_of = None;
+            }
+            st.log_dirty_bytes = 0;
+            st.super_generation = t;
+        }
+        {
+            let mut st = self.inner.st.borrow_mut();
+            st.trans.get_mut(&t).unwrap().state = TransState::Unblocked;
+            st.running = None;
+        }
+        self.inner.trans_wait.notify_all();
+        self.point("trans:unblocked").await;
+        let log_mutex = if self.mutant(Mutant::CommitTakesLogMutex) {
+            Some(self.inner.log_mutex.lock().await)
+        } else {
+            None
+        };
+        // Step 7: write and wait the dirty extent buffers, then the superblocks.
+        let (blocks, nodesize) = {
+            let st = self.inner.st.borrow();
+            (st.trans[&t].dirty_blocks.max(1), self.inner.costs.nodesize)
+        };
+        let (tok, off) = self
+            .inner
+            .st
+            .borrow_mut()
+            .new_write(WriteKind::CommitBlocks { transid: t }, blocks * nodesize);
+        self.inner
+            .dev
+            .submit(Request::write(off, blocks * nodesize).with_token(tok))
+            .await;
+        let (tok, off) = self
+            .inner
+            .st
+            .borrow_mut()
+            .new_write(WriteKind::CommitSuper { transid: t }, 4096);
+        let sb = Request {
+            fua: true,
+            ..Request::preflush_write(off, 4096)
+        };
+        self.inner.dev.submit(sb.with_token(tok)).await;
+        self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().super_done = true;
+        self.point("trans:supers_written").await;
+        drop(log_mutex);
+        drop(tree_log);
+        self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().state = TransState::SuperCommitted;
+        // Step 9: unpin extents, then last_trans_committed = transid, COMPLETED.
+        self.point("trans:unpin").await;
+        let pinned = {
+            let st = self.inner.st.borrow();
+            st.trans[&t].dirty_blocks * self.inner.costs.pinned_per_block
+        };
+        h.cpu(pinned * self.inner.costs.unpin_per_extent).await;
+        self.point("trans:unpinned").await;
+        {
+            let mut st = self.inner.st.borrow_mut();
+            st.last_trans_committed = st.last_trans_committed.max(t);
+            let tr = st.trans.get_mut(&t).unwrap();
+            tr.state = TransState::Completed;
+            tr.writers -= 1;
+        }
+        self.inner.commit_wait.notify_all();
+        self.inner.writers_wait.notify_all();
+        self.point("trans:completed").await;
+    }
+
+    // ---- namespace operations (fs/btrfs/inode.c) ----
+
+    async fn create(&self, path: &str, is_dir: bool) -> Result<(), OpError> {
+        let (dir, name) = self.split(path)?;
+        if self.inner.st.borrow().live_entry(dir, &name).is_some() {
+            return Err(OpError(format!("file exists: {path}")));
+        }
+        let t = self.join().await;
+        self.inner.h.cpu(self.inner.costs.namespace_op).await;
+        {
+            let mut st = self.inner.st.borrow_mut();
+            let ino = st.next_ino;
+            st.next_ino += 1;
+            st.inodes.insert(
+                ino,
+                Inode {
+                    ino,
+                    is_dir,
+                    generation: t,
+                    logged_trans: 0,
+                    last_trans: t,
+                    last_unlink_trans: 0,
+                    last_sub_trans: 0,
+                    last_log_commit: 0,
+                    needs_full_sync: true,
+                    item_trans: t,
+                    extents: Vec::new(),
+                    modified_extents: Vec::new(),
+                    dirty_bytes: 0,
+                },
+            );
+            st.dentries.entry((dir, name)).or_default().push(Dentry {
+                ino,
+                created: t,
+                removed: None,
+            });
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::set_inode_last_trans(&mut st, dir, t);
+            st.inodes.get_mut(&dir).unwrap().item_trans = t;
+            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+        }
+        self.end(t);
+        Ok(())
+    }
+
+    async fn write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        if self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("is a directory: {path}")));
+        }
+        let pages = bytes.div_ceil(self.inner.costs.sectorsize);
+        self.inner
+            .h
+            .cpu(pages * self.inner.costs.write_per_page)
+            .await;
+        // file_update_time/i_size: the inode item changes in the running transaction.
+        let t = self.join().await;
+        {
+            let mut st = self.inner.st.borrow_mut();
+            let i = st.inodes.get_mut(&ino).unwrap();
+            i.dirty_bytes += bytes;
+            i.item_trans = t;
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::dirty(&mut st, t, 1);
+        }
+        self.end(t);
+        Ok(())
+    }
+
+    /// start_ordered_ops + btrfs_wait_ordered_range: write dirty pages as one ordered
+    /// extent; btrfs_finish_ordered_io inserts the file extent item in the running transaction
+    /// and sets the extent map's generation to it.
+    async fn writeback(&self, ino: Ino) {
+        let bytes = std::mem::take(&mut self.inner.st.borrow_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
+        if bytes == 0 {
+            return;
+        }
+        let id = {
+            let mut st = self.inner.st.borrow_mut();
+            let id = st.next_extent;
+            st.next_extent += 1;
+            id
+        };
+        let (tok, off) = self
+            .inner
+            .st
+            .borrow_mut()
+            .new_write(WriteKind::Data { ino, extent: id }, bytes);
+        self.inner
+            .dev
+            .submit(Request::write(off, bytes).with_token(tok))
+            .await;
+        let t = self.join().await;
+        self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
+        {
+            let mut st = self.inner.st.borrow_mut();
+            let i = st.inodes.get_mut(&ino).unwrap();
+            i.extents.push(Extent {
+                id,
+                len: bytes,
+                generation: t,
+                data_token: tok,
+                data_offset: off,
+            });
+            i.modified_extents.push(id);
+            i.item_trans = t;
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::dirty(&mut st, t, self.inner.costs.blocks_per_extent);
+        }
+        self.end(t);
+    }
+
+    async fn link_or_rename(&self, src: &str, dst: &str, rename: bool) -> Result<(), OpError> {
+        let ino = self.resolve(src)?;
+        let (old_dir, old_name) = self.split(src)?;
+        let (new_dir, new_name) = self.split(dst)?;
+        if self.inner.st.borrow().live_entry(new_dir, &new_name).is_some() {
+            return Err(OpError(format!("file exists: {dst}")));
+        }
+        if !rename && self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("cannot hard-link a directory: {src}")));
+        }
+        let t = self.join().await;
+        let kind = if rename { "rename" } else { "link" };
+        self.point(&format!("{kind}:joined")).await;
+        self.inner.h.cpu(self.inner.costs.namespace_op).await;
+        {
+            let mut st = self.inner.st.borrow_mut();
+            if rename {
+                let v = st.dentries.get_mut(&(old_dir, old_name)).unwrap();
+                v.last_mut().unwrap().removed = Some(t);
+                // btrfs_record_unlink_dir(for_rename): the inode always, the old directory
+                // unless it or the inode is already logged in this transaction.
+                st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+                let dir_logged = st.inodes[&old_dir].logged_trans == t;
+                let ino_logged = st.inodes[&ino].logged_trans == t;
+                if !dir_logged && !ino_logged {
+                    st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
+                }
+                st.trans.get_mut(&t).unwrap().removals_in.insert(old_dir);
+                Self::set_inode_last_trans(&mut st, old_dir, t);
+            }
+            st.dentries.entry((new_dir, new_name)).or_default().push(Dentry {
+                ino,
+                created: t,
+                removed: None,
+            });
+            st.inodes.get_mut(&ino).unwrap().item_trans = t;
+            st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::set_inode_last_trans(&mut st, new_dir, t);
+            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+        }
+        // btrfs_log_new_name (R1).
+        self.log_new_name(t, ino, rename.then_some(old_dir)).await;
+        self.end(t);
+        Ok(())
+    }
+
+    async fn remove(&self, path: &str, dir: bool) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        let (parent, name) = self.split(path)?;
+        {
+            let st = self.inner.st.borrow();
+            if st.inodes[&ino].is_dir != dir {
+                return Err(OpError(format!(
+                    "{}: {path}",
+                    if dir { "not a directory" } else { "is a directory" }
+                )));
+            }
+            if dir && st.dentries.iter().any(|((d, _), v)| *d == ino && v.last().is_some_and(|x| x.removed.is_none())) {
+                return Err(OpError(format!("directory not empty: {path}")));
+            }
+        }
+        let t = self.join().await;
+        self.inner.h.cpu(self.inner.costs.namespace_op).await;
+        {
+            let mut st = self.inner.st.borrow_mut();
+            st.dentries
+                .get_mut(&(parent, name))
+                .unwrap()
+                .last_mut()
+                .unwrap()
+                .removed = Some(t);
+            st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+            if dir {
+                // btrfs_rmdir: the parent inherits the removed directory's last_unlink_trans.
+                st.inodes.get_mut(&parent).unwrap().last_unlink_trans = t;
+            }
+            st.trans.get_mut(&t).unwrap().removals_in.insert(parent);
+            st.inodes.get_mut(&parent).unwrap().item_trans = t;
+            Self::set_inode_last_trans(&mut st, parent, t);
+            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+        }
+        self.end(t);
+        Ok(())
+    }
+
+    /// btrfs_make_block_group → btrfs_set_log_full_commit(trans).
+    async fn new_block_group(&self) {
+        let t = self.join().await;
+        self.inner.h.cpu(self.inner.costs.btree_item * 4).await;
+        {
+            let mut st = self.inner.st.borrow_mut();
+            st.last_trans_log_full_commit = t;
+            st.trans.get_mut(&t).unwrap().forced_by_event = true;
+            Self::dirty(&mut st, t, 2);
+        }
+        self.end(t);
+    }
+
+    // ---- fsync (fs/btrfs/file.c, tree-log.c) ----
+
+    /// btrfs_inode_in_log.
+    fn inode_in_log(st: &FsState, ino: Ino) -> bool {
+        let i = &st.inodes[&ino];
+        i.logged_trans == st.generation
+            && i.last_sub_trans <= i.last_log_commit
+            && i.last_sub_trans < st.last_log_commit
+            && i.modified_extents.is_empty()
+    }
+
+    /// btrfs_sync_file.
+    async fn fsync(&self, path: &str) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        self.writeback(ino).await;
+        let skip = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            let full_sync = i.needs_full_sync;
+            // No ordered extents remain: writeback waited for them.
+            let committed = i.last_trans <= st.last_trans_committed;
+            let shortcut = if self.has(Fix::R7) {
+                committed
+            } else {
+                // 3a8b36f378060d: the shortcut applied only to full syncs.
+                full_sync && committed
+            };
+            Self::inode_in_log(&st, ino)
+                || shortcut
+                || (self.mutant(Mutant::SkipLogWhenLoggedBefore) && i.logged_trans > 0)
+        };
+        if !skip {
+            let t = self.join().await;
+            self.point("fsync:joined").await;
+            match self.log_inode_parent(t, ino).await {
+                LogResult::Logged(log_transid) => {
+                    self.point("fsync:logged").await;
+                    if self.sync_log(t, log_transid).await {
+                        self.end(t);
+                    } else {
+                        let necessary =
+                            oracle::full_commit_flag_is_real(&self.inner.st.borrow(), t);
+                        self.count_full_commit(t, FullCommitCause::LogFullCommitFlag, necessary);
+                        self.point("fsync:full_commit").await;
+                        self.commit(t).await;
+                    }
+                }
+                LogResult::FullCommit => {
+                    self.point("fsync:full_commit").await;
+                    self.commit(t).await;
+                }
+            }
+        }
+        // fsync returned success: record what must survive and check a crash now (S2).
+        {
+            let mut st = self.inner.st.borrow_mut();
+            let rec = FsyncRecord {
+                ino,
+                path: path.to_string(),
+                names: st.names_of(ino),
+                extents: st.inodes[&ino].extents.iter().map(|e| e.id).collect(),
+                at: self.inner.h.now(),
+            };
+            st.fsyncs.push(rec);
+        }
+        self.check_crash("fsync returned");
+        Ok(())
+    }
+
+    /// Judges and counts a fallback to a full commit.
+    fn count_full_commit(&self, _t: TransId, cause: FullCommitCause, necessary: bool) {
+        let mut m = self.inner.m.borrow_mut();
+        m.full_commits += 1;
+        if !necessary {
+            m.unnecessary_full_commits += 1;
+            *m.unnecessary_full_commits_by_cause
+                .entry(cause.name().to_string())
+                .or_default() += 1;
+        }
+    }
+
+    /// Ancestors of `ino` up to the top directory, nearest first.
+    fn ancestors(st: &FsState, ino: Ino) -> Vec<Ino> {
+        let mut out = Vec::new();
+        let mut cur = ino;
+        while let Some(p) = st.parent_of(cur) {
+            out.push(p);
+            if p == ROOT_INO || out.len() > 64 {
+                break;
+            }
+            cur = p;
+        }
+        out
+    }
+
+    /// btrfs_log_inode_parent.
+    async fn log_inode_parent(&self, t: TransId, ino: Ino) -> LogResult {
+        let last_committed = self.inner.st.borrow().last_trans_committed;
+        // The check R5 removes.
+        if !self.has(Fix::R5) {
+            let flagged = self.inner.st.borrow().last_trans_log_full_commit;
+            if flagged > last_committed {
+                let necessary = oracle::full_commit_flag_is_real(&self.inner.st.borrow(), t);
+                self.count_full_commit(t, FullCommitCause::StaleFullCommitCheck, necessary);
+                return LogResult::FullCommit;
+            }
+        }
+        // check_parent_dirs_for_sync (R4 changes its comparisons).
+        let bound = if self.has(Fix::R4) { t } else { last_committed + 1 };
+        let (walk, ancestors) = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            let early_out = !i.is_dir && i.generation < bound && i.last_unlink_trans < bound;
+            (!early_out, Self::ancestors(&st, ino))
+        };
+        if walk {
+            for &dir in &ancestors {
+                let must = self.inner.st.borrow().inodes[&dir].last_unlink_trans >= bound;
+                if must {
+                    // btrfs_must_commit_transaction → btrfs_set_log_full_commit(trans).
+                    let necessary = oracle::removal_in_current_trans(&self.inner.st.borrow(), &ancestors, t);
+                    {
+                        let mut st = self.inner.st.borrow_mut();
+                        st.last_trans_log_full_commit = t;
+                        if !necessary {
+                            st.trans.get_mut(&t).unwrap().marked_unnecessarily = true;
+                        }
+                    }
+                    self.count_full_commit(t, FullCommitCause::UnlinkTrans, necessary);
+                    return LogResult::FullCommit;
+                }
+            }
+        }
+        let log_transid = match self.start_log_trans(t).await {
+            Some(x) => x,
+            None => {
+                let necessary = oracle::full_commit_flag_is_real(&self.inner.st.borrow(), t);
+                self.count_full_commit(t, FullCommitCause::LogFullCommitFlag, necessary);
+                return LogResult::FullCommit;
+            }
+        };
+        self.log_inode(t, ino, log_transid, LogKind::Fsync).await;
+        // The regular-file early-out before logging new ancestors (R4 site 3).
+        let log_ancestors = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            !(!i.is_dir && i.generation < bound && i.last_unlink_trans < bound)
+        };
+        if log_ancestors {
+            // log_all_new_ancestors / log_new_ancestors(_fast) (R3).
+            for &dir in &ancestors {
+                if dir == ROOT_INO {
+                    continue;
+                }
+                let gen = self.inner.st.borrow().inodes[&dir].generation;
+                let new = if self.has(Fix::R3) {
+                    gen >= t
+                } else {
+                    gen > last_committed
+                };
+                if new {
+                    self.log_inode(t, dir, log_transid, LogKind::Ancestor).await;
+                }
+            }
+        }
+        self.end_log_trans();
+        LogResult::Logged(log_transid)
+    }
+
+    /// start_log_trans: returns the log sub-transaction joined, or None for -EAGAIN.
+    async fn start_log_trans(&self, t: TransId) -> Option<u64> {
+        let h = &self.inner.h;
+        let wait_class = h.class("tree_log_mutex");
+        let me = h.current();
+        let waited_before = h.account_of(me, wait_class);
+        if self.has(Fix::R6) {
+            // The log root tree is created under the tree root's log_mutex.
+            let need = self.inner.st.borrow().log_root_tree_of != Some(t);
+            if need {
+                let _g = self.inner.tree_root_log_mutex.lock().await;
+                let mut st = self.inner.st.borrow_mut();
+                if st.log_root_tree_of != Some(t) {
+                    st.log_root_tree_of = Some(t);
+                }
+            }
+        }
+        let g = self.inner.log_mutex.lock().await;
+        if self.inner.st.borrow().last_trans_log_full_commit == t {
+            drop(g);
+            return None;
+        }
+        let has_log = self.inner.st.borrow().log_tree_of == Some(t);
+        if !has_log {
+            if !self.has(Fix::R6) {
+                // Pre-6/6: tree_log_mutex around creating the log root tree, under log_mutex.
+                let _tl = self.inner.tree_log_mutex.lock().await;
+                let mut st = self.inner.st.borrow_mut();
+                if st.log_root_tree_of != Some(t) {
+                    st.log_root_tree_of = Some(t);
+                }
+            }
+            self.inner.st.borrow_mut().log_tree_of = Some(t);
+        }
+        h.cpu(self.inner.costs.log_start).await;
+        let log_transid = {
+            let mut st = self.inner.st.borrow_mut();
+            st.log_writers += 1;
+            st.log_transid
+        };
+        drop(g);
+        let waited = h.account_of(me, wait_class) - waited_before;
+        if waited > 0 {
+            let mut m = self.inner.m.borrow_mut();
+            m.tree_log_mutex_waits += 1;
+            m.tree_log_mutex_wait_ns += waited;
+        }
+        Some(log_transid)
+    }
+
+    /// btrfs_end_log_trans.
+    fn end_log_trans(&self) {
+        self.inner.st.borrow_mut().log_writers -= 1;
+        self.inner.log_writers_wait.notify_all();
+    }
+
+    /// btrfs_log_inode: the inode item and its changed extents (R2) into the log.
+    async fn log_inode(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
+        let c = &self.inner.costs;
+        let last_committed = self.inner.st.borrow().last_trans_committed;
+        let (necessary_item, extents, is_dir, names) = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            let ext: Vec<Extent> = if i.needs_full_sync {
+                i.extents.clone()
+            } else {
+                i.extents
+                    .iter()
+                    .filter(|e| i.modified_extents.contains(&e.id))
+                    .cloned()
+                    .collect()
+            };
+            let necessary = match kind {
+                LogKind::NewName => oracle::in_current_log(&st, ino, t),
+                LogKind::Ancestor => oracle::ancestor_needs_logging(&st, ino, t),
+                LogKind::Fsync => oracle::inode_needs_logging(&st, ino, t),
+            };
+            (
+                necessary,
+                ext,
+                i.is_dir,
+                st.names_of(ino),
+            )
+        };
+        {
+            let mut m = self.inner.m.borrow_mut();
+            m.inode_logs += 1;
+            match kind {
+                LogKind::Ancestor => {
+                    m.ancestor_logs += 1;
+                    if !necessary_item {
+                        m.unnecessary_ancestor_logs += 1;
+                    }
+                }
+                LogKind::Fsync | LogKind::NewName => {
+                    if !necessary_item {
+                        m.unnecessary_inode_logs += 1;
+                    }
+                }
+            }
+        }
+        let mut cpu = c.log_inode_item;
+        let mut bytes = c.log_bytes_inode;
+        let mut facts = vec![LogFact::Inode {
+            ino,
+            names,
+            is_dir,
+        }];
+        for e in &extents {
+            // btrfs_log_changed_extents: the generation test R2 changes.
+            let old = if self.has(Fix::R2) {
+                e.generation < t
+            } else {
+                e.generation <= last_committed
+            };
+            if old {
+                continue;
+            }
+            let csum = e.len.div_ceil(c.sectorsize) * c.csum_per_block;
+            cpu += c.log_extent_item + csum * c.log_csum_per_byte;
+            bytes += c.log_bytes_extent + csum;
+            facts.push(LogFact::Extent { ino, extent: e.id });
+            let necessary = oracle::extent_needs_logging(&self.inner.st.borrow(), e, t);
+            if necessary {
+                self.inner.st.borrow_mut().log_new_content.insert((t, log_transid));
+            }
+            let mut m = self.inner.m.borrow_mut();
+            m.extent_logs += 1;
+            m.csum_bytes += csum;
+            if !necessary {
+                m.unnecessary_extent_logs += 1;
+                m.unnecessary_csum_bytes += csum;
+            }
+        }
+        self.inner.h.cpu(cpu).await;
+        let mut st = self.inner.st.borrow_mut();
+        if necessary_item {
+            st.log_new_content.insert((t, log_transid));
+        }
+        st.log_dirty_bytes += bytes;
+        st.log_facts.entry((t, log_transid)).or_default().extend(facts);
+        let i = st.inodes.get_mut(&ino).unwrap();
+        i.logged_trans = t;
+        i.last_log_commit = i.last_sub_trans;
+        i.needs_full_sync = false;
+        i.modified_extents.clear();
+    }
+
+    /// btrfs_log_new_name (link, rename): R1's early return.
+    async fn log_new_name(&self, t: TransId, ino: Ino, old_dir: Option<Ino>) {
+        let skip = {
+            let st = self.inner.st.borrow();
+            let logged = |i: Ino| st.inodes[&i].logged_trans;
+            if self.has(Fix::R1) {
+                logged(ino) < t && old_dir.is_none_or(|d| logged(d) < t)
+            } else {
+                let lc = st.last_trans_committed;
+                logged(ino) <= lc && old_dir.is_none_or(|d| logged(d) <= lc)
+            }
+        };
+        if skip {
+            return;
+        }
+        if let Some(log_transid) = self.start_log_trans(t).await {
+            self.log_inode(t, ino, log_transid, LogKind::NewName).await;
+            self.end_log_trans();
+        }
+    }
+
+    /// btrfs_sync_log: returns false when the log must fall back to a full commit.
+    async fn sync_log(&self, t: TransId, log_transid: u64) -> bool {
+        let h = &self.inner.h;
+        let c = &self.inner.costs;
+        let g = self.inner.log_mutex.lock().await;
+        if self.inner.st.borrow().last_log_commit > log_transid {
+            // Another task already synced the log sub-transaction we logged into.
+            return true;
+        }
+        while self.inner.st.borrow().log_writers > 0 {
+            self.inner.log_writers_wait.wait().await;
+        }
+        if self.inner.st.borrow().last_trans_log_full_commit == t {
+            drop(g);
+            return false;
+        }
+        self.point("sync_log:start").await;
+        // Write the log tree's dirty blocks.
+        let bytes = {
+            let mut st = self.inner.st.borrow_mut();
+            std::mem::take(&mut st.log_dirty_bytes)
+        };
+        let blocks = bytes.div_ceil(c.nodesize).max(1);
+        let (tok, off) = self.inner.st.borrow_mut().new_write(
+            WriteKind::LogBlocks {
+                transid: t,
+                log_transid,
+            },
+            blocks * c.nodesize,
+        );
+        self.inner
+            .dev
+            .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
+            .await;
+        self.inner.st.borrow_mut().log_transid += 1;
+        // The log root tree, under its log_mutex.
+        {
+            let _lr = self.inner.log_root_tree_mutex.lock().await;
+            let (tok, off) = self.inner.st.borrow_mut().new_write(
+                WriteKind::LogRoot {
+                    transid: t,
+                    log_transid,
+                },
+                c.nodesize,
+            );
+            self.inner
+                .dev
+                .submit(Request::write(off, c.nodesize).with_token(tok))
+                .await;
+        }
+        self.point("sync_log:write_super").await;
+        // 6/6: tree_log_mutex just before writing the superblock.
+        let me = h.current();
+        let class = h.class("tree_log_mutex");
+        let before = h.account_of(me, class);
+        let tl = if self.has(Fix::R6) && !self.mutant(Mutant::SyncLogNoSuperWait) {
+            Some(self.inner.tree_log_mutex.lock().await)
+        } else {
+            None
+        };
+        let waited = h.account_of(me, class) - before;
+        if waited > 0 {
+            let mut m = self.inner.m.borrow_mut();
+            m.sync_log_super_waits += 1;
+            m.sync_log_super_wait_ns += waited;
+        }
+        // S1: the previous transaction's superblock must be on disk before ours is issued.
+        let s1 = {
+            let st = self.inner.st.borrow();
+            st.trans
+                .range(..t)
+                .next_back()
+                .filter(|(_, p)| !p.super_done)
+                .map(|(id, _)| *id)
+        };
+        if let Some(prev) = s1 {
+            self.violation(
+                "S1",
+                format!(
+                    "log sync of transaction {t} issued its superblock before transaction {prev}'s superblock write completed"
+                ),
+            );
+        }
+        let base = self.inner.st.borrow().super_generation;
+        let (tok, off) = self.inner.st.borrow_mut().new_write(
+            WriteKind::LogSuper {
+                transid: t,
+                log_transid,
+                base,
+            },
+            4096,
+        );
+        let sb = if self.mutant(Mutant::SyncLogNoPreflush) {
+            Request::fua_write(off, 4096)
+        } else {
+            Request {
+                fua: true,
+                ..Request::preflush_write(off, 4096)
+            }
+        };
+        self.inner.dev.submit(sb.with_token(tok)).await;
+        drop(tl);
+        let necessary = oracle::log_sync_needed(&self.inner.st.borrow(), t, log_transid);
+        {
+            let mut m = self.inner.m.borrow_mut();
+            m.log_syncs += 1;
+            if !necessary {
+                m.unnecessary_log_syncs += 1;
+            }
+        }
+        self.inner.st.borrow_mut().last_log_commit = log_transid + 1;
+        drop(g);
+        true
+    }
+
+    /// Checks what a power loss now would leave (S2).
+    pub fn check_crash(&self, when: &str) {
+        let image = self.inner.dev.durable_image().unwrap_or_default();
+        let res = oracle::check_recovery(&self.inner.st.borrow(), &image);
+        if let Err(msg) = res {
+            self.violation("S2", format!("crash when {when}: {msg}"));
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LogKind {
+    Fsync,
+    Ancestor,
+    NewName,
+}

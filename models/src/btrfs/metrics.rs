@@ -1,0 +1,137 @@
+//! What a btrfs run counts: waste (judged by the oracle), totals, invariant violations and
+//! per-operation latency.
+
+use crate::device::new_histogram;
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+
+/// Counters of one run. JSON names are the field names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Metrics {
+    /// Inode logs (btrfs_log_inode calls), all causes.
+    pub inode_logs: u64,
+    /// Inode logs of an inode version already captured by a commit ordered before the log (R1).
+    pub unnecessary_inode_logs: u64,
+    /// File extent items logged.
+    pub extent_logs: u64,
+    /// Extent items logged although a commit ordered before the log captured them (R2).
+    pub unnecessary_extent_logs: u64,
+    /// Checksum bytes logged.
+    pub csum_bytes: u64,
+    /// Checksum bytes logged with unnecessary extent items (R2).
+    pub unnecessary_csum_bytes: u64,
+    /// Ancestor directories logged.
+    pub ancestor_logs: u64,
+    /// Ancestors logged although a commit ordered before the log captured them (R3).
+    pub unnecessary_ancestor_logs: u64,
+    /// Log syncs (superblock written for a log).
+    pub log_syncs: u64,
+    /// Log syncs whose log held nothing a commit had not already captured (R7).
+    pub unnecessary_log_syncs: u64,
+    /// Fsyncs that fell back to a full transaction commit.
+    pub full_commits: u64,
+    /// Fallbacks with no event in the running transaction that the log could not express (R4, R5).
+    pub unnecessary_full_commits: u64,
+    /// Unnecessary fallbacks split by cause.
+    pub unnecessary_full_commits_by_cause: BTreeMap<String, u64>,
+    /// Transaction commits (all, including periodic and explicit).
+    pub transaction_commits: u64,
+    /// Times log start waited for tree_log_mutex (R6).
+    pub tree_log_mutex_waits: u64,
+    /// Nanoseconds log start waited for tree_log_mutex (R6).
+    pub tree_log_mutex_wait_ns: u64,
+    /// Times a log sync waited for tree_log_mutex before its superblock.
+    pub sync_log_super_waits: u64,
+    /// Nanoseconds a log sync waited for tree_log_mutex before its superblock.
+    pub sync_log_super_wait_ns: u64,
+    /// Bytes written to the device.
+    pub device_bytes_written: u64,
+    /// Cache flushes (FLUSH requests and PREFLUSH writes).
+    pub flushes: u64,
+}
+
+impl Metrics {
+    /// (name, value) of every scalar counter, in a stable order.
+    pub fn scalars(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("unnecessary_inode_logs", self.unnecessary_inode_logs),
+            ("unnecessary_extent_logs", self.unnecessary_extent_logs),
+            ("unnecessary_csum_bytes", self.unnecessary_csum_bytes),
+            ("unnecessary_ancestor_logs", self.unnecessary_ancestor_logs),
+            ("unnecessary_full_commits", self.unnecessary_full_commits),
+            ("unnecessary_log_syncs", self.unnecessary_log_syncs),
+            ("tree_log_mutex_waits", self.tree_log_mutex_waits),
+            ("tree_log_mutex_wait_ns", self.tree_log_mutex_wait_ns),
+            ("inode_logs", self.inode_logs),
+            ("extent_logs", self.extent_logs),
+            ("csum_bytes", self.csum_bytes),
+            ("ancestor_logs", self.ancestor_logs),
+            ("log_syncs", self.log_syncs),
+            ("full_commits", self.full_commits),
+            ("transaction_commits", self.transaction_commits),
+            ("sync_log_super_waits", self.sync_log_super_waits),
+            ("sync_log_super_wait_ns", self.sync_log_super_wait_ns),
+            ("device_bytes_written", self.device_bytes_written),
+            ("flushes", self.flushes),
+        ]
+    }
+
+    /// A counter by JSON name (including `unnecessary_full_commits.<cause>`).
+    pub fn get(&self, name: &str) -> Option<u64> {
+        if let Some(cause) = name.strip_prefix("unnecessary_full_commits.") {
+            return Some(
+                self.unnecessary_full_commits_by_cause
+                    .get(cause)
+                    .copied()
+                    .unwrap_or(0),
+            );
+        }
+        self.scalars()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+    }
+
+    /// Whether `name` is a metric.
+    pub fn is_metric(name: &str) -> bool {
+        Metrics::default().get(name).is_some()
+    }
+}
+
+/// An invariant violation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// "S1", "S2" or "S3".
+    pub invariant: String,
+    /// Virtual time.
+    pub at: sim::Nanos,
+    /// What happened.
+    pub message: String,
+    /// The trace lines that led to it (last ones).
+    pub timeline: Vec<String>,
+}
+
+/// Latency per operation kind.
+#[derive(Clone, Debug)]
+pub struct OpLatency {
+    /// Operation kind → latency histogram (ns).
+    pub by_op: BTreeMap<String, Histogram<u64>>,
+}
+
+impl Default for OpLatency {
+    fn default() -> Self {
+        OpLatency {
+            by_op: BTreeMap::new(),
+        }
+    }
+}
+
+impl OpLatency {
+    /// Records one operation.
+    pub fn record(&mut self, op: &str, ns: u64) {
+        self.by_op
+            .entry(op.to_string())
+            .or_insert_with(new_histogram)
+            .saturating_record(ns);
+    }
+}

@@ -1,0 +1,210 @@
+//! The oracle: judges each logging or fallback decision from the simulated state of the data
+//! (never by re-evaluating a fix's predicate), and recovers the filesystem from the device's
+//! durable image after a simulated power loss.
+//!
+//! A version of an item is *captured* for a log of transaction `t` when the transaction `x`
+//! that last changed it is older than `t` and its commit has passed UNBLOCKED: its superblock
+//! is then written before any superblock of `t`'s log (the S1 invariant, checked on every log
+//! sync, guarantees that order).
+
+use super::state::*;
+use crate::device::DurableWrite;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Whether the version changed in transaction `x` is captured by a commit ordered before
+/// any log superblock of transaction `t`.
+pub fn captured(st: &FsState, x: TransId, t: TransId) -> bool {
+    x < t && st.trans.get(&x).is_none_or(|tr| tr.state >= TransState::Unblocked)
+}
+
+/// Whether logging inode `ino` in transaction `t` persists anything a commit has not
+/// already captured: its item, one of its names, or one of its extents.
+pub fn inode_needs_logging(st: &FsState, ino: Ino, t: TransId) -> bool {
+    let i = &st.inodes[&ino];
+    if !captured(st, i.item_trans, t) {
+        return true;
+    }
+    let name_new = st.dentries.values().any(|v| {
+        v.last()
+            .is_some_and(|d| d.ino == ino && d.removed.is_none() && !captured(st, d.created, t))
+    });
+    name_new || i.extents.iter().any(|e| !captured(st, e.generation, t))
+}
+
+/// Whether logging ancestor directory `ino` as a new ancestor persists its existence or its
+/// name, which no commit ordered before the log captured.
+pub fn ancestor_needs_logging(st: &FsState, ino: Ino, t: TransId) -> bool {
+    let i = &st.inodes[&ino];
+    !captured(st, i.generation, t)
+        || st.dentries.values().any(|v| {
+            v.last().is_some_and(|d| {
+                d.ino == ino && d.removed.is_none() && !captured(st, d.created, t)
+            })
+        })
+}
+
+/// Whether inode `ino` already has items in transaction `t`'s log (so a new name must be
+/// logged to keep that log consistent).
+pub fn in_current_log(st: &FsState, ino: Ino, t: TransId) -> bool {
+    st.log_facts.range((t, 0)..=(t, u64::MAX)).any(|(_, facts)| {
+        facts
+            .iter()
+            .any(|f| matches!(f, LogFact::Inode { ino: i, .. } if *i == ino))
+    })
+}
+
+/// Whether logging extent `e` in transaction `t` is needed.
+pub fn extent_needs_logging(st: &FsState, e: &Extent, t: TransId) -> bool {
+    !captured(st, e.generation, t)
+}
+
+/// Whether a directory on the path lost a name in the running transaction `t` — the event
+/// that a log cannot express and that makes a full commit necessary.
+pub fn removal_in_current_trans(st: &FsState, dirs: &[Ino], t: TransId) -> bool {
+    st.trans
+        .get(&t)
+        .is_some_and(|tr| dirs.iter().any(|d| tr.removals_in.contains(d)))
+}
+
+/// Whether transaction `t` is marked for full commits by a real event (a new block group,
+/// or a necessary fallback earlier in `t`).
+pub fn full_commit_flag_is_real(st: &FsState, t: TransId) -> bool {
+    st.trans.get(&t).is_some_and(|tr| {
+        tr.forced_by_event || (st.last_trans_log_full_commit == t && !tr.marked_unnecessarily)
+    })
+}
+
+/// Whether the log sub-transaction being synced holds anything not already captured.
+pub fn log_sync_needed(st: &FsState, t: TransId, log_transid: u64) -> bool {
+    st.log_new_content.contains(&(t, log_transid))
+}
+
+/// Recovers the filesystem from `image` (what survives a power loss now) and checks every
+/// fsync that returned: its data and one of its names must survive, and the superblock must
+/// not point at blocks that are not durable.
+pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<(), String> {
+    let durable = |tok: u64| {
+        st.write_kind(tok)
+            .is_some_and(|(_, off)| image.get(&off).is_some_and(|w| w.token == tok))
+    };
+    let (base, log) = match image.get(&SUPER_OFFSET).and_then(|w| st.write_kind(w.token)) {
+        None => (MKFS_GENERATION, None),
+        Some((WriteKind::CommitSuper { transid }, _)) => (transid, None),
+        Some((
+            WriteKind::LogSuper {
+                transid,
+                log_transid,
+                base,
+            },
+            _,
+        )) => (base, Some((transid, log_transid))),
+        Some((other, _)) => return Err(format!("superblock slot holds {other:?}")),
+    };
+    for (i, (kind, _)) in st.writes.iter().enumerate() {
+        let tok = i as u64 + 1;
+        match *kind {
+            WriteKind::CommitBlocks { transid } if transid <= base && !durable(tok) => {
+                return Err(format!(
+                    "the durable superblock says generation {base}, but transaction {transid}'s tree blocks are not durable: the filesystem is corrupt"
+                ));
+            }
+            WriteKind::LogBlocks {
+                transid,
+                log_transid,
+            }
+            | WriteKind::LogRoot {
+                transid,
+                log_transid,
+            } if log.is_some_and(|(t, k)| t == transid && log_transid <= k) && !durable(tok) => {
+                return Err(format!(
+                    "the durable superblock points at the log of transaction {transid}, but its log blocks (sub-transaction {log_transid}) are not durable: log replay reads garbage"
+                ));
+            }
+            _ => {}
+        }
+    }
+    // The namespace and extents as of the committed generation.
+    let mut names: BTreeMap<(Ino, String), Ino> = BTreeMap::new();
+    for (key, versions) in &st.dentries {
+        if let Some(d) = versions
+            .iter()
+            .rev()
+            .find(|d| d.created <= base && d.removed.is_none_or(|r| r > base))
+        {
+            names.insert(key.clone(), d.ino);
+        }
+    }
+    let mut extents: BTreeSet<u64> = st
+        .inodes
+        .values()
+        .flat_map(|i| i.extents.iter())
+        .filter(|e| e.generation <= base)
+        .map(|e| e.id)
+        .collect();
+    // Log replay.
+    if let Some((t, k)) = log {
+        for (_, facts) in st.log_facts.range((t, 0)..=(t, k)) {
+            for f in facts {
+                match f {
+                    LogFact::Inode { ino, names: ns, .. } => {
+                        for n in ns {
+                            names.insert(n.clone(), *ino);
+                        }
+                    }
+                    LogFact::Extent { extent, .. } => {
+                        extents.insert(*extent);
+                    }
+                }
+            }
+        }
+    }
+    let reachable = |start: Ino| -> bool {
+        let mut cur = start;
+        for _ in 0..64 {
+            if cur == ROOT_INO {
+                return true;
+            }
+            match names.iter().find(|(_, &i)| i == cur) {
+                Some(((dir, _), _)) => cur = *dir,
+                None => return false,
+            }
+        }
+        false
+    };
+    for rec in &st.fsyncs {
+        let now_names = st.names_of(rec.ino);
+        if now_names.is_empty() {
+            continue; // unlinked since: nothing to keep
+        }
+        let named = rec
+            .names
+            .iter()
+            .chain(now_names.iter())
+            .any(|n| names.get(n) == Some(&rec.ino) && reachable(n.0));
+        if !named {
+            return Err(format!(
+                "fsync of {} returned at t={}ns, but after a crash now the file has no name",
+                rec.path, rec.at
+            ));
+        }
+        let inode = &st.inodes[&rec.ino];
+        for id in &rec.extents {
+            let Some(e) = inode.extents.iter().find(|e| e.id == *id) else {
+                continue;
+            };
+            if !extents.contains(id) {
+                return Err(format!(
+                    "fsync of {} returned at t={}ns, but after a crash now its extent {id} ({} bytes) is not in the tree",
+                    rec.path, rec.at, e.len
+                ));
+            }
+            if !durable(e.data_token) {
+                return Err(format!(
+                    "fsync of {} returned at t={}ns, but after a crash now the data of its extent {id} is lost",
+                    rec.path, rec.at
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,199 @@
+//! Kernel policies: which of the fixes R1–R7 are applied, and deliberately broken mutants.
+//!
+//! R1–R6 are Filipe Manana's tree-log series (seed 000, patches 1/6–6/6, merged for 5.11);
+//! R7 is the 2015 fast-fsync regression fix (seed 001), present in 5.10.
+
+use std::collections::BTreeSet;
+
+/// One of the races fsyncsim replays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Fix {
+    /// btrfs_log_new_name: compare logged_trans with trans->transid, not last_trans_committed.
+    R1,
+    /// btrfs_log_changed_extents: skip extent maps with generation < trans->transid.
+    R2,
+    /// log_new_ancestors: log an ancestor only if generation >= trans->transid.
+    R3,
+    /// last_unlink_trans compared with trans->transid everywhere.
+    R4,
+    /// btrfs_log_inode_parent: drop the last_trans_log_full_commit > last_trans_committed check.
+    R5,
+    /// start_log_trans creates the log root tree under log_root_tree->log_mutex; tree_log_mutex
+    /// is taken only in btrfs_sync_log before writing the superblock.
+    R6,
+    /// btrfs_sync_file: skip the log sync when nothing changed since the last commit.
+    R7,
+}
+
+impl Fix {
+    /// All fixes, in order.
+    pub const ALL: [Fix; 7] = [Fix::R1, Fix::R2, Fix::R3, Fix::R4, Fix::R5, Fix::R6, Fix::R7];
+
+    /// "R1".."R7".
+    pub fn name(self) -> &'static str {
+        ["R1", "R2", "R3", "R4", "R5", "R6", "R7"][self as usize]
+    }
+
+    /// Parses "R1".."R7" (case-insensitive).
+    pub fn parse(s: &str) -> Option<Fix> {
+        Fix::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
+    }
+
+    /// The patch title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Fix::R1 => "btrfs: fix race that results in logging old extents during a fast fsync (link/rename logs an inode logged in the previous transaction)",
+            Fix::R2 => "btrfs: avoid logging extents already persisted by the previous transaction",
+            Fix::R3 => "btrfs: avoid logging ancestor directories created in the previous transaction",
+            Fix::R4 => "btrfs: avoid a full transaction commit because of a stale last_unlink_trans",
+            Fix::R5 => "btrfs: avoid a double transaction commit after a forced full commit",
+            Fix::R6 => "btrfs: do not block log start on the previous transaction's writeout (tree_log_mutex)",
+            Fix::R7 => "Btrfs: fix fsync to not sync the log when nothing changed (2015 regression)",
+        }
+    }
+}
+
+/// Deliberately broken variants that the invariant checks must catch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mutant {
+    /// btrfs_sync_log writes its superblock without taking tree_log_mutex, i.e. without
+    /// waiting for the previous transaction's superblock (breaks S1, and S2 on a crash).
+    SyncLogNoSuperWait,
+    /// btrfs_sync_log skips the cache flush before its superblock (PREFLUSH dropped): the
+    /// log blocks may not be durable when the superblock pointing at them is (breaks S2).
+    SyncLogNoPreflush,
+    /// btrfs_sync_file skips logging whenever the inode was logged in an earlier
+    /// transaction, even with new changes (breaks S2).
+    SkipLogWhenLoggedBefore,
+    /// The commit takes the subvolume's log_mutex while holding tree_log_mutex, the opposite
+    /// order of start_log_trans and btrfs_sync_log (deadlocks: S3).
+    CommitTakesLogMutex,
+}
+
+impl Mutant {
+    /// All mutants.
+    pub const ALL: [Mutant; 4] = [
+        Mutant::SyncLogNoSuperWait,
+        Mutant::SyncLogNoPreflush,
+        Mutant::SkipLogWhenLoggedBefore,
+        Mutant::CommitTakesLogMutex,
+    ];
+
+    /// Kebab-case name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::SyncLogNoSuperWait => "sync-log-no-super-wait",
+            Mutant::SyncLogNoPreflush => "sync-log-no-preflush",
+            Mutant::SkipLogWhenLoggedBefore => "skip-log-when-logged-before",
+            Mutant::CommitTakesLogMutex => "commit-takes-log-mutex",
+        }
+    }
+
+    /// What it breaks.
+    pub fn description(self) -> &'static str {
+        match self {
+            Mutant::SyncLogNoSuperWait => "log sync writes its superblock without waiting for the previous commit's superblock (S1)",
+            Mutant::SyncLogNoPreflush => "log sync writes its superblock without a preceding cache flush (S2)",
+            Mutant::SkipLogWhenLoggedBefore => "fsync skips logging an inode changed since it was last logged (S2)",
+            Mutant::CommitTakesLogMutex => "commit takes log_mutex inside tree_log_mutex, the reverse of the log paths (S3)",
+        }
+    }
+
+    /// Parses a mutant name.
+    pub fn parse(s: &str) -> Option<Mutant> {
+        Mutant::ALL.into_iter().find(|m| m.name() == s.trim())
+    }
+}
+
+/// The kernel behaviour a run simulates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Name shown in reports ("linux-5.11", "linux-5.11 without R1", …).
+    pub name: String,
+    /// Fixes applied.
+    pub fixes: BTreeSet<Fix>,
+    /// Mutants enabled.
+    pub mutants: BTreeSet<Mutant>,
+}
+
+/// Policy preset names.
+pub const PRESETS: [&str; 2] = ["linux-5.10", "linux-5.11"];
+
+impl Policy {
+    /// A preset: `linux-5.10` (R7 fixed, R1–R6 not) or `linux-5.11` (all fixed).
+    pub fn preset(name: &str) -> Option<Policy> {
+        let fixes: BTreeSet<Fix> = match name {
+            "linux-5.10" => [Fix::R7].into(),
+            "linux-5.11" => Fix::ALL.into(),
+            _ => return None,
+        };
+        Some(Policy {
+            name: name.to_string(),
+            fixes,
+            mutants: BTreeSet::new(),
+        })
+    }
+
+    /// Whether a fix is applied.
+    pub fn has(&self, f: Fix) -> bool {
+        self.fixes.contains(&f)
+    }
+
+    /// Whether a mutant is enabled.
+    pub fn mutant(&self, m: Mutant) -> bool {
+        self.mutants.contains(&m)
+    }
+
+    /// This policy with `f` removed, renamed "<name> without <f>".
+    pub fn without(&self, f: Fix) -> Policy {
+        let mut p = self.clone();
+        if p.fixes.remove(&f) {
+            p.name = format!("{} without {}", p.name, f.name());
+        }
+        p
+    }
+
+    /// This policy with `f` added, renamed "<name> with <f>".
+    pub fn with(&self, f: Fix) -> Policy {
+        let mut p = self.clone();
+        if p.fixes.insert(f) {
+            p.name = format!("{} with {}", p.name, f.name());
+        }
+        p
+    }
+
+    /// This policy with a mutant enabled.
+    pub fn with_mutant(&self, m: Mutant) -> Policy {
+        let mut p = self.clone();
+        if p.mutants.insert(m) {
+            p.name = format!("{} +{}", p.name, m.name());
+        }
+        p
+    }
+
+    /// "R1,R2,…" of the applied fixes.
+    pub fn fix_list(&self) -> Vec<String> {
+        self.fixes.iter().map(|f| f.name().to_string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_match_the_kernels() {
+        let p10 = Policy::preset("linux-5.10").unwrap();
+        assert!(p10.has(Fix::R7) && !p10.has(Fix::R1) && !p10.has(Fix::R6));
+        let p11 = Policy::preset("linux-5.11").unwrap();
+        assert!(Fix::ALL.iter().all(|&f| p11.has(f)));
+        let pre = p11.without(Fix::R4);
+        assert_eq!(pre.name, "linux-5.11 without R4");
+        assert!(!pre.has(Fix::R4) && pre.has(Fix::R5));
+        assert_eq!(Fix::parse("r6"), Some(Fix::R6));
+        assert_eq!(Fix::parse("R8"), None);
+        assert_eq!(Mutant::parse("sync-log-no-super-wait"), Some(Mutant::SyncLogNoSuperWait));
+    }
+}

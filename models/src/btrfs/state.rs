@@ -1,0 +1,381 @@
+//! The btrfs state the model keeps, with the kernel's names (fs/btrfs/ctree.h,
+//! btrfs_inode.h, transaction.h), plus the history the oracle needs to judge waste and to
+//! recover the filesystem after a simulated power loss.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A transaction id (`trans->transid`, `fs_info->generation`).
+pub type TransId = u64;
+/// An inode number.
+pub type Ino = u64;
+
+/// The top directory's inode number (BTRFS_FIRST_FREE_OBJECTID).
+pub const ROOT_INO: Ino = 256;
+/// Transaction committed by mkfs; the first transaction of a run is 1000, as in the patch logs.
+pub const MKFS_GENERATION: TransId = 999;
+/// Byte offset of the primary superblock.
+pub const SUPER_OFFSET: u64 = 64 << 10;
+
+/// `enum btrfs_trans_state` (5.10, plus SUPER_COMMITTED from 5.12, selectable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TransState {
+    /// TRANS_STATE_RUNNING.
+    Running,
+    /// TRANS_STATE_COMMIT_START.
+    CommitStart,
+    /// TRANS_STATE_COMMIT_DOING.
+    CommitDoing,
+    /// TRANS_STATE_UNBLOCKED: running_transaction = NULL, the next transaction may start.
+    Unblocked,
+    /// TRANS_STATE_SUPER_COMMITTED (5.12+): superblocks written.
+    SuperCommitted,
+    /// TRANS_STATE_COMPLETED.
+    Completed,
+}
+
+/// Why a log attempt had to fall back to a full transaction commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FullCommitCause {
+    /// `btrfs_must_commit_transaction` on an ancestor with a recent `last_unlink_trans` (R4).
+    UnlinkTrans,
+    /// `last_trans_log_full_commit > last_trans_committed` in `btrfs_log_inode_parent` (R5).
+    StaleFullCommitCheck,
+    /// `btrfs_need_log_full_commit(trans)`: the transaction is marked (new block group, or an
+    /// earlier fallback in it).
+    LogFullCommitFlag,
+}
+
+impl FullCommitCause {
+    /// JSON key.
+    pub fn name(self) -> &'static str {
+        match self {
+            FullCommitCause::UnlinkTrans => "last_unlink_trans",
+            FullCommitCause::StaleFullCommitCheck => "stale_log_full_commit_check",
+            FullCommitCause::LogFullCommitFlag => "log_full_commit_flag",
+        }
+    }
+}
+
+/// One transaction.
+#[derive(Clone, Debug)]
+pub struct Transaction {
+    /// `transid`.
+    pub transid: TransId,
+    /// State.
+    pub state: TransState,
+    /// Handles joined (`num_writers`).
+    pub writers: u32,
+    /// Metadata blocks dirtied (written by the commit).
+    pub dirty_blocks: u64,
+    /// Whether its superblock write has completed.
+    pub super_done: bool,
+    /// Directories that lost a name in this transaction (unlink, rmdir, rename): the event
+    /// that makes logging them unsafe. Recorded for the oracle.
+    pub removals_in: BTreeSet<Ino>,
+    /// A real event (new block group) forced every log in this transaction to a full commit.
+    pub forced_by_event: bool,
+    /// Set when this transaction was marked log-full-commit by a decision the oracle judged
+    /// unnecessary (R4), so later fallbacks it causes are unnecessary too.
+    pub marked_unnecessarily: bool,
+}
+
+/// An extent map of a file (`struct extent_map`) and its on-disk data.
+#[derive(Clone, Debug)]
+pub struct Extent {
+    /// Model id.
+    pub id: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Transaction whose ordered-extent completion inserted the file extent item.
+    pub generation: TransId,
+    /// Device token of the data write.
+    pub data_token: u64,
+    /// Device offset of the data write.
+    pub data_offset: u64,
+}
+
+/// An inode (`struct btrfs_inode`).
+#[derive(Clone, Debug)]
+pub struct Inode {
+    /// Inode number.
+    pub ino: Ino,
+    /// Directory or regular file.
+    pub is_dir: bool,
+    /// Transaction that created it.
+    pub generation: TransId,
+    /// Last transaction it was logged in.
+    pub logged_trans: TransId,
+    /// Last transaction that changed it.
+    pub last_trans: TransId,
+    /// Last transaction that unlinked or renamed it, or removed a name in it (directory).
+    pub last_unlink_trans: TransId,
+    /// Log sub-transaction of its last change.
+    pub last_sub_trans: u64,
+    /// Log sub-transaction in which it was last logged.
+    pub last_log_commit: u64,
+    /// BTRFS_INODE_NEEDS_FULL_SYNC.
+    pub needs_full_sync: bool,
+    /// Transaction of the last change of the inode item.
+    pub item_trans: TransId,
+    /// Extent maps.
+    pub extents: Vec<Extent>,
+    /// Extent ids on the modified-extents list (not yet logged).
+    pub modified_extents: Vec<u64>,
+    /// Dirty page-cache bytes not yet written back.
+    pub dirty_bytes: u64,
+}
+
+/// A directory entry version.
+#[derive(Clone, Debug)]
+pub struct Dentry {
+    /// The inode it names.
+    pub ino: Ino,
+    /// Transaction that created it.
+    pub created: TransId,
+    /// Transaction that removed it.
+    pub removed: Option<TransId>,
+}
+
+/// What a device write carries (the token is an index into `FsState::writes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    /// File data of an extent.
+    Data {
+        /// Inode.
+        ino: Ino,
+        /// Extent id.
+        extent: u64,
+    },
+    /// Dirty extent buffers of a transaction's commit.
+    CommitBlocks {
+        /// Transaction.
+        transid: TransId,
+    },
+    /// The superblock of a transaction's commit.
+    CommitSuper {
+        /// Transaction.
+        transid: TransId,
+    },
+    /// Log tree blocks of one log sync.
+    LogBlocks {
+        /// Transaction.
+        transid: TransId,
+        /// Log sub-transaction.
+        log_transid: u64,
+    },
+    /// The log root tree block of one log sync.
+    LogRoot {
+        /// Transaction.
+        transid: TransId,
+        /// Log sub-transaction.
+        log_transid: u64,
+    },
+    /// The superblock written by a log sync: generation `base` plus the log root.
+    LogSuper {
+        /// Transaction of the log.
+        transid: TransId,
+        /// Log sub-transaction.
+        log_transid: u64,
+        /// Generation in the superblock copy (the last commit whose superblock was filled).
+        base: TransId,
+    },
+}
+
+/// Something a log contains.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogFact {
+    /// An inode item with the names it had when logged.
+    Inode {
+        /// Inode.
+        ino: Ino,
+        /// (directory, name) pairs.
+        names: Vec<(Ino, String)>,
+        /// Whether it is a directory.
+        is_dir: bool,
+    },
+    /// A file extent item.
+    Extent {
+        /// Inode.
+        ino: Ino,
+        /// Extent id.
+        extent: u64,
+    },
+}
+
+/// An fsync that returned success: what must survive a crash.
+#[derive(Clone, Debug)]
+pub struct FsyncRecord {
+    /// The inode.
+    pub ino: Ino,
+    /// Path at fsync time.
+    pub path: String,
+    /// Names at fsync time.
+    pub names: Vec<(Ino, String)>,
+    /// Extent ids at fsync time.
+    pub extents: Vec<u64>,
+    /// Virtual time it returned.
+    pub at: sim::Nanos,
+}
+
+/// The whole filesystem state.
+#[derive(Clone, Debug)]
+pub struct FsState {
+    /// `fs_info->generation`.
+    pub generation: TransId,
+    /// `fs_info->last_trans_committed`.
+    pub last_trans_committed: TransId,
+    /// `fs_info->running_transaction`.
+    pub running: Option<TransId>,
+    /// Transactions by id.
+    pub trans: BTreeMap<TransId, Transaction>,
+    /// `fs_info->last_trans_log_full_commit`.
+    pub last_trans_log_full_commit: TransId,
+    /// Generation in the superblock copy (last commit that filled it).
+    pub super_generation: TransId,
+    /// Subvolume root: `log_transid`.
+    pub log_transid: u64,
+    /// Subvolume root: `last_log_commit`.
+    pub last_log_commit: u64,
+    /// Subvolume root: tasks inside a log transaction (`log_writers`).
+    pub log_writers: u32,
+    /// Transaction whose log tree exists (root->log_root), if any.
+    pub log_tree_of: Option<TransId>,
+    /// Transaction whose log root tree exists (fs_info->log_root_tree), if any.
+    pub log_root_tree_of: Option<TransId>,
+    /// Bytes logged since the last log sync (dirty log tree blocks).
+    pub log_dirty_bytes: u64,
+    /// Facts logged per (transaction, log sub-transaction).
+    pub log_facts: BTreeMap<(TransId, u64), Vec<LogFact>>,
+    /// Log sub-transactions that received something not captured by a commit (oracle).
+    pub log_new_content: BTreeSet<(TransId, u64)>,
+    /// Inodes.
+    pub inodes: BTreeMap<Ino, Inode>,
+    /// Directory entries (directory, name) → versions, oldest first.
+    pub dentries: BTreeMap<(Ino, String), Vec<Dentry>>,
+    /// Device writes by token - 1.
+    pub writes: Vec<(WriteKind, u64)>,
+    /// Fsyncs that returned success.
+    pub fsyncs: Vec<FsyncRecord>,
+    /// Next inode number.
+    pub next_ino: Ino,
+    /// Next extent id.
+    pub next_extent: u64,
+    /// Next free device byte (copy-on-write: every write goes to a new place).
+    pub next_offset: u64,
+}
+
+impl FsState {
+    /// A freshly made filesystem: committed generation 999, an empty top directory.
+    pub fn mkfs() -> Self {
+        let mut inodes = BTreeMap::new();
+        inodes.insert(
+            ROOT_INO,
+            Inode {
+                ino: ROOT_INO,
+                is_dir: true,
+                generation: MKFS_GENERATION,
+                logged_trans: 0,
+                last_trans: MKFS_GENERATION,
+                last_unlink_trans: 0,
+                last_sub_trans: 0,
+                last_log_commit: 0,
+                needs_full_sync: false,
+                item_trans: MKFS_GENERATION,
+                extents: Vec::new(),
+                modified_extents: Vec::new(),
+                dirty_bytes: 0,
+            },
+        );
+        let mut trans = BTreeMap::new();
+        trans.insert(
+            MKFS_GENERATION,
+            Transaction {
+                transid: MKFS_GENERATION,
+                state: TransState::Completed,
+                writers: 0,
+                dirty_blocks: 0,
+                super_done: true,
+                removals_in: BTreeSet::new(),
+                forced_by_event: false,
+                marked_unnecessarily: false,
+            },
+        );
+        FsState {
+            generation: MKFS_GENERATION,
+            last_trans_committed: MKFS_GENERATION,
+            running: None,
+            trans,
+            last_trans_log_full_commit: 0,
+            super_generation: MKFS_GENERATION,
+            log_transid: 0,
+            last_log_commit: 0,
+            log_writers: 0,
+            log_tree_of: None,
+            log_root_tree_of: None,
+            log_dirty_bytes: 0,
+            log_facts: BTreeMap::new(),
+            log_new_content: BTreeSet::new(),
+            inodes,
+            dentries: BTreeMap::new(),
+            writes: Vec::new(),
+            fsyncs: Vec::new(),
+            next_ino: ROOT_INO + 1,
+            next_extent: 1,
+            next_offset: 1 << 20,
+        }
+    }
+
+    /// Registers a device write; returns (token, offset).
+    pub fn new_write(&mut self, kind: WriteKind, len: u64) -> (u64, u64) {
+        let offset = match kind {
+            WriteKind::CommitSuper { .. } | WriteKind::LogSuper { .. } => SUPER_OFFSET,
+            _ => {
+                let o = self.next_offset;
+                self.next_offset += len.max(4096).next_multiple_of(4096);
+                o
+            }
+        };
+        self.writes.push((kind, offset));
+        (self.writes.len() as u64, offset)
+    }
+
+    /// What a token means.
+    pub fn write_kind(&self, token: u64) -> Option<(WriteKind, u64)> {
+        token
+            .checked_sub(1)
+            .and_then(|i| self.writes.get(i as usize))
+            .copied()
+    }
+
+    /// The live name of a path component chain, or None.
+    pub fn lookup(&self, path: &str) -> Option<Ino> {
+        let mut cur = ROOT_INO;
+        for comp in path.split('/').filter(|c| !c.is_empty()) {
+            cur = self.live_entry(cur, comp)?;
+        }
+        Some(cur)
+    }
+
+    /// The inode a live entry (dir, name) names.
+    pub fn live_entry(&self, dir: Ino, name: &str) -> Option<Ino> {
+        self.dentries
+            .get(&(dir, name.to_string()))
+            .and_then(|v| v.last())
+            .filter(|d| d.removed.is_none())
+            .map(|d| d.ino)
+    }
+
+    /// Live names of an inode, in (dir, name) order.
+    pub fn names_of(&self, ino: Ino) -> Vec<(Ino, String)> {
+        self.dentries
+            .iter()
+            .filter(|(_, v)| v.last().is_some_and(|d| d.ino == ino && d.removed.is_none()))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// The first parent directory of an inode (None for the top directory).
+    pub fn parent_of(&self, ino: Ino) -> Option<Ino> {
+        self.names_of(ino).first().map(|(d, _)| *d)
+    }
+}

@@ -1,0 +1,562 @@
+//! Race scenarios: parsing the TOML files in `scenarios/`, validating them (errors carry
+//! `file:line`), and running one under a policy.
+
+use crate::btrfs::{Btrfs, Costs, Fix, Metrics, Op, OpLatency, Policy, Violation};
+use crate::device::{Device, DeviceConfig};
+use rand_distr::{Distribution, Exp1};
+use serde::Deserialize;
+use sim::{RngStreams, Script, Sim, SimError};
+use std::collections::{BTreeMap, BTreeSet};
+use toml::Spanned;
+
+/// The scenarios shipped inside the binary: (file name, text).
+pub const BUILTIN: [(&str, &str); 7] = [
+    (
+        "r1-link-rename-logged-trans.toml",
+        include_str!("../../scenarios/r1-link-rename-logged-trans.toml"),
+    ),
+    (
+        "r2-fast-fsync-old-extents.toml",
+        include_str!("../../scenarios/r2-fast-fsync-old-extents.toml"),
+    ),
+    (
+        "r3-ancestor-created-previous-trans.toml",
+        include_str!("../../scenarios/r3-ancestor-created-previous-trans.toml"),
+    ),
+    (
+        "r4-stale-last-unlink-trans.toml",
+        include_str!("../../scenarios/r4-stale-last-unlink-trans.toml"),
+    ),
+    (
+        "r5-double-commit-after-full-commit.toml",
+        include_str!("../../scenarios/r5-double-commit-after-full-commit.toml"),
+    ),
+    (
+        "r6-log-start-blocked-on-tree-log-mutex.toml",
+        include_str!("../../scenarios/r6-log-start-blocked-on-tree-log-mutex.toml"),
+    ),
+    (
+        "r7-fsync-syncs-unchanged-log.toml",
+        include_str!("../../scenarios/r7-fsync-syncs-unchanged-log.toml"),
+    ),
+];
+
+/// A bad scenario: `file:line: what was expected`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct ScenarioError {
+    /// `file:line`.
+    pub location: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskFile {
+    name: Spanned<String>,
+    ops: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptFile {
+    steps: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectFile {
+    pre: Option<BTreeMap<String, Spanned<u64>>>,
+    post: Option<BTreeMap<String, Spanned<u64>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: String,
+    race: Spanned<String>,
+    title: String,
+    summary: String,
+    device: Option<Spanned<String>>,
+    seed: Option<u64>,
+    #[serde(default)]
+    setup: Vec<Spanned<String>>,
+    task: Vec<TaskFile>,
+    script: Option<ScriptFile>,
+    expect: Option<ExpectFile>,
+}
+
+/// A scripted step: task `task` reaches point `point`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Task name.
+    pub task: String,
+    /// Point label.
+    pub point: String,
+    /// Line in the file.
+    pub line: usize,
+}
+
+/// A parsed, validated scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Scenario name.
+    pub name: String,
+    /// Race id.
+    pub race: Fix,
+    /// Patch title.
+    pub title: String,
+    /// One-line summary.
+    pub summary: String,
+    /// Device preset or file.
+    pub device: String,
+    /// Default seed.
+    pub seed: u64,
+    /// Operations of the setup task.
+    pub setup: Vec<Op>,
+    /// Tasks: name and operations.
+    pub tasks: Vec<(String, Vec<Op>)>,
+    /// The interleaving.
+    pub script: Vec<Step>,
+    /// Expected metrics before the fix.
+    pub expect_pre: BTreeMap<String, u64>,
+    /// Expected metrics after the fix.
+    pub expect_post: BTreeMap<String, u64>,
+    /// Where it came from (file name or path).
+    pub origin: String,
+}
+
+fn line_at(text: &str, offset: usize) -> usize {
+    crate::device::config::line_of(text, offset)
+}
+
+/// Parses one operation line ("fsync /a/x", "write /a/x 4k", "sleep 10ms").
+pub fn parse_op(s: &str) -> Result<Op, String> {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    let want = |n: usize, usage: &str| {
+        if words.len() == n {
+            Ok(())
+        } else {
+            Err(format!("expected '{usage}'"))
+        }
+    };
+    let path = |p: &str| {
+        if p.starts_with('/') {
+            Ok(p.to_string())
+        } else {
+            Err(format!("expected an absolute path, got '{p}'"))
+        }
+    };
+    let op = match words.first().copied() {
+        Some("create") => {
+            want(2, "create PATH")?;
+            Op::Create(path(words[1])?)
+        }
+        Some("mkdir") => {
+            want(2, "mkdir PATH")?;
+            Op::Mkdir(path(words[1])?)
+        }
+        Some("write") => {
+            want(3, "write PATH SIZE")?;
+            let n = crate::units::parse_size(words[2])?;
+            if n == 0 {
+                return Err("expected a size > 0".into());
+            }
+            Op::Write(path(words[1])?, n)
+        }
+        Some("writeback") => {
+            want(2, "writeback PATH")?;
+            Op::Writeback(path(words[1])?)
+        }
+        Some("fsync") => {
+            want(2, "fsync PATH")?;
+            Op::Fsync(path(words[1])?)
+        }
+        Some("link") => {
+            want(3, "link SRC DST")?;
+            Op::Link(path(words[1])?, path(words[2])?)
+        }
+        Some("rename") => {
+            want(3, "rename SRC DST")?;
+            Op::Rename(path(words[1])?, path(words[2])?)
+        }
+        Some("unlink") => {
+            want(2, "unlink PATH")?;
+            Op::Unlink(path(words[1])?)
+        }
+        Some("rmdir") => {
+            want(2, "rmdir PATH")?;
+            Op::Rmdir(path(words[1])?)
+        }
+        Some("new-block-group") => {
+            want(1, "new-block-group")?;
+            Op::NewBlockGroup
+        }
+        Some("commit") => {
+            want(1, "commit")?;
+            Op::Commit
+        }
+        Some("sleep") => {
+            want(2, "sleep DURATION")?;
+            Op::Sleep(sim::parse_duration(words[1])?)
+        }
+        Some(other) => {
+            return Err(format!(
+                "unknown operation '{other}': expected one of create, mkdir, write, writeback, fsync, link, rename, unlink, rmdir, new-block-group, commit, sleep"
+            ))
+        }
+        None => return Err("empty operation".into()),
+    };
+    Ok(op)
+}
+
+/// Named points an operation can reach.
+pub fn points_of(op: &Op) -> Vec<String> {
+    let k = op.kind();
+    let mut v = vec![format!("{k}:start"), format!("{k}:done")];
+    let commit = [
+        "trans:commit_start",
+        "trans:commit_doing",
+        "trans:unblocked",
+        "trans:supers_written",
+        "trans:unpin",
+        "trans:unpinned",
+        "trans:completed",
+    ];
+    match op {
+        Op::Fsync(_) => {
+            v.extend(
+                [
+                    "fsync:joined",
+                    "fsync:logged",
+                    "fsync:full_commit",
+                    "sync_log:start",
+                    "sync_log:write_super",
+                ]
+                .map(String::from),
+            );
+            v.extend(commit.map(String::from));
+        }
+        Op::Link(..) => v.push("link:joined".into()),
+        Op::Rename(..) => v.push("rename:joined".into()),
+        Op::Commit => v.extend(commit.map(String::from)),
+        _ => {}
+    }
+    v
+}
+
+impl Scenario {
+    /// Parses and validates a scenario text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let err = |offset: usize, message: String| ScenarioError {
+            location: format!("{origin}:{}", line_at(text, offset)),
+            message,
+        };
+        let f: ScenarioFile = toml::from_str(text).map_err(|e| ScenarioError {
+            location: match e.span() {
+                Some(s) => format!("{origin}:{}", line_at(text, s.start)),
+                None => origin.to_string(),
+            },
+            message: e.message().replace('\n', " "),
+        })?;
+        let race = Fix::parse(f.race.get_ref()).ok_or_else(|| {
+            err(
+                f.race.span().start,
+                format!("unknown race '{}': expected R1..R7", f.race.get_ref()),
+            )
+        })?;
+        let ops = |list: &[Spanned<String>]| -> Result<Vec<Op>, ScenarioError> {
+            list.iter()
+                .map(|s| parse_op(s.get_ref()).map_err(|m| err(s.span().start, m)))
+                .collect()
+        };
+        let setup = ops(&f.setup)?;
+        let mut tasks = Vec::new();
+        let mut names = BTreeSet::new();
+        for t in &f.task {
+            let name = t.name.get_ref().clone();
+            if name == "setup" || !names.insert(name.clone()) {
+                return Err(err(
+                    t.name.span().start,
+                    format!("duplicate task name '{name}' (\"setup\" is reserved)"),
+                ));
+            }
+            tasks.push((name, ops(&t.ops)?));
+        }
+        let mut script = Vec::new();
+        for s in f.script.iter().flat_map(|s| s.steps.iter()) {
+            let line = line_at(text, s.span().start);
+            let mut w = s.get_ref().split_whitespace();
+            let (Some(task), Some(point), None) = (w.next(), w.next(), w.next()) else {
+                return Err(err(
+                    s.span().start,
+                    "expected 'TASK POINT', e.g. \"A trans:unblocked\"".into(),
+                ));
+            };
+            let Some((_, task_ops)) = tasks.iter().find(|(n, _)| n == task) else {
+                return Err(err(
+                    s.span().start,
+                    format!(
+                        "unknown task '{task}': expected one of {}",
+                        tasks.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            };
+            let reachable: BTreeSet<String> = task_ops.iter().flat_map(points_of).collect();
+            if !reachable.contains(point) {
+                return Err(err(
+                    s.span().start,
+                    format!(
+                        "task '{task}' never reaches point '{point}': its operations reach {}",
+                        reachable.into_iter().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            script.push(Step {
+                task: task.to_string(),
+                point: point.to_string(),
+                line,
+            });
+        }
+        let expect = |m: &Option<BTreeMap<String, Spanned<u64>>>| -> Result<BTreeMap<String, u64>, ScenarioError> {
+            let mut out = BTreeMap::new();
+            for (k, v) in m.iter().flatten() {
+                if !Metrics::is_metric(k) {
+                    return Err(err(
+                        v.span().start,
+                        format!("unknown metric '{k}' in expectations"),
+                    ));
+                }
+                out.insert(k.clone(), *v.get_ref());
+            }
+            Ok(out)
+        };
+        let (expect_pre, expect_post) = match &f.expect {
+            Some(e) => (expect(&e.pre)?, expect(&e.post)?),
+            None => (BTreeMap::new(), BTreeMap::new()),
+        };
+        let device = match &f.device {
+            Some(d) => {
+                DeviceConfig::resolve(d.get_ref()).map_err(|e| err(d.span().start, e.message))?;
+                d.get_ref().clone()
+            }
+            None => "nvme".to_string(),
+        };
+        Ok(Scenario {
+            name: f.name,
+            race,
+            title: f.title,
+            summary: f.summary,
+            device,
+            seed: f.seed.unwrap_or(1),
+            setup,
+            tasks,
+            script,
+            expect_pre,
+            expect_post,
+            origin: origin.to_string(),
+        })
+    }
+
+    /// All built-in scenarios.
+    pub fn builtin() -> Vec<Scenario> {
+        BUILTIN
+            .iter()
+            .map(|(file, text)| {
+                Scenario::parse(text, &format!("scenarios/{file}"))
+                    .unwrap_or_else(|e| panic!("built-in scenario is invalid: {e}"))
+            })
+            .collect()
+    }
+
+    /// A built-in scenario by name, or a scenario file by path.
+    pub fn load(spec: &str) -> Result<Scenario, ScenarioError> {
+        if let Some(s) = Scenario::builtin().into_iter().find(|s| s.name == spec) {
+            return Ok(s);
+        }
+        if spec.ends_with(".toml") || std::path::Path::new(spec).exists() {
+            let text = std::fs::read_to_string(spec).map_err(|e| ScenarioError {
+                location: spec.to_string(),
+                message: format!("cannot read scenario file: {e}"),
+            })?;
+            return Scenario::parse(&text, spec);
+        }
+        Err(ScenarioError {
+            location: "NAME".to_string(),
+            message: format!(
+                "unknown scenario '{spec}': expected one of {} or a path to a scenario TOML file",
+                Scenario::builtin()
+                    .iter()
+                    .map(|s| s.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
+    }
+
+    /// The policy before the race's fix: linux-5.11 without it.
+    pub fn pre_policy(&self) -> Policy {
+        Policy::preset("linux-5.11").unwrap().without(self.race)
+    }
+
+    /// The policy after the fix: linux-5.11.
+    pub fn post_policy(&self) -> Policy {
+        Policy::preset("linux-5.11").unwrap()
+    }
+}
+
+/// The outcome of one scenario run under one policy.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The policy.
+    pub policy: Policy,
+    /// Counters.
+    pub metrics: Metrics,
+    /// Invariant violations (S1, S2, S3) and scenario errors.
+    pub violations: Vec<Violation>,
+    /// Latency per operation kind.
+    pub latency: OpLatency,
+    /// Hash of the run's event sequence.
+    pub trace_hash: u64,
+    /// Virtual end time.
+    pub end: sim::Nanos,
+    /// Rendered trace, when asked for.
+    pub trace: Vec<String>,
+}
+
+/// Crash points checked at random times per run (seeded stream `crash-points`).
+const CRASH_POINTS: u32 = 32;
+
+/// Runs a scenario under `policy` on `device` with `seed`.
+pub fn run(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seed: u64,
+    scripted: bool,
+) -> RunResult {
+    let mut sim = Sim::new();
+    sim.keep_trace(true);
+    sim.set_time_limit(3600 * sim::S);
+    if scripted {
+        let steps = sc
+            .script
+            .iter()
+            .map(|s| (s.task.clone(), s.point.clone()))
+            .collect();
+        sim.set_scheduler(Box::new(Script::new(steps)));
+    }
+    let h = sim.handle();
+    let mut streams = RngStreams::new(seed);
+    let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
+    let fs = Btrfs::new(&h, dev, policy.clone(), Costs::default());
+    let errors: std::rc::Rc<std::cell::RefCell<Vec<String>>> = Default::default();
+    {
+        let (fs, h2, setup, tasks, errors) = (
+            fs.clone(),
+            h.clone(),
+            sc.setup.clone(),
+            sc.tasks.clone(),
+            errors.clone(),
+        );
+        sim.spawn("setup", async move {
+            for op in &setup {
+                if let Err(e) = fs.run_op(op).await {
+                    errors.borrow_mut().push(format!("setup: {}: {}", op.kind(), e.0));
+                    return;
+                }
+            }
+            for (name, ops) in tasks {
+                let (fs, errors, task) = (fs.clone(), errors.clone(), name.clone());
+                h2.spawn(&name, async move {
+                    for op in &ops {
+                        if let Err(e) = fs.run_op(op).await {
+                            errors.borrow_mut().push(format!("task {task}: {}: {}", op.kind(), e.0));
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    }
+    {
+        let (fs, h2) = (fs.clone(), h.clone());
+        let mut rng = streams.stream("crash-points");
+        sim.spawn_daemon("crash-points", async move {
+            for _ in 0..CRASH_POINTS {
+                let gap: f64 = Exp1.sample(&mut rng);
+                h2.sleep((gap * 100_000.0) as u64 + 1).await;
+                fs.check_crash("at a random crash point");
+            }
+        });
+    }
+    let outcome = sim.run();
+    let mut violations = fs.violations();
+    let (trace_hash, end) = match &outcome {
+        Ok(s) => (s.trace_hash, s.end),
+        Err(_) => (0, h.now()),
+    };
+    if let Err(e) = outcome {
+        let (inv, msg) = match &e {
+            SimError::Deadlock { .. } => ("S3", e.to_string()),
+            SimError::Stuck { .. } => ("script", script_error(sc, &e)),
+            SimError::TimeLimit { .. } => ("S3", e.to_string()),
+        };
+        violations.push(Violation {
+            invariant: inv.to_string(),
+            at: h.now(),
+            message: msg,
+            timeline: h.recent_trace(40),
+        });
+    }
+    for e in errors.borrow().iter() {
+        violations.push(Violation {
+            invariant: "scenario".to_string(),
+            at: h.now(),
+            message: e.clone(),
+            timeline: Vec::new(),
+        });
+    }
+    RunResult {
+        policy: policy.clone(),
+        metrics: fs.metrics(),
+        violations,
+        latency: fs.latency(),
+        trace_hash,
+        end,
+        trace: sim.render_trace(),
+    }
+}
+
+/// Names the script line a stuck run waits for.
+fn script_error(sc: &Scenario, e: &SimError) -> String {
+    let text = e.to_string();
+    // "script step N waits for …": map N to the file line.
+    let line = text
+        .split("script step ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| sc.script.get(n - 1))
+        .map(|s| s.line);
+    match line {
+        Some(l) => format!("{}:{l}: the script cannot progress: {text}", sc.origin),
+        None => format!("{}: the script cannot progress: {text}", sc.origin),
+    }
+}
+
+/// Compares a run's metrics with expectations; returns mismatch descriptions.
+pub fn compare(expect: &BTreeMap<String, u64>, got: &RunResult) -> Vec<String> {
+    let mut out: Vec<String> = expect
+        .iter()
+        .filter_map(|(k, &want)| {
+            let have = got.metrics.get(k).unwrap_or(0);
+            (have != want).then(|| format!("{k}: expected {want}, got {have}"))
+        })
+        .collect();
+    for v in &got.violations {
+        out.push(format!("{} violated: {}", v.invariant, v.message));
+    }
+    out
+}
