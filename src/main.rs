@@ -1,8 +1,11 @@
 //! The `fsyncsim` command line: parses arguments and wires models to reports. No logic here.
 
 use clap::{Args, Parser, Subcommand};
+use models::btrfs::{Fix, Mutant, Policy};
 use models::device::{presets, DeviceConfig};
+use models::scenario::{self, RunResult, Scenario};
 use models::workload::{bench, fio};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -12,7 +15,7 @@ use std::process::ExitCode;
     about = "Deterministic discrete-event simulator of filesystem commit/fsync races",
     long_about = "fsyncsim interleaves simulated tasks (committers, fsyncers, writers) against a \
                   modeled block device in virtual time. Same inputs + seed => bit-identical run.",
-    after_help = "Examples:\n  fsyncsim bench\n  fsyncsim fio --device nvme --rw randwrite --bs 4k --iodepth 32 --fsync 8\n  fsyncsim devices"
+    after_help = "Examples:\n  fsyncsim run                 # replay all seven races, before and after each fix\n  fsyncsim check\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --json\n  fsyncsim bench\n  fsyncsim fio --device nvme --rw randwrite --bs 4k --iodepth 32 --fsync 8"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,6 +34,78 @@ enum Command {
     Fio(FioArgs),
     /// List the device presets and their main parameters.
     Devices,
+    /// List the race scenarios (with --mutants: the deliberately broken variants).
+    #[command(after_help = "Examples:\n  fsyncsim list\n  fsyncsim list --mutants")]
+    List {
+        /// List the mutants instead.
+        #[arg(long)]
+        mutants: bool,
+    },
+    /// Replay race scenarios step by step: before and after the fix, side by side.
+    #[command(
+        after_help = "Without NAME: every built-in scenario. Without --policy/--fix/--without/--mutant:\nthe pre-fix run (linux-5.11 without the race's fix) and the post-fix run (linux-5.11).\n\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait"
+    )]
+    Run(RunArgs),
+    /// Run scenarios and compare with their expectations; exit 1 on any mismatch.
+    #[command(
+        after_help = "Examples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml"
+    )]
+    Check {
+        /// Scenario names or paths (default: all built-in scenarios).
+        scenarios: Vec<String>,
+    },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Scenario name (see `fsyncsim list`) or path to a scenario TOML file.
+    scenario: Option<String>,
+    /// Base policy: linux-5.10 or linux-5.11.
+    #[arg(long, value_parser = parse_policy)]
+    policy: Option<Policy>,
+    /// Fixes to add to the policy (R1..R7, comma-separated).
+    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
+    fix: Vec<Fix>,
+    /// Fixes to remove from the policy (R1..R7, comma-separated).
+    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
+    without: Vec<Fix>,
+    /// Mutants to enable (see `fsyncsim list --mutants`).
+    #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
+    mutant: Vec<Mutant>,
+    /// Device preset or file (default: the scenario's).
+    #[arg(long)]
+    device: Option<String>,
+    /// Run seed (default: the scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write the event trace of each run to this file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::preset(s).ok_or_else(|| {
+        format!(
+            "unknown policy '{s}': expected one of {}",
+            models::btrfs::policy::PRESETS.join(", ")
+        )
+    })
+}
+
+fn parse_fix(s: &str) -> Result<Fix, String> {
+    Fix::parse(s).ok_or_else(|| format!("unknown fix '{s}': expected R1, R2, R3, R4, R5, R6 or R7"))
+}
+
+fn parse_mutant(s: &str) -> Result<Mutant, String> {
+    Mutant::parse(s).ok_or_else(|| {
+        format!(
+            "unknown mutant '{s}': expected one of {}",
+            Mutant::ALL.map(|m| m.name()).join(", ")
+        )
+    })
 }
 
 #[derive(Args)]
@@ -143,8 +218,136 @@ fn main() -> ExitCode {
     }
 }
 
+fn load_scenarios(specs: &[String]) -> Result<Vec<Scenario>, Failure> {
+    if specs.is_empty() {
+        return Ok(Scenario::builtin());
+    }
+    specs
+        .iter()
+        .map(|s| Scenario::load(s).map_err(|e| Failure(e.to_string())))
+        .collect()
+}
+
+fn device_for(sc: &Scenario, flag: &Option<String>) -> Result<DeviceConfig, Failure> {
+    let spec = flag.as_deref().unwrap_or(&sc.device);
+    DeviceConfig::resolve(spec).map_err(|e| Failure(e.to_string()))
+}
+
+/// The policies a `run` compares: pre/post by default, or the one the flags describe.
+fn policies(sc: &Scenario, a: &RunArgs) -> Vec<Policy> {
+    if a.policy.is_none() && a.fix.is_empty() && a.without.is_empty() && a.mutant.is_empty() {
+        return vec![sc.pre_policy(), sc.post_policy()];
+    }
+    let mut p = a.policy.clone().unwrap_or_else(|| sc.post_policy());
+    for &f in &a.fix {
+        p = p.with(f);
+    }
+    for &f in &a.without {
+        p = p.without(f);
+    }
+    for &m in &a.mutant {
+        p = p.with_mutant(m);
+    }
+    vec![p]
+}
+
+fn run_races(a: RunArgs) -> Result<(), Failure> {
+    let specs: Vec<String> = a.scenario.iter().cloned().collect();
+    let scenarios = load_scenarios(&specs)?;
+    let mut items: Vec<(Scenario, Vec<RunResult>)> = Vec::new();
+    for sc in scenarios {
+        let dev = device_for(&sc, &a.device)?;
+        let seed = a.seed.unwrap_or(sc.seed);
+        let runs = policies(&sc, &a)
+            .iter()
+            .map(|p| scenario::run(&sc, p, &dev, seed, true))
+            .collect();
+        items.push((sc, runs));
+    }
+    if let Some(path) = &a.trace {
+        let mut text = String::new();
+        for (sc, runs) in &items {
+            for r in runs {
+                text.push_str(&format!("# {} under {}\n", sc.name, r.policy.name));
+                for l in &r.trace {
+                    text.push_str(l);
+                    text.push('\n');
+                }
+            }
+        }
+        reports::output::write_atomic(path, text.as_bytes())
+            .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
+    }
+    if a.json {
+        let v: Vec<serde_json::Value> = items
+            .iter()
+            .map(|(sc, runs)| reports::race::json(sc, runs))
+            .collect();
+        if v.len() == 1 {
+            println!("{:#}", v[0]);
+        } else {
+            println!("{:#}", serde_json::Value::Array(v));
+        }
+    } else {
+        for (sc, runs) in &items {
+            println!("{}", reports::race::side_by_side(sc, runs));
+        }
+        if items.len() > 1 && items.iter().all(|(_, r)| r.len() == 2) {
+            print!("{}", reports::race::summary(&items));
+        }
+    }
+    Ok(())
+}
+
+/// Exit code 1: a check found mismatches.
+struct Mismatch;
+
+fn check(specs: &[String]) -> Result<Result<(), Mismatch>, Failure> {
+    let mut failed = 0;
+    for sc in load_scenarios(specs)? {
+        let dev = device_for(&sc, &None)?;
+        let mut problems = Vec::new();
+        for (label, policy, expect) in [
+            ("pre-fix", sc.pre_policy(), &sc.expect_pre),
+            ("post-fix", sc.post_policy(), &sc.expect_post),
+        ] {
+            let r = scenario::run(&sc, &policy, &dev, sc.seed, true);
+            for m in scenario::compare(expect, &r) {
+                problems.push(format!("{label} ({}): {m}", policy.name));
+            }
+        }
+        if problems.is_empty() {
+            println!("PASS {} [{}]", sc.name, sc.race.name());
+        } else {
+            failed += 1;
+            println!("FAIL {} [{}]", sc.name, sc.race.name());
+            for p in problems {
+                println!("  {p}");
+            }
+        }
+    }
+    Ok(if failed == 0 { Ok(()) } else { Err(Mismatch) })
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
+        Command::List { mutants } => {
+            if mutants {
+                for m in Mutant::ALL {
+                    println!("{:<30} {}", m.name(), m.description());
+                }
+            } else {
+                for sc in Scenario::builtin() {
+                    println!("{:<42} {:<3} {}", sc.name, sc.race.name(), sc.title);
+                }
+            }
+        }
+        Command::Run(a) => run_races(a)?,
+        Command::Check { scenarios } => {
+            if check(&scenarios)?.is_err() {
+                std::process::exit(1);
+            }
+        }
         Command::Bench(a) => {
             let p = bench::BenchParams {
                 lock: a.lock,

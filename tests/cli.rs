@@ -239,3 +239,168 @@ fn devices_lists_the_presets() {
         assert!(line.contains(depth), "{line}");
     }
 }
+
+#[test]
+fn list_shows_scenarios_and_mutants() {
+    let o = fsyncsim(&["list"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out.lines().count(), 7, "{out}");
+    for r in ["R1", "R2", "R3", "R4", "R5", "R6", "R7"] {
+        assert!(out.lines().any(|l| l.contains(&format!(" {r} "))), "{out}");
+    }
+    let o = fsyncsim(&["list", "--mutants"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for m in [
+        "sync-log-no-super-wait",
+        "sync-log-no-preflush",
+        "skip-log-when-logged-before",
+        "commit-takes-log-mutex",
+    ] {
+        assert!(out.contains(m), "{out}");
+    }
+}
+
+#[test]
+fn run_without_arguments_replays_all_seven_races_side_by_side() {
+    let o = fsyncsim(&["run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("linux-5.11 without R1") && out.contains("linux-5.11 without R7"));
+    let summary: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("scenario "))
+        .collect();
+    assert_eq!(summary.len(), 8, "{out}");
+    for row in &summary[1..] {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let (pre, post) = (cells[cells.len() - 2], cells[cells.len() - 1]);
+        assert!(pre.parse::<u64>().unwrap() > 0 && post == "0", "{row}");
+    }
+}
+
+#[test]
+fn run_json_follows_the_schema_and_trace_is_written() {
+    let dir = std::env::temp_dir().join(format!("fsyncsim-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.txt");
+    let o = fsyncsim(&[
+        "run",
+        "r4-stale-last-unlink-trans",
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["scenario"], "r4-stale-last-unlink-trans");
+    assert_eq!(v["race"], "R4");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["policy"], "linux-5.11 without R4");
+    assert!(!runs[0]["fixes"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("R4")));
+    assert_eq!(runs[0]["metrics"]["unnecessary_full_commits"], 1);
+    assert_eq!(
+        runs[0]["metrics"]["unnecessary_full_commits_by_cause"]["last_unlink_trans"],
+        1
+    );
+    assert_eq!(runs[1]["metrics"]["unnecessary_full_commits"], 0);
+    assert!(runs[1]["invariant_violations"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert!(runs[1]["trace_hash"].as_str().unwrap().starts_with("0x"));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(
+        text.contains("# r4-stale-last-unlink-trans under linux-5.11")
+            && text.contains("point trans:unblocked")
+    );
+}
+
+#[test]
+fn run_with_a_policy_or_mutant_runs_one_column_and_reports_violations() {
+    let o = fsyncsim(&[
+        "run",
+        "r6-log-start-blocked-on-tree-log-mutex",
+        "--mutant",
+        "sync-log-no-super-wait",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["invariant_violations"][0]["invariant"], "S1");
+    let o = fsyncsim(&[
+        "run",
+        "r7-fsync-syncs-unchanged-log",
+        "--policy",
+        "linux-5.10",
+        "--without",
+        "R7",
+        "--fix",
+        "R1",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("linux-5.10 with R1 without R7"), "{out}");
+}
+
+#[test]
+fn check_passes_on_the_shipped_races_and_fails_on_a_wrong_expectation() {
+    let o = fsyncsim(&["check"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).matches("PASS ").count(),
+        7
+    );
+    let bad = temp_file(
+        "wrong.toml",
+        "name = \"w\"\nrace = \"R7\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"create /f\", \"write /f 4k\", \"fsync /f\"]\n[[task]]\nname = \"B\"\nops = [\"fsync /f\"]\n[expect.post]\nlog_syncs = 5\n",
+    );
+    let o = fsyncsim(&["check", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("FAIL w [R7]") && out.contains("log_syncs: expected 5, got 1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_race_input_is_a_one_line_error_with_exit_2() {
+    assert_bad_input(
+        &["run", "no-such-race"],
+        &[
+            "unknown scenario 'no-such-race'",
+            "r1-link-rename-logged-trans",
+        ],
+    );
+    assert_bad_input(&["run", "--fix", "R9"], &["--fix", "R1, R2"]);
+    assert_bad_input(&["run", "--without", "R0"], &["--without"]);
+    assert_bad_input(
+        &["run", "--policy", "linux-4.0"],
+        &["--policy", "linux-5.10, linux-5.11"],
+    );
+    assert_bad_input(
+        &["run", "--mutant", "chaos"],
+        &["--mutant", "sync-log-no-super-wait"],
+    );
+    let p = temp_file("point.toml", "name = \"p\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[script]\nsteps = [\"A fsync:logged\"]\n");
+    assert_bad_input(
+        &["check", p.to_str().unwrap()],
+        &["point.toml:9:", "never reaches point 'fsync:logged'"],
+    );
+    let out = std::env::temp_dir().join("fsyncsim-no-such-dir/trace.txt");
+    assert_bad_input(
+        &[
+            "run",
+            "r1-link-rename-logged-trans",
+            "--trace",
+            out.to_str().unwrap(),
+        ],
+        &["--trace"],
+    );
+    assert!(!out.exists());
+}

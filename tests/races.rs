@@ -1,19 +1,282 @@
-//! Race scenarios: each shows its waste before its fix and none after; invariants hold.
+//! Race scenarios: each shows its waste before its fix and none after; invariants hold; each
+//! invariant has a mutant that makes it fire; runs are deterministic; bad scenarios are
+//! rejected with file:line.
 
+use models::btrfs::{Fix, Mutant, Policy};
 use models::device::DeviceConfig;
-use models::scenario::{compare, run, Scenario};
+use models::scenario::{compare, run, RunResult, Scenario};
+
+fn run_with(sc: &Scenario, p: &Policy) -> RunResult {
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    run(sc, p, &dev, sc.seed, true)
+}
+
+fn key_metric(race: Fix) -> &'static str {
+    match race {
+        Fix::R1 => "unnecessary_inode_logs",
+        Fix::R2 => "unnecessary_extent_logs",
+        Fix::R3 => "unnecessary_ancestor_logs",
+        Fix::R4 | Fix::R5 => "unnecessary_full_commits",
+        Fix::R6 => "tree_log_mutex_waits",
+        Fix::R7 => "unnecessary_log_syncs",
+    }
+}
 
 #[test]
-fn debug_print_all() {
+fn all_seven_races_are_shipped_one_per_fix() {
+    let races: Vec<Fix> = Scenario::builtin().iter().map(|s| s.race).collect();
+    assert_eq!(races, Fix::ALL.to_vec());
+}
+
+#[test]
+fn every_race_wastes_before_its_fix_and_not_after() {
     for sc in Scenario::builtin() {
-        let dev = DeviceConfig::resolve(&sc.device).unwrap();
-        for (label, pol, exp) in [("pre", sc.pre_policy(), &sc.expect_pre), ("post", sc.post_policy(), &sc.expect_post)] {
-            let r = run(&sc, &pol, &dev, sc.seed, true);
-            eprintln!("== {} {label} ({}) end={} hash={:#x}", sc.name, pol.name, r.end, r.trace_hash);
-            for (k, v) in r.metrics.scalars() { if v != 0 { eprint!("{k}={v} "); } }
-            eprintln!("{:?}", r.metrics.unnecessary_full_commits_by_cause);
-            for v in &r.violations { eprintln!("  VIOLATION {}: {}", v.invariant, v.message); }
-            for m in compare(exp, &r) { eprintln!("  MISMATCH {m}"); }
+        let key = key_metric(sc.race);
+        let pre = run_with(&sc, &sc.pre_policy());
+        let post = run_with(&sc, &sc.post_policy());
+        assert!(
+            pre.metrics.get(key).unwrap() > 0,
+            "{}: no {key} before the fix",
+            sc.name
+        );
+        assert_eq!(
+            post.metrics.get(key),
+            Some(0),
+            "{}: {key} after the fix",
+            sc.name
+        );
+        assert!(
+            pre.violations.is_empty(),
+            "{}: {:?}",
+            sc.name,
+            pre.violations
+        );
+        assert!(
+            post.violations.is_empty(),
+            "{}: {:?}",
+            sc.name,
+            post.violations
+        );
+        assert!(compare(&sc.expect_pre, &pre).is_empty(), "{}", sc.name);
+        assert!(compare(&sc.expect_post, &post).is_empty(), "{}", sc.name);
+    }
+}
+
+#[test]
+fn the_r6_fix_shortens_the_fsync_that_waited() {
+    let sc = Scenario::load("r6-log-start-blocked-on-tree-log-mutex").unwrap();
+    let pre = run_with(&sc, &sc.pre_policy());
+    let post = run_with(&sc, &sc.post_policy());
+    assert!(pre.metrics.tree_log_mutex_wait_ns > 0);
+    let fsync = |r: &RunResult| r.latency.by_op["fsync"].max();
+    assert!(
+        fsync(&post) < fsync(&pre),
+        "{} vs {}",
+        fsync(&post),
+        fsync(&pre)
+    );
+}
+
+#[test]
+fn linux_5_10_shows_the_r1_to_r6_waste_and_no_r7_waste() {
+    let p510 = Policy::preset("linux-5.10").unwrap();
+    for sc in Scenario::builtin() {
+        let r = run_with(&sc, &p510);
+        let v = r.metrics.get(key_metric(sc.race)).unwrap();
+        if sc.race == Fix::R7 {
+            assert_eq!(v, 0, "{}", sc.name);
+        } else {
+            assert!(v > 0, "{}", sc.name);
+        }
+        assert!(r.violations.is_empty(), "{}: {:?}", sc.name, r.violations);
+    }
+}
+
+#[test]
+fn runs_are_deterministic_per_scenario() {
+    for sc in Scenario::builtin() {
+        let p = sc.pre_policy();
+        let (a, b) = (run_with(&sc, &p), run_with(&sc, &p));
+        assert_eq!(a.trace_hash, b.trace_hash, "{}", sc.name);
+        assert_eq!(a.metrics, b.metrics, "{}", sc.name);
+        assert_ne!(a.trace_hash, 0);
+        let other = run(
+            &sc,
+            &p,
+            &DeviceConfig::resolve("sata-ssd").unwrap(),
+            99,
+            true,
+        );
+        assert_ne!(a.trace_hash, other.trace_hash, "{}", sc.name);
+    }
+}
+
+fn violations_of(sc: &Scenario, p: &Policy) -> Vec<String> {
+    run_with(sc, p)
+        .violations
+        .iter()
+        .map(|v| format!("{}: {}", v.invariant, v.message))
+        .collect()
+}
+
+#[test]
+fn s1_fires_when_a_log_sync_does_not_wait_for_the_previous_superblock() {
+    let sc = Scenario::load("r6-log-start-blocked-on-tree-log-mutex").unwrap();
+    let v = violations_of(
+        &sc,
+        &sc.post_policy().with_mutant(Mutant::SyncLogNoSuperWait),
+    );
+    assert!(
+        v.iter()
+            .any(|m| m.starts_with("S1: log sync of transaction 1001")),
+        "{v:?}"
+    );
+}
+
+const NEW_FILE: &str = r#"
+name = "mutant-check"
+race = "R7"
+title = "t"
+summary = "s"
+setup = ["create /f", "write /f 8k", "fsync /f"]
+[[task]]
+name = "B"
+ops = ["write /f 4k", "fsync /f"]
+"#;
+
+#[test]
+fn s2_fires_when_the_log_superblock_is_not_preceded_by_a_flush() {
+    let sc = Scenario::parse(NEW_FILE, "inline.toml").unwrap();
+    assert!(violations_of(&sc, &sc.post_policy()).is_empty());
+    let v = violations_of(
+        &sc,
+        &sc.post_policy().with_mutant(Mutant::SyncLogNoPreflush),
+    );
+    assert!(
+        v.iter()
+            .any(|m| m.starts_with("S2: crash when fsync returned")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn s2_fires_when_fsync_skips_logging_a_changed_inode() {
+    let sc = Scenario::parse(NEW_FILE, "inline.toml").unwrap();
+    let r = run_with(
+        &sc,
+        &sc.post_policy()
+            .with_mutant(Mutant::SkipLogWhenLoggedBefore),
+    );
+    let s2: Vec<_> = r
+        .violations
+        .iter()
+        .filter(|v| v.invariant == "S2")
+        .collect();
+    assert_eq!(s2.len(), 1, "{:?}", r.violations);
+    assert!(s2[0].message.contains("fsync of /f"), "{}", s2[0].message);
+    assert!(
+        s2[0].message.contains("is not in the tree"),
+        "{}",
+        s2[0].message
+    );
+    assert!(
+        !s2[0].timeline.is_empty(),
+        "the first violation comes with its timeline"
+    );
+}
+
+fn abba(b_point: &str) -> Scenario {
+    let text = format!(
+        "{HEAD}setup = [\"create /x\", \"write /x 4k\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"write /x 4k\", \"fsync /x\"]\n[script]\nsteps = [\"B write:start\", \"B {b_point}\", \"A trans:unblocked\"]\n"
+    );
+    Scenario::parse(&text, "abba.toml").unwrap()
+}
+
+#[test]
+fn s3_fires_on_a_lock_order_inversion_deadlock() {
+    // B holds the root's log_mutex and needs tree_log_mutex, which A's commit holds (before
+    // 6/6 in start_log_trans, after it in btrfs_sync_log); the mutant commit then wants
+    // log_mutex. The script holds A at UNBLOCKED until B is in place.
+    let post = Policy::preset("linux-5.11").unwrap();
+    for (p, b_point) in [
+        (post.without(Fix::R6), "fsync:joined"),
+        (post.clone(), "sync_log:write_super"),
+    ] {
+        let sc = abba(b_point);
+        assert!(violations_of(&sc, &p).is_empty(), "{}", p.name);
+        let v = violations_of(&sc, &p.with_mutant(Mutant::CommitTakesLogMutex));
+        assert!(
+            v.iter().any(|m| m.starts_with("S3: deadlock")
+                && m.contains("task 'A' waits for mutex 'log_mutex' held by 'B'")
+                && m.contains("task 'B' waits for mutex 'tree_log_mutex' held by 'A'")),
+            "{}: {v:?}",
+            p.name
+        );
+    }
+}
+
+#[test]
+fn crash_checks_pass_on_every_shipped_scenario_under_both_kernels() {
+    for sc in Scenario::builtin() {
+        for p in ["linux-5.10", "linux-5.11"] {
+            let v = violations_of(&sc, &Policy::preset(p).unwrap());
+            assert!(v.is_empty(), "{} under {p}: {v:?}", sc.name);
         }
     }
+}
+
+fn parse_err(text: &str) -> String {
+    Scenario::parse(text, "bad.toml").unwrap_err().to_string()
+}
+
+const HEAD: &str = "name = \"x\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\n";
+
+#[test]
+fn bad_scenarios_are_rejected_with_file_line_and_expectation() {
+    let cases: &[(&str, &str)] = &[
+        ("[[task]]\nname = \"A\"\nops = [\"frobnicate /x\"]\n", "bad.toml:7: unknown operation 'frobnicate'"),
+        ("[[task]]\nname = \"A\"\nops = [\"commit\"]\n[script]\nsteps = [\"Z trans:unblocked\"]\n", "bad.toml:9: unknown task 'Z'"),
+        ("[[task]]\nname = \"A\"\nops = [\"commit\"]\n[script]\nsteps = [\"A fsync:logged\"]\n", "bad.toml:9: task 'A' never reaches point 'fsync:logged'"),
+        ("[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n", "bad.toml:9: duplicate task name 'A'"),
+        ("[[task]]\nname = \"A\"\nops = [\"commit\"]\n[expect.pre]\nwasted_bananas = 1\n", "bad.toml:9: unknown metric 'wasted_bananas'"),
+        ("[[task]]\nname = \"A\"\nops = [\"fsync x\"]\n", "bad.toml:7: expected an absolute path"),
+        ("[[task]]\nname = \"A\"\nops = [\"commit\"\n", "bad.toml:"),
+        ("bogus = 1\n[[task]]\nname = \"A\"\nops = []\n", "bad.toml:5: unknown field `bogus`"),
+    ];
+    for (body, want) in cases {
+        let e = parse_err(&format!("{HEAD}{body}"));
+        assert!(e.starts_with(want), "{e:?} should start with {want:?}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    let e = parse_err("name = \"x\"\nrace = \"R9\"\ntitle = \"t\"\nsummary = \"s\"\n[[task]]\nname = \"A\"\nops = []\n");
+    assert!(e.starts_with("bad.toml:2: unknown race 'R9'"), "{e}");
+}
+
+#[test]
+fn an_impossible_order_is_reported_naming_the_script_line_not_hung() {
+    // B cannot reach its log superblock before A's commit writes out: before the R6 fix B
+    // blocks in start_log_trans on tree_log_mutex, which A holds while the script holds A.
+    let text = format!(
+        "{HEAD}setup = [\"create /x\", \"write /x 4k\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"write /x 4k\", \"fsync /x\"]\n[script]\nsteps = [\n  \"B write:start\",\n  \"B sync_log:write_super\",\n  \"A trans:unblocked\",\n]\n"
+    );
+    let sc = Scenario::parse(&text, "order.toml").unwrap();
+    let r = run_with(&sc, &sc.post_policy().without(Fix::R6));
+    let v: Vec<_> = r
+        .violations
+        .iter()
+        .filter(|v| v.invariant == "script")
+        .collect();
+    assert_eq!(v.len(), 1, "{:?}", r.violations);
+    assert!(
+        v[0].message
+            .starts_with("order.toml:15: the script cannot progress"),
+        "{}",
+        v[0].message
+    );
+    assert!(
+        v[0].message
+            .contains("task 'B' to reach point 'sync_log:write_super'"),
+        "{}",
+        v[0].message
+    );
 }

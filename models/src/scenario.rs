@@ -299,7 +299,11 @@ impl Scenario {
                     s.span().start,
                     format!(
                         "unknown task '{task}': expected one of {}",
-                        tasks.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                        tasks
+                            .iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             };
@@ -463,7 +467,9 @@ pub fn run(
         sim.spawn("setup", async move {
             for op in &setup {
                 if let Err(e) = fs.run_op(op).await {
-                    errors.borrow_mut().push(format!("setup: {}: {}", op.kind(), e.0));
+                    errors
+                        .borrow_mut()
+                        .push(format!("setup: {}: {}", op.kind(), e.0));
                     return;
                 }
             }
@@ -472,7 +478,11 @@ pub fn run(
                 h2.spawn(&name, async move {
                     for op in &ops {
                         if let Err(e) = fs.run_op(op).await {
-                            errors.borrow_mut().push(format!("task {task}: {}: {}", op.kind(), e.0));
+                            errors.borrow_mut().push(format!(
+                                "task {task}: {}: {}",
+                                op.kind(),
+                                e.0
+                            ));
                             return;
                         }
                     }

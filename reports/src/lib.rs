@@ -6,3 +6,4 @@ pub mod devices;
 pub mod fio;
 pub mod latency;
 pub mod output;
+pub mod race;

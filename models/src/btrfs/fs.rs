@@ -394,7 +394,13 @@ impl Btrfs {
             ..Request::preflush_write(off, 4096)
         };
         self.inner.dev.submit(sb.with_token(tok)).await;
-        self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().super_done = true;
+        self.inner
+            .st
+            .borrow_mut()
+            .trans
+            .get_mut(&t)
+            .unwrap()
+            .super_done = true;
         self.point("trans:supers_written").await;
         drop(log_mutex);
         drop(tree_log);
@@ -492,7 +498,16 @@ impl Btrfs {
     /// extent; btrfs_finish_ordered_io inserts the file extent item in the running transaction
     /// and sets the extent map's generation to it.
     async fn writeback(&self, ino: Ino) {
-        let bytes = std::mem::take(&mut self.inner.st.borrow_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
+        let bytes = std::mem::take(
+            &mut self
+                .inner
+                .st
+                .borrow_mut()
+                .inodes
+                .get_mut(&ino)
+                .unwrap()
+                .dirty_bytes,
+        );
         if bytes == 0 {
             return;
         }
@@ -535,7 +550,13 @@ impl Btrfs {
         let ino = self.resolve(src)?;
         let (old_dir, old_name) = self.split(src)?;
         let (new_dir, new_name) = self.split(dst)?;
-        if self.inner.st.borrow().live_entry(new_dir, &new_name).is_some() {
+        if self
+            .inner
+            .st
+            .borrow()
+            .live_entry(new_dir, &new_name)
+            .is_some()
+        {
             return Err(OpError(format!("file exists: {dst}")));
         }
         if !rename && self.inner.st.borrow().inodes[&ino].is_dir {
@@ -561,11 +582,14 @@ impl Btrfs {
                 st.trans.get_mut(&t).unwrap().removals_in.insert(old_dir);
                 Self::set_inode_last_trans(&mut st, old_dir, t);
             }
-            st.dentries.entry((new_dir, new_name)).or_default().push(Dentry {
-                ino,
-                created: t,
-                removed: None,
-            });
+            st.dentries
+                .entry((new_dir, new_name))
+                .or_default()
+                .push(Dentry {
+                    ino,
+                    created: t,
+                    removed: None,
+                });
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
             st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, ino, t);
@@ -586,10 +610,19 @@ impl Btrfs {
             if st.inodes[&ino].is_dir != dir {
                 return Err(OpError(format!(
                     "{}: {path}",
-                    if dir { "not a directory" } else { "is a directory" }
+                    if dir {
+                        "not a directory"
+                    } else {
+                        "is a directory"
+                    }
                 )));
             }
-            if dir && st.dentries.iter().any(|((d, _), v)| *d == ino && v.last().is_some_and(|x| x.removed.is_none())) {
+            if dir
+                && st
+                    .dentries
+                    .iter()
+                    .any(|((d, _), v)| *d == ino && v.last().is_some_and(|x| x.removed.is_none()))
+            {
                 return Err(OpError(format!("directory not empty: {path}")));
             }
         }
@@ -738,7 +771,11 @@ impl Btrfs {
             }
         }
         // check_parent_dirs_for_sync (R4 changes its comparisons).
-        let bound = if self.has(Fix::R4) { t } else { last_committed + 1 };
+        let bound = if self.has(Fix::R4) {
+            t
+        } else {
+            last_committed + 1
+        };
         let (walk, ancestors) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
@@ -750,7 +787,8 @@ impl Btrfs {
                 let must = self.inner.st.borrow().inodes[&dir].last_unlink_trans >= bound;
                 if must {
                     // btrfs_must_commit_transaction → btrfs_set_log_full_commit(trans).
-                    let necessary = oracle::removal_in_current_trans(&self.inner.st.borrow(), &ancestors, t);
+                    let necessary =
+                        oracle::removal_in_current_trans(&self.inner.st.borrow(), &ancestors, t);
                     {
                         let mut st = self.inner.st.borrow_mut();
                         st.last_trans_log_full_commit = t;
@@ -876,12 +914,7 @@ impl Btrfs {
                 LogKind::Ancestor => oracle::ancestor_needs_logging(&st, ino, t),
                 LogKind::Fsync => oracle::inode_needs_logging(&st, ino, t),
             };
-            (
-                necessary,
-                ext,
-                i.is_dir,
-                st.names_of(ino),
-            )
+            (necessary, ext, i.is_dir, st.names_of(ino))
         };
         {
             let mut m = self.inner.m.borrow_mut();
@@ -902,11 +935,7 @@ impl Btrfs {
         }
         let mut cpu = c.log_inode_item;
         let mut bytes = c.log_bytes_inode;
-        let mut facts = vec![LogFact::Inode {
-            ino,
-            names,
-            is_dir,
-        }];
+        let mut facts = vec![LogFact::Inode { ino, names, is_dir }];
         for e in &extents {
             // btrfs_log_changed_extents: the generation test R2 changes.
             let old = if self.has(Fix::R2) {
@@ -923,7 +952,11 @@ impl Btrfs {
             facts.push(LogFact::Extent { ino, extent: e.id });
             let necessary = oracle::extent_needs_logging(&self.inner.st.borrow(), e, t);
             if necessary {
-                self.inner.st.borrow_mut().log_new_content.insert((t, log_transid));
+                self.inner
+                    .st
+                    .borrow_mut()
+                    .log_new_content
+                    .insert((t, log_transid));
             }
             let mut m = self.inner.m.borrow_mut();
             m.extent_logs += 1;
@@ -939,7 +972,10 @@ impl Btrfs {
             st.log_new_content.insert((t, log_transid));
         }
         st.log_dirty_bytes += bytes;
-        st.log_facts.entry((t, log_transid)).or_default().extend(facts);
+        st.log_facts
+            .entry((t, log_transid))
+            .or_default()
+            .extend(facts);
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
         i.last_log_commit = i.last_sub_trans;

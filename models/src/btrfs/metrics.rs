@@ -112,18 +112,10 @@ pub struct Violation {
 }
 
 /// Latency per operation kind.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct OpLatency {
     /// Operation kind → latency histogram (ns).
     pub by_op: BTreeMap<String, Histogram<u64>>,
-}
-
-impl Default for OpLatency {
-    fn default() -> Self {
-        OpLatency {
-            by_op: BTreeMap::new(),
-        }
-    }
 }
 
 impl OpLatency {

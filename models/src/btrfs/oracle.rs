@@ -14,7 +14,11 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Whether the version changed in transaction `x` is captured by a commit ordered before
 /// any log superblock of transaction `t`.
 pub fn captured(st: &FsState, x: TransId, t: TransId) -> bool {
-    x < t && st.trans.get(&x).is_none_or(|tr| tr.state >= TransState::Unblocked)
+    x < t
+        && st
+            .trans
+            .get(&x)
+            .is_none_or(|tr| tr.state >= TransState::Unblocked)
 }
 
 /// Whether logging inode `ino` in transaction `t` persists anything a commit has not
@@ -37,20 +41,21 @@ pub fn ancestor_needs_logging(st: &FsState, ino: Ino, t: TransId) -> bool {
     let i = &st.inodes[&ino];
     !captured(st, i.generation, t)
         || st.dentries.values().any(|v| {
-            v.last().is_some_and(|d| {
-                d.ino == ino && d.removed.is_none() && !captured(st, d.created, t)
-            })
+            v.last()
+                .is_some_and(|d| d.ino == ino && d.removed.is_none() && !captured(st, d.created, t))
         })
 }
 
 /// Whether inode `ino` already has items in transaction `t`'s log (so a new name must be
 /// logged to keep that log consistent).
 pub fn in_current_log(st: &FsState, ino: Ino, t: TransId) -> bool {
-    st.log_facts.range((t, 0)..=(t, u64::MAX)).any(|(_, facts)| {
-        facts
-            .iter()
-            .any(|f| matches!(f, LogFact::Inode { ino: i, .. } if *i == ino))
-    })
+    st.log_facts
+        .range((t, 0)..=(t, u64::MAX))
+        .any(|(_, facts)| {
+            facts
+                .iter()
+                .any(|f| matches!(f, LogFact::Inode { ino: i, .. } if *i == ino))
+        })
 }
 
 /// Whether logging extent `e` in transaction `t` is needed.
@@ -87,7 +92,10 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
         st.write_kind(tok)
             .is_some_and(|(_, off)| image.get(&off).is_some_and(|w| w.token == tok))
     };
-    let (base, log) = match image.get(&SUPER_OFFSET).and_then(|w| st.write_kind(w.token)) {
+    let (base, log) = match image
+        .get(&SUPER_OFFSET)
+        .and_then(|w| st.write_kind(w.token))
+    {
         None => (MKFS_GENERATION, None),
         Some((WriteKind::CommitSuper { transid }, _)) => (transid, None),
         Some((

@@ -27,7 +27,15 @@ pub enum Fix {
 
 impl Fix {
     /// All fixes, in order.
-    pub const ALL: [Fix; 7] = [Fix::R1, Fix::R2, Fix::R3, Fix::R4, Fix::R5, Fix::R6, Fix::R7];
+    pub const ALL: [Fix; 7] = [
+        Fix::R1,
+        Fix::R2,
+        Fix::R3,
+        Fix::R4,
+        Fix::R5,
+        Fix::R6,
+        Fix::R7,
+    ];
 
     /// "R1".."R7".
     pub fn name(self) -> &'static str {
@@ -194,6 +202,9 @@ mod tests {
         assert!(!pre.has(Fix::R4) && pre.has(Fix::R5));
         assert_eq!(Fix::parse("r6"), Some(Fix::R6));
         assert_eq!(Fix::parse("R8"), None);
-        assert_eq!(Mutant::parse("sync-log-no-super-wait"), Some(Mutant::SyncLogNoSuperWait));
+        assert_eq!(
+            Mutant::parse("sync-log-no-super-wait"),
+            Some(Mutant::SyncLogNoSuperWait)
+        );
     }
 }

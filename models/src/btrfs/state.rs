@@ -369,7 +369,10 @@ impl FsState {
     pub fn names_of(&self, ino: Ino) -> Vec<(Ino, String)> {
         self.dentries
             .iter()
-            .filter(|(_, v)| v.last().is_some_and(|d| d.ino == ino && d.removed.is_none()))
+            .filter(|(_, v)| {
+                v.last()
+                    .is_some_and(|d| d.ino == ino && d.removed.is_none())
+            })
             .map(|(k, _)| k.clone())
             .collect()
     }

@@ -1,0 +1,191 @@
+//! Output of `fsyncsim run` and `fsyncsim check` for race scenarios: side-by-side tables
+//! and the JSON schema `{scenario, race, runs: [{policy, fixes, metrics, invariant_violations,
+//! trace_hash}]}`.
+
+use models::btrfs::Metrics;
+use models::scenario::{RunResult, Scenario};
+use serde_json::{json, Map, Value};
+
+fn metric_rows(m: &Metrics) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = m
+        .scalars()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    for (cause, n) in &m.unnecessary_full_commits_by_cause {
+        v.push((format!("unnecessary_full_commits.{cause}"), *n));
+    }
+    v
+}
+
+/// Metrics as a JSON object.
+pub fn metrics_json(m: &Metrics) -> Value {
+    let mut o = Map::new();
+    for (k, v) in m.scalars() {
+        o.insert(k.to_string(), json!(v));
+    }
+    o.insert(
+        "unnecessary_full_commits_by_cause".into(),
+        json!(m.unnecessary_full_commits_by_cause),
+    );
+    Value::Object(o)
+}
+
+/// One run as JSON.
+pub fn run_json(r: &RunResult) -> Value {
+    let latency: Map<String, Value> = r
+        .latency
+        .by_op
+        .iter()
+        .map(|(op, h)| (op.clone(), crate::latency::stats_json(h)))
+        .collect();
+    json!({
+        "policy": r.policy.name,
+        "fixes": r.policy.fix_list(),
+        "mutants": r.policy.mutants.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "metrics": metrics_json(&r.metrics),
+        "latency_ns": latency,
+        "invariant_violations": r.violations.iter().map(|v| json!({
+            "invariant": v.invariant,
+            "at_ns": v.at,
+            "message": v.message,
+            "timeline": v.timeline,
+        })).collect::<Vec<_>>(),
+        "trace_hash": format!("{:#018x}", r.trace_hash),
+        "end_ns": r.end,
+    })
+}
+
+/// A scenario's runs as JSON.
+pub fn json(sc: &Scenario, runs: &[RunResult]) -> Value {
+    json!({
+        "scenario": sc.name,
+        "race": sc.race.name(),
+        "title": sc.title,
+        "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
+    })
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.3}", ns / 1e6)
+}
+
+/// Runs side by side: metrics that differ first, then the others that are non-zero, then
+/// invariant violations and per-operation latency (ms).
+pub fn side_by_side(sc: &Scenario, runs: &[RunResult]) -> String {
+    let mut out = format!(
+        "{} [{}] {}\n  {}\n",
+        sc.name,
+        sc.race.name(),
+        sc.title,
+        sc.summary
+    );
+    let rows: Vec<Vec<(String, u64)>> = runs.iter().map(|r| metric_rows(&r.metrics)).collect();
+    let width = 44;
+    let col = runs
+        .iter()
+        .map(|r| r.policy.name.len().max(12))
+        .collect::<Vec<_>>();
+    out.push_str(&format!("  {:<width$}", "metric"));
+    for (r, w) in runs.iter().zip(&col) {
+        out.push_str(&format!(" {:>w$}", r.policy.name, w = *w));
+    }
+    out.push('\n');
+    let names: Vec<String> = rows
+        .first()
+        .map(|r| r.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
+    let mut all_names = names.clone();
+    for r in rows.iter().skip(1) {
+        for (k, _) in r {
+            if !all_names.contains(k) {
+                all_names.push(k.clone());
+            }
+        }
+    }
+    let value = |i: usize, k: &str| runs[i].metrics.get(k).unwrap_or(0);
+    let differs = |k: &str| (1..runs.len()).any(|i| value(i, k) != value(0, k));
+    let mut ordered: Vec<&String> = all_names.iter().filter(|k| differs(k)).collect();
+    ordered.extend(
+        all_names
+            .iter()
+            .filter(|k| !differs(k) && (0..runs.len()).any(|i| value(i, k) != 0)),
+    );
+    for k in ordered {
+        let mark = if differs(k) { "*" } else { " " };
+        out.push_str(&format!("{mark} {k:<width$}"));
+        for (i, w) in col.iter().enumerate() {
+            out.push_str(&format!(" {:>w$}", value(i, k), w = *w));
+        }
+        out.push('\n');
+    }
+    for r in runs {
+        for v in &r.violations {
+            out.push_str(&format!(
+                "  ! {} violated under {} at t={}ns: {}\n",
+                v.invariant, r.policy.name, v.at, v.message
+            ));
+        }
+    }
+    let mut ops: Vec<&String> = runs.iter().flat_map(|r| r.latency.by_op.keys()).collect();
+    ops.sort();
+    ops.dedup();
+    if !ops.is_empty() {
+        out.push_str(&format!("  {:<width$}", "latency (ms): op  mean / max"));
+        for w in &col {
+            out.push_str(&format!(" {:>w$}", "", w = *w));
+        }
+        out.push('\n');
+        for op in ops {
+            out.push_str(&format!("    {op:<w2$}", w2 = width - 2));
+            for (r, w) in runs.iter().zip(&col) {
+                let cell = r.latency.by_op.get(op).map_or("-".to_string(), |h| {
+                    format!("{} / {}", ms(h.mean()), ms(h.max() as f64))
+                });
+                out.push_str(&format!(" {:>w$}", cell, w = *w));
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str(&format!(
+        "  trace hash: {}\n",
+        runs.iter()
+            .map(|r| format!("{:#018x}", r.trace_hash))
+            .collect::<Vec<_>>()
+            .join("  ")
+    ));
+    out
+}
+
+/// The one-line-per-scenario summary of a `run` of all built-in races.
+pub fn summary(items: &[(Scenario, Vec<RunResult>)]) -> String {
+    let mut out = format!(
+        "{:<42} {:<4} {:<32} {:>6} {:>6}\n",
+        "scenario", "race", "waste metric", "pre", "post"
+    );
+    for (sc, runs) in items {
+        let key = key_metric(sc);
+        let v = |i: usize| runs.get(i).and_then(|r| r.metrics.get(key)).unwrap_or(0);
+        out.push_str(&format!(
+            "{:<42} {:<4} {:<32} {:>6} {:>6}\n",
+            sc.name,
+            sc.race.name(),
+            key,
+            v(0),
+            v(1)
+        ));
+    }
+    out
+}
+
+/// The metric that measures a race's waste.
+pub fn key_metric(sc: &Scenario) -> &'static str {
+    match sc.race.name() {
+        "R1" => "unnecessary_inode_logs",
+        "R2" => "unnecessary_extent_logs",
+        "R3" => "unnecessary_ancestor_logs",
+        "R4" | "R5" => "unnecessary_full_commits",
+        "R6" => "tree_log_mutex_waits",
+        _ => "unnecessary_log_syncs",
+    }
+}
