@@ -72,6 +72,9 @@ struct RunArgs {
     /// Mutants to enable (see `fsyncsim list --mutants`).
     #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
     mutant: Vec<Mutant>,
+    /// Commit waiters return at SUPER_COMMITTED (Linux 5.12+) instead of COMPLETED.
+    #[arg(long)]
+    super_committed: bool,
     /// Device preset or file (default: the scenario's).
     #[arg(long)]
     device: Option<String>,
@@ -235,8 +238,15 @@ fn device_for(sc: &Scenario, flag: &Option<String>) -> Result<DeviceConfig, Fail
 
 /// The policies a `run` compares: pre/post by default, or the one the flags describe.
 fn policies(sc: &Scenario, a: &RunArgs) -> Vec<Policy> {
+    let sc_flag = |p: Policy| {
+        if a.super_committed {
+            p.with_super_committed()
+        } else {
+            p
+        }
+    };
     if a.policy.is_none() && a.fix.is_empty() && a.without.is_empty() && a.mutant.is_empty() {
-        return vec![sc.pre_policy(), sc.post_policy()];
+        return vec![sc_flag(sc.pre_policy()), sc_flag(sc.post_policy())];
     }
     let mut p = a.policy.clone().unwrap_or_else(|| sc.post_policy());
     for &f in &a.fix {
@@ -248,7 +258,7 @@ fn policies(sc: &Scenario, a: &RunArgs) -> Vec<Policy> {
     for &m in &a.mutant {
         p = p.with_mutant(m);
     }
-    vec![p]
+    vec![sc_flag(p)]
 }
 
 fn run_races(a: RunArgs) -> Result<(), Failure> {

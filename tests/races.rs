@@ -240,6 +240,8 @@ fn bad_scenarios_are_rejected_with_file_line_and_expectation() {
         ("[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n", "bad.toml:9: duplicate task name 'A'"),
         ("[[task]]\nname = \"A\"\nops = [\"commit\"]\n[expect.pre]\nwasted_bananas = 1\n", "bad.toml:9: unknown metric 'wasted_bananas'"),
         ("[[task]]\nname = \"A\"\nops = [\"fsync x\"]\n", "bad.toml:7: expected an absolute path"),
+        ("setup = [\"mkdir /a\"]\n[[task]]\nname = \"A\"\nops = [\n  \"fsync /a\",\n  \"fsync /a/zz\",\n]\n", "bad.toml:10: unknown inode '/a/zz'"),
+        ("[[task]]\nname = \"A\"\nops = [\"create /nodir/f\"]\n", "bad.toml:7: unknown directory '/nodir'"),
         ("[[task]]\nname = \"A\"\nops = [\"commit\"\n", "bad.toml:"),
         ("bogus = 1\n[[task]]\nname = \"A\"\nops = []\n", "bad.toml:5: unknown field `bogus`"),
     ];
@@ -279,4 +281,46 @@ fn an_impossible_order_is_reported_naming_the_script_line_not_hung() {
         "{}",
         v[0].message
     );
+}
+
+#[test]
+fn the_periodic_committer_commits_the_running_transaction() {
+    let text = format!(
+        "{HEAD}commit_interval = \"5ms\"\nsetup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"sleep 12ms\", \"fsync /f\"]\n"
+    );
+    let sc = Scenario::parse(&text, "periodic.toml").unwrap();
+    let r = run_with(&sc, &sc.post_policy());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    // The create is committed by the committer before the fsync, so the fsync logs nothing.
+    assert!(r.metrics.transaction_commits >= 1);
+    assert_eq!(r.metrics.log_syncs, 0);
+    let e = Scenario::parse(
+        &format!("{HEAD}commit_interval = \"soon\"\n[[task]]\nname = \"A\"\nops = []\n"),
+        "p.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("p.toml:5: invalid commit_interval 'soon'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn super_committed_waiters_return_before_unpinning() {
+    // B asks to commit the transaction A is committing; with 5.12's SUPER_COMMITTED it
+    // returns once the superblocks are written, before A unpins.
+    let text = format!(
+        "{HEAD}setup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"commit\"]\n[script]\nsteps = [\"B commit:start\", \"A trans:commit_doing\", \"B commit:done\", \"A trans:unpin\"]\n"
+    );
+    let sc = Scenario::parse(&text, "sc.toml").unwrap();
+    let p = sc.post_policy();
+    let stuck = run_with(&sc, &p);
+    assert!(
+        stuck.violations.iter().any(|v| v.invariant == "script"),
+        "{:?}",
+        stuck.violations
+    );
+    let ok = run_with(&sc, &p.with_super_committed());
+    assert!(ok.violations.is_empty(), "{:?}", ok.violations);
 }

@@ -80,6 +80,7 @@ struct ScenarioFile {
     summary: String,
     device: Option<Spanned<String>>,
     seed: Option<u64>,
+    commit_interval: Option<Spanned<String>>,
     #[serde(default)]
     setup: Vec<Spanned<String>>,
     task: Vec<TaskFile>,
@@ -113,6 +114,8 @@ pub struct Scenario {
     pub device: String,
     /// Default seed.
     pub seed: u64,
+    /// Period of the background committer (None: commits only when tasks ask).
+    pub commit_interval: Option<sim::Nanos>,
     /// Operations of the setup task.
     pub setup: Vec<Op>,
     /// Tasks: name and operations.
@@ -272,6 +275,58 @@ impl Scenario {
                 .collect()
         };
         let setup = ops(&f.setup)?;
+        // Every path an operation uses must be created by some operation (or be "/").
+        let all: Vec<(Op, usize)> = f
+            .setup
+            .iter()
+            .chain(f.task.iter().flat_map(|t| t.ops.iter()))
+            .filter_map(|s| parse_op(s.get_ref()).ok().map(|o| (o, s.span().start)))
+            .collect();
+        let created: BTreeSet<String> = all
+            .iter()
+            .filter_map(|(o, _)| match o {
+                Op::Create(p) | Op::Mkdir(p) | Op::Link(_, p) | Op::Rename(_, p) => {
+                    Some(p.trim_end_matches('/').to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        let known = |p: &str| p.is_empty() || created.contains(p);
+        let parent = |p: &str| {
+            p.trim_end_matches('/')
+                .rsplit_once('/')
+                .map(|(d, _)| d.to_string())
+                .unwrap_or_default()
+        };
+        for (o, at) in &all {
+            let (uses, new): (Vec<&String>, Vec<&String>) = match o {
+                Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
+                Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
+                Op::Write(p, _)
+                | Op::Writeback(p)
+                | Op::Fsync(p)
+                | Op::Unlink(p)
+                | Op::Rmdir(p) => (vec![p], vec![]),
+                _ => (vec![], vec![]),
+            };
+            for p in uses {
+                if !known(p.trim_end_matches('/')) {
+                    return Err(err(
+                        *at,
+                        format!("unknown inode '{p}': no operation creates it"),
+                    ));
+                }
+            }
+            for p in new {
+                let d = parent(p);
+                if !known(&d) {
+                    return Err(err(
+                        *at,
+                        format!("unknown directory '{d}': no operation creates it"),
+                    ));
+                }
+            }
+        }
         let mut tasks = Vec::new();
         let mut names = BTreeSet::new();
         for t in &f.task {
@@ -347,7 +402,25 @@ impl Scenario {
             }
             None => "nvme".to_string(),
         };
+        let commit_interval = match &f.commit_interval {
+            Some(c) => Some(
+                sim::parse_duration(c.get_ref())
+                    .ok()
+                    .filter(|&d| d > 0)
+                    .ok_or_else(|| {
+                        err(
+                            c.span().start,
+                            format!(
+                                "invalid commit_interval '{}': expected a duration > 0 like 30s",
+                                c.get_ref()
+                            ),
+                        )
+                    })?,
+            ),
+            None => None,
+        };
         Ok(Scenario {
+            commit_interval,
             name: f.name,
             race,
             title: f.title,
@@ -455,6 +528,9 @@ pub fn run(
     let mut streams = RngStreams::new(seed);
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
     let fs = Btrfs::new(&h, dev, policy.clone(), Costs::default());
+    if let Some(interval) = sc.commit_interval {
+        fs.spawn_committer(&h, interval);
+    }
     let errors: std::rc::Rc<std::cell::RefCell<Vec<String>>> = Default::default();
     {
         let (fs, h2, setup, tasks, errors) = (
@@ -517,7 +593,7 @@ pub fn run(
             invariant: inv.to_string(),
             at: h.now(),
             message: msg,
-            timeline: h.recent_trace(40),
+            timeline: crate::btrfs::fs::timeline(&h),
         });
     }
     for e in errors.borrow().iter() {

@@ -186,7 +186,23 @@ impl Btrfs {
             invariant: invariant.to_string(),
             at: self.inner.h.now(),
             message,
-            timeline: self.inner.h.recent_trace(40),
+            timeline: timeline(&self.inner.h),
+        });
+    }
+
+    /// Starts the periodic committer (transaction_kthread): every `interval` it commits the
+    /// running transaction, if any (the `commit=` mount option, 30 s by default).
+    pub fn spawn_committer(&self, h: &Handle, interval: Nanos) {
+        let fs = self.clone();
+        h.spawn_daemon("btrfs-transaction", async move {
+            loop {
+                fs.inner.h.sleep(interval).await;
+                let running = fs.inner.st.borrow().running.is_some();
+                if running {
+                    let t = fs.join().await;
+                    fs.commit(t).await;
+                }
+            }
         });
     }
 
@@ -210,7 +226,7 @@ impl Btrfs {
             Op::Rmdir(p) => self.remove(p, true).await?,
             Op::NewBlockGroup => self.new_block_group().await,
             Op::Commit => {
-                let t = self.join().await;
+                let t = self.join_nostart().await;
                 self.commit(t).await;
             }
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
@@ -248,14 +264,24 @@ impl Btrfs {
 
     // ---- transactions (fs/btrfs/transaction.c) ----
 
-    /// start_transaction/join_transaction: join the running transaction, or start a new one
-    /// once the previous commit is past UNBLOCKED (wait_current_trans).
+    /// btrfs_start_transaction (TRANS_START): join the running transaction, or start a new
+    /// one once the previous commit is past UNBLOCKED (wait_current_trans).
     async fn join(&self) -> TransId {
+        self.join_kind(TransState::Running).await
+    }
+
+    /// btrfs_join_transaction (TRANS_JOIN): may also join a transaction in COMMIT_START,
+    /// which the commit then waits for.
+    async fn join_nostart(&self) -> TransId {
+        self.join_kind(TransState::CommitStart).await
+    }
+
+    async fn join_kind(&self, latest: TransState) -> TransId {
         loop {
             {
                 let mut st = self.inner.st.borrow_mut();
                 match st.running {
-                    Some(t) if st.trans[&t].state == TransState::Running => {
+                    Some(t) if st.trans[&t].state <= latest => {
                         st.trans.get_mut(&t).unwrap().writers += 1;
                         return t;
                     }
@@ -312,9 +338,15 @@ impl Btrfs {
         let h = &self.inner.h;
         let already = self.inner.st.borrow().trans[&t].state >= TransState::CommitStart;
         if already {
-            // Step 1: another task is committing it: end our handle and wait.
+            // Step 1: another task is committing it: end our handle and wait (5.12+ waiters
+            // may return once the superblocks are written).
             self.end(t);
-            while self.inner.st.borrow().trans[&t].state < TransState::Completed {
+            let until = if self.inner.policy.super_committed {
+                TransState::SuperCommitted
+            } else {
+                TransState::Completed
+            };
+            while self.inner.st.borrow().trans[&t].state < until {
                 self.inner.commit_wait.wait().await;
             }
             return;
@@ -405,6 +437,9 @@ impl Btrfs {
         drop(log_mutex);
         drop(tree_log);
         self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().state = TransState::SuperCommitted;
+        if self.inner.policy.super_committed {
+            self.inner.commit_wait.notify_all();
+        }
         // Step 9: unpin extents, then last_trans_committed = transid, COMPLETED.
         self.point("trans:unpin").await;
         let pinned = {
@@ -526,7 +561,7 @@ impl Btrfs {
             .dev
             .submit(Request::write(off, bytes).with_token(tok))
             .await;
-        let t = self.join().await;
+        let t = self.join_nostart().await;
         self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
         {
             let mut st = self.inner.st.borrow_mut();
@@ -1127,6 +1162,16 @@ impl Btrfs {
             self.violation("S2", format!("crash when {when}: {msg}"));
         }
     }
+}
+
+/// The last trace lines of the filesystem's tasks (crash-point checks left out).
+pub fn timeline(h: &Handle) -> Vec<String> {
+    let lines: Vec<String> = h
+        .recent_trace(400)
+        .into_iter()
+        .filter(|l| !l.contains(" crash-points "))
+        .collect();
+    lines[lines.len().saturating_sub(40)..].to_vec()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

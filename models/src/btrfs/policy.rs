@@ -124,6 +124,9 @@ pub struct Policy {
     pub fixes: BTreeSet<Fix>,
     /// Mutants enabled.
     pub mutants: BTreeSet<Mutant>,
+    /// Tasks waiting for another task's commit return at SUPER_COMMITTED (5.12+) instead
+    /// of COMPLETED.
+    pub super_committed: bool,
 }
 
 /// Policy preset names.
@@ -141,6 +144,7 @@ impl Policy {
             name: name.to_string(),
             fixes,
             mutants: BTreeSet::new(),
+            super_committed: false,
         })
     }
 
@@ -177,6 +181,16 @@ impl Policy {
         let mut p = self.clone();
         if p.mutants.insert(m) {
             p.name = format!("{} +{}", p.name, m.name());
+        }
+        p
+    }
+
+    /// This policy with commit waiters released at SUPER_COMMITTED (5.12+).
+    pub fn with_super_committed(&self) -> Policy {
+        let mut p = self.clone();
+        if !p.super_committed {
+            p.super_committed = true;
+            p.name = format!("{} +SUPER_COMMITTED", p.name);
         }
         p
     }
