@@ -274,6 +274,19 @@ fn run_races(a: RunArgs) -> Result<(), Failure> {
             .collect();
         items.push((sc, runs));
     }
+    // A scenario that cannot play (a stuck script, an operation on a missing path) is bad
+    // input, not a result.
+    for (_, runs) in &items {
+        for r in runs {
+            if let Some(v) = r
+                .violations
+                .iter()
+                .find(|v| v.invariant == "script" || v.invariant == "scenario")
+            {
+                return Err(Failure(format!("{} (under {})", v.message, r.policy.name)));
+            }
+        }
+    }
     if let Some(path) = &a.trace {
         let mut text = String::new();
         for (sc, runs) in &items {

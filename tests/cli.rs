@@ -404,3 +404,15 @@ fn bad_race_input_is_a_one_line_error_with_exit_2() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn a_script_that_cannot_progress_is_a_one_line_error_naming_the_line() {
+    let p = temp_file(
+        "stuck.toml",
+        "name = \"s\"\nrace = \"R6\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"create /x\", \"write /x 4k\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"write /x 4k\", \"fsync /x\"]\n[script]\nsteps = [\n  \"B write:start\",\n  \"B sync_log:write_super\",\n  \"A trans:unblocked\",\n]\n",
+    );
+    assert_bad_input(
+        &["run", p.to_str().unwrap()],
+        &["stuck.toml:15: the script cannot progress", "sync_log:write_super", "without R6"],
+    );
+}

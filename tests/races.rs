@@ -324,3 +324,23 @@ fn super_committed_waiters_return_before_unpinning() {
     let ok = run_with(&sc, &p.with_super_committed());
     assert!(ok.violations.is_empty(), "{:?}", ok.violations);
 }
+
+#[test]
+fn costs_can_be_overridden_per_scenario() {
+    let sc = Scenario::load("r6-log-start-blocked-on-tree-log-mutex").unwrap();
+    let base = run_with(&sc, &sc.pre_policy());
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/r6-log-start-blocked-on-tree-log-mutex.toml"
+    ))
+    .unwrap()
+        + "\n[costs]\ncommit_cpu = 2000000\n";
+    let slow = Scenario::parse(&text, "slow.toml").unwrap();
+    assert_eq!(slow.costs.commit_cpu, 2_000_000);
+    let r = run_with(&slow, &slow.pre_policy());
+    assert!(r.latency.by_op["commit"].max() > base.latency.by_op["commit"].max() + 1_500_000);
+    let e = Scenario::parse(&format!("{text}bananas = 3\n"), "c.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown or invalid cost 'bananas'"), "{e}");
+}

@@ -81,6 +81,7 @@ struct ScenarioFile {
     device: Option<Spanned<String>>,
     seed: Option<u64>,
     commit_interval: Option<Spanned<String>>,
+    costs: Option<BTreeMap<String, Spanned<u64>>>,
     #[serde(default)]
     setup: Vec<Spanned<String>>,
     task: Vec<TaskFile>,
@@ -116,6 +117,8 @@ pub struct Scenario {
     pub seed: u64,
     /// Period of the background committer (None: commits only when tasks ask).
     pub commit_interval: Option<sim::Nanos>,
+    /// CPU costs and sizes (defaults with overrides from `[costs]`).
+    pub costs: Costs,
     /// Operations of the setup task.
     pub setup: Vec<Op>,
     /// Tasks: name and operations.
@@ -419,7 +422,21 @@ impl Scenario {
             ),
             None => None,
         };
+        let mut costs = Costs::default();
+        for (k, v) in f.costs.iter().flatten() {
+            let ok = *v.get_ref() > 0 || !matches!(k.as_str(), "nodesize" | "sectorsize");
+            if !ok || !costs.set(k, *v.get_ref()) {
+                return Err(err(
+                    v.span().start,
+                    format!(
+                        "unknown or invalid cost '{k}': expected one of {} (nodesize, sectorsize > 0)",
+                        Costs::FIELDS.join(", ")
+                    ),
+                ));
+            }
+        }
         Ok(Scenario {
+            costs,
             commit_interval,
             name: f.name,
             race,
@@ -527,7 +544,7 @@ pub fn run(
     let h = sim.handle();
     let mut streams = RngStreams::new(seed);
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
-    let fs = Btrfs::new(&h, dev, policy.clone(), Costs::default());
+    let fs = Btrfs::new(&h, dev, policy.clone(), sc.costs.clone());
     if let Some(interval) = sc.commit_interval {
         fs.spawn_committer(&h, interval);
     }

@@ -73,3 +73,52 @@ impl Default for Costs {
         }
     }
 }
+
+impl Costs {
+    /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
+    pub const FIELDS: [&'static str; 17] = [
+        "nodesize",
+        "sectorsize",
+        "csum_per_block",
+        "btree_item",
+        "log_inode_item",
+        "log_extent_item",
+        "log_csum_per_byte",
+        "log_bytes_inode",
+        "log_bytes_extent",
+        "blocks_per_namespace_op",
+        "blocks_per_extent",
+        "commit_cpu",
+        "unpin_per_extent",
+        "pinned_per_block",
+        "write_per_page",
+        "namespace_op",
+        "log_start",
+    ];
+
+    /// Sets one field by name; false if there is no such field.
+    pub fn set(&mut self, name: &str, v: u64) -> bool {
+        let f = match name {
+            "nodesize" => &mut self.nodesize,
+            "sectorsize" => &mut self.sectorsize,
+            "csum_per_block" => &mut self.csum_per_block,
+            "btree_item" => &mut self.btree_item,
+            "log_inode_item" => &mut self.log_inode_item,
+            "log_extent_item" => &mut self.log_extent_item,
+            "log_csum_per_byte" => &mut self.log_csum_per_byte,
+            "log_bytes_inode" => &mut self.log_bytes_inode,
+            "log_bytes_extent" => &mut self.log_bytes_extent,
+            "blocks_per_namespace_op" => &mut self.blocks_per_namespace_op,
+            "blocks_per_extent" => &mut self.blocks_per_extent,
+            "commit_cpu" => &mut self.commit_cpu,
+            "unpin_per_extent" => &mut self.unpin_per_extent,
+            "pinned_per_block" => &mut self.pinned_per_block,
+            "write_per_page" => &mut self.write_per_page,
+            "namespace_op" => &mut self.namespace_op,
+            "log_start" => &mut self.log_start,
+            _ => return false,
+        };
+        *f = v;
+        true
+    }
+}
