@@ -413,6 +413,10 @@ fn a_script_that_cannot_progress_is_a_one_line_error_naming_the_line() {
     );
     assert_bad_input(
         &["run", p.to_str().unwrap()],
-        &["stuck.toml:15: the script cannot progress", "sync_log:write_super", "without R6"],
+        &[
+            "stuck.toml:15: the script cannot progress",
+            "sync_log:write_super",
+            "without R6",
+        ],
     );
 }

@@ -166,8 +166,8 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         Some("write") => {
             want(3, "write PATH SIZE")?;
             let n = crate::units::parse_size(words[2])?;
-            if n == 0 {
-                return Err("expected a size > 0".into());
+            if n == 0 || n > 1 << 40 {
+                return Err("expected a size > 0 and at most 1T".into());
             }
             Op::Write(path(words[1])?, n)
         }
@@ -205,7 +205,11 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         }
         Some("sleep") => {
             want(2, "sleep DURATION")?;
-            Op::Sleep(sim::parse_duration(words[1])?)
+            let d = sim::parse_duration(words[1])?;
+            if d > 3600 * sim::S {
+                return Err("expected a duration of at most 1h".into());
+            }
+            Op::Sleep(d)
         }
         Some(other) => {
             return Err(format!(
@@ -424,12 +428,16 @@ impl Scenario {
         };
         let mut costs = Costs::default();
         for (k, v) in f.costs.iter().flatten() {
-            let ok = *v.get_ref() > 0 || !matches!(k.as_str(), "nodesize" | "sectorsize");
-            if !ok || !costs.set(k, *v.get_ref()) {
+            let x = *v.get_ref();
+            let ok = match k.as_str() {
+                "nodesize" | "sectorsize" => (512..=1 << 20).contains(&x),
+                _ => x <= 1_000_000_000_000,
+            };
+            if !ok || !costs.set(k, x) {
                 return Err(err(
                     v.span().start,
                     format!(
-                        "unknown or invalid cost '{k}': expected one of {} (nodesize, sectorsize > 0)",
+                        "unknown or invalid cost '{k}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M)",
                         Costs::FIELDS.join(", ")
                     ),
                 ));
@@ -595,6 +603,11 @@ pub fn run(
         });
     }
     let outcome = sim.run();
+    let outcome_ok = outcome.is_ok();
+    fs.finish();
+    if outcome.is_ok() {
+        fs.check_crash("the run ended");
+    }
     let mut violations = fs.violations();
     let (trace_hash, end) = match &outcome {
         Ok(s) => (s.trace_hash, s.end),
@@ -604,7 +617,7 @@ pub fn run(
         let (inv, msg) = match &e {
             SimError::Deadlock { .. } => ("S3", e.to_string()),
             SimError::Stuck { .. } => ("script", script_error(sc, &e)),
-            SimError::TimeLimit { .. } => ("S3", e.to_string()),
+            SimError::TimeLimit { .. } => ("time-limit", e.to_string()),
         };
         violations.push(Violation {
             invariant: inv.to_string(),
@@ -612,6 +625,22 @@ pub fn run(
             message: msg,
             timeline: crate::btrfs::fs::timeline(&h),
         });
+    }
+    if outcome_ok {
+        if let Some(msg) = sim.scheduler().unfinished() {
+            let line = msg
+                .strip_prefix("script step ")
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| sc.script.get(n - 1))
+                .map_or(String::new(), |s| format!(":{}", s.line));
+            violations.push(Violation {
+                invariant: "script".to_string(),
+                at: h.now(),
+                message: format!("{}{line}: {msg}", sc.origin),
+                timeline: Vec::new(),
+            });
+        }
     }
     for e in errors.borrow().iter() {
         violations.push(Violation {

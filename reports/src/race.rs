@@ -62,6 +62,7 @@ pub fn json(sc: &Scenario, runs: &[RunResult]) -> Value {
         "scenario": sc.name,
         "race": sc.race.name(),
         "title": sc.title,
+        "patch": sc.race.title(),
         "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
     })
 }

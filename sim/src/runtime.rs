@@ -648,6 +648,11 @@ impl Sim {
         self.scheduler = s;
     }
 
+    /// The decision-maker (to ask what it expected and never saw).
+    pub fn scheduler(&self) -> &dyn Scheduler {
+        self.scheduler.as_ref()
+    }
+
     /// Stops the run with `SimError::TimeLimit` if virtual time would pass `limit`.
     pub fn set_time_limit(&mut self, limit: Nanos) {
         self.limit = limit;

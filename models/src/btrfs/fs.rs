@@ -85,6 +85,7 @@ struct Inner {
     commit_wait: WaitQueue,
     writers_wait: WaitQueue,
     log_writers_wait: WaitQueue,
+    log_commit_wait: WaitQueue,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -123,6 +124,7 @@ impl Btrfs {
                 commit_wait: WaitQueue::new(h, "wait_for_commit"),
                 writers_wait: WaitQueue::new(h, "wait_writers"),
                 log_writers_wait: WaitQueue::new(h, "wait_log_writers"),
+                log_commit_wait: WaitQueue::new(h, "wait_log_commit"),
             }),
         }
     }
@@ -379,7 +381,9 @@ impl Btrfs {
         {
             let _reloc = self.inner.reloc_mutex.lock().await;
             h.cpu(self.inner.costs.commit_cpu).await;
-            // commit_fs_roots frees the log trees: the commit captures everything logged.
+            // commit_fs_roots frees the log trees: the commit captures everything logged;
+            // entries never synced are judged now.
+            self.judge(t, None);
             let mut st = self.inner.st.borrow_mut();
             if st.log_tree_of == Some(t) {
                 st.log_tree_of = None;
@@ -469,6 +473,11 @@ impl Btrfs {
         }
         let t = self.join().await;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
+        if self.inner.st.borrow().live_entry(dir, &name).is_some() {
+            // Another task created it while this one waited.
+            self.end(t);
+            return Err(OpError(format!("file exists: {path}")));
+        }
         {
             let mut st = self.inner.st.borrow_mut();
             let ino = st.next_ino;
@@ -597,25 +606,59 @@ impl Btrfs {
         if !rename && self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("cannot hard-link a directory: {src}")));
         }
+        if rename {
+            // rename(2) of a directory into its own subtree: EINVAL.
+            let st = self.inner.st.borrow();
+            let mut cur = new_dir;
+            for _ in 0..64 {
+                if cur == ino {
+                    return Err(OpError(format!(
+                        "cannot move a directory into itself: {src} -> {dst}"
+                    )));
+                }
+                match st.parent_of(cur) {
+                    Some(p) => cur = p,
+                    None => break,
+                }
+            }
+        }
         let t = self.join().await;
         let kind = if rename { "rename" } else { "link" };
         self.point(&format!("{kind}:joined")).await;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
         {
+            let st = self.inner.st.borrow();
+            if st.live_entry(old_dir, &old_name) != Some(ino)
+                || st.live_entry(new_dir, &new_name).is_some()
+            {
+                drop(st);
+                self.end(t);
+                return Err(OpError(format!(
+                    "{src} or {dst} changed while {kind} waited"
+                )));
+            }
+        }
+        {
             let mut st = self.inner.st.borrow_mut();
             if rename {
                 let v = st.dentries.get_mut(&(old_dir, old_name)).unwrap();
                 v.last_mut().unwrap().removed = Some(t);
-                // btrfs_record_unlink_dir(for_rename): the inode always, the old directory
-                // unless it or the inode is already logged in this transaction.
-                st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
-                let dir_logged = st.inodes[&old_dir].logged_trans == t;
-                let ino_logged = st.inodes[&ino].logged_trans == t;
-                if !dir_logged && !ino_logged {
-                    st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
+                // btrfs_rename → btrfs_record_unlink_dir(for_rename) only when the parents
+                // differ: the inode always, the old directory unless it or the inode is
+                // already logged in this transaction.
+                if old_dir != new_dir {
+                    st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+                    let dir_logged = st.inodes[&old_dir].logged_trans == t;
+                    let ino_logged = st.inodes[&ino].logged_trans == t;
+                    if !dir_logged && !ino_logged {
+                        st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
+                        st.trans.get_mut(&t).unwrap().removals_in.insert(old_dir);
+                    }
                 }
-                st.trans.get_mut(&t).unwrap().removals_in.insert(old_dir);
                 Self::set_inode_last_trans(&mut st, old_dir, t);
+            } else if !st.inodes[&ino].is_dir {
+                // btrfs_link: a new hard link makes later fsyncs log all parents.
+                st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
             }
             st.dentries
                 .entry((new_dir, new_name))
@@ -663,20 +706,25 @@ impl Btrfs {
         }
         let t = self.join().await;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
+        if self.inner.st.borrow().live_entry(parent, &name) != Some(ino) {
+            self.end(t);
+            return Err(OpError(format!("{path} changed while it waited")));
+        }
         {
             let mut st = self.inner.st.borrow_mut();
             st.dentries
-                .get_mut(&(parent, name))
+                .get_mut(&(parent, name.clone()))
                 .unwrap()
                 .last_mut()
                 .unwrap()
                 .removed = Some(t);
             st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
             if dir {
-                // btrfs_rmdir: the parent inherits the removed directory's last_unlink_trans.
+                // btrfs_rmdir: the parent inherits the removed directory's last_unlink_trans;
+                // a plain unlink (for_rename = 0) leaves the directory alone.
                 st.inodes.get_mut(&parent).unwrap().last_unlink_trans = t;
+                st.trans.get_mut(&t).unwrap().removals_in.insert(parent);
             }
-            st.trans.get_mut(&t).unwrap().removals_in.insert(parent);
             st.inodes.get_mut(&parent).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, parent, t);
             Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
@@ -713,6 +761,19 @@ impl Btrfs {
     async fn fsync(&self, path: &str) -> Result<(), OpError> {
         let ino = self.resolve(path)?;
         self.writeback(ino).await;
+        // What this fsync promises: the names and extents the inode has once its data is
+        // written back (later changes by other tasks are not covered).
+        let (names, extents) = {
+            let st = self.inner.st.borrow();
+            (
+                st.names_of(ino),
+                st.inodes[&ino]
+                    .extents
+                    .iter()
+                    .map(|e| e.id)
+                    .collect::<Vec<_>>(),
+            )
+        };
         let skip = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
@@ -757,8 +818,8 @@ impl Btrfs {
             let rec = FsyncRecord {
                 ino,
                 path: path.to_string(),
-                names: st.names_of(ino),
-                extents: st.inodes[&ino].extents.iter().map(|e| e.id).collect(),
+                names,
+                extents,
                 at: self.inner.h.now(),
             };
             st.fsyncs.push(rec);
@@ -818,18 +879,22 @@ impl Btrfs {
             (!early_out, Self::ancestors(&st, ino))
         };
         if walk {
-            for &dir in &ancestors {
+            let is_dir = self.inner.st.borrow().inodes[&ino].is_dir;
+            let dirs: Vec<Ino> = is_dir
+                .then_some(ino)
+                .into_iter()
+                .chain(ancestors.iter().copied())
+                .collect();
+            for &dir in &dirs {
                 let must = self.inner.st.borrow().inodes[&dir].last_unlink_trans >= bound;
                 if must {
                     // btrfs_must_commit_transaction → btrfs_set_log_full_commit(trans).
                     let necessary =
-                        oracle::removal_in_current_trans(&self.inner.st.borrow(), &ancestors, t);
+                        oracle::removal_in_current_trans(&self.inner.st.borrow(), &dirs, t);
                     {
                         let mut st = self.inner.st.borrow_mut();
                         st.last_trans_log_full_commit = t;
-                        if !necessary {
-                            st.trans.get_mut(&t).unwrap().marked_unnecessarily = true;
-                        }
+                        st.trans.get_mut(&t).unwrap().marked_unnecessarily = !necessary;
                     }
                     self.count_full_commit(t, FullCommitCause::UnlinkTrans, necessary);
                     return LogResult::FullCommit;
@@ -890,11 +955,13 @@ impl Btrfs {
             }
         }
         let g = self.inner.log_mutex.lock().await;
-        if self.inner.st.borrow().last_trans_log_full_commit == t {
+        let has_log = self.inner.st.borrow().log_tree_of == Some(t);
+        // btrfs_need_log_full_commit is checked only when the log tree already exists;
+        // otherwise the log is created and btrfs_sync_log bails out later.
+        if has_log && self.inner.st.borrow().last_trans_log_full_commit == t {
             drop(g);
             return None;
         }
-        let has_log = self.inner.st.borrow().log_tree_of == Some(t);
         if !has_log {
             if !self.has(Fix::R6) {
                 // Pre-6/6: tree_log_mutex around creating the log root tree, under log_mutex.
@@ -932,7 +999,7 @@ impl Btrfs {
     async fn log_inode(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
         let c = &self.inner.costs;
         let last_committed = self.inner.st.borrow().last_trans_committed;
-        let (necessary_item, extents, is_dir, names) = {
+        let (full_sync, extents, is_dir, names, mut versions, new_name_needed) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
             let ext: Vec<Extent> = if i.needs_full_sync {
@@ -944,36 +1011,39 @@ impl Btrfs {
                     .cloned()
                     .collect()
             };
-            let necessary = match kind {
-                LogKind::NewName => oracle::in_current_log(&st, ino, t),
-                LogKind::Ancestor => oracle::ancestor_needs_logging(&st, ino, t),
-                LogKind::Fsync => oracle::inode_needs_logging(&st, ino, t),
+            // The versions this log entry carries: the item (or, for an ancestor, its
+            // creation) and its names.
+            let mut versions = vec![match kind {
+                LogKind::Ancestor => i.generation,
+                _ => i.item_trans,
+            }];
+            versions.extend(oracle::name_versions(&st, ino));
+            let new_name_needed = match kind {
+                LogKind::NewName(old_dir) => {
+                    oracle::in_current_log(&st, ino, t)
+                        || old_dir.is_some_and(|d| oracle::in_current_log(&st, d, t))
+                }
+                _ => false,
             };
-            (necessary, ext, i.is_dir, st.names_of(ino))
+            (
+                i.needs_full_sync,
+                ext,
+                i.is_dir,
+                st.names_of(ino),
+                versions,
+                new_name_needed,
+            )
         };
-        {
-            let mut m = self.inner.m.borrow_mut();
-            m.inode_logs += 1;
-            match kind {
-                LogKind::Ancestor => {
-                    m.ancestor_logs += 1;
-                    if !necessary_item {
-                        m.unnecessary_ancestor_logs += 1;
-                    }
-                }
-                LogKind::Fsync | LogKind::NewName => {
-                    if !necessary_item {
-                        m.unnecessary_inode_logs += 1;
-                    }
-                }
-            }
-        }
         let mut cpu = c.log_inode_item;
         let mut bytes = c.log_bytes_inode;
         let mut facts = vec![LogFact::Inode { ino, names, is_dir }];
+        let mut judgments = Vec::new();
         for e in &extents {
-            // btrfs_log_changed_extents: the generation test R2 changes.
-            let old = if self.has(Fix::R2) {
+            let old = if full_sync {
+                // copy_items: a full sync copies only items of the running transaction.
+                e.generation < t
+            } else if self.has(Fix::R2) {
+                // btrfs_log_changed_extents, the generation test R2 changes.
                 e.generation < t
             } else {
                 e.generation <= last_committed
@@ -985,27 +1055,54 @@ impl Btrfs {
             cpu += c.log_extent_item + csum * c.log_csum_per_byte;
             bytes += c.log_bytes_extent + csum;
             facts.push(LogFact::Extent { ino, extent: e.id });
-            let necessary = oracle::extent_needs_logging(&self.inner.st.borrow(), e, t);
-            if necessary {
-                self.inner
-                    .st
-                    .borrow_mut()
-                    .log_new_content
-                    .insert((t, log_transid));
-            }
+            versions.push(e.generation);
+            judgments.push(Judgment {
+                transid: t,
+                log_transid,
+                what: Judged::Extent { csum },
+                versions: vec![e.generation],
+            });
+        }
+        {
             let mut m = self.inner.m.borrow_mut();
-            m.extent_logs += 1;
-            m.csum_bytes += csum;
-            if !necessary {
-                m.unnecessary_extent_logs += 1;
-                m.unnecessary_csum_bytes += csum;
+            m.inode_logs += 1;
+            m.extent_logs += judgments.len() as u64;
+            m.csum_bytes += judgments
+                .iter()
+                .map(|j| match j.what {
+                    Judged::Extent { csum } => csum,
+                    _ => 0,
+                })
+                .sum::<u64>();
+            match kind {
+                LogKind::Ancestor => m.ancestor_logs += 1,
+                // R1's oracle: a new name must go into the log only if the inode or the
+                // directory it left is already in this transaction's log.
+                LogKind::NewName(_) if !new_name_needed => m.unnecessary_inode_logs += 1,
+                _ => {}
             }
+        }
+        match kind {
+            LogKind::Ancestor => judgments.push(Judgment {
+                transid: t,
+                log_transid,
+                what: Judged::Ancestor,
+                versions,
+            }),
+            LogKind::Fsync => judgments.push(Judgment {
+                transid: t,
+                log_transid,
+                what: Judged::Inode,
+                versions,
+            }),
+            LogKind::NewName(_) => {}
         }
         self.inner.h.cpu(cpu).await;
         let mut st = self.inner.st.borrow_mut();
-        if necessary_item {
+        if new_name_needed {
             st.log_new_content.insert((t, log_transid));
         }
+        st.judgments.extend(judgments);
         st.log_dirty_bytes += bytes;
         st.log_facts
             .entry((t, log_transid))
@@ -1016,6 +1113,52 @@ impl Btrfs {
         i.last_log_commit = i.last_sub_trans;
         i.needs_full_sync = false;
         i.modified_extents.clear();
+    }
+
+    /// Judges the logged entries of transaction `t` (up to log sub-transaction `upto`) by
+    /// the state now: an entry was unnecessary when every version it carries belongs to a
+    /// transaction whose commit superblock is already on disk. Returns whether any was
+    /// necessary.
+    fn judge(&self, t: TransId, upto: Option<u64>) -> bool {
+        let mut st = self.inner.st.borrow_mut();
+        let (now, later): (Vec<Judgment>, Vec<Judgment>) = std::mem::take(&mut st.judgments)
+            .into_iter()
+            .partition(|j| j.transid == t && upto.is_none_or(|k| j.log_transid <= k));
+        st.judgments = later;
+        let mut any =
+            upto.is_some_and(|k| st.log_new_content.range((t, 0)..=(t, k)).next().is_some());
+        let mut m = self.inner.m.borrow_mut();
+        for j in now {
+            let necessary = j.versions.iter().any(|&v| !oracle::captured(&st, v));
+            any |= necessary;
+            if necessary {
+                continue;
+            }
+            match j.what {
+                Judged::Inode => m.unnecessary_inode_logs += 1,
+                Judged::Ancestor => m.unnecessary_ancestor_logs += 1,
+                Judged::Extent { csum } => {
+                    m.unnecessary_extent_logs += 1;
+                    m.unnecessary_csum_bytes += csum;
+                }
+            }
+        }
+        any
+    }
+
+    /// Judges every entry still pending (at the end of a run).
+    pub fn finish(&self) {
+        let ts: std::collections::BTreeSet<TransId> = self
+            .inner
+            .st
+            .borrow()
+            .judgments
+            .iter()
+            .map(|j| j.transid)
+            .collect();
+        for t in ts {
+            self.judge(t, None);
+        }
     }
 
     /// btrfs_log_new_name (link, rename): R1's early return.
@@ -1034,7 +1177,8 @@ impl Btrfs {
             return;
         }
         if let Some(log_transid) = self.start_log_trans(t).await {
-            self.log_inode(t, ino, log_transid, LogKind::NewName).await;
+            self.log_inode(t, ino, log_transid, LogKind::NewName(old_dir))
+                .await;
             self.end_log_trans();
         }
     }
@@ -1043,10 +1187,27 @@ impl Btrfs {
     async fn sync_log(&self, t: TransId, log_transid: u64) -> bool {
         let h = &self.inner.h;
         let c = &self.inner.costs;
-        let g = self.inner.log_mutex.lock().await;
-        if self.inner.st.borrow().last_log_commit > log_transid {
-            // Another task already synced the log sub-transaction we logged into.
-            return true;
+        let mut g = self.inner.log_mutex.lock().await;
+        loop {
+            let (done, ours_running, prev_running) = {
+                let st = self.inner.st.borrow();
+                (
+                    st.last_log_commit > log_transid,
+                    st.log_committing.contains(&log_transid),
+                    log_transid > 0 && st.log_committing.contains(&(log_transid - 1)),
+                )
+            };
+            if done {
+                // Another task already synced the log sub-transaction we logged into.
+                return true;
+            }
+            if !ours_running && !prev_running {
+                break;
+            }
+            // wait_log_commit: sleep without root->log_mutex until that log commit ends.
+            drop(g);
+            self.inner.log_commit_wait.wait().await;
+            g = self.inner.log_mutex.lock().await;
         }
         while self.inner.st.borrow().log_writers > 0 {
             self.inner.log_writers_wait.wait().await;
@@ -1055,6 +1216,11 @@ impl Btrfs {
             drop(g);
             return false;
         }
+        self.inner
+            .st
+            .borrow_mut()
+            .log_committing
+            .insert(log_transid);
         self.point("sync_log:start").await;
         // Write the log tree's dirty blocks.
         let bytes = {
@@ -1074,6 +1240,8 @@ impl Btrfs {
             .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
             .await;
         self.inner.st.borrow_mut().log_transid += 1;
+        // Later loggers start the next log sub-transaction while this one is committed.
+        drop(g);
         // The log root tree, under its log_mutex.
         {
             let _lr = self.inner.log_root_tree_mutex.lock().await;
@@ -1122,6 +1290,9 @@ impl Btrfs {
                 ),
             );
         }
+        // The oracle judges this log's entries against what is on disk as the log's
+        // superblock is issued.
+        let necessary = self.judge(t, Some(log_transid));
         let base = self.inner.st.borrow().super_generation;
         let (tok, off) = self.inner.st.borrow_mut().new_write(
             WriteKind::LogSuper {
@@ -1141,7 +1312,6 @@ impl Btrfs {
         };
         self.inner.dev.submit(sb.with_token(tok)).await;
         drop(tl);
-        let necessary = oracle::log_sync_needed(&self.inner.st.borrow(), t, log_transid);
         {
             let mut m = self.inner.m.borrow_mut();
             m.log_syncs += 1;
@@ -1149,8 +1319,12 @@ impl Btrfs {
                 m.unnecessary_log_syncs += 1;
             }
         }
-        self.inner.st.borrow_mut().last_log_commit = log_transid + 1;
-        drop(g);
+        {
+            let mut st = self.inner.st.borrow_mut();
+            st.last_log_commit = st.last_log_commit.max(log_transid + 1);
+            st.log_committing.remove(&log_transid);
+        }
+        self.inner.log_commit_wait.notify_all();
         true
     }
 
@@ -1174,9 +1348,37 @@ pub fn timeline(h: &Handle) -> Vec<String> {
     lines[lines.len().saturating_sub(40)..].to_vec()
 }
 
+/// What a pending judgment is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// The fsynced inode's item.
+    Inode,
+    /// A new ancestor directory.
+    Ancestor,
+    /// A file extent item with its checksum bytes.
+    Extent {
+        /// Checksum bytes logged with it.
+        csum: u64,
+    },
+}
+
+/// A logged entry waiting for the oracle's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Judgment {
+    /// Transaction of the log.
+    pub transid: TransId,
+    /// Log sub-transaction it went into.
+    pub log_transid: u64,
+    /// What was logged.
+    pub what: Judged,
+    /// Transactions of the versions it carries.
+    pub versions: Vec<TransId>,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum LogKind {
     Fsync,
     Ancestor,
-    NewName,
+    /// btrfs_log_new_name, with the rename's old directory.
+    NewName(Option<Ino>),
 }

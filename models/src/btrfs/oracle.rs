@@ -2,48 +2,33 @@
 //! (never by re-evaluating a fix's predicate), and recovers the filesystem from the device's
 //! durable image after a simulated power loss.
 //!
-//! A version of an item is *captured* for a log of transaction `t` when the transaction `x`
-//! that last changed it is older than `t` and its commit has passed UNBLOCKED: its superblock
-//! is then written before any superblock of `t`'s log (the S1 invariant, checked on every log
-//! sync, guarantees that order).
+//! A logged entry is judged when its log's superblock is issued (or when the log is freed by
+//! a commit): it was unnecessary when every version it carries — the inode item, its names,
+//! the extent — belongs to a transaction whose commit superblock is already on disk, so
+//! recovery finds it without the log. A new name (link, rename) is needed in the log only if
+//! the inode or the directory it left already has entries in the running transaction's log.
+//! A fallback to a full commit is necessary only if the running transaction holds an event a
+//! log cannot express.
 
 use super::state::*;
 use crate::device::DurableWrite;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Whether the version changed in transaction `x` is captured by a commit ordered before
-/// any log superblock of transaction `t`.
-pub fn captured(st: &FsState, x: TransId, t: TransId) -> bool {
-    x < t
-        && st
-            .trans
-            .get(&x)
-            .is_none_or(|tr| tr.state >= TransState::Unblocked)
+/// Whether the version changed in transaction `x` is captured on disk: the superblock write
+/// of `x`'s commit has completed (its tree blocks were written before it), or `x` predates
+/// the run.
+pub fn captured(st: &FsState, x: TransId) -> bool {
+    st.trans.get(&x).is_none_or(|tr| tr.super_done)
 }
 
-/// Whether logging inode `ino` in transaction `t` persists anything a commit has not
-/// already captured: its item, one of its names, or one of its extents.
-pub fn inode_needs_logging(st: &FsState, ino: Ino, t: TransId) -> bool {
-    let i = &st.inodes[&ino];
-    if !captured(st, i.item_trans, t) {
-        return true;
-    }
-    let name_new = st.dentries.values().any(|v| {
-        v.last()
-            .is_some_and(|d| d.ino == ino && d.removed.is_none() && !captured(st, d.created, t))
-    });
-    name_new || i.extents.iter().any(|e| !captured(st, e.generation, t))
-}
-
-/// Whether logging ancestor directory `ino` as a new ancestor persists its existence or its
-/// name, which no commit ordered before the log captured.
-pub fn ancestor_needs_logging(st: &FsState, ino: Ino, t: TransId) -> bool {
-    let i = &st.inodes[&ino];
-    !captured(st, i.generation, t)
-        || st.dentries.values().any(|v| {
-            v.last()
-                .is_some_and(|d| d.ino == ino && d.removed.is_none() && !captured(st, d.created, t))
-        })
+/// Transactions that created the live names of `ino`.
+pub fn name_versions(st: &FsState, ino: Ino) -> Vec<TransId> {
+    st.dentries
+        .values()
+        .filter_map(|v| v.last())
+        .filter(|d| d.ino == ino && d.removed.is_none())
+        .map(|d| d.created)
+        .collect()
 }
 
 /// Whether inode `ino` already has items in transaction `t`'s log (so a new name must be
@@ -56,11 +41,6 @@ pub fn in_current_log(st: &FsState, ino: Ino, t: TransId) -> bool {
                 .iter()
                 .any(|f| matches!(f, LogFact::Inode { ino: i, .. } if *i == ino))
         })
-}
-
-/// Whether logging extent `e` in transaction `t` is needed.
-pub fn extent_needs_logging(st: &FsState, e: &Extent, t: TransId) -> bool {
-    !captured(st, e.generation, t)
 }
 
 /// Whether a directory on the path lost a name in the running transaction `t` — the event
@@ -77,11 +57,6 @@ pub fn full_commit_flag_is_real(st: &FsState, t: TransId) -> bool {
     st.trans.get(&t).is_some_and(|tr| {
         tr.forced_by_event || (st.last_trans_log_full_commit == t && !tr.marked_unnecessarily)
     })
-}
-
-/// Whether the log sub-transaction being synced holds anything not already captured.
-pub fn log_sync_needed(st: &FsState, t: TransId, log_transid: u64) -> bool {
-    st.log_new_content.contains(&(t, log_transid))
 }
 
 /// Recovers the filesystem from `image` (what survives a power loss now) and checks every

@@ -18,8 +18,8 @@ pub enum Fix {
     R4,
     /// btrfs_log_inode_parent: drop the last_trans_log_full_commit > last_trans_committed check.
     R5,
-    /// start_log_trans creates the log root tree under log_root_tree->log_mutex; tree_log_mutex
-    /// is taken only in btrfs_sync_log before writing the superblock.
+    /// start_log_trans creates the log root tree under the tree root's log_mutex;
+    /// tree_log_mutex is taken only in btrfs_sync_log before writing the superblock.
     R6,
     /// btrfs_sync_file: skip the log sync when nothing changed since the last commit.
     R7,
@@ -49,16 +49,18 @@ impl Fix {
             .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
     }
 
-    /// The patch title.
+    /// The patch title, as posted (seed 000 patches 1/6–6/6; seed 001).
     pub fn title(self) -> &'static str {
         match self {
-            Fix::R1 => "btrfs: fix race that results in logging old extents during a fast fsync (link/rename logs an inode logged in the previous transaction)",
-            Fix::R2 => "btrfs: avoid logging extents already persisted by the previous transaction",
-            Fix::R3 => "btrfs: avoid logging ancestor directories created in the previous transaction",
-            Fix::R4 => "btrfs: avoid a full transaction commit because of a stale last_unlink_trans",
-            Fix::R5 => "btrfs: avoid a double transaction commit after a forced full commit",
-            Fix::R6 => "btrfs: do not block log start on the previous transaction's writeout (tree_log_mutex)",
-            Fix::R7 => "Btrfs: fix fsync to not sync the log when nothing changed (2015 regression)",
+            Fix::R1 => "btrfs: fix race causing unnecessary inode logging during link and rename",
+            Fix::R2 => "btrfs: fix race that results in logging old extents during a fast fsync",
+            Fix::R3 => "btrfs: fix race that causes unnecessary logging of ancestor inodes",
+            Fix::R4 => "btrfs: fix race that makes inode logging fallback to transaction commit",
+            Fix::R5 => {
+                "btrfs: fix race leading to unnecessary transaction commit when logging inode"
+            }
+            Fix::R6 => "btrfs: do not block inode logging for so long during transaction commit",
+            Fix::R7 => "Btrfs: avoid syncing log in the fast fsync path when not necessary",
         }
     }
 }

@@ -236,6 +236,8 @@ pub struct FsState {
     pub log_transid: u64,
     /// Subvolume root: `last_log_commit`.
     pub last_log_commit: u64,
+    /// Log sub-transactions being committed (`root->log_commit[]`).
+    pub log_committing: BTreeSet<u64>,
     /// Subvolume root: tasks inside a log transaction (`log_writers`).
     pub log_writers: u32,
     /// Transaction whose log tree exists (root->log_root), if any.
@@ -246,8 +248,10 @@ pub struct FsState {
     pub log_dirty_bytes: u64,
     /// Facts logged per (transaction, log sub-transaction).
     pub log_facts: BTreeMap<(TransId, u64), Vec<LogFact>>,
-    /// Log sub-transactions that received something not captured by a commit (oracle).
+    /// Log sub-transactions that received a new name the log needed (oracle, R1).
     pub log_new_content: BTreeSet<(TransId, u64)>,
+    /// Logged entries waiting for the oracle's verdict.
+    pub judgments: Vec<crate::btrfs::fs::Judgment>,
     /// Inodes.
     pub inodes: BTreeMap<Ino, Inode>,
     /// Directory entries (directory, name) → versions, oldest first.
@@ -309,12 +313,14 @@ impl FsState {
             super_generation: MKFS_GENERATION,
             log_transid: 0,
             last_log_commit: 0,
+            log_committing: BTreeSet::new(),
             log_writers: 0,
             log_tree_of: None,
             log_root_tree_of: None,
             log_dirty_bytes: 0,
             log_facts: BTreeMap::new(),
             log_new_content: BTreeSet::new(),
+            judgments: Vec::new(),
             inodes,
             dentries: BTreeMap::new(),
             writes: Vec::new(),

@@ -66,4 +66,8 @@ pub trait Scheduler {
     fn describe_hold(&self, _view: &ChoiceView<'_>) -> String {
         "the scheduler held every paused task".to_string()
     }
+    /// After a run: what the scheduler expected and never saw (e.g. unplayed script steps).
+    fn unfinished(&self) -> Option<String> {
+        None
+    }
 }

@@ -57,6 +57,15 @@ impl Scheduler for Script {
         Pick::Hold
     }
 
+    fn unfinished(&self) -> Option<String> {
+        self.steps.get(self.next).map(|(t, p)| {
+            format!(
+                "script step {} (task '{t}' at point '{p}') was never reached",
+                self.next + 1
+            )
+        })
+    }
+
     fn describe_hold(&self, _view: &ChoiceView<'_>) -> String {
         match self.steps.get(self.next) {
             Some((t, p)) => format!(
