@@ -153,8 +153,10 @@ fn s2_fires_when_the_log_superblock_is_not_preceded_by_a_flush() {
         &sc.post_policy().with_mutant(Mutant::SyncLogNoPreflush),
     );
     assert!(
-        v.iter()
-            .any(|m| m.starts_with("S2: crash when fsync returned")),
+        v.iter().any(
+            |m| m.starts_with("S2: crash when a log superblock was written")
+                && m.contains("are not durable")
+        ),
         "{v:?}"
     );
 }
@@ -426,4 +428,20 @@ fn a_run_past_the_time_limit_is_not_called_a_deadlock() {
         r.violations
     );
     assert!(!r.violations.iter().any(|v| v.invariant == "S3"));
+}
+
+#[test]
+fn r4_site_four_logs_all_parents_of_a_recently_linked_file_before_the_fix() {
+    let text = format!(
+        "{HEAD}setup = [\"mkdir /d\", \"create /d/f\", \"link /d/f /d/g\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"write /d/f 4k\", \"fsync /d/f\"]\n[script]\nsteps = [\"A trans:supers_written\", \"B write:start\", \"A trans:unpin\", \"B fsync:logged\", \"A trans:unpinned\"]\n"
+    );
+    let sc = Scenario::parse(&text, "site4.toml").unwrap();
+    let post = sc.post_policy();
+    let pre = run_with(&sc, &post.without(Fix::R4));
+    let post = run_with(&sc, &post);
+    assert!(pre.violations.is_empty() && post.violations.is_empty());
+    // btrfs_log_all_parents logs /d, whose version transaction 1000 already put on disk.
+    assert_eq!(pre.metrics.inode_logs, post.metrics.inode_logs + 1);
+    assert_eq!(pre.metrics.unnecessary_inode_logs, 1);
+    assert_eq!(post.metrics.unnecessary_inode_logs, 0);
 }

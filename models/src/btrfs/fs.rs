@@ -910,6 +910,20 @@ impl Btrfs {
             }
         };
         self.log_inode(t, ino, log_transid, LogKind::Fsync).await;
+        // btrfs_log_all_parents for an inode that lost or gained a name recently (R4 site 4).
+        let parents: Vec<Ino> = {
+            let st = self.inner.st.borrow();
+            if st.inodes[&ino].last_unlink_trans >= bound {
+                let mut p: Vec<Ino> = st.names_of(ino).into_iter().map(|(d, _)| d).collect();
+                p.dedup();
+                p
+            } else {
+                Vec::new()
+            }
+        };
+        for dir in parents {
+            self.log_inode(t, dir, log_transid, LogKind::Parent).await;
+        }
         // The regular-file early-out before logging new ancestors (R4 site 3).
         let log_ancestors = {
             let st = self.inner.st.borrow();
@@ -1089,7 +1103,7 @@ impl Btrfs {
                 what: Judged::Ancestor,
                 versions,
             }),
-            LogKind::Fsync => judgments.push(Judgment {
+            LogKind::Fsync | LogKind::Parent => judgments.push(Judgment {
                 transid: t,
                 log_transid,
                 what: Judged::Inode,
@@ -1312,6 +1326,7 @@ impl Btrfs {
         };
         self.inner.dev.submit(sb.with_token(tok)).await;
         drop(tl);
+        self.check_crash("a log superblock was written");
         {
             let mut m = self.inner.m.borrow_mut();
             m.log_syncs += 1;
@@ -1379,6 +1394,8 @@ pub struct Judgment {
 enum LogKind {
     Fsync,
     Ancestor,
+    /// btrfs_log_all_parents.
+    Parent,
     /// btrfs_log_new_name, with the rename's old directory.
     NewName(Option<Ino>),
 }

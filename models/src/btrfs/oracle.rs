@@ -130,6 +130,9 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             for f in facts {
                 match f {
                     LogFact::Inode { ino, names: ns, .. } => {
+                        // Replaying an inode's refs makes its names exactly the logged set
+                        // (add_inode_ref drops refs the log no longer has).
+                        names.retain(|_, i| i != ino);
                         for n in ns {
                             names.insert(n.clone(), *ino);
                         }
