@@ -344,6 +344,13 @@ fn costs_can_be_overridden_per_scenario() {
     assert!(e.contains("unknown or invalid cost 'bananas'"), "{e}");
 }
 
+fn of_kind<'a>(r: &'a RunResult, kind: &str) -> Vec<&'a models::btrfs::Violation> {
+    r.violations
+        .iter()
+        .filter(|v| v.invariant == kind)
+        .collect()
+}
+
 fn one_policy(text: &str) -> RunResult {
     let sc = Scenario::parse(text, "t.toml").unwrap();
     run_with(&sc, &sc.post_policy())
@@ -356,11 +363,7 @@ fn a_script_step_never_reached_is_reported() {
         "{HEAD}setup = [\"create /x\"]\n[[task]]\nname = \"B\"\nops = [\"write /x 4k\", \"fsync /x\"]\n[script]\nsteps = [\"B fsync:start\", \"B fsync:full_commit\"]\n"
     );
     let r = one_policy(&text);
-    let v: Vec<_> = r
-        .violations
-        .iter()
-        .filter(|v| v.invariant == "script")
-        .collect();
+    let v = of_kind(&r, "script");
     assert_eq!(v.len(), 1, "{:?}", r.violations);
     assert!(
         v[0].message.starts_with("t.toml:10: script step 2"),
@@ -371,16 +374,12 @@ fn a_script_step_never_reached_is_reported() {
 
 #[test]
 fn concurrent_namespace_changes_are_rechecked_after_waiting() {
-    // A and B both create /f while a commit holds the transaction: exactly one succeeds.
+    // A and B both create /f at the same instant: exactly one succeeds.
     let text = format!(
         "{HEAD}setup = [\"mkdir /d\"]\n[[task]]\nname = \"A\"\nops = [\"create /d/f\"]\n[[task]]\nname = \"B\"\nops = [\"create /d/f\"]\n"
     );
     let r = one_policy(&text);
-    let errs: Vec<_> = r
-        .violations
-        .iter()
-        .filter(|v| v.invariant == "scenario")
-        .collect();
+    let errs = of_kind(&r, "scenario");
     assert_eq!(errs.len(), 1, "{:?}", r.violations);
     assert!(
         errs[0].message.contains("file exists: /d/f"),
