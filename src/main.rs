@@ -3,7 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use models::btrfs::{Fix, Mutant, Policy};
 use models::device::{presets, DeviceConfig};
-use models::scenario::{self, RunResult, Scenario};
+use models::scenario::{self, Interleaving, RunResult, Scenario};
 use models::workload::{bench, fio};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,6 +72,9 @@ struct RunArgs {
     /// Mutants to enable (see `fsyncsim list --mutants`).
     #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
     mutant: Vec<Mutant>,
+    /// Drop the script: a seeded random walk chooses at every named point and tie.
+    #[arg(long)]
+    explore: bool,
     /// Commit waiters return at SUPER_COMMITTED (Linux 5.12+) instead of COMPLETED.
     #[arg(long)]
     super_committed: bool,
@@ -264,13 +267,18 @@ fn policies(sc: &Scenario, a: &RunArgs) -> Vec<Policy> {
 fn run_races(a: RunArgs) -> Result<(), Failure> {
     let specs: Vec<String> = a.scenario.iter().cloned().collect();
     let scenarios = load_scenarios(&specs)?;
+    let interleaving = if a.explore {
+        Interleaving::Random
+    } else {
+        Interleaving::Script
+    };
     let mut items: Vec<(Scenario, Vec<RunResult>)> = Vec::new();
     for sc in scenarios {
         let dev = device_for(&sc, &a.device)?;
         let seed = a.seed.unwrap_or(sc.seed);
         let runs = policies(&sc, &a)
             .iter()
-            .map(|p| scenario::run(&sc, p, &dev, seed, true))
+            .map(|p| scenario::run(&sc, p, &dev, seed, &interleaving))
             .collect();
         items.push((sc, runs));
     }
@@ -334,7 +342,7 @@ fn check(specs: &[String]) -> Result<Result<(), Mismatch>, Failure> {
             ("pre-fix", sc.pre_policy(), &sc.expect_pre),
             ("post-fix", sc.post_policy(), &sc.expect_post),
         ] {
-            let r = scenario::run(&sc, &policy, &dev, sc.seed, true);
+            let r = scenario::run(&sc, &policy, &dev, sc.seed, &Interleaving::Script);
             for m in scenario::compare(expect, &r) {
                 problems.push(format!("{label} ({}): {m}", policy.name));
             }

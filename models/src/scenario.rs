@@ -5,7 +5,7 @@ use crate::btrfs::{Btrfs, Costs, Fix, Metrics, Op, OpLatency, Policy, Violation}
 use crate::device::{Device, DeviceConfig};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
-use sim::{RngStreams, Script, Sim, SimError};
+use sim::{RandomWalk, Replay, RngStreams, Script, Sim, SimError};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
@@ -525,6 +525,19 @@ pub struct RunResult {
     pub end: sim::Nanos,
     /// Rendered trace, when asked for.
     pub trace: Vec<String>,
+    /// Decisions an exploring scheduler made (empty for scripted runs).
+    pub decisions: Vec<u32>,
+}
+
+/// Who decides the interleaving of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Interleaving {
+    /// The scenario's script (points not listed run first-come, first-served).
+    Script,
+    /// No script: a seeded random walk chooses at every named point and tie.
+    Random,
+    /// No script: replay a recorded decision sequence.
+    Replay(Vec<u32>),
 }
 
 /// Crash points checked at random times per run (seeded stream `crash-points`).
@@ -536,21 +549,27 @@ pub fn run(
     policy: &Policy,
     device: &DeviceConfig,
     seed: u64,
-    scripted: bool,
+    interleaving: &Interleaving,
 ) -> RunResult {
     let mut sim = Sim::new();
     sim.keep_trace(true);
     sim.set_time_limit(3600 * sim::S);
-    if scripted {
-        let steps = sc
-            .script
-            .iter()
-            .map(|s| (s.task.clone(), s.point.clone()))
-            .collect();
-        sim.set_scheduler(Box::new(Script::new(steps)));
+    let mut streams = RngStreams::new(seed);
+    match interleaving {
+        Interleaving::Script => {
+            let steps = sc
+                .script
+                .iter()
+                .map(|s| (s.task.clone(), s.point.clone()))
+                .collect();
+            sim.set_scheduler(Box::new(Script::new(steps)));
+        }
+        Interleaving::Random => {
+            sim.set_scheduler(Box::new(RandomWalk::new(streams.stream("scheduler"))));
+        }
+        Interleaving::Replay(d) => sim.set_scheduler(Box::new(Replay::new(d.clone()))),
     }
     let h = sim.handle();
-    let mut streams = RngStreams::new(seed);
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
     let fs = Btrfs::new(&h, dev, policy.clone(), sc.costs.clone());
     if let Some(interval) = sc.commit_interval {
@@ -651,6 +670,7 @@ pub fn run(
         });
     }
     RunResult {
+        decisions: sim.scheduler().decisions(),
         policy: policy.clone(),
         metrics: fs.metrics(),
         violations,

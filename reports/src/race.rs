@@ -53,6 +53,7 @@ pub fn run_json(r: &RunResult) -> Value {
         })).collect::<Vec<_>>(),
         "trace_hash": format!("{:#018x}", r.trace_hash),
         "end_ns": r.end,
+        "decisions": r.decisions,
     })
 }
 

@@ -156,6 +156,8 @@ pub(crate) struct Core {
     pub(crate) points: Interner,
     pub(crate) paused: Vec<PausedTask>,
     pub(crate) pauses_at_points: bool,
+    /// The scheduler chooses among all tasks runnable at an instant (exploration).
+    pub(crate) explores_ties: bool,
     spawned: Vec<(TaskId, BoxFuture)>,
     pub(crate) trace: Trace,
     stop: bool,
@@ -183,6 +185,7 @@ impl Core {
             points: Interner::default(),
             paused: Vec::new(),
             pauses_at_points: false,
+            explores_ties: false,
             spawned: Vec::new(),
             trace: Trace::default(),
             stop: false,
@@ -645,6 +648,7 @@ impl Sim {
     /// Replaces the decision-maker asked at named points.
     pub fn set_scheduler(&mut self, s: Box<dyn Scheduler>) {
         self.handle.core().pauses_at_points = s.pauses_at_points();
+        self.handle.core().explores_ties = s.chooses_ties();
         self.scheduler = s;
     }
 
@@ -781,8 +785,15 @@ fn next_task(
         if c.live == 0 {
             return Ok(None);
         }
+        // 0. An exploring scheduler chooses among every task runnable at this instant.
+        if c.explores_ties {
+            if let Some(t) = explore_next(c, scheduler)? {
+                return Ok(Some(t));
+            }
+            // Nothing runnable now (or every paused task held): advance the clock.
+        }
         // 1. Heap events of the current instant (older than anything in `ready`).
-        if c.heap.peek_time() == Some(c.now) {
+        else if c.heap.peek_time() == Some(c.now) {
             match c.heap.pop() {
                 Some((_, Some(t))) => return Ok(Some(resume_timer(c, t))),
                 _ => continue, // a long timer re-armed itself
@@ -790,17 +801,15 @@ fn next_task(
         }
         // 2. Wake-ups of the current instant, FIFO.
         if let Some(t) = c.ready.pop_front() {
-            c.current = t;
-            c.dispatches += 1;
-            c.trace.log_only(c.now, t, TraceKind::Run);
-            return Ok(Some(t));
+            return Ok(Some(dispatch(c, t)));
         }
         // 3. Tasks paused at named points: ask the scheduler.
-        if !c.paused.is_empty() {
+        if !c.paused.is_empty() && !c.explores_ties {
             let next_event = c.heap.peek_time();
             let view = ChoiceView {
                 now: c.now,
                 paused: &c.paused,
+                ready: &[],
                 next_event,
                 task_names: &c.tasks,
                 point_names: &c.points.names,
@@ -811,30 +820,28 @@ fn next_task(
                     c.wake(p.task);
                     continue;
                 }
-                Pick::Release(_) | Pick::Hold => {
+                Pick::Release(_) | Pick::Ready(_) | Pick::Hold => {
                     if next_event.is_none() {
                         let reason = scheduler.describe_hold(&view);
-                        let paused = c
-                            .paused
-                            .iter()
-                            .map(|p| {
-                                format!(
-                                    "task '{}' at point '{}'",
-                                    c.tasks[p.task as usize].name, c.points.names[p.point as usize]
-                                )
-                            })
-                            .collect();
-                        return Err(SimError::Stuck {
-                            at: c.now,
-                            reason,
-                            paused,
-                        });
+                        return Err(stuck(c, reason));
                     }
                 }
             }
         }
         // 4. Advance the clock to the next timer.
-        if let Some((at, task)) = c.heap.pop() {
+        if c.explores_ties {
+            // Move the clock only: every timer of the new instant becomes a candidate.
+            if let Some(at) = c.heap.peek_time() {
+                if at > limit {
+                    return Err(SimError::TimeLimit {
+                        limit,
+                        live: c.live,
+                    });
+                }
+                c.now = at;
+                continue;
+            }
+        } else if let Some((at, task)) = c.heap.pop() {
             if at > limit {
                 return Err(SimError::TimeLimit {
                     limit,
@@ -854,6 +861,91 @@ fn next_task(
             .map(|t| c.describe_wait(t))
             .collect();
         return Err(SimError::Deadlock { at: c.now, blocked });
+    }
+}
+
+/// One choice of an exploring scheduler among the tasks runnable at this instant (timers of
+/// the instant, wake-ups and tasks paused at points); None when nothing can run now.
+#[inline(never)]
+fn explore_next(c: &mut Core, scheduler: &mut dyn Scheduler) -> Result<Option<TaskId>, SimError> {
+    while c.heap.peek_time() == Some(c.now) {
+        if let Some((_, Some(t))) = c.heap.pop() {
+            c.wake(t);
+        }
+    }
+    let n = c.ready.len() + c.paused.len();
+    if n > 1 || !c.paused.is_empty() {
+        let next_event = c.heap.peek_time();
+        let ready: &[TaskId] = c.ready.make_contiguous();
+        let view = ChoiceView {
+            now: c.now,
+            paused: &c.paused,
+            ready,
+            next_event,
+            task_names: &c.tasks,
+            point_names: &c.points.names,
+        };
+        match scheduler.pick(&view) {
+            Pick::Ready(i) if i < c.ready.len() => {
+                let t = c.ready.remove(i).expect("index checked");
+                return Ok(Some(dispatch(c, t)));
+            }
+            Pick::Release(i) if i < c.paused.len() => {
+                let p = c.paused.remove(i);
+                c.wake(p.task);
+                let t = c.ready.pop_back().expect("just woken");
+                return Ok(Some(dispatch(c, t)));
+            }
+            _ if !c.ready.is_empty() => {
+                let t = c.ready.pop_front().expect("not empty");
+                return Ok(Some(dispatch(c, t)));
+            }
+            _ => {
+                if next_event.is_none() {
+                    let view = ChoiceView {
+                        now: c.now,
+                        paused: &c.paused,
+                        ready: &[],
+                        next_event,
+                        task_names: &c.tasks,
+                        point_names: &c.points.names,
+                    };
+                    let reason = scheduler.describe_hold(&view);
+                    return Err(stuck(c, reason));
+                }
+            }
+        }
+    } else if let Some(t) = c.ready.pop_front() {
+        return Ok(Some(dispatch(c, t)));
+    }
+
+    Ok(None)
+}
+
+/// Makes `t` the running task.
+#[inline]
+fn dispatch(c: &mut Core, t: TaskId) -> TaskId {
+    c.current = t;
+    c.dispatches += 1;
+    c.trace.log_only(c.now, t, TraceKind::Run);
+    t
+}
+
+fn stuck(c: &Core, reason: String) -> SimError {
+    let paused = c
+        .paused
+        .iter()
+        .map(|p| {
+            format!(
+                "task '{}' at point '{}'",
+                c.tasks[p.task as usize].name, c.points.names[p.point as usize]
+            )
+        })
+        .collect();
+    SimError::Stuck {
+        at: c.now,
+        reason,
+        paused,
     }
 }
 

@@ -1,11 +1,18 @@
 //! Decision-makers asked at named points: which paused task runs next.
 //!
 //! One file per strategy, behind the small `Scheduler` trait (after Shuttle's design).
+//!
+//! A choice's candidates are `ready` (runnable now, FIFO order) followed by `paused` (held
+//! at named points); a recorded decision is the candidate's index in that order.
 
 mod fifo;
+mod random;
+mod replay;
 mod script;
 
 pub use fifo::Fifo;
+pub use random::RandomWalk;
+pub use replay::Replay;
 pub use script::Script;
 
 use crate::runtime::{PointId, Task, TaskId};
@@ -29,6 +36,8 @@ pub struct ChoiceView<'a> {
     pub now: Nanos,
     /// Paused tasks, in arrival order.
     pub paused: &'a [PausedTask],
+    /// Tasks runnable at this instant, FIFO order (only for schedulers that choose ties).
+    pub ready: &'a [TaskId],
     /// Time of the next pending timer, if any (None: holding everyone means stuck).
     pub next_event: Option<Nanos>,
     pub(crate) task_names: &'a [Task],
@@ -52,6 +61,8 @@ impl ChoiceView<'_> {
 pub enum Pick {
     /// Release `paused[i]`; it runs at the current instant.
     Release(usize),
+    /// Run `ready[i]` next.
+    Ready(usize),
     /// Keep every paused task held; time advances to the next event.
     Hold,
 }
@@ -60,6 +71,14 @@ pub enum Pick {
 pub trait Scheduler {
     /// Whether tasks pause at named points; if false, a point is a plain FIFO yield.
     fn pauses_at_points(&self) -> bool;
+    /// Whether it also chooses among tasks runnable at the same instant (ties).
+    fn chooses_ties(&self) -> bool {
+        false
+    }
+    /// The decisions made so far, as indices into the candidates of each choice.
+    fn decisions(&self) -> Vec<u32> {
+        Vec::new()
+    }
     /// Chooses among the paused tasks once nothing else can run at this instant.
     fn pick(&mut self, view: &ChoiceView<'_>) -> Pick;
     /// Explains a `Hold` when nothing else can happen (for the stuck report).
