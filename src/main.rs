@@ -46,6 +46,12 @@ enum Command {
         after_help = "Without NAME: every built-in scenario. Without --policy/--fix/--without/--mutant:\nthe pre-fix run (linux-5.11 without the race's fix) and the post-fix run (linux-5.11).\n\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait"
     )]
     Run(RunArgs),
+    /// Run a scenario without its script under many seeds; count the seeds that hit each
+    /// waste metric or invariant.
+    #[command(
+        after_help = "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy.\nResults are identical for any --jobs.\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json"
+    )]
+    Sweep(SweepArgs),
     /// Run scenarios and compare with their expectations; exit 1 on any mismatch.
     #[command(
         after_help = "Examples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml"
@@ -90,6 +96,36 @@ struct RunArgs {
     /// Write the event trace of each run to this file.
     #[arg(long)]
     trace: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct SweepArgs {
+    /// Scenario name or path.
+    scenario: String,
+    /// Seed range A..B (B exclusive).
+    #[arg(long, default_value = "0..1000", value_parser = models::sweep::parse_seeds)]
+    seeds: std::ops::Range<u64>,
+    /// Worker threads (default: all cores); results do not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Base policy: linux-5.10 or linux-5.11.
+    #[arg(long, value_parser = parse_policy)]
+    policy: Option<Policy>,
+    /// Fixes to add (R1..R7).
+    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
+    fix: Vec<Fix>,
+    /// Fixes to remove (R1..R7).
+    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
+    without: Vec<Fix>,
+    /// Mutants to enable.
+    #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
+    mutant: Vec<Mutant>,
+    /// Device preset or file (default: the scenario's).
+    #[arg(long)]
+    device: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
@@ -330,6 +366,48 @@ fn run_races(a: RunArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+fn sweep(a: SweepArgs) -> Result<(), Failure> {
+    let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    let dev = device_for(&sc, &a.device)?;
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let pols =
+        if a.policy.is_none() && a.fix.is_empty() && a.without.is_empty() && a.mutant.is_empty() {
+            vec![sc.pre_policy(), sc.post_policy()]
+        } else {
+            let mut p = a.policy.clone().unwrap_or_else(|| sc.post_policy());
+            for &f in &a.fix {
+                p = p.with(f);
+            }
+            for &f in &a.without {
+                p = p.without(f);
+            }
+            for &m in &a.mutant {
+                p = p.with_mutant(m);
+            }
+            vec![p]
+        };
+    let mut out = Vec::new();
+    for p in &pols {
+        let r = models::sweep::sweep(&sc, p, &dev, a.seeds.clone(), jobs).map_err(Failure)?;
+        out.push((p.clone(), r));
+    }
+    if a.json {
+        let v: Vec<serde_json::Value> = out
+            .iter()
+            .map(|(p, r)| reports::sweep::json(&sc, p, &a.seeds, r))
+            .collect();
+        println!("{:#}", serde_json::Value::Array(v));
+    } else {
+        for (p, r) in &out {
+            println!("{}", reports::sweep::text(&sc, p, &a.seeds, r));
+        }
+    }
+    Ok(())
+}
+
 /// Exit code 1: a check found mismatches.
 struct Mismatch;
 
@@ -374,6 +452,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Run(a) => run_races(a)?,
+        Command::Sweep(a) => sweep(a)?,
         Command::Check { scenarios } => {
             if check(&scenarios)?.is_err() {
                 std::process::exit(1);

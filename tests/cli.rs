@@ -420,3 +420,77 @@ fn a_script_that_cannot_progress_is_a_one_line_error_naming_the_line() {
         ],
     );
 }
+
+#[test]
+fn sweep_counts_hits_identically_for_any_jobs_and_names_a_replayable_seed() {
+    let args = |jobs: &str| {
+        fsyncsim(&[
+            "sweep",
+            "r1-link-rename-logged-trans",
+            "--seeds",
+            "0..300",
+            "--jobs",
+            jobs,
+            "--json",
+        ])
+    };
+    let (one, two) = (args("1"), args("2"));
+    assert!(one.status.success(), "{}", stderr(&one));
+    assert_eq!(one.stdout, two.stdout);
+    let v: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    let (pre, post) = (&v[0], &v[1]);
+    assert_eq!(pre["policy"], "linux-5.11 without R1");
+    assert_eq!(pre["runs"], 300);
+    let t = &pre["targets"]["unnecessary_inode_logs"];
+    let hits = t["hits"].as_u64().unwrap();
+    assert!(hits > 0 && hits < 300, "{t}");
+    let (lo, hi) = (
+        t["ci95"][0].as_f64().unwrap(),
+        t["ci95"][1].as_f64().unwrap(),
+    );
+    let rate = t["rate"].as_f64().unwrap();
+    assert!(lo < rate && rate < hi);
+    assert!(post["targets"].as_object().unwrap().is_empty(), "{post}");
+    // The replay command reproduces a hit.
+    let seed = t["shortest_seed"].as_u64().unwrap().to_string();
+    let o = fsyncsim(&[
+        "run",
+        "r1-link-rename-logged-trans",
+        "--explore",
+        "--seed",
+        &seed,
+        "--policy",
+        "linux-5.11",
+        "--without",
+        "R1",
+        "--json",
+    ]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        r["runs"][0]["metrics"]["unnecessary_inode_logs"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(t["replay"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("--seed {seed} --policy linux-5.11 --without R1")));
+}
+
+#[test]
+fn sweep_bad_input_is_a_one_line_error() {
+    assert_bad_input(
+        &["sweep", "r1-link-rename-logged-trans", "--seeds", "5..2"],
+        &["--seeds", "0..100000"],
+    );
+    assert_bad_input(
+        &["sweep", "r1-link-rename-logged-trans", "--seeds", "abc"],
+        &["--seeds"],
+    );
+    assert_bad_input(
+        &["sweep", "r1-link-rename-logged-trans", "--jobs", "0"],
+        &["--jobs"],
+    );
+    assert_bad_input(&["sweep", "nope"], &["unknown scenario 'nope'"]);
+}

@@ -4,5 +4,6 @@
 pub mod btrfs;
 pub mod device;
 pub mod scenario;
+pub mod sweep;
 pub mod units;
 pub mod workload;

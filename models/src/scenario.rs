@@ -497,6 +497,17 @@ impl Scenario {
         })
     }
 
+    /// How `fsyncsim run` names it: the built-in name, or the file path.
+    pub fn origin_name(&self) -> &str {
+        if self.origin.starts_with("scenarios/")
+            && BUILTIN.iter().any(|(f, _)| self.origin.ends_with(f))
+        {
+            &self.name
+        } else {
+            &self.origin
+        }
+    }
+
     /// The policy before the race's fix: linux-5.11 without it.
     pub fn pre_policy(&self) -> Policy {
         Policy::preset("linux-5.11").unwrap().without(self.race)
@@ -551,8 +562,21 @@ pub fn run(
     seed: u64,
     interleaving: &Interleaving,
 ) -> RunResult {
+    run_with_trace(sc, policy, device, seed, interleaving, true)
+}
+
+/// As `run`; without `keep_trace` only the trace hash is kept (sweeps), so violations carry
+/// no timeline and `trace` is empty.
+pub fn run_with_trace(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seed: u64,
+    interleaving: &Interleaving,
+    keep_trace: bool,
+) -> RunResult {
     let mut sim = Sim::new();
-    sim.keep_trace(true);
+    sim.keep_trace(keep_trace);
     sim.set_time_limit(3600 * sim::S);
     let mut streams = RngStreams::new(seed);
     match interleaving {
@@ -571,7 +595,9 @@ pub fn run(
     }
     let h = sim.handle();
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
+    dev.set_histograms(keep_trace);
     let fs = Btrfs::new(&h, dev, policy.clone(), sc.costs.clone());
+    fs.set_latency(keep_trace);
     if let Some(interval) = sc.commit_interval {
         fs.spawn_committer(&h, interval);
     }

@@ -7,3 +7,4 @@ pub mod fio;
 pub mod latency;
 pub mod output;
 pub mod race;
+pub mod sweep;

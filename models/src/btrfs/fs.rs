@@ -75,6 +75,7 @@ struct Inner {
     st: RefCell<FsState>,
     m: RefCell<Metrics>,
     lat: RefCell<OpLatency>,
+    record_latency: std::cell::Cell<bool>,
     violations: RefCell<Vec<Violation>>,
     tree_log_mutex: Mutex,
     reloc_mutex: Mutex,
@@ -114,6 +115,7 @@ impl Btrfs {
                 st: RefCell::new(FsState::mkfs()),
                 m: RefCell::new(Metrics::default()),
                 lat: RefCell::new(OpLatency::default()),
+                record_latency: std::cell::Cell::new(true),
                 violations: RefCell::new(Vec::new()),
                 tree_log_mutex: Mutex::new(h, "tree_log_mutex"),
                 reloc_mutex: Mutex::new(h, "reloc_mutex"),
@@ -129,6 +131,11 @@ impl Btrfs {
         }
     }
 
+    /// Turns per-operation latency histograms on or off (off for fast seed sweeps).
+    pub fn set_latency(&self, on: bool) {
+        self.inner.record_latency.set(on);
+    }
+
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
@@ -137,16 +144,7 @@ impl Btrfs {
     /// A copy of the counters.
     pub fn metrics(&self) -> Metrics {
         let mut m = self.inner.m.borrow().clone();
-        let ds = self.inner.dev.stats();
-        m.device_bytes_written = ds
-            .kinds
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != crate::device::ReqKind::Read as usize)
-            .map(|(_, k)| k.bytes)
-            .sum();
-        m.flushes = ds.kind(crate::device::ReqKind::Flush).count
-            + ds.kind(crate::device::ReqKind::PreflushWrite).count;
+        (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
         m
     }
 
@@ -234,8 +232,10 @@ impl Btrfs {
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
         }
         self.point(&format!("{kind}:done")).await;
-        let ns = self.inner.h.now() - start;
-        self.inner.lat.borrow_mut().record(kind, ns);
+        if self.inner.record_latency.get() {
+            let ns = self.inner.h.now() - start;
+            self.inner.lat.borrow_mut().record(kind, ns);
+        }
         Ok(())
     }
 

@@ -207,8 +207,8 @@ pub struct KindStats {
     pub queue_wait_ns: u128,
     /// Total ns in service.
     pub service_ns: u128,
-    /// Submission-to-completion latency, ns.
-    pub latency: Histogram<u64>,
+    /// Submission-to-completion latency, ns (None until recorded, or when disabled).
+    pub latency: Option<Histogram<u64>>,
 }
 
 impl KindStats {
@@ -220,7 +220,7 @@ impl KindStats {
             host_wait_ns: 0,
             queue_wait_ns: 0,
             service_ns: 0,
-            latency: new_histogram(),
+            latency: None,
         }
     }
 }
@@ -277,6 +277,7 @@ struct State {
     host_queue: VecDeque<u64>,
     in_system: u64,
     head_cyl: u64,
+    histograms: bool,
     link_free: Nanos,
     now: Nanos,
     stats: DeviceStats,
@@ -458,6 +459,7 @@ impl Device {
             host_queue: VecDeque::new(),
             in_system: 0,
             head_cyl: 0,
+            histograms: true,
             link_free: 0,
             now: 0,
             stats: DeviceStats {
@@ -611,7 +613,12 @@ impl Device {
         k.host_wait_ns += u128::from(done.host_wait());
         k.queue_wait_ns += u128::from(done.queue_wait());
         k.service_ns += u128::from(done.service());
-        k.latency.saturating_record(done.latency());
+        if st.histograms {
+            let k = &mut st.stats.kinds[req.kind() as usize];
+            k.latency
+                .get_or_insert_with(new_histogram)
+                .saturating_record(done.latency());
+        }
         // The tag passes to the oldest host-queued request.
         st.tags_free += 1;
         let mut woke_unit = false;
@@ -645,6 +652,26 @@ impl Device {
         while self.inner.state.borrow().in_system > 0 {
             self.inner.drained.wait().await;
         }
+    }
+
+    /// Turns per-kind latency histograms on or off (off for fast seed sweeps).
+    pub fn set_histograms(&self, on: bool) {
+        self.inner.state.borrow_mut().histograms = on;
+    }
+
+    /// Bytes written and cache flushes (FLUSH requests and PREFLUSH writes) so far.
+    pub fn write_totals(&self) -> (u64, u64) {
+        let st = self.inner.state.borrow();
+        let k = |x: ReqKind| &st.stats.kinds[x as usize];
+        let bytes = ReqKind::ALL
+            .iter()
+            .filter(|&&x| x != ReqKind::Read)
+            .map(|&x| k(x).bytes)
+            .sum();
+        (
+            bytes,
+            k(ReqKind::Flush).count + k(ReqKind::PreflushWrite).count,
+        )
     }
 
     /// A snapshot of the device's counters.

@@ -1,0 +1,170 @@
+//! Seed sweeps: run a scenario with its script removed under many seeds, in parallel, and
+//! count which seeds hit each waste metric or invariant violation.
+//!
+//! Each seed is an independent, deterministic run; per-target results are folded with
+//! order-independent operations (sums and minima), so the result is identical for any
+//! number of jobs, and memory does not grow with the number of seeds.
+
+use crate::btrfs::Policy;
+use crate::device::DeviceConfig;
+use crate::scenario::{run_with_trace, Interleaving, RunResult, Scenario};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+/// Metrics whose non-zero value counts as a hit.
+pub const WASTE_TARGETS: [&str; 7] = [
+    "unnecessary_inode_logs",
+    "unnecessary_extent_logs",
+    "unnecessary_ancestor_logs",
+    "unnecessary_full_commits",
+    "unnecessary_log_syncs",
+    "tree_log_mutex_waits",
+    "unnecessary_csum_bytes",
+];
+
+/// Hits of one target over the seeds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TargetStats {
+    /// Seeds that hit.
+    pub hits: u64,
+    /// Smallest seed that hit.
+    pub first_seed: Option<u64>,
+    /// (decisions, seed) of the hitting run with the fewest decisions.
+    pub shortest: Option<(usize, u64)>,
+}
+
+impl TargetStats {
+    fn hit(seed: u64, len: usize) -> Self {
+        TargetStats {
+            hits: 1,
+            first_seed: Some(seed),
+            shortest: Some((len, seed)),
+        }
+    }
+
+    fn merge(mut self, o: &TargetStats) -> Self {
+        self.hits += o.hits;
+        self.first_seed = match (self.first_seed, o.first_seed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.shortest = match (self.shortest, o.shortest) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+}
+
+/// What a sweep found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SweepResult {
+    /// Seeds run.
+    pub runs: u64,
+    /// Per target (waste metric or "invariant:S1" …): hits.
+    pub targets: BTreeMap<String, TargetStats>,
+}
+
+impl SweepResult {
+    fn of_run(seed: u64, r: &RunResult) -> Self {
+        let mut targets = BTreeMap::new();
+        let len = r.decisions.len();
+        for t in WASTE_TARGETS {
+            if r.metrics.get(t).unwrap_or(0) > 0 {
+                targets.insert(t.to_string(), TargetStats::hit(seed, len));
+            }
+        }
+        for v in &r.violations {
+            targets
+                .entry(format!("invariant:{}", v.invariant))
+                .or_insert_with(|| TargetStats::hit(seed, len));
+        }
+        SweepResult { runs: 1, targets }
+    }
+
+    fn merge(mut self, o: SweepResult) -> Self {
+        self.runs += o.runs;
+        for (k, v) in o.targets {
+            let cur = self.targets.remove(&k).unwrap_or_default();
+            self.targets.insert(k, cur.merge(&v));
+        }
+        self
+    }
+}
+
+/// Runs `seeds` of `sc` with a random walk on `jobs` threads.
+pub fn sweep(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seeds: Range<u64>,
+    jobs: usize,
+) -> Result<SweepResult, String> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| format!("cannot start {jobs} threads: {e}"))?;
+    Ok(pool.install(|| {
+        seeds
+            .into_par_iter()
+            .map(|seed| {
+                let r = run_with_trace(sc, policy, device, seed, &Interleaving::Random, false);
+                SweepResult::of_run(seed, &r)
+            })
+            .reduce(SweepResult::default, SweepResult::merge)
+    }))
+}
+
+/// Wilson score 95 % interval of a proportion `hits / n`.
+pub fn wilson95(hits: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (z, n, p) = (1.959_963_984_540_054, n as f64, hits as f64 / n as f64);
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * ((p * (1.0 - p) / n) + z * z / (4.0 * n * n)).sqrt() / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// Parses a seed range `A..B` (B exclusive).
+pub fn parse_seeds(s: &str) -> Result<Range<u64>, String> {
+    let expected = "expected a seed range like 0..100000 (start < end)";
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("invalid seed range '{s}': {expected}"))?;
+    let a: u64 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid seed range '{s}': {expected}"))?;
+    let b: u64 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid seed range '{s}': {expected}"))?;
+    if a >= b {
+        return Err(format!("empty seed range '{s}': {expected}"));
+    }
+    Ok(a..b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_interval_brackets_the_rate() {
+        let (lo, hi) = wilson95(50, 100);
+        assert!(lo < 0.5 && hi > 0.5 && (lo - 0.4038).abs() < 1e-3 && (hi - 0.5962).abs() < 1e-3);
+        assert_eq!(wilson95(0, 10).0, 0.0);
+        assert!(wilson95(0, 10).1 > 0.0);
+    }
+
+    #[test]
+    fn seed_ranges_parse_and_reject_bad_input() {
+        assert_eq!(parse_seeds("0..100"), Ok(0..100));
+        for bad in ["5..2", "abc", "3..3", "1..x", "..5"] {
+            assert!(parse_seeds(bad).is_err(), "{bad}");
+        }
+    }
+}
