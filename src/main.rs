@@ -78,9 +78,15 @@ struct RunArgs {
     /// Mutants to enable (see `fsyncsim list --mutants`).
     #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
     mutant: Vec<Mutant>,
-    /// Drop the script: a seeded random walk chooses at every named point and tie.
+    /// Drop the script: a seeded strategy chooses at every named point and tie.
     #[arg(long)]
     explore: bool,
+    /// Exploration strategy: random or pct.
+    #[arg(long, default_value = "random", value_parser = ["random", "pct"])]
+    strategy: String,
+    /// PCT depth (priority change points + 1).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    depth: u32,
     /// Commit waiters return at SUPER_COMMITTED (Linux 5.12+) instead of COMPLETED.
     #[arg(long)]
     super_committed: bool,
@@ -120,12 +126,25 @@ struct SweepArgs {
     /// Mutants to enable.
     #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
     mutant: Vec<Mutant>,
+    /// Exploration strategy: random or pct.
+    #[arg(long, default_value = "random", value_parser = ["random", "pct"])]
+    strategy: String,
+    /// PCT depth (priority change points + 1).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    depth: u32,
     /// Device preset or file (default: the scenario's).
     #[arg(long)]
     device: Option<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn strategy_of(name: &str, depth: u32) -> Interleaving {
+    match name {
+        "pct" => Interleaving::Pct(depth),
+        _ => Interleaving::Random,
+    }
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
@@ -303,10 +322,10 @@ fn policies(sc: &Scenario, a: &RunArgs) -> Vec<Policy> {
 fn run_races(a: RunArgs) -> Result<(), Failure> {
     let specs: Vec<String> = a.scenario.iter().cloned().collect();
     let scenarios = load_scenarios(&specs)?;
-    let interleaving = if a.explore {
-        Interleaving::Random
-    } else {
+    let interleaving = if !a.explore {
         Interleaving::Script
+    } else {
+        strategy_of(&a.strategy, a.depth)
     };
     let mut items: Vec<(Scenario, Vec<RunResult>)> = Vec::new();
     for sc in scenarios {
@@ -391,21 +410,34 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         };
     let mut out = Vec::new();
     for p in &pols {
-        let r = models::sweep::sweep(&sc, p, &dev, a.seeds.clone(), jobs).map_err(Failure)?;
+        let strategy = strategy_of(&a.strategy, a.depth);
+        let r = models::sweep::sweep(&sc, p, &dev, a.seeds.clone(), jobs, &strategy)
+            .map_err(Failure)?;
         out.push((p.clone(), r));
     }
     if a.json {
         let v: Vec<serde_json::Value> = out
             .iter()
-            .map(|(p, r)| reports::sweep::json(&sc, p, &a.seeds, r))
+            .map(|(p, r)| reports::sweep::json(&sc, p, &a.seeds, r, &strategy_flags(&a)))
             .collect();
         println!("{:#}", serde_json::Value::Array(v));
     } else {
         for (p, r) in &out {
-            println!("{}", reports::sweep::text(&sc, p, &a.seeds, r));
+            println!(
+                "{}",
+                reports::sweep::text(&sc, p, &a.seeds, r, &strategy_flags(&a))
+            );
         }
     }
     Ok(())
+}
+
+/// The `run` flags that select the sweep's strategy.
+fn strategy_flags(a: &SweepArgs) -> String {
+    match a.strategy.as_str() {
+        "pct" => format!("--strategy pct --depth {}", a.depth),
+        _ => "--strategy random".to_string(),
+    }
 }
 
 /// Exit code 1: a check found mismatches.

@@ -489,3 +489,30 @@ fn random_exploration_finds_r1_only_before_the_fix() {
     }
     assert!(pre_hits > 0, "no seed in 0..40 hit R1");
 }
+
+#[test]
+fn pct_exploration_is_deterministic_replayable_and_finds_r3() {
+    let sc = Scenario::load("r3-ancestor-created-previous-trans").unwrap();
+    let p = sc.pre_policy();
+    let a = explore(&sc, &p, 11, &Interleaving::Pct(3));
+    assert_eq!(
+        a.trace_hash,
+        explore(&sc, &p, 11, &Interleaving::Pct(3)).trace_hash
+    );
+    let r = explore(&sc, &p, 11, &Interleaving::Replay(a.decisions.clone()));
+    assert_eq!(r.trace_hash, a.trace_hash);
+    let hits = (0..40)
+        .filter(|&s| {
+            explore(&sc, &p, s, &Interleaving::Pct(3))
+                .metrics
+                .unnecessary_ancestor_logs
+                > 0
+        })
+        .count();
+    assert!(hits > 0);
+    for s in 0..40 {
+        let post = explore(&sc, &sc.post_policy(), s, &Interleaving::Pct(3));
+        assert_eq!(post.metrics.unnecessary_ancestor_logs, 0, "seed {s}");
+        assert!(post.violations.is_empty(), "seed {s}");
+    }
+}

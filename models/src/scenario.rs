@@ -5,7 +5,7 @@ use crate::btrfs::{Btrfs, Costs, Fix, Metrics, Op, OpLatency, Policy, Violation}
 use crate::device::{Device, DeviceConfig};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
-use sim::{RandomWalk, Replay, RngStreams, Script, Sim, SimError};
+use sim::{Pct, RandomWalk, Replay, RngStreams, Script, Sim, SimError};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
@@ -547,6 +547,8 @@ pub enum Interleaving {
     Script,
     /// No script: a seeded random walk chooses at every named point and tie.
     Random,
+    /// No script: PCT of this depth (change points among the first 200 choices).
+    Pct(u32),
     /// No script: replay a recorded decision sequence.
     Replay(Vec<u32>),
 }
@@ -590,6 +592,9 @@ pub fn run_with_trace(
         }
         Interleaving::Random => {
             sim.set_scheduler(Box::new(RandomWalk::new(streams.stream("scheduler"))));
+        }
+        Interleaving::Pct(depth) => {
+            sim.set_scheduler(Box::new(Pct::new(streams.stream("scheduler"), *depth, 200)));
         }
         Interleaving::Replay(d) => sim.set_scheduler(Box::new(Replay::new(d.clone()))),
     }

@@ -93,13 +93,14 @@ impl SweepResult {
     }
 }
 
-/// Runs `seeds` of `sc` with a random walk on `jobs` threads.
+/// Runs `seeds` of `sc` under an exploring `strategy` on `jobs` threads.
 pub fn sweep(
     sc: &Scenario,
     policy: &Policy,
     device: &DeviceConfig,
     seeds: Range<u64>,
     jobs: usize,
+    strategy: &Interleaving,
 ) -> Result<SweepResult, String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
@@ -109,7 +110,7 @@ pub fn sweep(
         seeds
             .into_par_iter()
             .map(|seed| {
-                let r = run_with_trace(sc, policy, device, seed, &Interleaving::Random, false);
+                let r = run_with_trace(sc, policy, device, seed, strategy, false);
                 SweepResult::of_run(seed, &r)
             })
             .reduce(SweepResult::default, SweepResult::merge)

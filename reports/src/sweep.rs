@@ -30,18 +30,24 @@ pub fn policy_flags(p: &Policy) -> String {
 }
 
 /// The command that replays `seed`.
-pub fn replay_command(sc: &Scenario, p: &Policy, seed: u64) -> String {
+pub fn replay_command(sc: &Scenario, p: &Policy, seed: u64, strategy: &str) -> String {
     format!(
-        "fsyncsim run {} --explore --seed {seed} {}",
+        "fsyncsim run {} --explore {strategy} --seed {seed} {}",
         sc.origin_name(),
         policy_flags(p)
     )
 }
 
 /// The text table of one sweep.
-pub fn text(sc: &Scenario, p: &Policy, seeds: &Range<u64>, r: &SweepResult) -> String {
+pub fn text(
+    sc: &Scenario,
+    p: &Policy,
+    seeds: &Range<u64>,
+    r: &SweepResult,
+    strategy: &str,
+) -> String {
     let mut out = format!(
-        "sweep {} [{}] under {}: {} seeds ({}..{}), random walk\n",
+        "sweep {} [{}] under {}: {} seeds ({}..{}), {strategy}\n",
         sc.name,
         sc.race.name(),
         p.name,
@@ -70,13 +76,22 @@ pub fn text(sc: &Scenario, p: &Policy, seeds: &Range<u64>, r: &SweepResult) -> S
             t.first_seed.unwrap_or(0),
             format!("{seed} ({len})")
         ));
-        out.push_str(&format!("      replay: {}\n", replay_command(sc, p, seed)));
+        out.push_str(&format!(
+            "      replay: {}\n",
+            replay_command(sc, p, seed, strategy)
+        ));
     }
     out
 }
 
 /// The JSON of one sweep.
-pub fn json(sc: &Scenario, p: &Policy, seeds: &Range<u64>, r: &SweepResult) -> Value {
+pub fn json(
+    sc: &Scenario,
+    p: &Policy,
+    seeds: &Range<u64>,
+    r: &SweepResult,
+    strategy: &str,
+) -> Value {
     let targets: serde_json::Map<String, Value> = r
         .targets
         .iter()
@@ -92,7 +107,7 @@ pub fn json(sc: &Scenario, p: &Policy, seeds: &Range<u64>, r: &SweepResult) -> V
                     "first_seed": t.first_seed,
                     "shortest_seed": seed,
                     "shortest_decisions": len,
-                    "replay": replay_command(sc, p, seed),
+                    "replay": replay_command(sc, p, seed, strategy),
                 }),
             )
         })
@@ -102,7 +117,7 @@ pub fn json(sc: &Scenario, p: &Policy, seeds: &Range<u64>, r: &SweepResult) -> V
         "race": sc.race.name(),
         "policy": p.name,
         "fixes": p.fix_list(),
-        "strategy": "random",
+        "strategy": strategy,
         "seeds": {"start": seeds.start, "end": seeds.end},
         "runs": r.runs,
         "targets": targets,

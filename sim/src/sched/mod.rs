@@ -6,11 +6,13 @@
 //! at named points); a recorded decision is the candidate's index in that order.
 
 mod fifo;
+mod pct;
 mod random;
 mod replay;
 mod script;
 
 pub use fifo::Fifo;
+pub use pct::Pct;
 pub use random::RandomWalk;
 pub use replay::Replay;
 pub use script::Script;
