@@ -52,6 +52,18 @@ enum Command {
         after_help = "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy.\nResults are identical for any --jobs.\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json"
     )]
     Sweep(SweepArgs),
+    /// Merge the --json outputs of a sharded sweep into what one unsharded sweep prints.
+    #[command(
+        after_help = "Examples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 1/2 --json > s1.json\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 2/2 --json > s2.json\n  fsyncsim merge s1.json s2.json"
+    )]
+    Merge {
+        /// The shards' JSON files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run scenarios and compare with their expectations; exit 1 on any mismatch.
     #[command(
         after_help = "Examples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml"
@@ -132,6 +144,10 @@ struct SweepArgs {
     /// PCT depth (priority change points + 1).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     depth: u32,
+    /// Run only shard K of N (1-based) of the seed range; merge the shards' --json outputs
+    /// with `fsyncsim merge`.
+    #[arg(long, value_parser = models::sweep::Shard::parse)]
+    shard: Option<models::sweep::Shard>,
     /// Device preset or file (default: the scenario's).
     #[arg(long)]
     device: Option<String>,
@@ -294,26 +310,33 @@ fn device_for(sc: &Scenario, flag: &Option<String>) -> Result<DeviceConfig, Fail
     DeviceConfig::resolve(spec).map_err(|e| Failure(e.to_string()))
 }
 
-/// The policies a `run` compares: pre/post by default, or the one the flags describe.
-fn policies(sc: &Scenario, a: &RunArgs) -> Vec<Policy> {
+/// The policies to run: pre/post by default, or the one the flags describe.
+fn policies_from(
+    sc: &Scenario,
+    policy: &Option<Policy>,
+    fix: &[Fix],
+    without: &[Fix],
+    mutant: &[Mutant],
+    super_committed: bool,
+) -> Vec<Policy> {
     let sc_flag = |p: Policy| {
-        if a.super_committed {
+        if super_committed {
             p.with_super_committed()
         } else {
             p
         }
     };
-    if a.policy.is_none() && a.fix.is_empty() && a.without.is_empty() && a.mutant.is_empty() {
+    if policy.is_none() && fix.is_empty() && without.is_empty() && mutant.is_empty() {
         return vec![sc_flag(sc.pre_policy()), sc_flag(sc.post_policy())];
     }
-    let mut p = a.policy.clone().unwrap_or_else(|| sc.post_policy());
-    for &f in &a.fix {
+    let mut p = policy.clone().unwrap_or_else(|| sc.post_policy());
+    for &f in fix {
         p = p.with(f);
     }
-    for &f in &a.without {
+    for &f in without {
         p = p.without(f);
     }
-    for &m in &a.mutant {
+    for &m in mutant {
         p = p.with_mutant(m);
     }
     vec![sc_flag(p)]
@@ -331,10 +354,17 @@ fn run_races(a: RunArgs) -> Result<(), Failure> {
     for sc in scenarios {
         let dev = device_for(&sc, &a.device)?;
         let seed = a.seed.unwrap_or(sc.seed);
-        let runs = policies(&sc, &a)
-            .iter()
-            .map(|p| scenario::run(&sc, p, &dev, seed, &interleaving))
-            .collect();
+        let runs = policies_from(
+            &sc,
+            &a.policy,
+            &a.fix,
+            &a.without,
+            &a.mutant,
+            a.super_committed,
+        )
+        .iter()
+        .map(|p| scenario::run(&sc, p, &dev, seed, &interleaving))
+        .collect();
         items.push((sc, runs));
     }
     // A scenario that cannot play (a stuck script, an operation on a missing path) is bad
@@ -392,43 +422,83 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
-    let pols =
-        if a.policy.is_none() && a.fix.is_empty() && a.without.is_empty() && a.mutant.is_empty() {
-            vec![sc.pre_policy(), sc.post_policy()]
-        } else {
-            let mut p = a.policy.clone().unwrap_or_else(|| sc.post_policy());
-            for &f in &a.fix {
-                p = p.with(f);
-            }
-            for &f in &a.without {
-                p = p.without(f);
-            }
-            for &m in &a.mutant {
-                p = p.with_mutant(m);
-            }
-            vec![p]
-        };
+    let pols = policies_from(&sc, &a.policy, &a.fix, &a.without, &a.mutant, false);
+    let shard = a.shard.unwrap_or(models::sweep::Shard::ALL);
+    let strategy = strategy_of(&a.strategy, a.depth);
+    let owned = (a.seeds.end - a.seeds.start + shard.n - shard.k) / shard.n;
+    // A progress bar on a terminal only; nothing else reads the clock.
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        indicatif::ProgressBar::new(owned * pols.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {per_sec} ETA {eta} {msg}",
+        )
+        .expect("valid template"),
+    );
     let mut out = Vec::new();
     for p in &pols {
-        let strategy = strategy_of(&a.strategy, a.depth);
-        let r = models::sweep::sweep(&sc, p, &dev, a.seeds.clone(), jobs, &strategy)
-            .map_err(Failure)?;
-        out.push((p.clone(), r));
+        let r = models::sweep::sweep(
+            &sc,
+            p,
+            &dev,
+            a.seeds.clone(),
+            shard,
+            jobs,
+            &strategy,
+            &|n| bar.inc(n),
+        )
+        .map_err(Failure)?;
+        bar.set_message(format!("{} hit targets", r.targets.len()));
+        out.push(reports::sweep::SweepReport::new(
+            &sc,
+            p,
+            &strategy_flags(&a),
+            a.seeds.clone(),
+            shard,
+            r,
+        ));
     }
-    if a.json {
-        let v: Vec<serde_json::Value> = out
-            .iter()
-            .map(|(p, r)| reports::sweep::json(&sc, p, &a.seeds, r, &strategy_flags(&a)))
-            .collect();
+    bar.finish_and_clear();
+    print_sweeps(&out, a.json);
+    Ok(())
+}
+
+fn print_sweeps(out: &[reports::sweep::SweepReport], json: bool) {
+    if json {
+        let v: Vec<serde_json::Value> = out.iter().map(|r| r.json()).collect();
         println!("{:#}", serde_json::Value::Array(v));
     } else {
-        for (p, r) in &out {
-            println!(
-                "{}",
-                reports::sweep::text(&sc, p, &a.seeds, r, &strategy_flags(&a))
-            );
+        for r in out {
+            println!("{}", r.text());
         }
     }
+}
+
+fn merge(files: &[PathBuf], json: bool) -> Result<(), Failure> {
+    let mut inputs = Vec::new();
+    for f in files {
+        let name = f.display().to_string();
+        let text = std::fs::read_to_string(f).map_err(|e| Failure(format!("{name}: {e}")))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Failure(format!("{name}:{}: not sweep JSON: {e}", e.line())))?;
+        let reports = v
+            .as_array()
+            .ok_or_else(|| {
+                Failure(format!(
+                    "{name}: expected the JSON array `fsyncsim sweep --json` prints"
+                ))
+            })?
+            .iter()
+            .map(reports::sweep::SweepReport::from_json)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| Failure(format!("{name}: {e}")))?;
+        inputs.push((name, reports));
+    }
+    let merged = reports::sweep::merge(&inputs).map_err(Failure)?;
+    print_sweeps(&merged, json);
     Ok(())
 }
 
@@ -485,6 +555,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Run(a) => run_races(a)?,
         Command::Sweep(a) => sweep(a)?,
+        Command::Merge { files, json } => merge(&files, json)?,
         Command::Check { scenarios } => {
             if check(&scenarios)?.is_err() {
                 std::process::exit(1);

@@ -43,7 +43,8 @@ impl TargetStats {
         }
     }
 
-    fn merge(mut self, o: &TargetStats) -> Self {
+    /// Combines the hits of two disjoint seed sets.
+    pub fn merge(mut self, o: &TargetStats) -> Self {
         self.hits += o.hits;
         self.first_seed = match (self.first_seed, o.first_seed) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -83,7 +84,8 @@ impl SweepResult {
         SweepResult { runs: 1, targets }
     }
 
-    fn merge(mut self, o: SweepResult) -> Self {
+    /// Combines two results (of disjoint seed sets).
+    pub fn merge(mut self, o: SweepResult) -> Self {
         self.runs += o.runs;
         for (k, v) in o.targets {
             let cur = self.targets.remove(&k).unwrap_or_default();
@@ -93,23 +95,66 @@ impl SweepResult {
     }
 }
 
-/// Runs `seeds` of `sc` under an exploring `strategy` on `jobs` threads.
+/// A deterministic slice of a seed range: shard `k` of `n` (1-based) takes every seed whose
+/// offset from the start is `k - 1` modulo `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, 1..=n.
+    pub k: u64,
+    /// Number of shards.
+    pub n: u64,
+}
+
+impl Shard {
+    /// The whole range.
+    pub const ALL: Shard = Shard { k: 1, n: 1 };
+
+    /// Parses `K/N` with 1 <= K <= N.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let expected = "expected K/N with 1 <= K <= N, e.g. 3/8";
+        let (k, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("invalid shard '{s}': {expected}"))?;
+        let (k, n): (u64, u64) = match (k.trim().parse(), n.trim().parse()) {
+            (Ok(k), Ok(n)) => (k, n),
+            _ => return Err(format!("invalid shard '{s}': {expected}")),
+        };
+        if k == 0 || n == 0 || k > n {
+            return Err(format!("invalid shard '{s}': {expected}"));
+        }
+        Ok(Shard { k, n })
+    }
+
+    /// Whether this shard runs `seed` of a range starting at `start`.
+    pub fn owns(&self, start: u64, seed: u64) -> bool {
+        (seed - start) % self.n == self.k - 1
+    }
+}
+
+/// Runs the seeds of `shard` in `seeds` of `sc` under an exploring `strategy` on `jobs`
+/// threads; `progress` is called with the number of seeds finished since its last call.
+#[allow(clippy::too_many_arguments)]
 pub fn sweep(
     sc: &Scenario,
     policy: &Policy,
     device: &DeviceConfig,
     seeds: Range<u64>,
+    shard: Shard,
     jobs: usize,
     strategy: &Interleaving,
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<SweepResult, String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
         .map_err(|e| format!("cannot start {jobs} threads: {e}"))?;
+    let start = seeds.start;
     Ok(pool.install(|| {
         seeds
             .into_par_iter()
+            .filter(|&seed| shard.owns(start, seed))
             .map(|seed| {
+                progress(1);
                 let r = run_with_trace(sc, policy, device, seed, strategy, false);
                 SweepResult::of_run(seed, &r)
             })
@@ -159,6 +204,18 @@ mod tests {
         assert!(lo < 0.5 && hi > 0.5 && (lo - 0.4038).abs() < 1e-3 && (hi - 0.5962).abs() < 1e-3);
         assert_eq!(wilson95(0, 10).0, 0.0);
         assert!(wilson95(0, 10).1 > 0.0);
+    }
+
+    #[test]
+    fn shards_partition_the_seeds() {
+        let shards: Vec<Shard> = (1..=3).map(|k| Shard { k, n: 3 }).collect();
+        for seed in 10..40 {
+            assert_eq!(shards.iter().filter(|s| s.owns(10, seed)).count(), 1);
+        }
+        assert_eq!(Shard::parse("2/5"), Ok(Shard { k: 2, n: 5 }));
+        for bad in ["3/2", "0/4", "a/b", "4", "1/0"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

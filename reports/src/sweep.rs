@@ -1,11 +1,17 @@
-//! Output of `fsyncsim sweep`: per target, hits, hit rate with a 95 % interval, the first
-//! seed, the seed with the fewest decisions, and the command that replays it.
+//! Output of `fsyncsim sweep` and `fsyncsim merge`: per target, hits, hit rate with a 95 %
+//! interval, the first seed, the seed with the fewest decisions, and the command that
+//! replays it. A sweep's JSON carries what merging shards needs, and merged shards print
+//! exactly what one unsharded sweep prints.
 
 use models::btrfs::Policy;
 use models::scenario::Scenario;
-use models::sweep::{wilson95, SweepResult};
+use models::sweep::{wilson95, Shard, SweepResult, TargetStats};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::ops::Range;
+
+/// The version stamped into sweep results; shards of different versions do not merge.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The `fsyncsim run` flags that select `p` (relative to linux-5.11).
 pub fn policy_flags(p: &Policy) -> String {
@@ -29,97 +35,245 @@ pub fn policy_flags(p: &Policy) -> String {
     flags.join(" ")
 }
 
-/// The command that replays `seed`.
-pub fn replay_command(sc: &Scenario, p: &Policy, seed: u64, strategy: &str) -> String {
-    format!(
-        "fsyncsim run {} --explore {strategy} --seed {seed} {}",
-        sc.origin_name(),
-        policy_flags(p)
-    )
+/// One sweep of one policy, as reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepReport {
+    /// Scenario name.
+    pub scenario: String,
+    /// Race id.
+    pub race: String,
+    /// How `fsyncsim run` names the scenario (name or path).
+    pub scenario_ref: String,
+    /// Policy name.
+    pub policy: String,
+    /// Fixes applied.
+    pub fixes: Vec<String>,
+    /// `fsyncsim run` flags selecting the policy.
+    pub policy_flags: String,
+    /// `fsyncsim run` flags selecting the strategy.
+    pub strategy: String,
+    /// The seed range.
+    pub seeds: Range<u64>,
+    /// The shard run, if not the whole range.
+    pub shard: Option<Shard>,
+    /// fsyncsim version.
+    pub version: String,
+    /// The counts.
+    pub result: SweepResult,
 }
 
-/// The text table of one sweep.
-pub fn text(
-    sc: &Scenario,
-    p: &Policy,
-    seeds: &Range<u64>,
-    r: &SweepResult,
-    strategy: &str,
-) -> String {
-    let mut out = format!(
-        "sweep {} [{}] under {}: {} seeds ({}..{}), {strategy}\n",
-        sc.name,
-        sc.race.name(),
-        p.name,
-        r.runs,
-        seeds.start,
-        seeds.end
-    );
-    if r.targets.is_empty() {
-        out.push_str("  no seed hit any waste metric or invariant\n");
-        return out;
+impl SweepReport {
+    /// A report of `result`.
+    pub fn new(
+        sc: &Scenario,
+        p: &Policy,
+        strategy: &str,
+        seeds: Range<u64>,
+        shard: Shard,
+        result: SweepResult,
+    ) -> Self {
+        SweepReport {
+            scenario: sc.name.clone(),
+            race: sc.race.name().to_string(),
+            scenario_ref: sc.origin_name().to_string(),
+            policy: p.name.clone(),
+            fixes: p.fix_list(),
+            policy_flags: policy_flags(p),
+            strategy: strategy.to_string(),
+            seeds,
+            shard: (shard != Shard::ALL).then_some(shard),
+            version: VERSION.to_string(),
+            result,
+        }
     }
-    out.push_str(&format!(
-        "  {:<28} {:>7} {:>8} {:>17} {:>7} {:>14}\n",
-        "target", "hits", "rate", "95% interval", "first", "shortest(dec)"
-    ));
-    for (name, t) in &r.targets {
-        let (lo, hi) = wilson95(t.hits, r.runs);
-        let (len, seed) = t.shortest.unwrap_or((0, 0));
-        out.push_str(&format!(
-            "  {:<28} {:>7} {:>7.2}% {:>7.2}%-{:>6.2}% {:>7} {:>14}\n",
-            name,
-            t.hits,
-            100.0 * t.hits as f64 / r.runs as f64,
-            100.0 * lo,
-            100.0 * hi,
-            t.first_seed.unwrap_or(0),
-            format!("{seed} ({len})")
-        ));
-        out.push_str(&format!(
-            "      replay: {}\n",
-            replay_command(sc, p, seed, strategy)
-        ));
-    }
-    out
-}
 
-/// The JSON of one sweep.
-pub fn json(
-    sc: &Scenario,
-    p: &Policy,
-    seeds: &Range<u64>,
-    r: &SweepResult,
-    strategy: &str,
-) -> Value {
-    let targets: serde_json::Map<String, Value> = r
-        .targets
-        .iter()
-        .map(|(name, t)| {
+    /// The command that replays `seed`.
+    pub fn replay_command(&self, seed: u64) -> String {
+        format!(
+            "fsyncsim run {} --explore {} --seed {seed} {}",
+            self.scenario_ref, self.strategy, self.policy_flags
+        )
+    }
+
+    /// The text table.
+    pub fn text(&self) -> String {
+        let r = &self.result;
+        let shard = self
+            .shard
+            .map_or(String::new(), |s| format!(", shard {}/{}", s.k, s.n));
+        let mut out = format!(
+            "sweep {} [{}] under {}: {} seeds ({}..{}{shard}), {}\n",
+            self.scenario,
+            self.race,
+            self.policy,
+            r.runs,
+            self.seeds.start,
+            self.seeds.end,
+            self.strategy
+        );
+        if r.targets.is_empty() {
+            out.push_str("  no seed hit any waste metric or invariant\n");
+            return out;
+        }
+        out.push_str(&format!(
+            "  {:<28} {:>7} {:>8} {:>17} {:>7} {:>14}\n",
+            "target", "hits", "rate", "95% interval", "first", "shortest(dec)"
+        ));
+        for (name, t) in &r.targets {
             let (lo, hi) = wilson95(t.hits, r.runs);
             let (len, seed) = t.shortest.unwrap_or((0, 0));
-            (
+            out.push_str(&format!(
+                "  {:<28} {:>7} {:>7.2}% {:>7.2}%-{:>6.2}% {:>7} {:>14}\n",
+                name,
+                t.hits,
+                100.0 * t.hits as f64 / r.runs.max(1) as f64,
+                100.0 * lo,
+                100.0 * hi,
+                t.first_seed.unwrap_or(0),
+                format!("{seed} ({len})")
+            ));
+            out.push_str(&format!("      replay: {}\n", self.replay_command(seed)));
+        }
+        out
+    }
+
+    /// The JSON object.
+    pub fn json(&self) -> Value {
+        let r = &self.result;
+        let targets: serde_json::Map<String, Value> = r
+            .targets
+            .iter()
+            .map(|(name, t)| {
+                let (lo, hi) = wilson95(t.hits, r.runs);
+                let (len, seed) = t.shortest.unwrap_or((0, 0));
+                (
+                    name.clone(),
+                    json!({
+                        "hits": t.hits,
+                        "rate": t.hits as f64 / r.runs.max(1) as f64,
+                        "ci95": [lo, hi],
+                        "first_seed": t.first_seed,
+                        "shortest_seed": seed,
+                        "shortest_decisions": len,
+                        "replay": self.replay_command(seed),
+                    }),
+                )
+            })
+            .collect();
+        let mut v = json!({
+            "scenario": self.scenario,
+            "race": self.race,
+            "scenario_ref": self.scenario_ref,
+            "policy": self.policy,
+            "fixes": self.fixes,
+            "policy_flags": self.policy_flags,
+            "strategy": self.strategy,
+            "seeds": {"start": self.seeds.start, "end": self.seeds.end},
+            "version": self.version,
+            "runs": r.runs,
+            "targets": targets,
+        });
+        if let Some(s) = self.shard {
+            v["shard"] = json!(format!("{}/{}", s.k, s.n));
+        }
+        v
+    }
+
+    /// Reads a report back from its JSON (for `merge`).
+    pub fn from_json(v: &Value) -> Result<SweepReport, String> {
+        let s = |k: &str| {
+            v[k].as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("missing field '{k}'"))
+        };
+        let u = |x: &Value, k: &str| x[k].as_u64().ok_or_else(|| format!("missing field '{k}'"));
+        let mut targets = BTreeMap::new();
+        for (name, t) in v["targets"].as_object().ok_or("missing field 'targets'")? {
+            targets.insert(
                 name.clone(),
-                json!({
-                    "hits": t.hits,
-                    "rate": t.hits as f64 / r.runs as f64,
-                    "ci95": [lo, hi],
-                    "first_seed": t.first_seed,
-                    "shortest_seed": seed,
-                    "shortest_decisions": len,
-                    "replay": replay_command(sc, p, seed, strategy),
-                }),
-            )
+                TargetStats {
+                    hits: u(t, "hits")?,
+                    first_seed: t["first_seed"].as_u64(),
+                    shortest: Some((u(t, "shortest_decisions")? as usize, u(t, "shortest_seed")?)),
+                },
+            );
+        }
+        let shard = match v.get("shard").and_then(Value::as_str) {
+            Some(x) => Some(Shard::parse(x)?),
+            None => None,
+        };
+        Ok(SweepReport {
+            scenario: s("scenario")?,
+            race: s("race")?,
+            scenario_ref: s("scenario_ref")?,
+            policy: s("policy")?,
+            fixes: v["fixes"]
+                .as_array()
+                .ok_or("missing field 'fixes'")?
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect(),
+            policy_flags: s("policy_flags")?,
+            strategy: s("strategy")?,
+            seeds: u(&v["seeds"], "start")?..u(&v["seeds"], "end")?,
+            shard,
+            version: s("version")?,
+            result: SweepResult {
+                runs: u(v, "runs")?,
+                targets,
+            },
         })
-        .collect();
-    json!({
-        "scenario": sc.name,
-        "race": sc.race.name(),
-        "policy": p.name,
-        "fixes": p.fix_list(),
-        "strategy": strategy,
-        "seeds": {"start": seeds.start, "end": seeds.end},
-        "runs": r.runs,
-        "targets": targets,
-    })
+    }
+}
+
+/// Merges the shards of one sweep (all policies) into what one unsharded sweep reports.
+/// Each input is one file's list of reports (one per policy).
+pub fn merge(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>, String> {
+    let (first_name, first) = files.first().ok_or("no files to merge")?;
+    let n = first.first().and_then(|r| r.shard).map_or(1, |s| s.n);
+    let mut seen = vec![false; n as usize];
+    let mut merged: Vec<SweepReport> = first.clone();
+    for r in merged.iter_mut() {
+        r.shard = None;
+        r.result = SweepResult::default();
+    }
+    for (name, reports) in files {
+        if reports.len() != first.len() {
+            return Err(format!(
+                "{name}: {} policies, but {first_name} has {}",
+                reports.len(),
+                first.len()
+            ));
+        }
+        for (m, r) in merged.iter_mut().zip(reports) {
+            let same = r.scenario == m.scenario
+                && r.version == m.version
+                && r.policy == m.policy
+                && r.strategy == m.strategy
+                && r.seeds == m.seeds;
+            if !same {
+                return Err(format!(
+                    "{name}: a sweep of {} {} under {} ({}, seeds {}..{}) does not match {first_name}'s {} {} under {} ({}, seeds {}..{})",
+                    r.scenario, r.version, r.policy, r.strategy, r.seeds.start, r.seeds.end,
+                    m.scenario, m.version, m.policy, m.strategy, m.seeds.start, m.seeds.end
+                ));
+            }
+            let s = r.shard.unwrap_or(Shard::ALL);
+            if s.n != n {
+                return Err(format!(
+                    "{name}: shard {}/{} of a sweep split in {n}",
+                    s.k, s.n
+                ));
+            }
+            m.result = std::mem::take(&mut m.result).merge(r.result.clone());
+        }
+        let k = reports.first().and_then(|r| r.shard).map_or(1, |s| s.k);
+        if std::mem::replace(&mut seen[(k - 1) as usize], true) {
+            return Err(format!("{name}: shard {k}/{n} given twice"));
+        }
+    }
+    if let Some(missing) = seen.iter().position(|&s| !s) {
+        return Err(format!("shard {}/{n} is missing", missing + 1));
+    }
+    Ok(merged)
 }
