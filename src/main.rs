@@ -52,6 +52,11 @@ enum Command {
         after_help = "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy.\nResults are identical for any --jobs.\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json"
     )]
     Sweep(SweepArgs),
+    /// Re-run one explored seed exactly (as a sweep ran it) and print its timeline.
+    #[command(
+        after_help = "Examples:\n  fsyncsim replay r1-link-rename-logged-trans --seed 2 --without R1\n  fsyncsim replay r3-ancestor-created-previous-trans --seed 112 --strategy pct --trace t.txt"
+    )]
+    Replay(ReplayArgs),
     /// Merge the --json outputs of a sharded sweep into what one unsharded sweep prints.
     #[command(
         after_help = "Examples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 1/2 --json > s1.json\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 2/2 --json > s2.json\n  fsyncsim merge s1.json s2.json"
@@ -154,6 +159,55 @@ struct SweepArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// Scenario name or path.
+    scenario: String,
+    /// The seed to replay.
+    #[arg(long)]
+    seed: u64,
+    /// Exploration strategy: random or pct.
+    #[arg(long, default_value = "random", value_parser = ["random", "pct"])]
+    strategy: String,
+    /// PCT depth.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    depth: u32,
+    /// Base policy (default linux-5.11).
+    #[arg(long, value_parser = parse_policy)]
+    policy: Option<Policy>,
+    /// Fixes to add (R1..R7).
+    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
+    fix: Vec<Fix>,
+    /// Fixes to remove (R1..R7).
+    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
+    without: Vec<Fix>,
+    /// Mutants to enable.
+    #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
+    mutant: Vec<Mutant>,
+    /// Device preset or file (default: the scenario's).
+    #[arg(long)]
+    device: Option<String>,
+    /// Also write the full event trace to this file.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+fn replay(a: ReplayArgs) -> Result<(), Failure> {
+    let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    let dev = device_for(&sc, &a.device)?;
+    let base = a.policy.clone().or_else(|| Policy::preset("linux-5.11"));
+    let p = policies_from(&sc, &base, &a.fix, &a.without, &a.mutant, false)
+        .pop()
+        .expect("one policy");
+    let r = scenario::run(&sc, &p, &dev, a.seed, &strategy_of(&a.strategy, a.depth));
+    if let Some(path) = &a.trace {
+        reports::output::write_atomic(path, (r.trace.join("\n") + "\n").as_bytes())
+            .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
+    }
+    print!("{}", reports::race::timeline(&sc, &r, a.seed));
+    Ok(())
 }
 
 fn strategy_of(name: &str, depth: u32) -> Interleaving {
@@ -277,12 +331,15 @@ fn main() -> ExitCode {
                 eprint!("{e}");
                 return ExitCode::from(2);
             }
+            // One line: the first, plus the next when the first only introduces it
+            // ("the following required arguments were not provided:").
             let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("error");
-            eprintln!("{first}");
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("error");
+            match lines.next() {
+                Some(next) if first.ends_with(':') => eprintln!("{first} {next}"),
+                _ => eprintln!("{first}"),
+            }
             return ExitCode::from(2);
         }
     };
@@ -556,6 +613,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Run(a) => run_races(a)?,
         Command::Sweep(a) => sweep(a)?,
         Command::Merge { files, json } => merge(&files, json)?,
+        Command::Replay(a) => replay(a)?,
         Command::Check { scenarios } => {
             if check(&scenarios)?.is_err() {
                 std::process::exit(1);

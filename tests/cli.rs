@@ -499,7 +499,14 @@ fn sweep_bad_input_is_a_one_line_error() {
 fn merged_shards_print_exactly_what_one_unsharded_sweep_prints() {
     let dir = std::env::temp_dir().join(format!("fsyncsim-shards-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let base = ["sweep", "r2-fast-fsync-old-extents", "--seeds", "100..400", "--jobs", "2"];
+    let base = [
+        "sweep",
+        "r2-fast-fsync-old-extents",
+        "--seeds",
+        "100..400",
+        "--jobs",
+        "2",
+    ];
     let whole = fsyncsim(&[&base[..], &["--json"]].concat());
     assert!(whole.status.success(), "{}", stderr(&whole));
     let mut files = Vec::new();
@@ -514,17 +521,82 @@ fn merged_shards_print_exactly_what_one_unsharded_sweep_prints() {
     // Shard order does not matter.
     let merged = fsyncsim(&["merge", &files[2], &files[0], &files[1], "--json"]);
     assert!(merged.status.success(), "{}", stderr(&merged));
-    assert_eq!(String::from_utf8_lossy(&merged.stdout), String::from_utf8_lossy(&whole.stdout));
+    assert_eq!(
+        String::from_utf8_lossy(&merged.stdout),
+        String::from_utf8_lossy(&whole.stdout)
+    );
     let text = fsyncsim(&["merge", &files[0], &files[1], &files[2]]);
     assert_eq!(text.stdout, fsyncsim(&base).stdout);
     // Missing, repeated and foreign shards are refused.
     assert_bad_input(&["merge", &files[0], &files[1]], &["shard 3/3 is missing"]);
-    assert_bad_input(&["merge", &files[0], &files[0], &files[1]], &["given twice"]);
-    let other = fsyncsim(&["sweep", "r1-link-rename-logged-trans", "--seeds", "100..400", "--shard", "3/3", "--json"]);
+    assert_bad_input(
+        &["merge", &files[0], &files[0], &files[1]],
+        &["given twice"],
+    );
+    let other = fsyncsim(&[
+        "sweep",
+        "r1-link-rename-logged-trans",
+        "--seeds",
+        "100..400",
+        "--shard",
+        "3/3",
+        "--json",
+    ]);
     let f = dir.join("other.json");
     std::fs::write(&f, &other.stdout).unwrap();
-    assert_bad_input(&["merge", &files[0], &files[1], f.to_str().unwrap()], &["does not match"]);
+    assert_bad_input(
+        &["merge", &files[0], &files[1], f.to_str().unwrap()],
+        &["does not match"],
+    );
     let junk = temp_file("junk.json", "{\"not\": \"a sweep\"}");
-    assert_bad_input(&["merge", junk.to_str().unwrap()], &["junk.json", "expected the JSON array"]);
-    assert_bad_input(&["sweep", "r1-link-rename-logged-trans", "--shard", "3/2"], &["--shard", "K/N"]);
+    assert_bad_input(
+        &["merge", junk.to_str().unwrap()],
+        &["junk.json", "expected the JSON array"],
+    );
+    assert_bad_input(
+        &["sweep", "r1-link-rename-logged-trans", "--shard", "3/2"],
+        &["--shard", "K/N"],
+    );
+}
+
+#[test]
+fn replay_prints_the_timeline_of_a_sweep_hit() {
+    let o = fsyncsim(&[
+        "replay",
+        "r1-link-rename-logged-trans",
+        "--seed",
+        "2",
+        "--without",
+        "R1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with(
+            "replay r1-link-rename-logged-trans [R1] under linux-5.11 without R1, seed 2"
+        ),
+        "{out}"
+    );
+    for needle in [
+        "  task A",
+        "  task B",
+        "point trans:unblocked",
+        "wait wait_current_trans",
+        "unnecessary_inode_logs = 1",
+    ] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
+    assert_eq!(
+        o.stdout,
+        fsyncsim(&[
+            "replay",
+            "r1-link-rename-logged-trans",
+            "--seed",
+            "2",
+            "--without",
+            "R1"
+        ])
+        .stdout
+    );
+    assert_bad_input(&["replay", "r1-link-rename-logged-trans"], &["--seed"]);
 }

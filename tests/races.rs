@@ -516,3 +516,18 @@ fn pct_exploration_is_deterministic_replayable_and_finds_r3() {
         assert!(post.violations.is_empty(), "seed {s}");
     }
 }
+
+#[test]
+fn a_sweep_run_and_its_replay_are_the_same_run() {
+    // Sweeps run without the trace log or latency histograms; replays keep both.
+    let sc = Scenario::load("r5-double-commit-after-full-commit").unwrap();
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    for (seed, how) in [(3, Interleaving::Random), (4, Interleaving::Pct(2))] {
+        let lean = models::scenario::run_with_trace(&sc, &sc.pre_policy(), &dev, seed, &how, false);
+        let full = run(&sc, &sc.pre_policy(), &dev, seed, &how);
+        assert_eq!(lean.trace_hash, full.trace_hash);
+        assert_eq!(lean.metrics, full.metrics);
+        assert_eq!(lean.decisions, full.decisions);
+        assert!(lean.trace.is_empty() && !full.trace.is_empty());
+    }
+}

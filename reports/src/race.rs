@@ -5,6 +5,7 @@
 use models::btrfs::Metrics;
 use models::scenario::{RunResult, Scenario};
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 
 fn metric_rows(m: &Metrics) -> Vec<(String, u64)> {
     let mut v: Vec<(String, u64)> = m
@@ -190,4 +191,64 @@ pub fn key_metric(sc: &Scenario) -> &'static str {
         "R6" => "tree_log_mutex_waits",
         _ => "unnecessary_log_syncs",
     }
+}
+
+/// The timeline of one run: per task, the named points it reached, the locks it waited for
+/// and the I/O it issued, with virtual timestamps; then metrics and violations.
+pub fn timeline(sc: &Scenario, r: &RunResult, seed: u64) -> String {
+    let mut out = format!(
+        "replay {} [{}] under {}, seed {seed}: {} decisions, trace hash {:#018x}, end {:.3} ms\n",
+        sc.name,
+        sc.race.name(),
+        r.policy.name,
+        r.decisions.len(),
+        r.trace_hash,
+        r.end as f64 / 1e6
+    );
+    // Trace lines are "TIME TASK WHAT"; keep the filesystem's tasks and their interesting events.
+    let interesting = |what: &str| {
+        what.starts_with("point ")
+            || what.starts_with("wait ")
+            || what.starts_with("park ")
+            || what.starts_with("acquire ")
+            || what.starts_with("mark ")
+    };
+    let mut tasks: Vec<String> = Vec::new();
+    let mut by_task: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in &r.trace {
+        let mut parts = line.split_whitespace();
+        let (Some(time), Some(task)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let what: Vec<&str> = parts.collect();
+        let what = what.join(" ");
+        if task.contains(".unit") || task == "crash-points" || !interesting(&what) {
+            continue;
+        }
+        if !by_task.contains_key(task) {
+            tasks.push(task.to_string());
+        }
+        by_task
+            .entry(task.to_string())
+            .or_default()
+            .push(format!("{time:>12}  {what}"));
+    }
+    for t in tasks {
+        out.push_str(&format!("  task {t}\n"));
+        for l in &by_task[&t] {
+            out.push_str(&format!("    {l}\n"));
+        }
+    }
+    for (k, v) in metric_rows(&r.metrics) {
+        if v != 0 {
+            out.push_str(&format!("  {k} = {v}\n"));
+        }
+    }
+    for v in &r.violations {
+        out.push_str(&format!(
+            "  ! {} violated at t={}ns: {}\n",
+            v.invariant, v.at, v.message
+        ));
+    }
+    out
 }
