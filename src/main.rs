@@ -104,6 +104,9 @@ struct RunArgs {
     /// PCT depth (priority change points + 1).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     depth: u32,
+    /// Keep the first N steps of the script, then explore.
+    #[arg(long, default_value_t = 0)]
+    prefix: usize,
     /// Commit waiters return at SUPER_COMMITTED (Linux 5.12+) instead of COMPLETED.
     #[arg(long)]
     super_committed: bool,
@@ -149,6 +152,9 @@ struct SweepArgs {
     /// PCT depth (priority change points + 1).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     depth: u32,
+    /// Keep the first N steps of the script, then explore.
+    #[arg(long, default_value_t = 0)]
+    prefix: usize,
     /// Run only shard K of N (1-based) of the seed range; merge the shards' --json outputs
     /// with `fsyncsim merge`.
     #[arg(long, value_parser = models::sweep::Shard::parse)]
@@ -174,6 +180,9 @@ struct ReplayArgs {
     /// PCT depth.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     depth: u32,
+    /// Keep the first N steps of the script, then explore.
+    #[arg(long, default_value_t = 0)]
+    prefix: usize,
     /// Base policy (default linux-5.11).
     #[arg(long, value_parser = parse_policy)]
     policy: Option<Policy>,
@@ -201,7 +210,13 @@ fn replay(a: ReplayArgs) -> Result<(), Failure> {
     let p = policies_from(&sc, &base, &a.fix, &a.without, &a.mutant, false)
         .pop()
         .expect("one policy");
-    let r = scenario::run(&sc, &p, &dev, a.seed, &strategy_of(&a.strategy, a.depth));
+    let r = scenario::run(
+        &sc,
+        &p,
+        &dev,
+        a.seed,
+        &strategy_of(&a.strategy, a.depth, a.prefix),
+    );
     if let Some(path) = &a.trace {
         reports::output::write_atomic(path, (r.trace.join("\n") + "\n").as_bytes())
             .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
@@ -210,10 +225,15 @@ fn replay(a: ReplayArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn strategy_of(name: &str, depth: u32) -> Interleaving {
-    match name {
+fn strategy_of(name: &str, depth: u32, prefix: usize) -> Interleaving {
+    let explore = match name {
         "pct" => Interleaving::Pct(depth),
         _ => Interleaving::Random,
+    };
+    if prefix > 0 {
+        Interleaving::Prefix(prefix, Box::new(explore))
+    } else {
+        explore
     }
 }
 
@@ -405,7 +425,7 @@ fn run_races(a: RunArgs) -> Result<(), Failure> {
     let interleaving = if !a.explore {
         Interleaving::Script
     } else {
-        strategy_of(&a.strategy, a.depth)
+        strategy_of(&a.strategy, a.depth, a.prefix)
     };
     let mut items: Vec<(Scenario, Vec<RunResult>)> = Vec::new();
     for sc in scenarios {
@@ -481,7 +501,7 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
     );
     let pols = policies_from(&sc, &a.policy, &a.fix, &a.without, &a.mutant, false);
     let shard = a.shard.unwrap_or(models::sweep::Shard::ALL);
-    let strategy = strategy_of(&a.strategy, a.depth);
+    let strategy = strategy_of(&a.strategy, a.depth, a.prefix);
     let owned = (a.seeds.end - a.seeds.start + shard.n - shard.k) / shard.n;
     // A progress bar on a terminal only; nothing else reads the clock.
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -561,10 +581,14 @@ fn merge(files: &[PathBuf], json: bool) -> Result<(), Failure> {
 
 /// The `run` flags that select the sweep's strategy.
 fn strategy_flags(a: &SweepArgs) -> String {
-    match a.strategy.as_str() {
+    let mut f = match a.strategy.as_str() {
         "pct" => format!("--strategy pct --depth {}", a.depth),
         _ => "--strategy random".to_string(),
+    };
+    if a.prefix > 0 {
+        f.push_str(&format!(" --prefix {}", a.prefix));
     }
+    f
 }
 
 /// Exit code 1: a check found mismatches.

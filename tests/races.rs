@@ -531,3 +531,19 @@ fn a_sweep_run_and_its_replay_are_the_same_run() {
         assert!(lean.trace.is_empty() && !full.trace.is_empty());
     }
 }
+
+#[test]
+fn a_kept_script_prefix_steers_exploration_into_the_race() {
+    let sc = Scenario::load("r1-link-rename-logged-trans").unwrap();
+    let p = sc.pre_policy();
+    let how = Interleaving::Prefix(2, Box::new(Interleaving::Random));
+    let hits = (0..30)
+        .filter(|&s| explore(&sc, &p, s, &how).metrics.unnecessary_inode_logs > 0)
+        .count();
+    // With steps 3)-4) of the patch log kept, every seed lands in the window.
+    assert_eq!(hits, 30);
+    let a = explore(&sc, &p, 7, &how);
+    let replay = Interleaving::Prefix(2, Box::new(Interleaving::Replay(a.decisions.clone())));
+    assert_eq!(explore(&sc, &p, 7, &replay).trace_hash, a.trace_hash);
+    assert!(a.decisions.len() < explore(&sc, &p, 7, &Interleaving::Random).decisions.len());
+}

@@ -5,7 +5,7 @@ use crate::btrfs::{Btrfs, Costs, Fix, Metrics, Op, OpLatency, Policy, Violation}
 use crate::device::{Device, DeviceConfig};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
-use sim::{Pct, RandomWalk, Replay, RngStreams, Script, Sim, SimError};
+use sim::{Pct, RandomWalk, Replay, RngStreams, Script, ScriptThen, Sim, SimError};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
@@ -551,6 +551,34 @@ pub enum Interleaving {
     Pct(u32),
     /// No script: replay a recorded decision sequence.
     Replay(Vec<u32>),
+    /// The first steps of the script, then the inner interleaving.
+    Prefix(usize, Box<Interleaving>),
+}
+
+fn scheduler_for(
+    sc: &Scenario,
+    how: &Interleaving,
+    streams: &mut RngStreams,
+) -> Box<dyn sim::Scheduler> {
+    let script = |n: usize| {
+        Script::new(
+            sc.script
+                .iter()
+                .take(n)
+                .map(|s| (s.task.clone(), s.point.clone()))
+                .collect(),
+        )
+    };
+    match how {
+        Interleaving::Script => Box::new(script(usize::MAX)),
+        Interleaving::Random => Box::new(RandomWalk::new(streams.stream("scheduler"))),
+        Interleaving::Pct(depth) => Box::new(Pct::new(streams.stream("scheduler"), *depth, 200)),
+        Interleaving::Replay(d) => Box::new(Replay::new(d.clone())),
+        Interleaving::Prefix(n, inner) => Box::new(ScriptThen::new(
+            script(*n),
+            scheduler_for(sc, inner, streams),
+        )),
+    }
 }
 
 /// Crash points checked at random times per run (seeded stream `crash-points`).
@@ -581,23 +609,7 @@ pub fn run_with_trace(
     sim.keep_trace(keep_trace);
     sim.set_time_limit(3600 * sim::S);
     let mut streams = RngStreams::new(seed);
-    match interleaving {
-        Interleaving::Script => {
-            let steps = sc
-                .script
-                .iter()
-                .map(|s| (s.task.clone(), s.point.clone()))
-                .collect();
-            sim.set_scheduler(Box::new(Script::new(steps)));
-        }
-        Interleaving::Random => {
-            sim.set_scheduler(Box::new(RandomWalk::new(streams.stream("scheduler"))));
-        }
-        Interleaving::Pct(depth) => {
-            sim.set_scheduler(Box::new(Pct::new(streams.stream("scheduler"), *depth, 200)));
-        }
-        Interleaving::Replay(d) => sim.set_scheduler(Box::new(Replay::new(d.clone()))),
-    }
+    sim.set_scheduler(scheduler_for(sc, interleaving, &mut streams));
     let h = sim.handle();
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
     dev.set_histograms(keep_trace);

@@ -18,6 +18,8 @@ pub use rng::{RngStreams, Stream};
 pub use runtime::{
     ClassId, Handle, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim, TaskId,
 };
-pub use sched::{ChoiceView, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script};
+pub use sched::{
+    ChoiceView, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script, ScriptThen,
+};
 pub use sync::{Mutex, MutexGuard, Semaphore, SemaphorePermit, WaitQueue};
 pub use time::{format_duration, parse_duration, Nanos, MS, NS, S, US};

@@ -7,12 +7,14 @@
 
 mod fifo;
 mod pct;
+mod prefix;
 mod random;
 mod replay;
 mod script;
 
 pub use fifo::Fifo;
 pub use pct::Pct;
+pub use prefix::ScriptThen;
 pub use random::RandomWalk;
 pub use replay::Replay;
 pub use script::Script;
@@ -33,6 +35,7 @@ pub struct PausedTask {
 }
 
 /// What the scheduler sees when asked.
+#[derive(Clone, Copy)]
 pub struct ChoiceView<'a> {
     /// Current virtual time.
     pub now: Nanos,
