@@ -155,6 +155,16 @@ struct SweepArgs {
     /// Keep the first N steps of the script, then explore.
     #[arg(long, default_value_t = 0)]
     prefix: usize,
+    /// Write checkpoints (state.json) and the result (sweep.json) into this directory;
+    /// Ctrl-C / SIGTERM stops cleanly and keeps every finished chunk of seeds.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Continue the interrupted sweep whose --out directory this is.
+    #[arg(long, conflicts_with = "out")]
+    resume: Option<PathBuf>,
+    /// Testing aid: stop as if interrupted after this many chunks of 4,096 seeds.
+    #[arg(long, hide = true)]
+    stop_after_chunks: Option<u64>,
     /// Run only shard K of N (1-based) of the seed range; merge the shards' --json outputs
     /// with `fsyncsim merge`.
     #[arg(long, value_parser = models::sweep::Shard::parse)]
@@ -515,28 +525,101 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         )
         .expect("valid template"),
     );
+    // Where checkpoints go, and what an earlier interrupted run left there.
+    let dir = a.out.clone().or_else(|| a.resume.clone());
+    let flags = strategy_flags(&a);
+    let meta = serde_json::json!({
+        "version": reports::sweep::VERSION,
+        "scenario": sc.name,
+        "seeds": {"start": a.seeds.start, "end": a.seeds.end},
+        "shard": a.shard.map(|s| format!("{}/{}", s.k, s.n)),
+        "strategy": flags,
+        "policies": pols.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+    });
+    let mut progress: Vec<(u64, models::sweep::SweepResult)> =
+        vec![(0, models::sweep::SweepResult::default()); pols.len()];
+    if let Some(d) = &a.resume {
+        let path = d.join("state.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Failure(format!("--resume {}: {e}", path.display())))?;
+        let state: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Failure(format!("{}:{}: {e}", path.display(), e.line())))?;
+        if state["meta"] != meta {
+            return Err(Failure(format!(
+                "--resume {}: it holds a sweep with other arguments ({}); rerun with those",
+                d.display(),
+                state["meta"]
+            )));
+        }
+        for (slot, p) in progress
+            .iter_mut()
+            .zip(state["progress"].as_array().into_iter().flatten())
+        {
+            let report = reports::sweep::SweepReport::from_json(&p["report"])
+                .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+            *slot = (p["done_chunks"].as_u64().unwrap_or(0), report.result);
+        }
+    } else if let Some(d) = &a.out {
+        std::fs::create_dir_all(d)
+            .and_then(|_| reports::output::write_atomic(&d.join(".probe"), b""))
+            .and_then(|_| std::fs::remove_file(d.join(".probe")))
+            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // A second handler cannot be installed; then Ctrl-C simply kills the process.
+        let _ = ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::SeqCst));
+    }
+    let chunks_run = std::cell::Cell::new(0u64);
+    let mut finished = true;
     let mut out = Vec::new();
-    for p in &pols {
-        let r = models::sweep::sweep(
-            &sc,
-            p,
-            &dev,
-            a.seeds.clone(),
-            shard,
-            jobs,
-            &strategy,
-            &|n| bar.inc(n),
+    for (i, p) in pols.iter().enumerate() {
+        let (mut done, mut acc) = std::mem::take(&mut progress[i]);
+        if finished {
+            let mut checkpoint = |d: u64, r: &models::sweep::SweepResult| -> Result<(), String> {
+                progress[i] = (d, r.clone());
+                chunks_run.set(chunks_run.get() + 1);
+                if a.stop_after_chunks.is_some_and(|n| chunks_run.get() >= n) {
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                match &dir {
+                    Some(d) => write_state(d, &meta, &progress, &sc, &pols, &a, shard, &flags),
+                    None => Ok(()),
+                }
+            };
+            let (d, complete) = models::sweep::sweep_chunked(
+                &sc,
+                p,
+                &dev,
+                a.seeds.clone(),
+                shard,
+                jobs,
+                &strategy,
+                &|n| bar.inc(n),
+                &stop,
+                done,
+                &mut acc,
+                &mut checkpoint,
+            )
+            .map_err(Failure)?;
+            done = d;
+            finished = complete;
+        }
+        progress[i] = (done, acc.clone());
+        bar.set_message(format!("{} hit targets", acc.targets.len()));
+        let mut report =
+            reports::sweep::SweepReport::new(&sc, p, &flags, a.seeds.clone(), shard, acc);
+        report.partial = !finished;
+        out.push(report);
+    }
+    if let Some(d) = &dir {
+        let v: Vec<serde_json::Value> = out.iter().map(|r| r.json()).collect();
+        reports::output::write_atomic(
+            &d.join("sweep.json"),
+            format!("{:#}\n", serde_json::Value::Array(v)).as_bytes(),
         )
-        .map_err(Failure)?;
-        bar.set_message(format!("{} hit targets", r.targets.len()));
-        out.push(reports::sweep::SweepReport::new(
-            &sc,
-            p,
-            &strategy_flags(&a),
-            a.seeds.clone(),
-            shard,
-            r,
-        ));
+        .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
     }
     bar.finish_and_clear();
     print_sweeps(&out, a.json);
@@ -577,6 +660,32 @@ fn merge(files: &[PathBuf], json: bool) -> Result<(), Failure> {
     let merged = reports::sweep::merge(&inputs).map_err(Failure)?;
     print_sweeps(&merged, json);
     Ok(())
+}
+
+/// Writes `state.json`: the arguments and, per policy, the chunks done and the counts so far.
+#[allow(clippy::too_many_arguments)]
+fn write_state(
+    dir: &std::path::Path,
+    meta: &serde_json::Value,
+    progress: &[(u64, models::sweep::SweepResult)],
+    sc: &Scenario,
+    pols: &[Policy],
+    a: &SweepArgs,
+    shard: models::sweep::Shard,
+    flags: &str,
+) -> Result<(), String> {
+    let per: Vec<serde_json::Value> = progress
+        .iter()
+        .zip(pols)
+        .map(|((done, r), p)| {
+            let rep =
+                reports::sweep::SweepReport::new(sc, p, flags, a.seeds.clone(), shard, r.clone());
+            serde_json::json!({"done_chunks": done, "report": rep.json()})
+        })
+        .collect();
+    let state = serde_json::json!({"meta": meta, "progress": per});
+    reports::output::write_atomic(&dir.join("state.json"), format!("{state:#}\n").as_bytes())
+        .map_err(|e| format!("--out {}: {e}", dir.display()))
 }
 
 /// The `run` flags that select the sweep's strategy.

@@ -600,3 +600,55 @@ fn replay_prints_the_timeline_of_a_sweep_hit() {
     );
     assert_bad_input(&["replay", "r1-link-rename-logged-trans"], &["--seed"]);
 }
+
+#[test]
+fn an_interrupted_sweep_keeps_finished_seeds_and_resumes_to_the_same_result() {
+    let dir = std::env::temp_dir().join(format!("fsyncsim-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let base = [
+        "sweep",
+        "r7-fsync-syncs-unchanged-log",
+        "--seeds",
+        "0..9000",
+        "--jobs",
+        "2",
+    ];
+    // Stop after the first chunk of 4,096 seeds, as Ctrl-C would.
+    let o = fsyncsim(&[&base[..], &["--out", d, "--stop-after-chunks", "1"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout)
+        .contains("4096 seeds (0..9000), --strategy random - PARTIAL"));
+    let partial: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(partial[0]["partial"], true);
+    assert_eq!(partial[0]["runs"], 4096);
+    // A partial result does not merge.
+    assert_bad_input(
+        &["merge", dir.join("sweep.json").to_str().unwrap()],
+        &["partial"],
+    );
+    // Resuming with other arguments is refused; with the same ones it finishes the sweep.
+    assert_bad_input(
+        &[
+            "sweep",
+            "r7-fsync-syncs-unchanged-log",
+            "--seeds",
+            "0..100",
+            "--resume",
+            d,
+        ],
+        &["--resume", "other arguments"],
+    );
+    let resumed = fsyncsim(&[&base[..], &["--resume", d, "--json"]].concat());
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let whole = fsyncsim(&[&base[..], &["--json"]].concat());
+    assert_eq!(resumed.stdout, whole.stdout);
+    let done: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    assert!(done[0].get("partial").is_none() && done[0]["runs"] == 9000);
+    assert_bad_input(
+        &[&base[..], &["--out", "/proc/fsyncsim-cannot-write-here"]].concat(),
+        &["--out"],
+    );
+}

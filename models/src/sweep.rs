@@ -144,15 +144,80 @@ pub fn sweep(
     strategy: &Interleaving,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<SweepResult, String> {
+    let start = seeds.start;
+    sweep_owned(
+        sc, policy, device, seeds, start, shard, jobs, strategy, progress,
+    )
+}
+
+/// Seeds per checkpoint of a chunked sweep.
+pub const CHUNK: u64 = 4096;
+
+/// Runs `seeds` chunk by chunk (CHUNK seeds of the range each), starting after `done`
+/// chunks, folding into `acc`; stops between chunks when `stop` is set. `checkpoint` is
+/// called after every chunk with the chunks done and the result so far. Returns the chunks
+/// done and whether the range is finished.
+#[allow(clippy::too_many_arguments)]
+pub fn sweep_chunked(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seeds: Range<u64>,
+    shard: Shard,
+    jobs: usize,
+    strategy: &Interleaving,
+    progress: &(dyn Fn(u64) + Sync),
+    stop: &std::sync::atomic::AtomicBool,
+    mut done: u64,
+    acc: &mut SweepResult,
+    checkpoint: &mut dyn FnMut(u64, &SweepResult) -> Result<(), String>,
+) -> Result<(u64, bool), String> {
+    let chunks = (seeds.end - seeds.start).div_ceil(CHUNK);
+    while done < chunks {
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok((done, false));
+        }
+        let lo = seeds.start + done * CHUNK;
+        let hi = (lo + CHUNK).min(seeds.end);
+        // Shard ownership is relative to the whole range's start.
+        let part = sweep_owned(
+            sc,
+            policy,
+            device,
+            lo..hi,
+            seeds.start,
+            shard,
+            jobs,
+            strategy,
+            progress,
+        )?;
+        *acc = std::mem::take(acc).merge(part);
+        done += 1;
+        checkpoint(done, acc)?;
+    }
+    Ok((done, true))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep_owned(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seeds: Range<u64>,
+    origin: u64,
+    shard: Shard,
+    jobs: usize,
+    strategy: &Interleaving,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<SweepResult, String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
         .map_err(|e| format!("cannot start {jobs} threads: {e}"))?;
-    let start = seeds.start;
     Ok(pool.install(|| {
         seeds
             .into_par_iter()
-            .filter(|&seed| shard.owns(start, seed))
+            .filter(|&seed| shard.owns(origin, seed))
             .map(|seed| {
                 progress(1);
                 let r = run_with_trace(sc, policy, device, seed, strategy, false);

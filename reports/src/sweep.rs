@@ -60,6 +60,8 @@ pub struct SweepReport {
     pub version: String,
     /// The counts.
     pub result: SweepResult,
+    /// The sweep was interrupted before every seed ran.
+    pub partial: bool,
 }
 
 impl SweepReport {
@@ -84,6 +86,7 @@ impl SweepReport {
             shard: (shard != Shard::ALL).then_some(shard),
             version: VERSION.to_string(),
             result,
+            partial: false,
         }
     }
 
@@ -101,8 +104,13 @@ impl SweepReport {
         let shard = self
             .shard
             .map_or(String::new(), |s| format!(", shard {}/{}", s.k, s.n));
+        let partial = if self.partial {
+            " - PARTIAL: interrupted, finish with --resume"
+        } else {
+            ""
+        };
         let mut out = format!(
-            "sweep {} [{}] under {}: {} seeds ({}..{}{shard}), {}\n",
+            "sweep {} [{}] under {}: {} seeds ({}..{}{shard}), {}{partial}\n",
             self.scenario,
             self.race,
             self.policy,
@@ -176,6 +184,9 @@ impl SweepReport {
         if let Some(s) = self.shard {
             v["shard"] = json!(format!("{}/{}", s.k, s.n));
         }
+        if self.partial {
+            v["partial"] = json!(true);
+        }
         v
     }
 
@@ -222,6 +233,7 @@ impl SweepReport {
                 runs: u(v, "runs")?,
                 targets,
             },
+            partial: v["partial"].as_bool().unwrap_or(false),
         })
     }
 }
@@ -246,6 +258,11 @@ pub fn merge(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>, S
             ));
         }
         for (m, r) in merged.iter_mut().zip(reports) {
+            if r.partial {
+                return Err(format!(
+                    "{name}: a partial (interrupted) sweep; finish it with --resume first"
+                ));
+            }
             let same = r.scenario == m.scenario
                 && r.version == m.version
                 && r.policy == m.policy
