@@ -561,43 +561,45 @@ fn merged_shards_print_exactly_what_one_unsharded_sweep_prints() {
 
 #[test]
 fn replay_prints_the_timeline_of_a_sweep_hit() {
+    // Take a hitting seed from a sweep, then replay it.
     let o = fsyncsim(&[
+        "sweep",
+        "r1-link-rename-logged-trans",
+        "--seeds",
+        "0..50",
+        "--without",
+        "R1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let seed = v[0]["targets"]["unnecessary_inode_logs"]["first_seed"]
+        .as_u64()
+        .unwrap()
+        .to_string();
+    let args = [
         "replay",
         "r1-link-rename-logged-trans",
         "--seed",
-        "2",
+        &seed,
         "--without",
         "R1",
-    ]);
+    ];
+    let o = fsyncsim(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        out.starts_with(
-            "replay r1-link-rename-logged-trans [R1] under linux-5.11 without R1, seed 2"
-        ),
-        "{out}"
-    );
+    let head =
+        format!("replay r1-link-rename-logged-trans [R1] under linux-5.11 without R1, seed {seed}");
+    assert!(out.starts_with(&head), "{out}");
     for needle in [
         "  task A",
         "  task B",
         "point trans:unblocked",
-        "wait wait_current_trans",
+        "point link:done",
         "unnecessary_inode_logs = 1",
     ] {
         assert!(out.contains(needle), "{needle}: {out}");
     }
-    assert_eq!(
-        o.stdout,
-        fsyncsim(&[
-            "replay",
-            "r1-link-rename-logged-trans",
-            "--seed",
-            "2",
-            "--without",
-            "R1"
-        ])
-        .stdout
-    );
+    assert_eq!(o.stdout, fsyncsim(&args).stdout);
     assert_bad_input(&["replay", "r1-link-rename-logged-trans"], &["--seed"]);
 }
 

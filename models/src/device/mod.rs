@@ -422,6 +422,8 @@ struct Inner {
     state: RefCell<State>,
     idle: WaitQueue,
     drained: WaitQueue,
+    units: std::cell::Cell<u64>,
+    units_max: std::cell::Cell<u64>,
     classes: Classes,
 }
 
@@ -484,17 +486,34 @@ impl Device {
             inner: Rc::new(Inner {
                 idle: WaitQueue::new(&h, &format!("{name}:idle_units")),
                 drained: WaitQueue::new(&h, &format!("{name}:drained")),
+                units: std::cell::Cell::new(0),
+                units_max: std::cell::Cell::new(0),
                 h,
                 name: name.clone(),
                 state: RefCell::new(state),
                 classes,
             }),
         };
-        for u in 0..units {
-            let d = dev.clone();
-            sim.spawn_daemon(&format!("{name}.unit{u}"), async move { d.unit().await });
-        }
+        dev.inner.units_max.set(units);
         dev
+    }
+
+    /// Wakes an idle service unit, or starts a new one while fewer than `parallelism` exist
+    /// (units are daemon tasks, started on demand so small runs stay cheap).
+    fn kick_unit(&self) {
+        if self.inner.idle.notify_one() {
+            return;
+        }
+        let n = self.inner.units.get();
+        if n < self.inner.units_max.get() {
+            self.inner.units.set(n + 1);
+            let d = self.clone();
+            self.inner
+                .h
+                .spawn_daemon(&format!("{}.unit{n}", self.inner.name), async move {
+                    d.unit().await
+                });
+        }
     }
 
     /// The device's name.
@@ -541,7 +560,7 @@ impl Device {
         if issued {
             st.issue(id, now);
             drop(st);
-            self.inner.idle.notify_one();
+            self.kick_unit();
         } else {
             st.host_queue.push_back(id);
             st.stats.max_host_queue = st.stats.max_host_queue.max(st.host_queue.len() as u64);
@@ -640,7 +659,7 @@ impl Device {
             }
         }
         if woke_unit {
-            inner.idle.notify_one();
+            self.kick_unit();
         }
         if self.inner.state.borrow().in_system == 0 {
             inner.drained.notify_all();
