@@ -98,8 +98,8 @@ struct RunArgs {
     /// Drop the script: a seeded strategy chooses at every named point and tie.
     #[arg(long)]
     explore: bool,
-    /// Exploration strategy: random or pct.
-    #[arg(long, default_value = "random", value_parser = ["random", "pct"])]
+    /// Exploration strategy: random, pct or urw.
+    #[arg(long, default_value = "random", value_parser = ["random", "pct", "urw"])]
     strategy: String,
     /// PCT depth (priority change points + 1).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -146,8 +146,8 @@ struct SweepArgs {
     /// Mutants to enable.
     #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
     mutant: Vec<Mutant>,
-    /// Exploration strategy: random or pct.
-    #[arg(long, default_value = "random", value_parser = ["random", "pct"])]
+    /// Exploration strategy: random, pct or urw.
+    #[arg(long, default_value = "random", value_parser = ["random", "pct", "urw"])]
     strategy: String,
     /// PCT depth (priority change points + 1).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -184,8 +184,8 @@ struct ReplayArgs {
     /// The seed to replay.
     #[arg(long)]
     seed: u64,
-    /// Exploration strategy: random or pct.
-    #[arg(long, default_value = "random", value_parser = ["random", "pct"])]
+    /// Exploration strategy: random, pct or urw.
+    #[arg(long, default_value = "random", value_parser = ["random", "pct", "urw"])]
     strategy: String,
     /// PCT depth.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -238,6 +238,7 @@ fn replay(a: ReplayArgs) -> Result<(), Failure> {
 fn strategy_of(name: &str, depth: u32, prefix: usize) -> Interleaving {
     let explore = match name {
         "pct" => Interleaving::Pct(depth),
+        "urw" => Interleaving::Urw,
         _ => Interleaving::Random,
     };
     if prefix > 0 {
@@ -692,6 +693,7 @@ fn write_state(
 fn strategy_flags(a: &SweepArgs) -> String {
     let mut f = match a.strategy.as_str() {
         "pct" => format!("--strategy pct --depth {}", a.depth),
+        "urw" => "--strategy urw".to_string(),
         _ => "--strategy random".to_string(),
     };
     if a.prefix > 0 {

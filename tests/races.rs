@@ -547,3 +547,29 @@ fn a_kept_script_prefix_steers_exploration_into_the_race() {
     assert_eq!(explore(&sc, &p, 7, &replay).trace_hash, a.trace_hash);
     assert!(a.decisions.len() < explore(&sc, &p, 7, &Interleaving::Random).decisions.len());
 }
+
+#[test]
+fn urw_exploration_is_replayable_and_finds_r1_only_before_the_fix() {
+    let sc = Scenario::load("r1-link-rename-logged-trans").unwrap();
+    let p = sc.pre_policy();
+    let a = explore(&sc, &p, 9, &Interleaving::Urw);
+    assert_eq!(
+        a.trace_hash,
+        explore(&sc, &p, 9, &Interleaving::Urw).trace_hash
+    );
+    let r = explore(&sc, &p, 9, &Interleaving::Replay(a.decisions.clone()));
+    assert_eq!(r.trace_hash, a.trace_hash);
+    let mut hits = 0;
+    for seed in 0..40 {
+        hits += u32::from(
+            explore(&sc, &p, seed, &Interleaving::Urw)
+                .metrics
+                .unnecessary_inode_logs
+                > 0,
+        );
+        let post = explore(&sc, &sc.post_policy(), seed, &Interleaving::Urw);
+        assert_eq!(post.metrics.unnecessary_inode_logs, 0);
+        assert!(post.violations.is_empty());
+    }
+    assert!(hits > 0);
+}

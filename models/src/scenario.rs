@@ -5,7 +5,7 @@ use crate::btrfs::{Btrfs, Costs, Fix, Metrics, Op, OpLatency, Policy, Violation}
 use crate::device::{Device, DeviceConfig};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
-use sim::{Pct, RandomWalk, Replay, RngStreams, Script, ScriptThen, Sim, SimError};
+use sim::{Pct, RandomWalk, Replay, RngStreams, Script, ScriptThen, Sim, SimError, Urw};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
@@ -549,6 +549,8 @@ pub enum Interleaving {
     Random,
     /// No script: PCT of this depth (change points among the first 200 choices).
     Pct(u32),
+    /// No script: uniform random walk weighted by each task's remaining named points.
+    Urw,
     /// No script: replay a recorded decision sequence.
     Replay(Vec<u32>),
     /// The first steps of the script, then the inner interleaving.
@@ -573,6 +575,7 @@ fn scheduler_for(
         Interleaving::Script => Box::new(script(usize::MAX)),
         Interleaving::Random => Box::new(RandomWalk::new(streams.stream("scheduler"))),
         Interleaving::Pct(depth) => Box::new(Pct::new(streams.stream("scheduler"), *depth, 200)),
+        Interleaving::Urw => Box::new(Urw::new(streams.stream("scheduler"))),
         Interleaving::Replay(d) => Box::new(Replay::new(d.clone())),
         Interleaving::Prefix(n, inner) => Box::new(ScriptThen::new(
             script(*n),
@@ -638,8 +641,12 @@ pub fn run_with_trace(
             }
             for (name, ops) in tasks {
                 let (fs, errors, task) = (fs.clone(), errors.clone(), name.clone());
+                let h3 = h2.clone();
                 h2.spawn(&name, async move {
-                    for op in &ops {
+                    // Remaining steps, for URW: the named points the rest of the ops reach.
+                    let steps: Vec<u32> = ops.iter().map(|o| points_of(o).len() as u32).collect();
+                    for (i, op) in ops.iter().enumerate() {
+                        h3.set_remaining(h3.current(), steps[i..].iter().sum());
                         if let Err(e) = fs.run_op(op).await {
                             errors.borrow_mut().push(format!(
                                 "task {task}: {}: {}",

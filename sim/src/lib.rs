@@ -19,7 +19,7 @@ pub use runtime::{
     ClassId, Handle, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim, TaskId,
 };
 pub use sched::{
-    ChoiceView, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script, ScriptThen,
+    ChoiceView, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script, ScriptThen, Urw,
 };
 pub use sync::{Mutex, MutexGuard, Semaphore, SemaphorePermit, WaitQueue};
 pub use time::{format_duration, parse_duration, Nanos, MS, NS, S, US};

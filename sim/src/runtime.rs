@@ -68,6 +68,8 @@ pub(crate) struct Task {
     pub(crate) wait_since: Nanos,
     /// Nanoseconds spent waiting, per wait class.
     pub(crate) acct: Vec<Nanos>,
+    /// The model's estimate of the steps the task has left (0: unknown).
+    pub(crate) remaining: u32,
 }
 
 /// What kind of primitive a resource is.
@@ -319,6 +321,7 @@ impl Core {
             state: TaskState::Ready,
             wait_since: self.now,
             acct: Vec::new(),
+            remaining: 0,
         });
         if !daemon {
             self.live += 1;
@@ -476,6 +479,11 @@ impl Handle {
         let id = c.register(name, true);
         c.spawned.push((id, Box::pin(fut)));
         id
+    }
+
+    /// Tells exploring schedulers how many steps task `t` has left (0: unknown).
+    pub fn set_remaining(&self, t: TaskId, steps: u32) {
+        self.core().tasks[t as usize].remaining = steps;
     }
 
     /// Ends the run after the current poll, whatever is still pending.

@@ -11,6 +11,7 @@ mod prefix;
 mod random;
 mod replay;
 mod script;
+mod urw;
 
 pub use fifo::Fifo;
 pub use pct::Pct;
@@ -18,6 +19,7 @@ pub use prefix::ScriptThen;
 pub use random::RandomWalk;
 pub use replay::Replay;
 pub use script::Script;
+pub use urw::Urw;
 
 use crate::runtime::{PointId, Task, TaskId};
 use crate::time::Nanos;
@@ -53,6 +55,11 @@ impl ChoiceView<'_> {
     /// Name of a task.
     pub fn task_name(&self, t: TaskId) -> &str {
         &self.task_names[t as usize].name
+    }
+
+    /// The model's estimate of the steps task `t` has left (0: unknown).
+    pub fn remaining(&self, t: TaskId) -> u32 {
+        self.task_names[t as usize].remaining
     }
 
     /// Label of a point.
