@@ -79,10 +79,9 @@ enum Command {
     },
 }
 
-#[derive(Args)]
-struct RunArgs {
-    /// Scenario name (see `fsyncsim list`) or path to a scenario TOML file.
-    scenario: Option<String>,
+/// The flags that choose a kernel policy.
+#[derive(Args, Clone)]
+struct PolicyArgs {
     /// Base policy: linux-5.10 or linux-5.11.
     #[arg(long, value_parser = parse_policy)]
     policy: Option<Policy>,
@@ -95,9 +94,11 @@ struct RunArgs {
     /// Mutants to enable (see `fsyncsim list --mutants`).
     #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
     mutant: Vec<Mutant>,
-    /// Drop the script: a seeded strategy chooses at every named point and tie.
-    #[arg(long)]
-    explore: bool,
+}
+
+/// The flags that choose an exploration strategy.
+#[derive(Args, Clone)]
+struct StrategyArgs {
     /// Exploration strategy: random, pct or urw.
     #[arg(long, default_value = "random", value_parser = ["random", "pct", "urw"])]
     strategy: String,
@@ -107,6 +108,47 @@ struct RunArgs {
     /// Keep the first N steps of the script, then explore.
     #[arg(long, default_value_t = 0)]
     prefix: usize,
+}
+
+impl StrategyArgs {
+    /// The interleaving these flags describe.
+    fn interleaving(&self) -> Interleaving {
+        let explore = match self.strategy.as_str() {
+            "pct" => Interleaving::Pct(self.depth),
+            "urw" => Interleaving::Urw,
+            _ => Interleaving::Random,
+        };
+        if self.prefix > 0 {
+            Interleaving::Prefix(self.prefix, Box::new(explore))
+        } else {
+            explore
+        }
+    }
+
+    /// The `run` flags that select this strategy.
+    fn flags(&self) -> String {
+        let mut f = match self.strategy.as_str() {
+            "pct" => format!("--strategy pct --depth {}", self.depth),
+            s => format!("--strategy {s}"),
+        };
+        if self.prefix > 0 {
+            f.push_str(&format!(" --prefix {}", self.prefix));
+        }
+        f
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Scenario name (see `fsyncsim list`) or path to a scenario TOML file.
+    scenario: Option<String>,
+    #[command(flatten)]
+    pol: PolicyArgs,
+    /// Drop the script: a seeded strategy chooses at every named point and tie.
+    #[arg(long)]
+    explore: bool,
+    #[command(flatten)]
+    strat: StrategyArgs,
     /// Commit waiters return at SUPER_COMMITTED (Linux 5.12+) instead of COMPLETED.
     #[arg(long)]
     super_committed: bool,
@@ -134,27 +176,10 @@ struct SweepArgs {
     /// Worker threads (default: all cores); results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
-    /// Base policy: linux-5.10 or linux-5.11.
-    #[arg(long, value_parser = parse_policy)]
-    policy: Option<Policy>,
-    /// Fixes to add (R1..R7).
-    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
-    fix: Vec<Fix>,
-    /// Fixes to remove (R1..R7).
-    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
-    without: Vec<Fix>,
-    /// Mutants to enable.
-    #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
-    mutant: Vec<Mutant>,
-    /// Exploration strategy: random, pct or urw.
-    #[arg(long, default_value = "random", value_parser = ["random", "pct", "urw"])]
-    strategy: String,
-    /// PCT depth (priority change points + 1).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    depth: u32,
-    /// Keep the first N steps of the script, then explore.
-    #[arg(long, default_value_t = 0)]
-    prefix: usize,
+    #[command(flatten)]
+    pol: PolicyArgs,
+    #[command(flatten)]
+    strat: StrategyArgs,
     /// Write checkpoints (state.json) and the result (sweep.json) into this directory;
     /// Ctrl-C / SIGTERM stops cleanly and keeps every finished chunk of seeds.
     #[arg(long)]
@@ -184,27 +209,10 @@ struct ReplayArgs {
     /// The seed to replay.
     #[arg(long)]
     seed: u64,
-    /// Exploration strategy: random, pct or urw.
-    #[arg(long, default_value = "random", value_parser = ["random", "pct", "urw"])]
-    strategy: String,
-    /// PCT depth.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    depth: u32,
-    /// Keep the first N steps of the script, then explore.
-    #[arg(long, default_value_t = 0)]
-    prefix: usize,
-    /// Base policy (default linux-5.11).
-    #[arg(long, value_parser = parse_policy)]
-    policy: Option<Policy>,
-    /// Fixes to add (R1..R7).
-    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
-    fix: Vec<Fix>,
-    /// Fixes to remove (R1..R7).
-    #[arg(long, value_delimiter = ',', value_parser = parse_fix)]
-    without: Vec<Fix>,
-    /// Mutants to enable.
-    #[arg(long, value_delimiter = ',', value_parser = parse_mutant)]
-    mutant: Vec<Mutant>,
+    #[command(flatten)]
+    strat: StrategyArgs,
+    #[command(flatten)]
+    pol: PolicyArgs,
     /// Device preset or file (default: the scenario's).
     #[arg(long)]
     device: Option<String>,
@@ -216,36 +224,22 @@ struct ReplayArgs {
 fn replay(a: ReplayArgs) -> Result<(), Failure> {
     let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
     let dev = device_for(&sc, &a.device)?;
-    let base = a.policy.clone().or_else(|| Policy::preset("linux-5.11"));
-    let p = policies_from(&sc, &base, &a.fix, &a.without, &a.mutant, false)
-        .pop()
-        .expect("one policy");
-    let r = scenario::run(
-        &sc,
-        &p,
-        &dev,
-        a.seed,
-        &strategy_of(&a.strategy, a.depth, a.prefix),
-    );
+    let pol = PolicyArgs {
+        policy: a
+            .pol
+            .policy
+            .clone()
+            .or_else(|| Policy::preset("linux-5.11")),
+        ..a.pol.clone()
+    };
+    let p = policies_from(&sc, &pol, false).pop().expect("one policy");
+    let r = scenario::run(&sc, &p, &dev, a.seed, &a.strat.interleaving());
     if let Some(path) = &a.trace {
         reports::output::write_atomic(path, (r.trace.join("\n") + "\n").as_bytes())
             .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
     }
     print!("{}", reports::race::timeline(&sc, &r, a.seed));
     Ok(())
-}
-
-fn strategy_of(name: &str, depth: u32, prefix: usize) -> Interleaving {
-    let explore = match name {
-        "pct" => Interleaving::Pct(depth),
-        "urw" => Interleaving::Urw,
-        _ => Interleaving::Random,
-    };
-    if prefix > 0 {
-        Interleaving::Prefix(prefix, Box::new(explore))
-    } else {
-        explore
-    }
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
@@ -399,14 +393,8 @@ fn device_for(sc: &Scenario, flag: &Option<String>) -> Result<DeviceConfig, Fail
 }
 
 /// The policies to run: pre/post by default, or the one the flags describe.
-fn policies_from(
-    sc: &Scenario,
-    policy: &Option<Policy>,
-    fix: &[Fix],
-    without: &[Fix],
-    mutant: &[Mutant],
-    super_committed: bool,
-) -> Vec<Policy> {
+fn policies_from(sc: &Scenario, a: &PolicyArgs, super_committed: bool) -> Vec<Policy> {
+    let (policy, fix, without, mutant) = (&a.policy, &a.fix, &a.without, &a.mutant);
     let sc_flag = |p: Policy| {
         if super_committed {
             p.with_super_committed()
@@ -436,23 +424,16 @@ fn run_races(a: RunArgs) -> Result<(), Failure> {
     let interleaving = if !a.explore {
         Interleaving::Script
     } else {
-        strategy_of(&a.strategy, a.depth, a.prefix)
+        a.strat.interleaving()
     };
     let mut items: Vec<(Scenario, Vec<RunResult>)> = Vec::new();
     for sc in scenarios {
         let dev = device_for(&sc, &a.device)?;
         let seed = a.seed.unwrap_or(sc.seed);
-        let runs = policies_from(
-            &sc,
-            &a.policy,
-            &a.fix,
-            &a.without,
-            &a.mutant,
-            a.super_committed,
-        )
-        .iter()
-        .map(|p| scenario::run(&sc, p, &dev, seed, &interleaving))
-        .collect();
+        let runs = policies_from(&sc, &a.pol, a.super_committed)
+            .iter()
+            .map(|p| scenario::run(&sc, p, &dev, seed, &interleaving))
+            .collect();
         items.push((sc, runs));
     }
     // A scenario that cannot play (a stuck script, an operation on a missing path) is bad
@@ -510,9 +491,9 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
-    let pols = policies_from(&sc, &a.policy, &a.fix, &a.without, &a.mutant, false);
+    let pols = policies_from(&sc, &a.pol, false);
     let shard = a.shard.unwrap_or(models::sweep::Shard::ALL);
-    let strategy = strategy_of(&a.strategy, a.depth, a.prefix);
+    let strategy = a.strat.interleaving();
     let owned = (a.seeds.end - a.seeds.start + shard.n - shard.k) / shard.n;
     // A progress bar on a terminal only; nothing else reads the clock.
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -528,7 +509,7 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
     );
     // Where checkpoints go, and what an earlier interrupted run left there.
     let dir = a.out.clone().or_else(|| a.resume.clone());
-    let flags = strategy_flags(&a);
+    let flags = a.strat.flags();
     let meta = serde_json::json!({
         "version": reports::sweep::VERSION,
         "scenario": sc.name,
@@ -687,19 +668,6 @@ fn write_state(
     let state = serde_json::json!({"meta": meta, "progress": per});
     reports::output::write_atomic(&dir.join("state.json"), format!("{state:#}\n").as_bytes())
         .map_err(|e| format!("--out {}: {e}", dir.display()))
-}
-
-/// The `run` flags that select the sweep's strategy.
-fn strategy_flags(a: &SweepArgs) -> String {
-    let mut f = match a.strategy.as_str() {
-        "pct" => format!("--strategy pct --depth {}", a.depth),
-        "urw" => "--strategy urw".to_string(),
-        _ => "--strategy random".to_string(),
-    };
-    if a.prefix > 0 {
-        f.push_str(&format!(" --prefix {}", a.prefix));
-    }
-    f
 }
 
 /// Exit code 1: a check found mismatches.
