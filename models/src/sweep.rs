@@ -131,25 +131,6 @@ impl Shard {
     }
 }
 
-/// Runs the seeds of `shard` in `seeds` of `sc` under an exploring `strategy` on `jobs`
-/// threads; `progress` is called with the number of seeds finished since its last call.
-#[allow(clippy::too_many_arguments)]
-pub fn sweep(
-    sc: &Scenario,
-    policy: &Policy,
-    device: &DeviceConfig,
-    seeds: Range<u64>,
-    shard: Shard,
-    jobs: usize,
-    strategy: &Interleaving,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<SweepResult, String> {
-    let start = seeds.start;
-    sweep_owned(
-        sc, policy, device, seeds, start, shard, jobs, strategy, progress,
-    )
-}
-
 /// Seeds per checkpoint of a chunked sweep.
 pub const CHUNK: u64 = 4096;
 

@@ -814,14 +814,7 @@ fn next_task(
         // 3. Tasks paused at named points: ask the scheduler.
         if !c.paused.is_empty() && !c.explores_ties {
             let next_event = c.heap.peek_time();
-            let view = ChoiceView {
-                now: c.now,
-                paused: &c.paused,
-                ready: &[],
-                next_event,
-                task_names: &c.tasks,
-                point_names: &c.points.names,
-            };
+            let view = paused_view(c, next_event);
             match scheduler.pick(&view) {
                 Pick::Release(i) if i < c.paused.len() => {
                     let p = c.paused.remove(i);
@@ -910,14 +903,7 @@ fn explore_next(c: &mut Core, scheduler: &mut dyn Scheduler) -> Result<Option<Ta
             }
             _ => {
                 if next_event.is_none() {
-                    let view = ChoiceView {
-                        now: c.now,
-                        paused: &c.paused,
-                        ready: &[],
-                        next_event,
-                        task_names: &c.tasks,
-                        point_names: &c.points.names,
-                    };
+                    let view = paused_view(c, next_event);
                     let reason = scheduler.describe_hold(&view);
                     return Err(stuck(c, reason));
                 }
@@ -928,6 +914,18 @@ fn explore_next(c: &mut Core, scheduler: &mut dyn Scheduler) -> Result<Option<Ta
     }
 
     Ok(None)
+}
+
+/// What a scheduler sees of the tasks paused at named points (no ready candidates).
+fn paused_view(c: &Core, next_event: Option<Nanos>) -> ChoiceView<'_> {
+    ChoiceView {
+        now: c.now,
+        paused: &c.paused,
+        ready: &[],
+        next_event,
+        task_names: &c.tasks,
+        point_names: &c.points.names,
+    }
 }
 
 /// Makes `t` the running task.
