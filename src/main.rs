@@ -57,6 +57,11 @@ enum Command {
         after_help = "Examples:\n  fsyncsim replay r1-link-rename-logged-trans --seed 2 --without R1\n  fsyncsim replay r3-ancestor-created-previous-trans --seed 112 --strategy pct --trace t.txt"
     )]
     Replay(ReplayArgs),
+    /// Shrink an explored seed that hits a target to a minimal scripted scenario file.
+    #[command(
+        after_help = "Without --policy/--fix/--without/--mutant: the pre-fix policy (linux-5.11 without the\nscenario's fix). The result is a scenario TOML that `fsyncsim run FILE` reproduces.\n\nExamples:\n  fsyncsim shrink r1-link-rename-logged-trans --seed 0 --target unnecessary_inode_logs --out r1-min.toml\n  fsyncsim shrink r6-log-start-blocked-on-tree-log-mutex --seed 3 --mutant sync-log-no-super-wait --target S1"
+    )]
+    Shrink(ShrinkArgs),
     /// Merge the --json outputs of a sharded sweep into what one unsharded sweep prints.
     #[command(
         after_help = "Examples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 1/2 --json > s1.json\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 2/2 --json > s2.json\n  fsyncsim merge s1.json s2.json"
@@ -219,6 +224,62 @@ struct ReplayArgs {
     /// Also write the full event trace to this file.
     #[arg(long)]
     trace: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ShrinkArgs {
+    /// Scenario name or path.
+    scenario: String,
+    /// The seed whose explored run hits the target.
+    #[arg(long)]
+    seed: u64,
+    /// What must keep hitting: a metric (unnecessary_inode_logs, …) or an invariant (S1, S2, S3).
+    #[arg(long, value_parser = models::shrink::Target::parse)]
+    target: models::shrink::Target,
+    #[command(flatten)]
+    strat: StrategyArgs,
+    #[command(flatten)]
+    pol: PolicyArgs,
+    /// Device preset or file (default: the scenario's).
+    #[arg(long)]
+    device: Option<String>,
+    /// Write the scenario file here (default: print it).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
+    let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    let dev = device_for(&sc, &a.device)?;
+    let p = policies_from(&sc, &a.pol, false).remove(0);
+    let command = std::iter::once("fsyncsim".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let s = models::shrink::shrink(
+        &sc,
+        &p,
+        &dev,
+        a.seed,
+        &a.strat.interleaving(),
+        &a.target,
+        &command,
+        &reports::sweep::policy_flags(&p),
+    )
+    .map_err(Failure)?;
+    match &a.out {
+        Some(path) => {
+            reports::output::write_atomic(path, s.toml.as_bytes())
+                .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?;
+            print!("{}", reports::race::shrink_summary(&s, &a.target.name()));
+            println!("wrote {}", path.display());
+        }
+        None => {
+            eprint!("{}", reports::race::shrink_summary(&s, &a.target.name()));
+            print!("{}", s.toml);
+        }
+    }
+    Ok(())
 }
 
 fn replay(a: ReplayArgs) -> Result<(), Failure> {
@@ -717,6 +778,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Sweep(a) => sweep(a)?,
         Command::Merge { files, json } => merge(&files, json)?,
         Command::Replay(a) => replay(a)?,
+        Command::Shrink(a) => shrink(a)?,
         Command::Check { scenarios } => {
             if check(&scenarios)?.is_err() {
                 std::process::exit(1);

@@ -654,3 +654,77 @@ fn an_interrupted_sweep_keeps_finished_seeds_and_resumes_to_the_same_result() {
         &["--out"],
     );
 }
+
+#[test]
+fn shrink_writes_a_scenario_that_run_and_check_reproduce() {
+    let dir = std::env::temp_dir().join(format!("fsyncsim-shrink-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("r1-min.toml");
+    let out_s = out.to_str().unwrap();
+    let sc = "r1-link-rename-logged-trans";
+    let target = "unnecessary_inode_logs";
+    // The first seed a sweep reports for the target.
+    let sw = fsyncsim(&["sweep", sc, "--seeds", "0..50", "--without", "R1", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&sw.stdout).unwrap();
+    let seed = v[0]["targets"][target]["first_seed"]
+        .as_u64()
+        .unwrap()
+        .to_string();
+    let o = fsyncsim(&[
+        "shrink", sc, "--seed", &seed, "--target", target, "--out", out_s,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        report.contains("tasks") && report.contains("smaller"),
+        "{report}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains(&format!("seed = {seed}")), "{text}");
+    let chk = fsyncsim(&["check", out_s]);
+    assert!(
+        chk.status.success(),
+        "{}",
+        String::from_utf8_lossy(&chk.stdout)
+    );
+    let run = fsyncsim(&["run", out_s, "--without", "R1", "--json"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let r: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert!(r["runs"][0]["metrics"][target].as_u64().unwrap() > 0);
+    // Without --out the file goes to stdout, byte for byte the same.
+    let o = fsyncsim(&["shrink", sc, "--seed", &seed, "--target", target]);
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        text.replace(&format!(" --out {out_s}"), "")
+    );
+    // Bad input writes nothing.
+    let none = dir.join("none.toml");
+    let none_s = none.to_str().unwrap();
+    assert_bad_input(
+        &[
+            "shrink", sc, "--seed", "0", "--target", "fast", "--out", none_s,
+        ],
+        &["--target", "unknown target 'fast'"],
+    );
+    assert_bad_input(
+        &[
+            "shrink",
+            sc,
+            "--seed",
+            "0",
+            "--target",
+            target,
+            "--policy",
+            "linux-5.11",
+            "--out",
+            none_s,
+        ],
+        &["does not hit"],
+    );
+    assert_bad_input(
+        &["shrink", sc, "--seed", "x", "--target", target],
+        &["--seed"],
+    );
+    assert!(!none.exists());
+}

@@ -4,6 +4,7 @@
 pub mod btrfs;
 pub mod device;
 pub mod scenario;
+pub mod shrink;
 pub mod sweep;
 pub mod units;
 pub mod workload;

@@ -508,6 +508,72 @@ impl Scenario {
         }
     }
 
+    /// The scenario as a scenario file (after `header` comment lines); `parse` reads it back.
+    pub fn to_toml(&self, header: &[String]) -> String {
+        let q = |v: &str| toml::Value::String(v.to_string()).to_string();
+        let mut t = String::new();
+        for h in header {
+            t.push_str(&format!("# {h}\n"));
+        }
+        t.push_str(&format!("name = {}\n", q(&self.name)));
+        t.push_str(&format!("race = {}\n", q(self.race.name())));
+        t.push_str(&format!("title = {}\n", q(&self.title)));
+        t.push_str(&format!("summary = {}\n", q(&self.summary)));
+        t.push_str(&format!("device = {}\n", q(&self.device)));
+        t.push_str(&format!("seed = {}\n", self.seed));
+        if let Some(c) = self.commit_interval {
+            t.push_str(&format!("commit_interval = \"{c}ns\"\n"));
+        }
+        let list = |t: &mut String, ops: &[String]| {
+            t.push_str("[\n");
+            for o in ops {
+                t.push_str(&format!("  {},\n", q(o)));
+            }
+            t.push_str("]\n");
+        };
+        t.push_str("setup = ");
+        list(
+            &mut t,
+            &self.setup.iter().map(Op::to_string).collect::<Vec<_>>(),
+        );
+        let defaults = Costs::default();
+        let changed: Vec<(&str, u64)> = Costs::FIELDS
+            .iter()
+            .filter_map(|&f| {
+                let v = self.costs.get(f)?;
+                (Some(v) != defaults.get(f)).then_some((f, v))
+            })
+            .collect();
+        if !changed.is_empty() {
+            t.push_str("\n[costs]\n");
+            for (f, v) in changed {
+                t.push_str(&format!("{f} = {v}\n"));
+            }
+        }
+        for (name, ops) in &self.tasks {
+            t.push_str(&format!("\n[[task]]\nname = {}\nops = ", q(name)));
+            list(&mut t, &ops.iter().map(Op::to_string).collect::<Vec<_>>());
+        }
+        if !self.script.is_empty() {
+            t.push_str("\n[script]\nsteps = ");
+            let steps: Vec<String> = self
+                .script
+                .iter()
+                .map(|s| format!("{} {}", s.task, s.point))
+                .collect();
+            list(&mut t, &steps);
+        }
+        for (label, m) in [("pre", &self.expect_pre), ("post", &self.expect_post)] {
+            if !m.is_empty() {
+                t.push_str(&format!("\n[expect.{label}]\n"));
+                for (k, v) in m {
+                    t.push_str(&format!("{} = {v}\n", q(k)));
+                }
+            }
+        }
+        t
+    }
+
     /// The policy before the race's fix: linux-5.11 without it.
     pub fn pre_policy(&self) -> Policy {
         Policy::preset("linux-5.11").unwrap().without(self.race)
@@ -538,6 +604,8 @@ pub struct RunResult {
     pub trace: Vec<String>,
     /// Decisions an exploring scheduler made (empty for scripted runs).
     pub decisions: Vec<u32>,
+    /// (task, point) of every released named point, in order (only with the trace kept).
+    pub releases: Vec<(String, String)>,
 }
 
 /// Who decides the interleaving of a run.
@@ -721,6 +789,7 @@ pub fn run_with_trace(
     }
     RunResult {
         decisions: sim.scheduler().decisions(),
+        releases: sim.point_releases(),
         policy: policy.clone(),
         metrics: fs.metrics(),
         violations,

@@ -252,3 +252,27 @@ pub fn timeline(sc: &Scenario, r: &RunResult, seed: u64) -> String {
     }
     out
 }
+
+/// What a shrink achieved, one line per size measure.
+pub fn shrink_summary(s: &models::shrink::Shrunk, target: &str) -> String {
+    let row = |what: &str, a: usize, b: usize| {
+        let pct = if a == 0 {
+            0.0
+        } else {
+            100.0 * (a as f64 - b as f64) / a as f64
+        };
+        format!("  {what:<10} {a:>6} -> {b:<6} ({pct:.0}% smaller)\n")
+    };
+    let mut t = format!(
+        "shrunk {}: {target} = {} in the explored run, {} in the scripted scenario ({} candidate runs)\n",
+        s.scenario.name, s.value.0, s.value.1, s.runs
+    );
+    t.push_str(&row("tasks", s.before.tasks, s.after.tasks));
+    t.push_str(&row("operations", s.before.ops, s.after.ops));
+    t.push_str(&row("decisions", s.before.decisions, s.after.decisions));
+    t.push_str(&format!(
+        "  (the explored run released {} named points; the script keeps {} of them)\n",
+        s.full_script, s.after.decisions
+    ));
+    t
+}

@@ -157,6 +157,8 @@ pub(crate) struct Core {
     pub(crate) classes: Interner,
     pub(crate) points: Interner,
     pub(crate) paused: Vec<PausedTask>,
+    /// Points released so far, in order (kept with the trace log only).
+    released: Vec<(TaskId, PointId)>,
     pub(crate) pauses_at_points: bool,
     /// The scheduler chooses among all tasks runnable at an instant (exploration).
     pub(crate) explores_ties: bool,
@@ -186,6 +188,7 @@ impl Core {
             classes,
             points: Interner::default(),
             paused: Vec::new(),
+            released: Vec::new(),
             pauses_at_points: false,
             explores_ties: false,
             spawned: Vec::new(),
@@ -193,6 +196,14 @@ impl Core {
             stop: false,
             tearing_down: false,
             dispatches: 0,
+        }
+    }
+
+    /// Remembers a released point (only when the trace log is kept).
+    #[inline]
+    fn note_release(&mut self, p: PausedTask) {
+        if self.trace.keep {
+            self.released.push((p.task, p.point));
         }
     }
 
@@ -675,6 +686,21 @@ impl Sim {
         self.handle.core().trace.keep = keep;
     }
 
+    /// The (task, point) names of every released named point, in release order: the
+    /// script that replays this run's interleaving (kept with the trace log only).
+    pub fn point_releases(&self) -> Vec<(String, String)> {
+        let c = self.handle.core.borrow();
+        c.released
+            .iter()
+            .map(|&(t, p)| {
+                (
+                    c.tasks[t as usize].name.to_string(),
+                    c.points.names[p as usize].to_string(),
+                )
+            })
+            .collect()
+    }
+
     /// The trace records kept so far.
     pub fn trace_records(&self) -> Vec<TraceRecord> {
         self.handle.core.borrow().trace.records.clone()
@@ -818,6 +844,7 @@ fn next_task(
             match scheduler.pick(&view) {
                 Pick::Release(i) if i < c.paused.len() => {
                     let p = c.paused.remove(i);
+                    c.note_release(p);
                     c.wake(p.task);
                     continue;
                 }
@@ -893,6 +920,7 @@ fn explore_next(c: &mut Core, scheduler: &mut dyn Scheduler) -> Result<Option<Ta
             }
             Pick::Release(i) if i < c.paused.len() => {
                 let p = c.paused.remove(i);
+                c.note_release(p);
                 c.wake(p.task);
                 let t = c.ready.pop_back().expect("just woken");
                 return Ok(Some(dispatch(c, t)));

@@ -98,6 +98,21 @@ impl Costs {
 
     /// Sets one field by name; false if there is no such field.
     pub fn set(&mut self, name: &str, v: u64) -> bool {
+        match self.field(name) {
+            Some(f) => {
+                *f = v;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// One field by name.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.clone().field(name).map(|f| *f)
+    }
+
+    fn field(&mut self, name: &str) -> Option<&mut u64> {
         let f = match name {
             "nodesize" => &mut self.nodesize,
             "sectorsize" => &mut self.sectorsize,
@@ -116,9 +131,8 @@ impl Costs {
             "write_per_page" => &mut self.write_per_page,
             "namespace_op" => &mut self.namespace_op,
             "log_start" => &mut self.log_start,
-            _ => return false,
+            _ => return None,
         };
-        *f = v;
-        true
+        Some(f)
     }
 }

@@ -63,6 +63,35 @@ impl Op {
     }
 }
 
+/// Formats a byte size the way scenario files write it (`4k`, `1m`, `4097`).
+fn size_text(n: u64) -> String {
+    for (shift, unit) in [(30, "g"), (20, "m"), (10, "k")] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// The scenario-file line of an operation; `scenario::parse_op` reads it back.
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let k = self.kind();
+        match self {
+            Op::Create(p)
+            | Op::Mkdir(p)
+            | Op::Writeback(p)
+            | Op::Fsync(p)
+            | Op::Unlink(p)
+            | Op::Rmdir(p) => write!(f, "{k} {p}"),
+            Op::Write(p, n) => write!(f, "{k} {p} {}", size_text(*n)),
+            Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
+            Op::NewBlockGroup | Op::Commit => write!(f, "{k}"),
+            Op::Sleep(d) => write!(f, "{k} {d}ns"),
+        }
+    }
+}
+
 /// An operation that could not run (bad path and the like).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpError(pub String);

@@ -1,0 +1,518 @@
+//! Shrinking: from an explored run that hits a target (a waste metric or an invariant
+//! violation), find a small scripted scenario that still hits it.
+//!
+//! 1. The hitting run is re-run with its log kept; the order in which it released tasks at
+//!    named points becomes a full script (`Scenario::script`).
+//! 2. Delta debugging (Zeller's ddmin) then removes script steps (preemptions), whole tasks,
+//!    task and setup operations, and shortens writes, as long as the scripted scenario — written
+//!    out as TOML and parsed back, exactly as `fsyncsim run FILE` will read it — still hits the
+//!    target under the shrink policy and still plays cleanly under every policy `run` uses.
+//!
+//! Every candidate is a deterministic run with the original seed, so the result is a fixed
+//! function of (scenario, policy, seed, strategy, target).
+
+use crate::btrfs::{Metrics, Op, Policy};
+use crate::device::DeviceConfig;
+use crate::scenario::{points_of, run_with_trace, Interleaving, RunResult, Scenario, Step};
+
+/// What a shrink keeps hitting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A metric that must stay non-zero.
+    Metric(String),
+    /// An invariant (S1, S2, S3) that must stay violated.
+    Invariant(String),
+}
+
+/// Invariants a run can violate.
+pub const INVARIANTS: [&str; 3] = ["S1", "S2", "S3"];
+
+impl Target {
+    /// Parses a metric name, an invariant name (`S2`) or a sweep target (`invariant:S2`).
+    pub fn parse(s: &str) -> Result<Target, String> {
+        let inv = s.strip_prefix("invariant:").unwrap_or(s);
+        if INVARIANTS.contains(&inv) {
+            return Ok(Target::Invariant(inv.to_string()));
+        }
+        if Metrics::is_metric(s) {
+            return Ok(Target::Metric(s.to_string()));
+        }
+        Err(format!(
+            "unknown target '{s}': expected an invariant ({}) or a metric such as {}",
+            INVARIANTS.join(", "),
+            crate::sweep::WASTE_TARGETS.join(", ")
+        ))
+    }
+
+    /// The target's name as sweeps print it.
+    pub fn name(&self) -> String {
+        match self {
+            Target::Metric(m) => m.clone(),
+            Target::Invariant(i) => format!("invariant:{i}"),
+        }
+    }
+
+    /// How much the run hits it: the metric, or the number of violations.
+    pub fn value(&self, r: &RunResult) -> u64 {
+        match self {
+            Target::Metric(m) => r.metrics.get(m).unwrap_or(0),
+            Target::Invariant(i) => {
+                r.violations.iter().filter(|v| &v.invariant == i).count() as u64
+            }
+        }
+    }
+}
+
+/// The size of a scenario, as shrinking counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// Tasks (besides setup).
+    pub tasks: usize,
+    /// Operations, setup included.
+    pub ops: usize,
+    /// Scheduling decisions: a strategy's choices, or a script's steps.
+    pub decisions: usize,
+}
+
+impl Size {
+    /// The size of a scripted scenario.
+    pub fn of(sc: &Scenario) -> Size {
+        Size {
+            tasks: sc.tasks.len(),
+            ops: sc.setup.len() + sc.tasks.iter().map(|(_, o)| o.len()).sum::<usize>(),
+            decisions: sc.script.len(),
+        }
+    }
+}
+
+/// A finished shrink.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// The minimal scripted scenario.
+    pub scenario: Scenario,
+    /// Its scenario file.
+    pub toml: String,
+    /// The explored run's size (decisions: the strategy's choices).
+    pub before: Size,
+    /// The full script the explored run corresponds to (steps: points released).
+    pub full_script: usize,
+    /// The result's size (decisions: script steps).
+    pub after: Size,
+    /// The target's value in the explored run and in the shrunk scenario.
+    pub value: (u64, u64),
+    /// Candidate runs tried.
+    pub runs: u64,
+}
+
+/// What may change while shrinking.
+#[derive(Clone)]
+struct Candidate {
+    setup: Vec<Op>,
+    tasks: Vec<(String, Vec<Op>)>,
+    steps: Vec<(String, String)>,
+}
+
+impl Candidate {
+    /// Drops steps of tasks that are gone or points their operations no longer reach.
+    fn prune(mut self) -> Self {
+        self.tasks.retain(|(_, ops)| !ops.is_empty());
+        let tasks = &self.tasks;
+        self.steps.retain(|(t, p)| {
+            tasks
+                .iter()
+                .find(|(n, _)| n == t)
+                .is_some_and(|(_, ops)| ops.iter().any(|o| points_of(o).contains(p)))
+        });
+        self
+    }
+
+    fn size(&self) -> (usize, usize, usize) {
+        (
+            self.tasks.len(),
+            self.setup.len() + self.tasks.iter().map(|(_, o)| o.len()).sum::<usize>(),
+            self.steps.len(),
+        )
+    }
+}
+
+/// The inputs every candidate run shares.
+struct Ctx<'a> {
+    base: &'a Scenario,
+    policy: &'a Policy,
+    /// Policies the written file must also play under (post when shrinking pre-fix); only
+    /// checked once `strict` is set, since the full script of a pre-fix run often names
+    /// points the fixed code never reaches.
+    also: Vec<Policy>,
+    strict: bool,
+    device: &'a DeviceConfig,
+    seed: u64,
+    target: &'a Target,
+    header: Vec<String>,
+    runs: u64,
+}
+
+impl Ctx<'_> {
+    /// The candidate as a scenario file, parsed back (None if it is not a valid scenario).
+    fn scenario(&self, c: &Candidate) -> Option<(Scenario, String)> {
+        let mut sc = self.base.clone();
+        sc.name = format!("{}-seed{}-shrunk", self.base.name, self.seed);
+        sc.seed = self.seed;
+        sc.setup = c.setup.clone();
+        sc.tasks = c.tasks.clone();
+        sc.script = c
+            .steps
+            .iter()
+            .map(|(t, p)| Step {
+                task: t.clone(),
+                point: p.clone(),
+                line: 0,
+            })
+            .collect();
+        sc.expect_pre.clear();
+        sc.expect_post.clear();
+        let text = sc.to_toml(&self.header);
+        Scenario::parse(&text, &self.base.origin)
+            .ok()
+            .map(|s| (s, text))
+    }
+
+    /// Whether the candidate still hits the target and plays cleanly.
+    fn test(&mut self, c: &Candidate) -> bool {
+        let Some((sc, _)) = self.scenario(c) else {
+            return false;
+        };
+        let clean = |r: &RunResult| {
+            !r.violations
+                .iter()
+                .any(|v| v.invariant == "script" || v.invariant == "scenario")
+        };
+        self.runs += 1;
+        let r = run_with_trace(
+            &sc,
+            self.policy,
+            self.device,
+            self.seed,
+            &Interleaving::Script,
+            false,
+        );
+        if !clean(&r) || self.target.value(&r) == 0 {
+            return false;
+        }
+        for p in self.also.iter().filter(|_| self.strict) {
+            self.runs += 1;
+            let r = run_with_trace(&sc, p, self.device, self.seed, &Interleaving::Script, false);
+            if !clean(&r) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Removes script steps, tasks and operations, and shortens writes, until nothing changes.
+fn shrink_passes(ctx: &mut Ctx<'_>, cur: &mut Candidate, sector: u64) {
+    loop {
+        let size = cur.size();
+        // Preemptions: script steps.
+        let steps = std::mem::take(&mut cur.steps);
+        cur.steps = ddmin(steps, &mut |s| {
+            let c = Candidate {
+                steps: s.to_vec(),
+                ..cur.clone()
+            };
+            ctx.test(&c)
+        });
+        // Whole tasks.
+        let mut i = cur.tasks.len();
+        while i > 0 {
+            i -= 1;
+            let mut c = cur.clone();
+            c.tasks.remove(i);
+            let c = c.prune();
+            if ctx.test(&c) {
+                *cur = c;
+            }
+        }
+        // Operations of each task, then of setup.
+        for i in (0..cur.tasks.len()).rev() {
+            if i >= cur.tasks.len() {
+                continue;
+            }
+            let ops = cur.tasks[i].1.clone();
+            let kept = ddmin(ops, &mut |o| {
+                let mut c = cur.clone();
+                c.tasks[i].1 = o.to_vec();
+                ctx.test(&c.prune())
+            });
+            cur.tasks[i].1 = kept;
+            *cur = cur.clone().prune();
+        }
+        let setup = std::mem::take(&mut cur.setup);
+        cur.setup = ddmin(setup, &mut |o| {
+            let c = Candidate {
+                setup: o.to_vec(),
+                ..cur.clone()
+            };
+            ctx.test(&c)
+        });
+        // Shorter writes: one sector instead of many.
+        for which in 0..=cur.tasks.len() {
+            let len = match which {
+                0 => cur.setup.len(),
+                w => cur.tasks[w - 1].1.len(),
+            };
+            for j in 0..len {
+                let mut c = cur.clone();
+                let op = match which {
+                    0 => &mut c.setup[j],
+                    w => &mut c.tasks[w - 1].1[j],
+                };
+                if let Op::Write(_, n) = op {
+                    if *n > sector {
+                        *n = sector;
+                        if ctx.test(&c) {
+                            *cur = c;
+                        }
+                    }
+                }
+            }
+        }
+        if cur.size() == size {
+            break;
+        }
+    }
+}
+
+/// Zeller's ddmin: a 1-minimal sublist of `items` for which `test` holds (it holds for
+/// `items`).
+fn ddmin<T: Clone>(items: Vec<T>, test: &mut dyn FnMut(&[T]) -> bool) -> Vec<T> {
+    let mut items = items;
+    let mut n = 2usize;
+    while !items.is_empty() {
+        if items.len() == 1 {
+            if test(&[]) {
+                items.clear();
+            }
+            break;
+        }
+        let n_eff = n.min(items.len());
+        let chunk = items.len().div_ceil(n_eff);
+        let mut reduced = false;
+        for start in (0..items.len()).step_by(chunk) {
+            let end = (start + chunk).min(items.len());
+            let complement: Vec<T> = items[..start]
+                .iter()
+                .chain(&items[end..])
+                .cloned()
+                .collect();
+            if test(&complement) {
+                items = complement;
+                n = (n_eff - 1).max(2);
+                reduced = true;
+                break;
+            }
+        }
+        if !reduced {
+            if n_eff >= items.len() {
+                break;
+            }
+            n = (n_eff * 2).min(items.len());
+        }
+    }
+    items
+}
+
+/// Shrinks the explored run of `sc` under `policy` with `seed` and `how` to a small scripted
+/// scenario that still hits `target`. `command` (the shrink command line) and `run_flags` (the
+/// `fsyncsim run` flags selecting `policy`) go into the file's header.
+#[allow(clippy::too_many_arguments)]
+pub fn shrink(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seed: u64,
+    how: &Interleaving,
+    target: &Target,
+    command: &str,
+    run_flags: &str,
+) -> Result<Shrunk, String> {
+    let first = run_with_trace(sc, policy, device, seed, how, true);
+    let v0 = target.value(&first);
+    if v0 == 0 {
+        return Err(format!(
+            "seed {seed} does not hit {} under {}; run `fsyncsim sweep` to find a seed that does",
+            target.name(),
+            policy.name
+        ));
+    }
+    let names: Vec<&str> = sc.tasks.iter().map(|(n, _)| n.as_str()).collect();
+    let steps: Vec<(String, String)> = first
+        .releases
+        .iter()
+        .filter(|(t, _)| names.contains(&t.as_str()))
+        .cloned()
+        .collect();
+    let full_script = steps.len();
+    let before = Size {
+        tasks: sc.tasks.len(),
+        ops: Size::of(sc).ops,
+        decisions: first.decisions.len(),
+    };
+    // The written file must play under every policy `fsyncsim run FILE` uses by default.
+    let pre = sc.pre_policy() == *policy;
+    let also = if pre { vec![sc.post_policy()] } else { vec![] };
+    let mut ctx = Ctx {
+        base: sc,
+        policy,
+        also,
+        strict: false,
+        device,
+        seed,
+        target,
+        header: Vec::new(),
+        runs: 1,
+    };
+    let mut cur = Candidate {
+        setup: sc.setup.clone(),
+        tasks: sc.tasks.clone(),
+        steps,
+    };
+    if !ctx.test(&cur) {
+        return Err(format!(
+            "seed {seed} hits {} only with choices a script cannot express (ties between \
+             tasks outside named points); try another seed",
+            target.name()
+        ));
+    }
+    // Phase 1 shrinks for the target alone; phase 2 (strict) also requires the file to play
+    // under the post-fix policy, dropping the steps that stop it.
+    for strict in [false, true] {
+        ctx.strict = strict;
+        if strict && !ctx.test(&cur) {
+            let steps = std::mem::take(&mut cur.steps);
+            let kept = ddmin(steps, &mut |s| {
+                let c = Candidate {
+                    steps: s.to_vec(),
+                    ..cur.clone()
+                };
+                ctx.test(&c)
+            });
+            cur.steps = kept;
+            if !ctx.test(&cur) {
+                return Err(format!(
+                    "seed {seed} hits {} only with a script the post-fix policy cannot play; \
+                     shrink under an explicit --policy/--without instead",
+                    target.name()
+                ));
+            }
+        }
+        shrink_passes(&mut ctx, &mut cur, sc.costs.sectorsize);
+    }
+    let after = {
+        let (tasks, ops, decisions) = cur.size();
+        Size {
+            tasks,
+            ops,
+            decisions,
+        }
+    };
+    let mut header = vec![
+        format!("Shrunk by `{command}`."),
+        format!(
+            "From {} seed {seed} under {}: tasks {} -> {}, operations {} -> {}, decisions {} -> {} script steps ({} points released).",
+            sc.name,
+            policy.name,
+            before.tasks,
+            after.tasks,
+            before.ops,
+            after.ops,
+            before.decisions,
+            after.decisions,
+            full_script
+        ),
+    ];
+    // The file's own expectations: the target under the policy, and the post-fix value.
+    let (final_sc, _) = ctx.scenario(&cur).expect("the last candidate parsed");
+    let r = run_with_trace(
+        &final_sc,
+        policy,
+        device,
+        seed,
+        &Interleaving::Script,
+        false,
+    );
+    let v1 = target.value(&r);
+    let mut out = final_sc.clone();
+    if let (true, Target::Metric(m)) = (pre, target) {
+        out.expect_pre.insert(m.clone(), v1);
+        let post = run_with_trace(
+            &final_sc,
+            &sc.post_policy(),
+            device,
+            seed,
+            &Interleaving::Script,
+            false,
+        );
+        out.expect_post
+            .insert(m.clone(), post.metrics.get(m).unwrap_or(0));
+        header.push(format!(
+            "Reproduce: fsyncsim run FILE   ({} = {v1} pre-fix; `fsyncsim check FILE` verifies).",
+            m
+        ));
+    } else {
+        header.push(format!(
+            "Reproduce: fsyncsim run FILE {run_flags}   ({} = {v1}).",
+            target.name()
+        ));
+    }
+    ctx.header = header;
+    let toml = {
+        let text = out.to_toml(&ctx.header);
+        // What is written is what was tested: parse it back once more.
+        Scenario::parse(&text, &sc.origin).map_err(|e| format!("internal error: {e}"))?;
+        text
+    };
+    Ok(Shrunk {
+        scenario: out,
+        toml,
+        before,
+        full_script,
+        after,
+        value: (v0, v1),
+        runs: ctx.runs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ddmin_finds_a_one_minimal_subset() {
+        let items: Vec<u32> = (0..40).collect();
+        let mut calls = 0;
+        let got = ddmin(items, &mut |s| {
+            calls += 1;
+            s.contains(&7) && s.contains(&31)
+        });
+        assert_eq!(got, vec![7, 31]);
+        assert!(calls < 200, "{calls} tests");
+        assert_eq!(ddmin(vec![1, 2, 3], &mut |_| true), Vec::<i32>::new());
+        assert_eq!(ddmin(vec![1, 2, 3], &mut |s| s.len() == 3), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn targets_parse_and_reject() {
+        assert_eq!(
+            Target::parse("unnecessary_inode_logs"),
+            Ok(Target::Metric("unnecessary_inode_logs".into()))
+        );
+        assert_eq!(Target::parse("S2"), Ok(Target::Invariant("S2".into())));
+        assert_eq!(
+            Target::parse("invariant:S1"),
+            Ok(Target::Invariant("S1".into()))
+        );
+        assert!(Target::parse("S9").is_err());
+        assert!(Target::parse("fast").is_err());
+    }
+}
