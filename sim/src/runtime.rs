@@ -18,7 +18,7 @@ use crate::sched::{ChoiceView, Fifo, PausedTask, Pick, Scheduler};
 use crate::time::Nanos;
 use crate::trace::{Trace, TraceKind, TraceRecord};
 use std::cell::{RefCell, RefMut};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -128,20 +128,39 @@ pub struct ResourceStats {
 /// A name table with stable, insertion-ordered ids.
 #[derive(Default)]
 pub(crate) struct Interner {
-    pub(crate) names: Vec<Rc<str>>,
-    index: BTreeMap<Rc<str>, u32>,
+    pub(crate) names: Vec<Label>,
 }
 
+/// An interned name: borrowed when static, so interning model labels allocates nothing.
+pub(crate) type Label = std::borrow::Cow<'static, str>;
+
 impl Interner {
+    /// The id of `name`; tables are small (tens of labels), so a scan beats a tree.
+    fn find(&self, name: &str) -> Option<u32> {
+        self.names
+            .iter()
+            .position(|n| n.len() == name.len() && n.as_ref() == name)
+            .map(|i| i as u32)
+    }
+
     pub(crate) fn intern(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.index.get(name) {
-            return id;
+        match self.find(name) {
+            Some(id) => id,
+            None => {
+                self.names.push(Label::Owned(name.to_string()));
+                self.names.len() as u32 - 1
+            }
         }
-        let id = self.names.len() as u32;
-        let rc: Rc<str> = Rc::from(name);
-        self.names.push(rc.clone());
-        self.index.insert(rc, id);
-        id
+    }
+
+    pub(crate) fn intern_static(&mut self, name: &'static str) -> u32 {
+        match self.find(name) {
+            Some(id) => id,
+            None => {
+                self.names.push(Label::Borrowed(name));
+                self.names.len() as u32 - 1
+            }
+        }
     }
 }
 
@@ -407,6 +426,16 @@ impl Handle {
     /// Interns a named-point label.
     pub fn point_id(&self, label: &str) -> PointId {
         self.core().points.intern(label)
+    }
+
+    /// Interns a static named-point label (no allocation).
+    pub fn point_id_static(&self, label: &'static str) -> PointId {
+        self.core().points.intern_static(label)
+    }
+
+    /// Interns a static wait class (no allocation).
+    pub fn class_static(&self, name: &'static str) -> ClassId {
+        self.core().classes.intern_static(name) as ClassId
     }
 
     /// Sleeps for `d` of virtual time, attributed to plain sleep (think time).

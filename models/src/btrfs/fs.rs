@@ -63,6 +63,35 @@ impl Op {
     }
 }
 
+/// The static `KIND:start` and `KIND:done` labels of each operation kind.
+macro_rules! op_labels {
+    ($op:expr, $($variant:pat => $kind:literal),* $(,)?) => {
+        match $op {
+            $($variant => (concat!($kind, ":start"), concat!($kind, ":done")),)*
+        }
+    };
+}
+
+impl Op {
+    /// The named points at the start and end of the operation.
+    pub fn labels(&self) -> (&'static str, &'static str) {
+        op_labels!(self,
+            Op::Create(_) => "create",
+            Op::Mkdir(_) => "mkdir",
+            Op::Write(..) => "write",
+            Op::Writeback(_) => "writeback",
+            Op::Fsync(_) => "fsync",
+            Op::Link(..) => "link",
+            Op::Rename(..) => "rename",
+            Op::Unlink(_) => "unlink",
+            Op::Rmdir(_) => "rmdir",
+            Op::NewBlockGroup => "new-block-group",
+            Op::Commit => "commit",
+            Op::Sleep(_) => "sleep",
+        )
+    }
+}
+
 /// Formats a byte size the way scenario files write it (`4k`, `1m`, `4097`).
 fn size_text(n: u64) -> String {
     for (shift, unit) in [(30, "g"), (20, "m"), (10, "k")] {
@@ -96,17 +125,24 @@ impl std::fmt::Display for Op {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpError(pub String);
 
+/// (state version, image version) and the recovery verdict for them.
+type CrashMemo = ((u64, u64), Result<(), String>);
+
 struct Inner {
     h: Handle,
     dev: Device,
     policy: Policy,
     costs: Costs,
     st: RefCell<FsState>,
+    /// Bumped at every mutable borrow of `st` (keys the crash-check memo).
+    st_version: std::cell::Cell<u64>,
+    /// The last crash check: (state version, image version) and its verdict.
+    crash_memo: RefCell<Option<CrashMemo>>,
     m: RefCell<Metrics>,
     lat: RefCell<OpLatency>,
     record_latency: std::cell::Cell<bool>,
-    /// Point ids by the addresses of their static label parts.
-    labels: RefCell<Vec<((usize, usize), sim::PointId)>>,
+    /// Point ids by the addresses of their static labels.
+    labels: RefCell<Vec<(usize, sim::PointId)>>,
     violations: RefCell<Vec<Violation>>,
     tree_log_mutex: Mutex,
     reloc_mutex: Mutex,
@@ -144,6 +180,8 @@ impl Btrfs {
                 policy,
                 costs,
                 st: RefCell::new(FsState::mkfs()),
+                st_version: std::cell::Cell::new(0),
+                crash_memo: RefCell::new(None),
                 m: RefCell::new(Metrics::default()),
                 lat: RefCell::new(OpLatency::default()),
                 record_latency: std::cell::Cell::new(true),
@@ -195,9 +233,9 @@ impl Btrfs {
         self.inner.st.borrow().clone()
     }
 
-    /// Announces the named point `a` + `b` (both static; their ids are cached by address).
-    async fn point2(&self, a: &'static str, b: &'static str) {
-        let key = (a.as_ptr() as usize, b.as_ptr() as usize);
+    /// Announces a named point; its id is cached per label address.
+    async fn point(&self, label: &'static str) {
+        let key = label.as_ptr() as usize;
         let cached = self
             .inner
             .labels
@@ -208,7 +246,7 @@ impl Btrfs {
         let id = match cached {
             Some(id) => id,
             None => {
-                let id = self.inner.h.point_id(&format!("{a}{b}"));
+                let id = self.inner.h.point_id_static(label);
                 self.inner.labels.borrow_mut().push((key, id));
                 id
             }
@@ -216,8 +254,10 @@ impl Btrfs {
         self.inner.h.point(id).await;
     }
 
-    async fn point(&self, label: &'static str) {
-        self.point2(label, "").await;
+    /// The filesystem state, for changing it (bumps the version the crash memo keys on).
+    fn st_mut(&self) -> std::cell::RefMut<'_, FsState> {
+        self.inner.st_version.set(self.inner.st_version.get() + 1);
+        self.inner.st.borrow_mut()
     }
 
     fn has(&self, f: Fix) -> bool {
@@ -262,7 +302,8 @@ impl Btrfs {
     pub async fn run_op(&self, op: &Op) -> Result<(), OpError> {
         let start = self.inner.h.now();
         let kind = op.kind();
-        self.point2(kind, ":start").await;
+        let (start_label, done_label) = op.labels();
+        self.point(start_label).await;
         match op {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
@@ -283,7 +324,7 @@ impl Btrfs {
             }
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
         }
-        self.point2(kind, ":done").await;
+        self.point(done_label).await;
         if self.inner.record_latency.get() {
             let ns = self.inner.h.now() - start;
             self.inner.lat.borrow_mut().record(kind, ns);
@@ -333,7 +374,7 @@ impl Btrfs {
     async fn join_kind(&self, latest: TransState) -> TransId {
         loop {
             {
-                let mut st = self.inner.st.borrow_mut();
+                let mut st = self.st_mut();
                 match st.running {
                     Some(t) if st.trans[&t].state <= latest => {
                         st.trans.get_mut(&t).unwrap().writers += 1;
@@ -367,7 +408,7 @@ impl Btrfs {
 
     /// btrfs_end_transaction.
     fn end(&self, t: TransId) {
-        let mut st = self.inner.st.borrow_mut();
+        let mut st = self.st_mut();
         let tr = st.trans.get_mut(&t).expect("transaction");
         tr.writers -= 1;
         drop(st);
@@ -407,7 +448,7 @@ impl Btrfs {
         }
         self.inner.m.borrow_mut().transaction_commits += 1;
         // Step 2: COMMIT_START; wait for the previous transaction's commit.
-        self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().state = TransState::CommitStart;
+        self.st_mut().trans.get_mut(&t).unwrap().state = TransState::CommitStart;
         self.point("trans:commit_start").await;
         loop {
             let prev_done = {
@@ -426,7 +467,7 @@ impl Btrfs {
         while self.inner.st.borrow().trans[&t].writers > 1 {
             self.inner.writers_wait.wait().await;
         }
-        self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().state = TransState::CommitDoing;
+        self.st_mut().trans.get_mut(&t).unwrap().state = TransState::CommitDoing;
         self.point("trans:commit_doing").await;
         // Step 5-6: tree_log_mutex is held from here until the superblocks are written.
         let tree_log = self.inner.tree_log_mutex.lock().await;
@@ -436,7 +477,7 @@ impl Btrfs {
             // commit_fs_roots frees the log trees: the commit captures everything logged;
             // entries never synced are judged now.
             self.judge(t, None);
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             if st.log_tree_of == Some(t) {
                 st.log_tree_of = None;
             }
@@ -447,7 +488,7 @@ impl Btrfs {
             st.super_generation = t;
         }
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             st.trans.get_mut(&t).unwrap().state = TransState::Unblocked;
             st.running = None;
         }
@@ -492,7 +533,7 @@ impl Btrfs {
         self.point("trans:supers_written").await;
         drop(log_mutex);
         drop(tree_log);
-        self.inner.st.borrow_mut().trans.get_mut(&t).unwrap().state = TransState::SuperCommitted;
+        self.st_mut().trans.get_mut(&t).unwrap().state = TransState::SuperCommitted;
         if self.inner.policy.super_committed {
             self.inner.commit_wait.notify_all();
         }
@@ -505,7 +546,7 @@ impl Btrfs {
         h.cpu(pinned * self.inner.costs.unpin_per_extent).await;
         self.point("trans:unpinned").await;
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             st.last_trans_committed = st.last_trans_committed.max(t);
             let tr = st.trans.get_mut(&t).unwrap();
             tr.state = TransState::Completed;
@@ -531,7 +572,7 @@ impl Btrfs {
             return Err(OpError(format!("file exists: {path}")));
         }
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             let ino = st.next_ino;
             st.next_ino += 1;
             st.inodes.insert(
@@ -579,7 +620,7 @@ impl Btrfs {
         // file_update_time/i_size: the inode item changes in the running transaction.
         let t = self.join().await;
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             let i = st.inodes.get_mut(&ino).unwrap();
             i.dirty_bytes += bytes;
             i.item_trans = t;
@@ -608,7 +649,7 @@ impl Btrfs {
             return;
         }
         let id = {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             let id = st.next_extent;
             st.next_extent += 1;
             id
@@ -625,7 +666,7 @@ impl Btrfs {
         let t = self.join_nostart().await;
         self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             let i = st.inodes.get_mut(&ino).unwrap();
             i.extents.push(Extent {
                 id,
@@ -675,8 +716,12 @@ impl Btrfs {
             }
         }
         let t = self.join().await;
-        let kind = if rename { "rename" } else { "link" };
-        self.point2(kind, ":joined").await;
+        let (kind, joined) = if rename {
+            ("rename", "rename:joined")
+        } else {
+            ("link", "link:joined")
+        };
+        self.point(joined).await;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
         {
             let st = self.inner.st.borrow();
@@ -691,7 +736,7 @@ impl Btrfs {
             }
         }
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             if rename {
                 let v = st.dentries.get_mut(&(old_dir, old_name)).unwrap();
                 v.last_mut().unwrap().removed = Some(t);
@@ -763,7 +808,7 @@ impl Btrfs {
             return Err(OpError(format!("{path} changed while it waited")));
         }
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             st.dentries
                 .get_mut(&(parent, name.clone()))
                 .unwrap()
@@ -790,7 +835,7 @@ impl Btrfs {
         let t = self.join().await;
         self.inner.h.cpu(self.inner.costs.btree_item * 4).await;
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             st.last_trans_log_full_commit = t;
             st.trans.get_mut(&t).unwrap().forced_by_event = true;
             Self::dirty(&mut st, t, 2);
@@ -866,7 +911,7 @@ impl Btrfs {
         }
         // fsync returned success: record what must survive and check a crash now (S2).
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             let rec = FsyncRecord {
                 ino,
                 path: path.to_string(),
@@ -944,7 +989,7 @@ impl Btrfs {
                     let necessary =
                         oracle::removal_in_current_trans(&self.inner.st.borrow(), &dirs, t);
                     {
-                        let mut st = self.inner.st.borrow_mut();
+                        let mut st = self.st_mut();
                         st.last_trans_log_full_commit = t;
                         st.trans.get_mut(&t).unwrap().marked_unnecessarily = !necessary;
                     }
@@ -1006,7 +1051,7 @@ impl Btrfs {
     /// start_log_trans: returns the log sub-transaction joined, or None for -EAGAIN.
     async fn start_log_trans(&self, t: TransId) -> Option<u64> {
         let h = &self.inner.h;
-        let wait_class = h.class("tree_log_mutex");
+        let wait_class = h.class_static("tree_log_mutex");
         let me = h.current();
         let waited_before = h.account_of(me, wait_class);
         if self.has(Fix::R6) {
@@ -1014,7 +1059,7 @@ impl Btrfs {
             let need = self.inner.st.borrow().log_root_tree_of != Some(t);
             if need {
                 let _g = self.inner.tree_root_log_mutex.lock().await;
-                let mut st = self.inner.st.borrow_mut();
+                let mut st = self.st_mut();
                 if st.log_root_tree_of != Some(t) {
                     st.log_root_tree_of = Some(t);
                 }
@@ -1032,16 +1077,16 @@ impl Btrfs {
             if !self.has(Fix::R6) {
                 // Pre-6/6: tree_log_mutex around creating the log root tree, under log_mutex.
                 let _tl = self.inner.tree_log_mutex.lock().await;
-                let mut st = self.inner.st.borrow_mut();
+                let mut st = self.st_mut();
                 if st.log_root_tree_of != Some(t) {
                     st.log_root_tree_of = Some(t);
                 }
             }
-            self.inner.st.borrow_mut().log_tree_of = Some(t);
+            self.st_mut().log_tree_of = Some(t);
         }
         h.cpu(self.inner.costs.log_start).await;
         let log_transid = {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             st.log_writers += 1;
             st.log_transid
         };
@@ -1057,7 +1102,7 @@ impl Btrfs {
 
     /// btrfs_end_log_trans.
     fn end_log_trans(&self) {
-        self.inner.st.borrow_mut().log_writers -= 1;
+        self.st_mut().log_writers -= 1;
         self.inner.log_writers_wait.notify_all();
     }
 
@@ -1164,7 +1209,7 @@ impl Btrfs {
             LogKind::NewName(_) => {}
         }
         self.inner.h.cpu(cpu).await;
-        let mut st = self.inner.st.borrow_mut();
+        let mut st = self.st_mut();
         if new_name_needed {
             st.log_new_content.insert((t, log_transid));
         }
@@ -1186,7 +1231,7 @@ impl Btrfs {
     /// transaction whose commit superblock is already on disk. Returns whether any was
     /// necessary.
     fn judge(&self, t: TransId, upto: Option<u64>) -> bool {
-        let mut st = self.inner.st.borrow_mut();
+        let mut st = self.st_mut();
         let (now, later): (Vec<Judgment>, Vec<Judgment>) = std::mem::take(&mut st.judgments)
             .into_iter()
             .partition(|j| j.transid == t && upto.is_none_or(|k| j.log_transid <= k));
@@ -1290,11 +1335,11 @@ impl Btrfs {
         self.point("sync_log:start").await;
         // Write the log tree's dirty blocks.
         let bytes = {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             std::mem::take(&mut st.log_dirty_bytes)
         };
         let blocks = bytes.div_ceil(c.nodesize).max(1);
-        let (tok, off) = self.inner.st.borrow_mut().new_write(
+        let (tok, off) = self.st_mut().new_write(
             WriteKind::LogBlocks {
                 transid: t,
                 log_transid,
@@ -1305,13 +1350,13 @@ impl Btrfs {
             .dev
             .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
             .await;
-        self.inner.st.borrow_mut().log_transid += 1;
+        self.st_mut().log_transid += 1;
         // Later loggers start the next log sub-transaction while this one is committed.
         drop(g);
         // The log root tree, under its log_mutex.
         {
             let _lr = self.inner.log_root_tree_mutex.lock().await;
-            let (tok, off) = self.inner.st.borrow_mut().new_write(
+            let (tok, off) = self.st_mut().new_write(
                 WriteKind::LogRoot {
                     transid: t,
                     log_transid,
@@ -1326,7 +1371,7 @@ impl Btrfs {
         self.point("sync_log:write_super").await;
         // 6/6: tree_log_mutex just before writing the superblock.
         let me = h.current();
-        let class = h.class("tree_log_mutex");
+        let class = h.class_static("tree_log_mutex");
         let before = h.account_of(me, class);
         let tl = if self.has(Fix::R6) && !self.mutant(Mutant::SyncLogNoSuperWait) {
             Some(self.inner.tree_log_mutex.lock().await)
@@ -1360,7 +1405,7 @@ impl Btrfs {
         // superblock is issued.
         let necessary = self.judge(t, Some(log_transid));
         let base = self.inner.st.borrow().super_generation;
-        let (tok, off) = self.inner.st.borrow_mut().new_write(
+        let (tok, off) = self.st_mut().new_write(
             WriteKind::LogSuper {
                 transid: t,
                 log_transid,
@@ -1387,7 +1432,7 @@ impl Btrfs {
             }
         }
         {
-            let mut st = self.inner.st.borrow_mut();
+            let mut st = self.st_mut();
             st.last_log_commit = st.last_log_commit.max(log_transid + 1);
             st.log_committing.remove(&log_transid);
         }
@@ -1397,8 +1442,27 @@ impl Btrfs {
 
     /// Checks what a power loss now would leave (S2).
     pub fn check_crash(&self, when: &str) {
-        let image = self.inner.dev.durable_image().unwrap_or_default();
-        let res = oracle::check_recovery(&self.inner.st.borrow(), &image);
+        // Recovery is a pure function of the state and the durable image: reuse the last
+        // verdict while neither changed.
+        let key = (
+            self.inner.st_version.get(),
+            self.inner.dev.durable_version(),
+        );
+        let memo = self.inner.crash_memo.borrow().clone();
+        let res = match memo {
+            Some((k, res)) if k == key => res,
+            _ => {
+                let res = self.inner.dev.with_durable_image(|image| match image {
+                    Some(image) => oracle::check_recovery(&self.inner.st.borrow(), image),
+                    None => oracle::check_recovery(
+                        &self.inner.st.borrow(),
+                        &std::collections::BTreeMap::new(),
+                    ),
+                });
+                *self.inner.crash_memo.borrow_mut() = Some((key, res.clone()));
+                res
+            }
+        };
         if let Err(msg) = res {
             self.violation("S2", format!("crash when {when}: {msg}"));
         }

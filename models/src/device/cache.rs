@@ -46,6 +46,8 @@ pub struct WriteCache {
     volatile: VecDeque<Dirty>,
     dirty_bytes: u64,
     image: Option<BTreeMap<u64, DurableWrite>>,
+    /// Bumped whenever the durable image changes.
+    image_version: u64,
     /// Bytes destaged in the background because the cache was full.
     pub background_bytes: u64,
 }
@@ -62,6 +64,7 @@ impl WriteCache {
             volatile: VecDeque::new(),
             dirty_bytes: 0,
             image: track_image.then(BTreeMap::new),
+            image_version: 0,
             background_bytes: 0,
         }
     }
@@ -139,6 +142,7 @@ impl WriteCache {
 
     fn make_durable(&mut self, offset: u64, len: u64, token: u64, wseq: u64) {
         if let Some(img) = &mut self.image {
+            self.image_version += 1;
             let e = img
                 .entry(offset)
                 .or_insert(DurableWrite { len, token, wseq });
@@ -151,6 +155,11 @@ impl WriteCache {
     /// What survives a power loss now: offset → newest durable write (None if untracked).
     pub fn durable_image(&self) -> Option<&BTreeMap<u64, DurableWrite>> {
         self.image.as_ref()
+    }
+
+    /// A number that changes whenever the durable image does.
+    pub fn image_version(&self) -> u64 {
+        self.image_version
     }
 
     /// Tokens of writes completed but lost on a power loss now, oldest first.

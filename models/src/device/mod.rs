@@ -707,6 +707,19 @@ impl Device {
         self.inner.state.borrow().cache.durable_image().cloned()
     }
 
+    /// Calls `f` with the durable image and its version, without copying it.
+    pub fn with_durable_image<R>(
+        &self,
+        f: impl FnOnce(Option<&BTreeMap<u64, DurableWrite>>) -> R,
+    ) -> R {
+        f(self.inner.state.borrow().cache.durable_image())
+    }
+
+    /// A number that changes whenever the durable image does.
+    pub fn durable_version(&self) -> u64 {
+        self.inner.state.borrow().cache.image_version()
+    }
+
     /// Tokens of completed writes a power loss now would drop.
     pub fn volatile_tokens(&self) -> Vec<u64> {
         self.inner.state.borrow().cache.volatile_tokens()

@@ -23,7 +23,6 @@ pub use urw::Urw;
 
 use crate::runtime::{PointId, Task, TaskId};
 use crate::time::Nanos;
-use std::rc::Rc;
 
 /// A task held at a named point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +47,7 @@ pub struct ChoiceView<'a> {
     /// Time of the next pending timer, if any (None: holding everyone means stuck).
     pub next_event: Option<Nanos>,
     pub(crate) task_names: &'a [Task],
-    pub(crate) point_names: &'a [Rc<str>],
+    pub(crate) point_names: &'a [crate::runtime::Label],
 }
 
 impl ChoiceView<'_> {
