@@ -62,6 +62,11 @@ enum Command {
         after_help = "Without --policy/--fix/--without/--mutant: the pre-fix policy (linux-5.11 without the\nscenario's fix). The result is a scenario TOML that `fsyncsim run FILE` reproduces.\n\nExamples:\n  fsyncsim shrink r1-link-rename-logged-trans --seed 0 --target unnecessary_inode_logs --out r1-min.toml\n  fsyncsim shrink r6-log-start-blocked-on-tree-log-mutex --seed 3 --mutant sync-log-no-super-wait --target S1"
     )]
     Shrink(ShrinkArgs),
+    /// Run a filesystem workload (dbench, sysbench-fileio, fs-mark) under one policy.
+    #[command(
+        after_help = "Without policy flags: linux-5.11.\n\nExamples:\n  fsyncsim workload dbench --clients 8 --duration 30s\n  fsyncsim workload dbench --policy linux-5.10 --sync-open --device sas-ssd --clients 32\n  fsyncsim workload sysbench-fileio --without R7 --duration 60s --json"
+    )]
+    Workload(WorkloadArgs),
     /// Merge the --json outputs of a sharded sweep into what one unsharded sweep prints.
     #[command(
         after_help = "Examples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 1/2 --json > s1.json\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 2/2 --json > s2.json\n  fsyncsim merge s1.json s2.json"
@@ -280,6 +285,112 @@ fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The flags that override a workload file's parameters.
+#[derive(Args, Clone)]
+struct LoadArgs {
+    /// Workload name (dbench, sysbench-fileio, fs-mark) or path to a workload TOML file.
+    workload: String,
+    /// dbench clients.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    clients: Option<u32>,
+    /// sysbench / fs_mark threads.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    threads: Option<u32>,
+    /// Measured virtual time (e.g. 300s).
+    #[arg(long, value_parser = parse_runtime, allow_hyphen_values = true)]
+    duration: Option<u64>,
+    /// Virtual time before measuring (e.g. 60s; 0 for none).
+    #[arg(long, value_parser = sim::parse_duration, allow_hyphen_values = true)]
+    warmup: Option<u64>,
+    /// Device preset or file (default: the workload's).
+    #[arg(long)]
+    device: Option<String>,
+    /// dbench -s: every write synchronous (O_SYNC opens).
+    #[arg(long)]
+    sync_open: bool,
+}
+
+impl LoadArgs {
+    /// The workload file with the flags applied, and its device.
+    fn load(&self) -> Result<(models::workload::spec::Spec, DeviceConfig), Failure> {
+        let mut spec = models::workload::spec::Spec::load(&self.workload)
+            .map_err(|e| Failure(e.to_string()))?;
+        if let Some(n) = self.clients.or(self.threads) {
+            spec.clients = n;
+        }
+        if let Some(d) = self.duration {
+            spec.duration = d;
+        }
+        if let Some(w) = self.warmup {
+            spec.warmup = w;
+        }
+        if self.sync_open {
+            spec.sync_open = true;
+        }
+        let dev = DeviceConfig::resolve(self.device.as_deref().unwrap_or(&spec.device))
+            .map_err(|e| Failure(e.to_string()))?;
+        Ok((spec, dev))
+    }
+}
+
+#[derive(Args)]
+struct WorkloadArgs {
+    #[command(flatten)]
+    load: LoadArgs,
+    #[command(flatten)]
+    pol: PolicyArgs,
+    /// Run seed (default: the workload's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn workload(a: WorkloadArgs) -> Result<(), Failure> {
+    let (spec, dev) = a.load.load()?;
+    let pol = PolicyArgs {
+        policy: a
+            .pol
+            .policy
+            .clone()
+            .or_else(|| Policy::preset("linux-5.11")),
+        ..a.pol.clone()
+    };
+    let p = policy_of(&pol);
+    let r = models::workload::fsload::run(&spec, &p, &dev, a.seed.unwrap_or(spec.seed), None)
+        .map_err(Failure)?;
+    if a.json {
+        println!("{:#}", reports::workload::json(&r));
+    } else {
+        println!(
+            "{} ({}) under {} on {}, seed {}:",
+            spec.name, spec.title, p.name, dev.name, r.seed
+        );
+        print!("{}", reports::workload::table(&r, spec.file_size));
+        print!("{}", reports::workload::attribution_text(&r));
+    }
+    Ok(())
+}
+
+/// The one policy the flags describe (linux-5.11 by default).
+fn policy_of(a: &PolicyArgs) -> Policy {
+    let mut p = a
+        .policy
+        .clone()
+        .unwrap_or_else(|| Policy::preset("linux-5.11").expect("preset"));
+    for &f in &a.fix {
+        p = p.with(f);
+    }
+    for &f in &a.without {
+        p = p.without(f);
+    }
+    for &m in &a.mutant {
+        p = p.with_mutant(m);
+    }
+    p
 }
 
 fn replay(a: ReplayArgs) -> Result<(), Failure> {
@@ -779,6 +890,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Merge { files, json } => merge(&files, json)?,
         Command::Replay(a) => replay(a)?,
         Command::Shrink(a) => shrink(a)?,
+        Command::Workload(a) => workload(a)?,
         Command::Check { scenarios } => {
             if check(&scenarios)?.is_err() {
                 std::process::exit(1);

@@ -8,3 +8,4 @@ pub mod latency;
 pub mod output;
 pub mod race;
 pub mod sweep;
+pub mod workload;

@@ -548,6 +548,33 @@ impl Handle {
             .collect()
     }
 
+    /// Copies task `t`'s waits per class (index = class id) into `out`, reusing its buffer.
+    pub fn account_into(&self, t: TaskId, out: &mut Vec<Nanos>) {
+        let c = self.core.borrow();
+        out.clear();
+        out.extend_from_slice(&c.tasks[t as usize].acct);
+    }
+
+    /// Name of a wait class.
+    pub fn class_name(&self, c: ClassId) -> String {
+        self.core.borrow().classes.names[c as usize].to_string()
+    }
+
+    /// Name of a named point or mark label.
+    pub fn point_name(&self, p: PointId) -> String {
+        self.core.borrow().points.names[p as usize].to_string()
+    }
+
+    /// Name of a lock or wait queue.
+    pub fn resource_name(&self, r: ResId) -> String {
+        self.core.borrow().resources[r as usize].name.to_string()
+    }
+
+    /// Moves the kept trace records into `out` (streaming a long run's trace to disk).
+    pub fn drain_trace(&self, out: &mut Vec<TraceRecord>) {
+        out.append(&mut self.core().trace.records);
+    }
+
     /// Nanoseconds task `t` has waited so far, per wait class (index = class id).
     pub fn account(&self, t: TaskId) -> Vec<Nanos> {
         self.core.borrow().tasks[t as usize].acct.clone()

@@ -206,6 +206,12 @@ impl Btrfs {
         self.inner.record_latency.set(on);
     }
 
+    /// Keeps (true, the default) or drops the history crash checks need; without it the
+    /// state is compacted at every commit and memory stays flat over long workload runs.
+    pub fn set_history(&self, keep: bool) {
+        self.st_mut().keep_history = keep;
+    }
+
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
@@ -551,6 +557,14 @@ impl Btrfs {
             let tr = st.trans.get_mut(&t).unwrap();
             tr.state = TransState::Completed;
             tr.writers -= 1;
+            if !st.keep_history {
+                // Amortised: the state holds at most this many commits of history.
+                st.commits_since_compact += 1;
+                if st.commits_since_compact >= 16 {
+                    st.commits_since_compact = 0;
+                    st.compact();
+                }
+            }
         }
         self.inner.commit_wait.notify_all();
         self.inner.writers_wait.notify_all();
@@ -593,11 +607,7 @@ impl Btrfs {
                     dirty_bytes: 0,
                 },
             );
-            st.dentries.entry((dir, name)).or_default().push(Dentry {
-                ino,
-                created: t,
-                removed: None,
-            });
+            st.add_dentry(dir, name, ino, t);
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::set_inode_last_trans(&mut st, dir, t);
             st.inodes.get_mut(&dir).unwrap().item_trans = t;
@@ -738,8 +748,7 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             if rename {
-                let v = st.dentries.get_mut(&(old_dir, old_name)).unwrap();
-                v.last_mut().unwrap().removed = Some(t);
+                st.remove_dentry(old_dir, &old_name, t);
                 // btrfs_rename → btrfs_record_unlink_dir(for_rename) only when the parents
                 // differ: the inode always, the old directory unless it or the inode is
                 // already logged in this transaction.
@@ -757,14 +766,7 @@ impl Btrfs {
                 // btrfs_link: a new hard link makes later fsyncs log all parents.
                 st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
             }
-            st.dentries
-                .entry((new_dir, new_name))
-                .or_default()
-                .push(Dentry {
-                    ino,
-                    created: t,
-                    removed: None,
-                });
+            st.add_dentry(new_dir, new_name, ino, t);
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
             st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, ino, t);
@@ -792,12 +794,7 @@ impl Btrfs {
                     }
                 )));
             }
-            if dir
-                && st
-                    .dentries
-                    .iter()
-                    .any(|((d, _), v)| *d == ino && v.last().is_some_and(|x| x.removed.is_none()))
-            {
+            if dir && st.has_children(ino) {
                 return Err(OpError(format!("directory not empty: {path}")));
             }
         }
@@ -809,12 +806,7 @@ impl Btrfs {
         }
         {
             let mut st = self.st_mut();
-            st.dentries
-                .get_mut(&(parent, name.clone()))
-                .unwrap()
-                .last_mut()
-                .unwrap()
-                .removed = Some(t);
+            st.remove_dentry(parent, &name, t);
             st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
             if dir {
                 // btrfs_rmdir: the parent inherits the removed directory's last_unlink_trans;
@@ -919,7 +911,9 @@ impl Btrfs {
                 extents,
                 at: self.inner.h.now(),
             };
-            st.fsyncs.push(rec);
+            if st.keep_history {
+                st.fsyncs.push(rec);
+            }
         }
         self.check_crash("fsync returned");
         Ok(())
@@ -1442,6 +1436,9 @@ impl Btrfs {
 
     /// Checks what a power loss now would leave (S2).
     pub fn check_crash(&self, when: &str) {
+        if !self.inner.st.borrow().keep_history {
+            return;
+        }
         // Recovery is a pure function of the state and the durable image: reuse the last
         // verdict while neither changed.
         let key = (

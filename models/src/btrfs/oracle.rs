@@ -23,12 +23,13 @@ pub fn captured(st: &FsState, x: TransId) -> bool {
 
 /// Transactions that created the live names of `ino`.
 pub fn name_versions(st: &FsState, ino: Ino) -> Vec<TransId> {
-    st.dentries
-        .values()
-        .filter_map(|v| v.last())
-        .filter(|d| d.ino == ino && d.removed.is_none())
-        .map(|d| d.created)
-        .collect()
+    st.live.get(&ino).map_or_else(Vec::new, |names| {
+        names
+            .iter()
+            .filter_map(|k| st.dentries.get(k).and_then(|v| v.last()))
+            .map(|d| d.created)
+            .collect()
+    })
 }
 
 /// Whether inode `ino` already has items in transaction `t`'s log (so a new name must be

@@ -256,6 +256,13 @@ pub struct FsState {
     pub inodes: BTreeMap<Ino, Inode>,
     /// Directory entries (directory, name) → versions, oldest first.
     pub dentries: BTreeMap<(Ino, String), Vec<Dentry>>,
+    /// Index of the live entries: inode → its (dir, name) pairs (kept by `add_dentry` and
+    /// `remove_dentry`).
+    pub live: BTreeMap<Ino, BTreeSet<(Ino, String)>>,
+    /// Index of the live entries by directory: dir → name → inode.
+    pub children: BTreeMap<Ino, BTreeMap<String, Ino>>,
+    /// Commits since the last `compact`.
+    pub commits_since_compact: u32,
     /// Device writes by token - 1.
     pub writes: Vec<(WriteKind, u64)>,
     /// Fsyncs that returned success.
@@ -266,6 +273,11 @@ pub struct FsState {
     pub next_extent: u64,
     /// Next free device byte (copy-on-write: every write goes to a new place).
     pub next_offset: u64,
+    /// Device-write tokens handed out.
+    pub tokens: u64,
+    /// Whether device writes and returned fsyncs are kept for crash recovery (false in long
+    /// workload runs, which then `compact` at every commit).
+    pub keep_history: bool,
 }
 
 impl FsState {
@@ -323,11 +335,16 @@ impl FsState {
             judgments: Vec::new(),
             inodes,
             dentries: BTreeMap::new(),
+            live: BTreeMap::new(),
+            children: BTreeMap::new(),
+            commits_since_compact: 0,
             writes: Vec::new(),
             fsyncs: Vec::new(),
             next_ino: ROOT_INO + 1,
             next_extent: 1,
             next_offset: 1 << 20,
+            tokens: 0,
+            keep_history: true,
         }
     }
 
@@ -341,8 +358,60 @@ impl FsState {
                 o
             }
         };
-        self.writes.push((kind, offset));
-        (self.writes.len() as u64, offset)
+        self.tokens += 1;
+        if self.keep_history {
+            self.writes.push((kind, offset));
+        }
+        (self.tokens, offset)
+    }
+
+    /// Drops history no later step can need, for long workload runs without crash checks:
+    /// completed transactions, logs and removed names older than the last committed
+    /// transaction, inodes that lost their last name before it, and (merged into one) the
+    /// committed extents a file no longer has on its modified list. Keeps memory independent
+    /// of the run's length.
+    pub fn compact(&mut self) {
+        debug_assert!(
+            !self.keep_history,
+            "compacting would lose crash-recovery history"
+        );
+        let lc = self.last_trans_committed;
+        self.trans
+            .retain(|&t, tr| t >= lc || tr.state != TransState::Completed);
+        self.log_facts.retain(|&(t, _), _| t >= lc);
+        self.log_new_content.retain(|&(t, _)| t >= lc);
+        self.dentries.retain(|_, v| {
+            v.retain(|d| d.removed.is_none_or(|r| r > lc));
+            !v.is_empty()
+        });
+        // Inodes named by a removed entry still kept (removed after `lc`).
+        let mut named: Vec<Ino> = self
+            .dentries
+            .values()
+            .flat_map(|v| v.iter().filter(|d| d.removed.is_some()).map(|d| d.ino))
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        self.inodes.retain(|ino, i| {
+            *ino == ROOT_INO
+                || self.live.contains_key(ino)
+                || named.binary_search(ino).is_ok()
+                || i.last_trans > lc
+                || i.dirty_bytes > 0
+                || !i.modified_extents.is_empty()
+        });
+        for i in self.inodes.values_mut() {
+            let old = |e: &Extent| e.generation <= lc && !i.modified_extents.contains(&e.id);
+            if i.extents.iter().filter(|e| old(e)).count() > 1 {
+                let (merged, keep): (Vec<Extent>, Vec<Extent>) =
+                    std::mem::take(&mut i.extents).into_iter().partition(old);
+                let last = merged.last().cloned().expect("two or more");
+                let mut one = last;
+                one.len = merged.iter().map(|e| e.len).sum();
+                one.generation = merged.iter().map(|e| e.generation).max().unwrap_or(lc);
+                i.extents = std::iter::once(one).chain(keep).collect();
+            }
+        }
     }
 
     /// What a token means.
@@ -364,23 +433,61 @@ impl FsState {
 
     /// The inode a live entry (dir, name) names.
     pub fn live_entry(&self, dir: Ino, name: &str) -> Option<Ino> {
-        self.dentries
-            .get(&(dir, name.to_string()))
-            .and_then(|v| v.last())
-            .filter(|d| d.removed.is_none())
-            .map(|d| d.ino)
+        self.children.get(&dir).and_then(|m| m.get(name)).copied()
     }
 
     /// Live names of an inode, in (dir, name) order.
     pub fn names_of(&self, ino: Ino) -> Vec<(Ino, String)> {
-        self.dentries
-            .iter()
-            .filter(|(_, v)| {
-                v.last()
-                    .is_some_and(|d| d.ino == ino && d.removed.is_none())
-            })
-            .map(|(k, _)| k.clone())
-            .collect()
+        self.live
+            .get(&ino)
+            .map_or_else(Vec::new, |s| s.iter().cloned().collect())
+    }
+
+    /// Adds the live entry (dir, name) → ino, created in transaction `t`.
+    pub fn add_dentry(&mut self, dir: Ino, name: String, ino: Ino, t: TransId) {
+        self.live
+            .entry(ino)
+            .or_default()
+            .insert((dir, name.clone()));
+        self.children
+            .entry(dir)
+            .or_default()
+            .insert(name.clone(), ino);
+        self.dentries.entry((dir, name)).or_default().push(Dentry {
+            ino,
+            created: t,
+            removed: None,
+        });
+    }
+
+    /// Removes the live entry (dir, name) in transaction `t`.
+    pub fn remove_dentry(&mut self, dir: Ino, name: &str, t: TransId) {
+        let key = (dir, name.to_string());
+        let d = self
+            .dentries
+            .get_mut(&key)
+            .and_then(|v| v.last_mut())
+            .filter(|d| d.removed.is_none())
+            .expect("removing a live entry");
+        d.removed = Some(t);
+        let ino = d.ino;
+        if let Some(m) = self.children.get_mut(&dir) {
+            m.remove(name);
+            if m.is_empty() {
+                self.children.remove(&dir);
+            }
+        }
+        if let Some(set) = self.live.get_mut(&ino) {
+            set.remove(&key);
+            if set.is_empty() {
+                self.live.remove(&ino);
+            }
+        }
+    }
+
+    /// Whether directory `dir` has a live entry.
+    pub fn has_children(&self, dir: Ino) -> bool {
+        self.children.get(&dir).is_some_and(|m| !m.is_empty())
     }
 
     /// The first parent directory of an inode (None for the top directory).

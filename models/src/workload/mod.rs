@@ -1,4 +1,7 @@
-//! Loads that drive the models: the engine benchmark and fio-like device loads.
+//! Loads that drive the models: the engine benchmark, fio-like device loads, and
+//! dbench-, sysbench-fileio- and fs_mark-like filesystem workloads.
 
 pub mod bench;
 pub mod fio;
+pub mod fsload;
+pub mod spec;

@@ -1,0 +1,845 @@
+//! Running a workload (`spec::Spec`) on the btrfs model: closed-loop clients, each with its
+//! own seeded stream, measured after the warmup with one HDR histogram per operation kind,
+//! per-operation latency attribution from the engine's wait accounting, and the slowest
+//! operations. Memory does not grow with the duration: histograms and counters only, the
+//! filesystem state compacted at every commit, the trace (when asked) streamed out.
+
+use super::spec::{Kind, Spec};
+use crate::btrfs::{Btrfs, Costs, Metrics, Op, Policy, Violation};
+use crate::device::{new_histogram, Device, DeviceConfig};
+use hdrhistogram::Histogram;
+use rand::Rng;
+use sim::trace::TraceRecord;
+use sim::{Handle, Nanos, RngStreams, Sim, Stream, TaskId};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// One measured operation, for the trace: (task, op index, start, end).
+pub type OpSlice = (TaskId, usize, Nanos, Nanos);
+
+/// Receives the trace as the run goes: records and operation slices since the last call.
+pub type TraceSink = Box<dyn FnMut(&Handle, &[TraceRecord], &[OpSlice]) -> std::io::Result<()>>;
+
+/// How often (virtual time) the trace is handed to the sink.
+const TRACE_DRAIN: Nanos = 10 * sim::MS;
+
+/// A client's queued CPU-only time is spent at least this often.
+const CPU_BATCH: Nanos = sim::MS;
+
+/// Slowest operations kept.
+pub const SLOWEST: usize = 10;
+
+/// What one operation kind measured.
+#[derive(Clone, Debug)]
+pub struct OpResult {
+    /// dbench / sysbench / fs_mark name.
+    pub name: &'static str,
+    /// Latency histogram, ns.
+    pub hist: Histogram<u64>,
+    /// Bytes it moved (ReadX, WriteX, writes).
+    pub bytes: u64,
+    /// Time in each wait class summed over its operations, ns (index = class id).
+    pub attribution: Vec<Nanos>,
+}
+
+/// One of the slowest operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowOp {
+    /// Latency, ns.
+    pub latency: Nanos,
+    /// Operation name.
+    pub op: &'static str,
+    /// Client / thread task name.
+    pub task: String,
+    /// Start time.
+    pub at: Nanos,
+    /// Time per wait class (name, ns), largest first.
+    pub attribution: Vec<(String, Nanos)>,
+}
+
+/// The outcome of one workload run.
+#[derive(Clone, Debug)]
+pub struct WorkloadResult {
+    /// Workload name.
+    pub workload: String,
+    /// Kind.
+    pub kind: Kind,
+    /// Clients or threads.
+    pub clients: u32,
+    /// dbench -s.
+    pub sync_open: bool,
+    /// Policy.
+    pub policy: Policy,
+    /// Device name.
+    pub device: String,
+    /// Seed.
+    pub seed: u64,
+    /// Measured window, ns.
+    pub measured: Nanos,
+    /// Per operation kind, in report order.
+    pub ops: Vec<OpResult>,
+    /// Wait-class names (index = class id).
+    pub classes: Vec<String>,
+    /// The slowest operations, slowest first.
+    pub slowest: Vec<SlowOp>,
+    /// fs_mark: files completed in the window.
+    pub files_done: u64,
+    /// btrfs counters over the whole run (warmup included).
+    pub metrics: Metrics,
+    /// Invariant violations (S1, S3).
+    pub violations: Vec<Violation>,
+    /// Hash of the run's event sequence.
+    pub trace_hash: u64,
+    /// Task resumptions.
+    pub events: u64,
+}
+
+impl WorkloadResult {
+    /// An operation's results by name.
+    pub fn op(&self, name: &str) -> Option<&OpResult> {
+        self.ops.iter().find(|o| o.name == name)
+    }
+
+    /// Throughput as dbench prints it: ReadX + WriteX bytes / window, in 10^6 B/s.
+    pub fn mb_per_s(&self) -> f64 {
+        let bytes: u64 = self.ops.iter().map(|o| o.bytes).sum();
+        bytes as f64 / 1e6 / (self.measured as f64 / 1e9)
+    }
+
+    /// Requests per second as sysbench 0.4 prints it (writes; fsyncs are not requests), or
+    /// files per second for fs_mark, or operations per second for dbench.
+    pub fn per_s(&self) -> f64 {
+        let secs = self.measured as f64 / 1e9;
+        match self.kind {
+            Kind::SysbenchFileio => self.op("write").map_or(0, |o| o.hist.len()) as f64 / secs,
+            Kind::FsMark => self.files_done as f64 / secs,
+            Kind::Dbench => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
+        }
+    }
+
+    /// Largest latency of any operation, ns.
+    pub fn max_latency(&self) -> Nanos {
+        self.ops.iter().map(|o| o.hist.max()).max().unwrap_or(0)
+    }
+}
+
+/// Measurement shared by the clients.
+struct Recorder {
+    from: Nanos,
+    to: Nanos,
+    /// Wait-class id of CPU time.
+    cpu_class: usize,
+    ops: Vec<OpResult>,
+    slowest: Vec<SlowOp>,
+    files_done: u64,
+    tracing: bool,
+    slices: Vec<OpSlice>,
+}
+
+impl Recorder {
+    /// Records an operation that is pure CPU time `cost` starting at `start` (no engine
+    /// event: a client's consecutive CPU-only operations are one delay, which is exact
+    /// because CPUs are not a contended resource in this model).
+    fn record_cpu(&mut self, task: TaskId, op: usize, start: Nanos, cost: Nanos, bytes: u64) {
+        let end = start + cost;
+        if self.tracing {
+            self.slices.push((task, op, start, end));
+        }
+        if start < self.from || end > self.to {
+            return;
+        }
+        let o = &mut self.ops[op];
+        o.hist.saturating_record(cost.max(1));
+        o.bytes += bytes;
+        if o.attribution.len() <= self.cpu_class {
+            o.attribution.resize(self.cpu_class + 1, 0);
+        }
+        o.attribution[self.cpu_class] += cost;
+    }
+
+    fn record(
+        &mut self,
+        h: &Handle,
+        op: usize,
+        start: Nanos,
+        bytes: u64,
+        before: &[Nanos],
+        after: &[Nanos],
+    ) {
+        let end = h.now();
+        if self.tracing {
+            self.slices.push((h.current(), op, start, end));
+        }
+        if start < self.from || end > self.to {
+            return;
+        }
+        let lat = end - start;
+        let o = &mut self.ops[op];
+        o.hist.saturating_record(lat.max(1));
+        o.bytes += bytes;
+        if o.attribution.len() < after.len() {
+            o.attribution.resize(after.len(), 0);
+        }
+        for (i, a) in after.iter().enumerate() {
+            o.attribution[i] += a - before.get(i).copied().unwrap_or(0);
+        }
+        let slow_enough =
+            self.slowest.len() < SLOWEST || self.slowest.last().is_some_and(|s| lat > s.latency);
+        if slow_enough {
+            let mut attribution: Vec<(String, Nanos)> = after
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (i, a - before.get(i).copied().unwrap_or(0)))
+                .filter(|&(_, d)| d > 0)
+                .map(|(i, d)| (h.class_name(i as sim::ClassId), d))
+                .collect();
+            attribution.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let s = SlowOp {
+                latency: lat,
+                op: o.name,
+                task: h.task_name(h.current()).to_string(),
+                at: start,
+                attribution,
+            };
+            let pos = self
+                .slowest
+                .iter()
+                .position(|x| x.latency < lat)
+                .unwrap_or(self.slowest.len());
+            self.slowest.insert(pos, s);
+            self.slowest.truncate(SLOWEST);
+        }
+    }
+}
+
+/// What every client shares.
+#[derive(Clone)]
+struct Ctx {
+    h: Handle,
+    fs: Btrfs,
+    rec: Rc<RefCell<Recorder>>,
+    spec: Rc<Spec>,
+    errors: Rc<RefCell<Vec<String>>>,
+}
+
+impl Ctx {
+    /// Runs `f` as one measured operation `op` moving `bytes`.
+    async fn measure<F: std::future::Future<Output = Result<(), String>>>(
+        &self,
+        op: usize,
+        bytes: u64,
+        before: &mut Vec<Nanos>,
+        after: &mut Vec<Nanos>,
+        f: F,
+    ) -> bool {
+        let me = self.h.current();
+        let start = self.h.now();
+        self.h.account_into(me, before);
+        if let Err(e) = f.await {
+            let name = self.spec.kind.ops()[op];
+            self.errors
+                .borrow_mut()
+                .push(format!("{} {name}: {e}", self.h.task_name(me)));
+            return false;
+        }
+        self.h.account_into(me, after);
+        self.rec
+            .borrow_mut()
+            .record(&self.h, op, start, bytes, before, after);
+        true
+    }
+
+    /// Queues a CPU-only operation: recorded now, its time spent at the next `flush_cpu`.
+    fn cpu_op(&self, pending: &mut Nanos, op: usize, cost: Nanos, bytes: u64) {
+        let start = self.h.now() + *pending;
+        self.rec
+            .borrow_mut()
+            .record_cpu(self.h.current(), op, start, cost, bytes);
+        *pending += cost;
+    }
+
+    /// Spends the queued CPU time; true (for chaining before a measured operation).
+    async fn flush_then(&self, pending: &mut Nanos) -> bool {
+        self.flush_cpu(pending).await;
+        true
+    }
+
+    /// Spends the queued CPU time.
+    async fn flush_cpu(&self, pending: &mut Nanos) {
+        if *pending > 0 {
+            self.h.cpu(std::mem::take(pending)).await;
+        }
+    }
+
+    async fn fs(&self, op: Op) -> Result<(), String> {
+        self.fs.run_op(&op).await.map_err(|e| e.0)
+    }
+
+    async fn cpu(&self, op: &str) -> Result<(), String> {
+        self.h.cpu(self.spec.cpu_of(op)).await;
+        Ok(())
+    }
+}
+
+/// Picks from (value, weight) pairs.
+fn weighted<T: Copy>(rng: &mut Stream, items: &[(T, u64)]) -> T {
+    let total: u64 = items.iter().map(|&(_, w)| w).sum();
+    let mut x = rng.random_range(0..total.max(1));
+    for &(v, w) in items {
+        if x < w {
+            return v;
+        }
+        x -= w;
+    }
+    items[items.len() - 1].0
+}
+
+/// dbench's per-client directories (loadfiles/client.txt: clients/clientN/~dmtmp/…).
+const DBENCH_DIRS: [&str; 9] = [
+    "ACCESS", "COREL", "EXCEL", "PARADOX", "PM", "PWRPNT", "SEED", "WORD", "WORDPRO",
+];
+/// File names per directory (the loadfile opens 185 distinct files per client).
+const DBENCH_FILES: usize = 20;
+/// Share of NTCreateX calls that create (FILE_CREATE disposition) in client.txt: 16,067 of
+/// 79,230.
+const DBENCH_CREATE: (u64, u64) = (16_067, 79_230);
+
+fn op_index(kind: Kind, name: &str) -> usize {
+    kind.ops()
+        .iter()
+        .position(|o| *o == name)
+        .expect("known op")
+}
+
+/// One dbench client: loops over the operation mix against its own directory tree.
+async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
+    let base = format!("/clients/client{id}/~dmtmp");
+    let path = |f: usize| {
+        format!(
+            "{base}/{}/F{:02}",
+            DBENCH_DIRS[f / DBENCH_FILES],
+            f % DBENCH_FILES
+        )
+    };
+    let n = DBENCH_DIRS.len() * DBENCH_FILES;
+    // The setup task created every other file, so the loop starts with a half-full tree.
+    let mut exists: Vec<bool> = (0..n).map(|f| f % 2 == 0).collect();
+    let mut spare_dir = false;
+    let mut last: Option<usize> = None;
+    let mix: Vec<(usize, u64)> = cx.spec.mix.iter().copied().enumerate().collect();
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut pending: Nanos = 0;
+    let costs: Vec<Nanos> = super::spec::DBENCH_OPS
+        .iter()
+        .map(|o| cx.spec.cpu_of(o))
+        .collect();
+    let open_cost = cx.spec.cpu_of("open");
+    let pick = |rng: &mut Stream, exists: &[bool], want: bool| -> Option<usize> {
+        let k = exists.iter().filter(|&&e| e == want).count();
+        if k == 0 {
+            return None;
+        }
+        let j = rng.random_range(0..k);
+        exists
+            .iter()
+            .enumerate()
+            .filter(|(_, &e)| e == want)
+            .nth(j)
+            .map(|(i, _)| i)
+    };
+    loop {
+        let op = weighted(&mut rng, &mix);
+        let name = super::spec::DBENCH_OPS[op];
+        let ok = match name {
+            "NTCreateX" => {
+                let create = rng.random_range(0..DBENCH_CREATE.1) < DBENCH_CREATE.0;
+                match (create, pick(&mut rng, &exists, !create)) {
+                    (true, Some(f)) => {
+                        exists[f] = true;
+                        last = Some(f);
+                        cx.flush_then(&mut pending).await
+                            && cx
+                                .measure(op, 0, &mut before, &mut after, cx.fs(Op::Create(path(f))))
+                                .await
+                    }
+                    (false, Some(f)) => {
+                        last = Some(f);
+                        {
+                            cx.cpu_op(&mut pending, op, open_cost, 0);
+                            true
+                        }
+                    }
+                    // Nothing to create or open: a lookup that fails.
+                    _ => {
+                        cx.cpu_op(&mut pending, op, open_cost, 0);
+                        true
+                    }
+                }
+            }
+            "WriteX" => {
+                let size = weighted(&mut rng, &cx.spec.write_sizes);
+                match last
+                    .filter(|&f| exists[f])
+                    .or_else(|| pick(&mut rng, &exists, true))
+                {
+                    Some(f) => {
+                        let p = path(f);
+                        let sync = cx.spec.sync_open;
+                        let fs = cx.clone();
+                        cx.flush_then(&mut pending).await
+                            && cx
+                                .measure(op, size, &mut before, &mut after, async move {
+                                    fs.fs(Op::Write(p.clone(), size)).await?;
+                                    if sync {
+                                        // O_SYNC: generic_write_sync -> btrfs_sync_file.
+                                        fs.fs(Op::Fsync(p)).await?;
+                                    }
+                                    Ok(())
+                                })
+                                .await
+                    }
+                    None => {
+                        cx.cpu_op(&mut pending, op, costs[1], 0);
+                        true
+                    }
+                }
+            }
+            "ReadX" => {
+                let size = weighted(&mut rng, &cx.spec.read_sizes);
+                {
+                    cx.cpu_op(&mut pending, op, costs[op], size);
+                    true
+                }
+            }
+            "Flush" => match last
+                .filter(|&f| exists[f])
+                .or_else(|| pick(&mut rng, &exists, true))
+            {
+                Some(f) => {
+                    cx.flush_then(&mut pending).await
+                        && cx
+                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Fsync(path(f))))
+                            .await
+                }
+                None => {
+                    cx.cpu_op(&mut pending, op, costs[1], 0);
+                    true
+                }
+            },
+            "Rename" => match (
+                pick(&mut rng, &exists, true),
+                pick(&mut rng, &exists, false),
+            ) {
+                (Some(a), Some(b)) => {
+                    exists[a] = false;
+                    exists[b] = true;
+                    last = Some(b);
+                    cx.flush_then(&mut pending).await
+                        && cx
+                            .measure(
+                                op,
+                                0,
+                                &mut before,
+                                &mut after,
+                                cx.fs(Op::Rename(path(a), path(b))),
+                            )
+                            .await
+                }
+                _ => {
+                    cx.cpu_op(&mut pending, op, open_cost, 0);
+                    true
+                }
+            },
+            "Unlink" => match pick(&mut rng, &exists, true) {
+                Some(f) => {
+                    exists[f] = false;
+                    if last == Some(f) {
+                        last = None;
+                    }
+                    cx.flush_then(&mut pending).await
+                        && cx
+                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Unlink(path(f))))
+                            .await
+                }
+                None => {
+                    cx.cpu_op(&mut pending, op, open_cost, 0);
+                    true
+                }
+            },
+            "Deltree" => {
+                // Empty one directory: unlink every file in it.
+                let d = rng.random_range(0..DBENCH_DIRS.len());
+                let victims: Vec<usize> = (d * DBENCH_FILES..(d + 1) * DBENCH_FILES)
+                    .filter(|&f| exists[f])
+                    .collect();
+                for &f in &victims {
+                    exists[f] = false;
+                }
+                if last.is_some_and(|f| victims.contains(&f)) {
+                    last = None;
+                }
+                let fs = cx.clone();
+                let paths: Vec<String> = victims.iter().map(|&f| path(f)).collect();
+                cx.flush_then(&mut pending).await
+                    && cx
+                        .measure(op, 0, &mut before, &mut after, async move {
+                            for p in paths {
+                                fs.fs(Op::Unlink(p)).await?;
+                            }
+                            Ok(())
+                        })
+                        .await
+            }
+            "Mkdir" => {
+                let p = format!("/clients/client{id}/spare");
+                spare_dir = !spare_dir;
+                let o = if spare_dir {
+                    Op::Mkdir(p)
+                } else {
+                    Op::Rmdir(p)
+                };
+                cx.flush_then(&mut pending).await
+                    && cx.measure(op, 0, &mut before, &mut after, cx.fs(o)).await
+            }
+            _ => {
+                // Qpathinfo, Qfileinfo, Qfsinfo, Sfileinfo, Find, LockX, UnlockX, Close:
+                // VFS and page-cache work only.
+                {
+                    cx.cpu_op(&mut pending, op, costs[op], 0);
+                    true
+                }
+            }
+        };
+        if !ok {
+            return;
+        }
+        if pending >= CPU_BATCH {
+            cx.flush_cpu(&mut pending).await;
+        }
+    }
+}
+
+/// sysbench fileio rndwr: random writes of `block_size` to random files; after every
+/// `fsync_freq` writes (a global count, as sb_fileio.c keeps it), every file is fsynced once,
+/// the fsyncs shared among the threads.
+async fn sysbench_thread(cx: Ctx, shared: Rc<SysbenchShared>, mut rng: Stream) {
+    let (w, f) = (
+        op_index(Kind::SysbenchFileio, "write"),
+        op_index(Kind::SysbenchFileio, "fsync"),
+    );
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let files = cx.spec.files;
+    loop {
+        let next = shared.fsync_next.get();
+        let ok = if next < shared.fsync_end.get() {
+            shared.fsync_next.set(next + 1);
+            let p = format!("/sb/test_file.{}", next % u64::from(files));
+            cx.measure(f, 0, &mut before, &mut after, cx.fs(Op::Fsync(p)))
+                .await
+        } else {
+            let j = rng.random_range(0..files);
+            let p = format!("/sb/test_file.{j}");
+            let bs = cx.spec.block_size;
+            let ok = cx
+                .measure(w, bs, &mut before, &mut after, cx.fs(Op::Write(p, bs)))
+                .await;
+            let n = shared.writes.get() + 1;
+            shared.writes.set(n);
+            if cx.spec.fsync_freq > 0 && n % cx.spec.fsync_freq == 0 {
+                let end = shared.fsync_end.get();
+                shared.fsync_end.set(end + u64::from(files));
+            }
+            ok
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
+/// sysbench's global counters.
+#[derive(Default)]
+struct SysbenchShared {
+    writes: Cell<u64>,
+    /// fsync requests handed out so far, and queued so far.
+    fsync_next: Cell<u64>,
+    fsync_end: Cell<u64>,
+}
+
+/// fs_mark: per file create, write in `block_size` pieces, fsync, close; after
+/// `files_per_loop` files, unlink them and start over.
+async fn fsmark_thread(cx: Ctx, id: u32) {
+    let k = Kind::FsMark;
+    let (c, w, f, cl, u) = (
+        op_index(k, "create"),
+        op_index(k, "write"),
+        op_index(k, "fsync"),
+        op_index(k, "close"),
+        op_index(k, "unlink"),
+    );
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let dir = format!("/fsm/t{id}");
+    for lp in 0u64.. {
+        for n in 0..cx.spec.files_per_loop {
+            let p = format!("{dir}/f{lp}.{n}");
+            let mut ok = cx
+                .measure(c, 0, &mut before, &mut after, cx.fs(Op::Create(p.clone())))
+                .await;
+            let mut left = cx.spec.file_size;
+            while ok && left > 0 {
+                let n = left.min(cx.spec.block_size);
+                left -= n;
+                ok = cx
+                    .measure(
+                        w,
+                        n,
+                        &mut before,
+                        &mut after,
+                        cx.fs(Op::Write(p.clone(), n)),
+                    )
+                    .await;
+            }
+            ok = ok
+                && cx
+                    .measure(f, 0, &mut before, &mut after, cx.fs(Op::Fsync(p.clone())))
+                    .await
+                && cx
+                    .measure(cl, 0, &mut before, &mut after, cx.cpu("close"))
+                    .await;
+            if !ok {
+                return;
+            }
+            let mut rec = cx.rec.borrow_mut();
+            if cx.h.now() >= rec.from {
+                rec.files_done += 1;
+            }
+        }
+        for n in 0..cx.spec.files_per_loop {
+            let p = format!("{dir}/f{lp}.{n}");
+            if !cx
+                .measure(u, 0, &mut before, &mut after, cx.fs(Op::Unlink(p)))
+                .await
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// The setup each kind needs before the clients start (not measured).
+fn setup_ops(spec: &Spec) -> Vec<Op> {
+    let mut ops = Vec::new();
+    match spec.kind {
+        Kind::Dbench => {
+            ops.push(Op::Mkdir("/clients".into()));
+            for c in 0..spec.clients {
+                let base = format!("/clients/client{c}");
+                ops.push(Op::Mkdir(base.clone()));
+                ops.push(Op::Mkdir(format!("{base}/~dmtmp")));
+                for d in DBENCH_DIRS {
+                    ops.push(Op::Mkdir(format!("{base}/~dmtmp/{d}")));
+                }
+                for f in (0..DBENCH_DIRS.len() * DBENCH_FILES).step_by(2) {
+                    let p = format!(
+                        "{base}/~dmtmp/{}/F{:02}",
+                        DBENCH_DIRS[f / DBENCH_FILES],
+                        f % DBENCH_FILES
+                    );
+                    ops.push(Op::Create(p.clone()));
+                    ops.push(Op::Write(p, 64 << 10));
+                }
+            }
+        }
+        Kind::SysbenchFileio => {
+            ops.push(Op::Mkdir("/sb".into()));
+            for j in 0..spec.files {
+                // sysbench opens test_file.N with O_CREAT: the seed's fallocated testfile.N
+                // are other names, so the files start empty (sparse).
+                ops.push(Op::Create(format!("/sb/test_file.{j}")));
+            }
+        }
+        Kind::FsMark => {
+            ops.push(Op::Mkdir("/fsm".into()));
+            for t in 0..spec.clients {
+                ops.push(Op::Mkdir(format!("/fsm/t{t}")));
+            }
+        }
+    }
+    ops.push(Op::Commit);
+    ops
+}
+
+/// Runs `spec` under `policy` on `device` with `seed`; `sink` receives the trace.
+pub fn run(
+    spec: &Spec,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seed: u64,
+    sink: Option<TraceSink>,
+) -> Result<WorkloadResult, String> {
+    let mut sim = Sim::new();
+    let tracing = sink.is_some();
+    sim.keep_trace(tracing);
+    let mut streams = RngStreams::new(seed);
+    let h = sim.handle();
+    let dev = Device::new(&mut sim, device.clone(), &mut streams);
+    dev.set_histograms(false);
+    let fs = Btrfs::new(&h, dev, policy.clone(), Costs::default());
+    fs.set_latency(false);
+    fs.set_history(false);
+    fs.spawn_committer(&h, spec.commit_interval);
+    let spec_rc = Rc::new(spec.clone());
+    let ops = spec
+        .kind
+        .ops()
+        .iter()
+        .map(|&name| OpResult {
+            name,
+            hist: new_histogram(),
+            bytes: 0,
+            attribution: Vec::new(),
+        })
+        .collect();
+    let started = Rc::new(Cell::new(None::<Nanos>));
+    let rec = Rc::new(RefCell::new(Recorder {
+        from: Nanos::MAX,
+        to: Nanos::MAX,
+        cpu_class: 0,
+        ops,
+        slowest: Vec::new(),
+        files_done: 0,
+        tracing,
+        slices: Vec::new(),
+    }));
+    let errors: Rc<RefCell<Vec<String>>> = Default::default();
+    let cx = Ctx {
+        h: h.clone(),
+        fs: fs.clone(),
+        rec: rec.clone(),
+        spec: spec_rc.clone(),
+        errors: errors.clone(),
+    };
+    let mut client_rngs: Vec<Stream> = (0..spec.clients)
+        .map(|i| streams.stream(&format!("workload.client{i}")))
+        .collect();
+    {
+        let (cx, started) = (cx.clone(), started.clone());
+        let setup = setup_ops(spec);
+        sim.spawn("setup", async move {
+            for op in &setup {
+                if let Err(e) = cx.fs.run_op(op).await {
+                    cx.errors
+                        .borrow_mut()
+                        .push(format!("setup: {}: {}", op.kind(), e.0));
+                    cx.h.stop();
+                    return;
+                }
+            }
+            // Measurement starts after the warmup; the run ends after the duration.
+            let t0 = cx.h.now();
+            started.set(Some(t0));
+            {
+                let mut r = cx.rec.borrow_mut();
+                r.from = t0 + cx.spec.warmup;
+                r.to = r.from + cx.spec.duration;
+            }
+            let shared = Rc::new(SysbenchShared::default());
+            for (i, rng) in std::mem::take(&mut client_rngs).into_iter().enumerate() {
+                let i = i as u32;
+                let c = cx.clone();
+                match c.spec.kind {
+                    Kind::Dbench => cx.h.spawn(&format!("client{i}"), dbench_client(c, i, rng)),
+                    Kind::SysbenchFileio => cx.h.spawn(
+                        &format!("thread{i}"),
+                        sysbench_thread(c, shared.clone(), rng),
+                    ),
+                    Kind::FsMark => cx.h.spawn(&format!("thread{i}"), fsmark_thread(c, i)),
+                };
+            }
+            let h = cx.h.clone();
+            let end = cx.spec.warmup + cx.spec.duration;
+            // Clients may have queued CPU-only operations up to the end; let them finish.
+            cx.h.spawn_daemon("stopper", async move {
+                h.sleep(end).await;
+                h.stop();
+            });
+        });
+    }
+    let sink_error: Rc<RefCell<Option<String>>> = Default::default();
+    let sink = Rc::new(RefCell::new(sink));
+    if tracing {
+        let (h2, rec2, sink2, err2) = (h.clone(), rec.clone(), sink.clone(), sink_error.clone());
+        sim.spawn_daemon("trace-drain", async move {
+            let mut buf = Vec::new();
+            loop {
+                h2.sleep(TRACE_DRAIN).await;
+                h2.drain_trace(&mut buf);
+                let slices = std::mem::take(&mut rec2.borrow_mut().slices);
+                if let Some(s) = sink2.borrow_mut().as_mut() {
+                    if let Err(e) = s(&h2, &buf, &slices) {
+                        *err2.borrow_mut() = Some(e.to_string());
+                        h2.stop();
+                        return;
+                    }
+                }
+                buf.clear();
+            }
+        });
+    }
+    let outcome = sim.run();
+    if let Some(s) = sink.borrow_mut().as_mut() {
+        let mut buf = Vec::new();
+        h.drain_trace(&mut buf);
+        let slices = std::mem::take(&mut rec.borrow_mut().slices);
+        s(&h, &buf, &slices).map_err(|e| format!("--trace: {e}"))?;
+    }
+    if let Some(e) = sink_error.borrow().clone() {
+        return Err(format!("--trace: {e}"));
+    }
+    if let Some(e) = errors.borrow().first() {
+        return Err(format!("{}: {e}", spec.origin));
+    }
+    fs.finish();
+    let mut violations = fs.violations();
+    let summary = match outcome {
+        Ok(s) => s,
+        Err(e) => {
+            violations.push(Violation {
+                invariant: "S3".into(),
+                at: h.now(),
+                message: e.to_string(),
+                timeline: Vec::new(),
+            });
+            sim::RunSummary {
+                end: h.now(),
+                dispatches: 0,
+                trace_hash: 0,
+                stopped: false,
+            }
+        }
+    };
+    let t0 = started.get().unwrap_or(0);
+    let from = t0 + spec.warmup;
+    let measured = h.now().saturating_sub(from).max(1);
+    let mut rec = rec.borrow_mut();
+    let ops = std::mem::take(&mut rec.ops);
+    let slowest = std::mem::take(&mut rec.slowest);
+    Ok(WorkloadResult {
+        workload: spec.name.clone(),
+        kind: spec.kind,
+        clients: spec.clients,
+        sync_open: spec.sync_open,
+        policy: policy.clone(),
+        device: device.name.clone(),
+        seed,
+        measured,
+        ops,
+        classes: sim.class_names(),
+        slowest,
+        files_done: rec.files_done,
+        metrics: fs.metrics(),
+        violations,
+        trace_hash: summary.trace_hash,
+        events: summary.dispatches,
+    })
+}

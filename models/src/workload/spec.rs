@@ -1,0 +1,455 @@
+//! Workload files (`scenarios/workloads/*.toml`): a dbench-, sysbench-fileio- or fs_mark-like
+//! load and its parameters, parsed with `file:line` errors and overridable from the CLI.
+
+use crate::device::DeviceConfig;
+use serde::Deserialize;
+use sim::Nanos;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+/// The workload files shipped inside the binary: (file name, text).
+pub const BUILTIN: [(&str, &str); 3] = [
+    (
+        "dbench.toml",
+        include_str!("../../../scenarios/workloads/dbench.toml"),
+    ),
+    (
+        "sysbench-fileio.toml",
+        include_str!("../../../scenarios/workloads/sysbench-fileio.toml"),
+    ),
+    (
+        "fs-mark.toml",
+        include_str!("../../../scenarios/workloads/fs-mark.toml"),
+    ),
+];
+
+/// Which load generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// dbench 4 with the default loadfile's operation mix.
+    Dbench,
+    /// sysbench fileio, rndwr.
+    SysbenchFileio,
+    /// fs_mark: create, write, fsync, close per file.
+    FsMark,
+}
+
+impl Kind {
+    /// Names accepted in `kind = "…"`.
+    pub const NAMES: [&'static str; 3] = ["dbench", "sysbench-fileio", "fs-mark"];
+
+    fn parse(s: &str) -> Option<Kind> {
+        Some(match s {
+            "dbench" => Kind::Dbench,
+            "sysbench-fileio" => Kind::SysbenchFileio,
+            "fs-mark" => Kind::FsMark,
+            _ => return None,
+        })
+    }
+
+    /// The name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Operation kinds it reports, in report order.
+    pub fn ops(self) -> &'static [&'static str] {
+        match self {
+            Kind::Dbench => &DBENCH_OPS,
+            Kind::SysbenchFileio => &["write", "fsync"],
+            Kind::FsMark => &["create", "write", "fsync", "close", "unlink"],
+        }
+    }
+}
+
+/// dbench's operations, in the order dbench prints them.
+pub const DBENCH_OPS: [&str; 16] = [
+    "NTCreateX",
+    "Close",
+    "Rename",
+    "Unlink",
+    "Deltree",
+    "Mkdir",
+    "Qpathinfo",
+    "Qfileinfo",
+    "Qfsinfo",
+    "Sfileinfo",
+    "Find",
+    "WriteX",
+    "ReadX",
+    "LockX",
+    "UnlockX",
+    "Flush",
+];
+
+/// A bad workload file or override: `file:line: what was expected`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct SpecError {
+    /// `file:line` or the flag.
+    pub location: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpecFile {
+    name: String,
+    kind: Spanned<String>,
+    title: String,
+    clients: Option<Spanned<i64>>,
+    threads: Option<Spanned<i64>>,
+    duration: Spanned<String>,
+    warmup: Option<Spanned<String>>,
+    device: Option<Spanned<String>>,
+    commit_interval: Option<Spanned<String>>,
+    seed: Option<u64>,
+    sync_open: Option<bool>,
+    files: Option<Spanned<i64>>,
+    file_size: Option<Spanned<String>>,
+    block_size: Option<Spanned<String>>,
+    fsync_freq: Option<Spanned<i64>>,
+    files_per_loop: Option<Spanned<i64>>,
+    mix: Option<BTreeMap<String, Spanned<i64>>>,
+    cpu: Option<BTreeMap<String, Spanned<String>>>,
+    read_sizes: Option<Vec<Spanned<[i64; 2]>>>,
+    write_sizes: Option<Vec<Spanned<[i64; 2]>>>,
+}
+
+/// A parsed, validated workload.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// Workload name.
+    pub name: String,
+    /// Generator.
+    pub kind: Kind,
+    /// One-line description.
+    pub title: String,
+    /// Clients (dbench) or threads (sysbench, fs_mark).
+    pub clients: u32,
+    /// Measured virtual time.
+    pub duration: Nanos,
+    /// Virtual time run before measuring (dbench: duration / 5).
+    pub warmup: Nanos,
+    /// Device preset or file.
+    pub device: String,
+    /// btrfs commit interval (mount -o commit=, default 30 s).
+    pub commit_interval: Nanos,
+    /// Default seed.
+    pub seed: u64,
+    /// dbench -s: files opened O_SYNC, every WriteX synchronous.
+    pub sync_open: bool,
+    /// sysbench: number of files; fs_mark: unused.
+    pub files: u32,
+    /// sysbench: bytes per file; fs_mark: bytes per file.
+    pub file_size: u64,
+    /// Bytes per write request.
+    pub block_size: u64,
+    /// sysbench --file-fsync-freq: fsync every file after this many writes (0: never).
+    pub fsync_freq: u64,
+    /// fs_mark -n: files per thread per loop (then unlinked).
+    pub files_per_loop: u32,
+    /// dbench: relative operation frequencies, by `DBENCH_OPS` index.
+    pub mix: Vec<u64>,
+    /// CPU time of operations that stay in the page cache or VFS, by name.
+    pub cpu: BTreeMap<String, Nanos>,
+    /// dbench ReadX sizes: (bytes, weight).
+    pub read_sizes: Vec<(u64, u64)>,
+    /// dbench WriteX sizes: (bytes, weight).
+    pub write_sizes: Vec<(u64, u64)>,
+    /// Where it came from.
+    pub origin: String,
+}
+
+fn line(text: &str, offset: usize) -> usize {
+    crate::device::config::line_of(text, offset)
+}
+
+impl Spec {
+    /// Parses a workload file; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Spec, SpecError> {
+        let err = |offset: usize, message: String| SpecError {
+            location: format!("{origin}:{}", line(text, offset)),
+            message,
+        };
+        let f: SpecFile = toml::from_str(text).map_err(|e| SpecError {
+            location: match e.span() {
+                Some(s) => format!("{origin}:{}", line(text, s.start)),
+                None => origin.to_string(),
+            },
+            message: e.message().replace('\n', " "),
+        })?;
+        let kind = Kind::parse(f.kind.get_ref()).ok_or_else(|| {
+            err(
+                f.kind.span().start,
+                format!(
+                    "unknown workload kind '{}': expected one of {}",
+                    f.kind.get_ref(),
+                    Kind::NAMES.join(", ")
+                ),
+            )
+        })?;
+        let count = |v: &Option<Spanned<i64>>, what: &str, max: i64, default: i64| match v {
+            Some(s) if (1..=max).contains(s.get_ref()) => Ok(*s.get_ref() as u64),
+            Some(s) => Err(err(
+                s.span().start,
+                format!("invalid {what} {}: expected 1..={max}", s.get_ref()),
+            )),
+            None => Ok(default as u64),
+        };
+        let dur = |v: &Spanned<String>, what: &str, zero_ok: bool| {
+            sim::parse_duration(v.get_ref())
+                .ok()
+                .filter(|&d| (zero_ok || d > 0) && d <= 24 * 3600 * sim::S)
+                .ok_or_else(|| {
+                    err(
+                        v.span().start,
+                        format!(
+                            "invalid {what} '{}': expected a duration like 300s (at most 24h)",
+                            v.get_ref()
+                        ),
+                    )
+                })
+        };
+        let size = |v: &Option<Spanned<String>>, what: &str, default: u64| match v {
+            Some(s) => crate::units::parse_size(s.get_ref())
+                .ok()
+                .filter(|&n| n > 0 && n <= 1 << 40)
+                .ok_or_else(|| {
+                    err(
+                        s.span().start,
+                        format!(
+                            "invalid {what} '{}': expected a size like 16k (at most 1T)",
+                            s.get_ref()
+                        ),
+                    )
+                }),
+            None => Ok(default),
+        };
+        let clients_key = if kind == Kind::Dbench {
+            &f.clients
+        } else {
+            &f.threads
+        };
+        let wrong_key = if kind == Kind::Dbench {
+            f.threads
+                .as_ref()
+                .map(|s| (s.span().start, "threads", "clients"))
+        } else {
+            f.clients
+                .as_ref()
+                .map(|s| (s.span().start, "clients", "threads"))
+        };
+        if let Some((at, bad, good)) = wrong_key {
+            return Err(err(
+                at,
+                format!("a {} workload has '{good}', not '{bad}'", kind.name()),
+            ));
+        }
+        let clients = count(clients_key, "number of clients/threads", 4096, 1)? as u32;
+        let duration = dur(&f.duration, "duration", false)?;
+        let warmup = match &f.warmup {
+            Some(w) => dur(w, "warmup", true)?,
+            None => 0,
+        };
+        let device = match &f.device {
+            Some(d) => {
+                DeviceConfig::resolve(d.get_ref()).map_err(|e| err(d.span().start, e.message))?;
+                d.get_ref().clone()
+            }
+            None => "nvme".to_string(),
+        };
+        let commit_interval = match &f.commit_interval {
+            Some(c) => dur(c, "commit_interval", false)?,
+            None => 30 * sim::S,
+        };
+        let mut mix = vec![0u64; DBENCH_OPS.len()];
+        for (k, v) in f.mix.iter().flatten() {
+            let Some(i) = DBENCH_OPS.iter().position(|o| o == k) else {
+                return Err(err(
+                    v.span().start,
+                    format!(
+                        "unknown operation '{k}' in [mix]: expected one of {}",
+                        DBENCH_OPS.join(", ")
+                    ),
+                ));
+            };
+            if *v.get_ref() < 0 {
+                return Err(err(
+                    v.span().start,
+                    format!("invalid weight {} for {k}: expected >= 0", v.get_ref()),
+                ));
+            }
+            mix[i] = *v.get_ref() as u64;
+        }
+        if kind == Kind::Dbench && mix.iter().all(|&w| w == 0) {
+            return Err(SpecError {
+                location: origin.to_string(),
+                message: "a dbench workload needs a [mix] with at least one weight > 0".into(),
+            });
+        }
+        let mut cpu = BTreeMap::new();
+        for (k, v) in f.cpu.iter().flatten() {
+            let d = sim::parse_duration(v.get_ref())
+                .ok()
+                .filter(|&d| d <= sim::S)
+                .ok_or_else(|| {
+                    err(
+                        v.span().start,
+                        format!(
+                            "invalid CPU time '{}' for {k}: expected a duration like 5us (at most 1s)",
+                            v.get_ref()
+                        ),
+                    )
+                })?;
+            cpu.insert(k.clone(), d);
+        }
+        let sizes = |v: &Option<Vec<Spanned<[i64; 2]>>>, what: &str| {
+            let mut out = Vec::new();
+            for s in v.iter().flatten() {
+                let [b, w] = *s.get_ref();
+                if !(1..=1 << 30).contains(&b) || w < 0 {
+                    return Err(err(
+                        s.span().start,
+                        format!(
+                            "invalid {what} entry [{b}, {w}]: expected [bytes 1..1G, weight >= 0]"
+                        ),
+                    ));
+                }
+                out.push((b as u64, w as u64));
+            }
+            if out.iter().all(|&(_, w)| w == 0) {
+                out = vec![(4096, 1)];
+            }
+            Ok(out)
+        };
+        Ok(Spec {
+            name: f.name,
+            kind,
+            title: f.title,
+            clients,
+            duration,
+            warmup,
+            device,
+            commit_interval,
+            seed: f.seed.unwrap_or(1),
+            sync_open: f.sync_open.unwrap_or(false),
+            files: count(&f.files, "number of files", 1 << 20, 128)? as u32,
+            file_size: size(&f.file_size, "file_size", 64 << 20)?,
+            block_size: size(&f.block_size, "block_size", 16 << 10)?,
+            fsync_freq: match &f.fsync_freq {
+                Some(s) if *s.get_ref() >= 0 => *s.get_ref() as u64,
+                Some(s) => {
+                    return Err(err(
+                        s.span().start,
+                        format!("invalid fsync_freq {}: expected >= 0", s.get_ref()),
+                    ))
+                }
+                None => 100,
+            },
+            files_per_loop: count(&f.files_per_loop, "files_per_loop", 1 << 20, 1000)? as u32,
+            mix,
+            cpu,
+            read_sizes: sizes(&f.read_sizes, "read_sizes")?,
+            write_sizes: sizes(&f.write_sizes, "write_sizes")?,
+            origin: origin.to_string(),
+        })
+    }
+
+    /// The built-in workloads.
+    pub fn builtin() -> Vec<Spec> {
+        BUILTIN
+            .iter()
+            .map(|(file, text)| {
+                Spec::parse(text, &format!("scenarios/workloads/{file}"))
+                    .unwrap_or_else(|e| panic!("built-in workload is invalid: {e}"))
+            })
+            .collect()
+    }
+
+    /// A built-in workload by name, or a workload file by path.
+    pub fn load(spec: &str) -> Result<Spec, SpecError> {
+        if let Some(s) = Spec::builtin().into_iter().find(|s| s.name == spec) {
+            return Ok(s);
+        }
+        if spec.ends_with(".toml") || std::path::Path::new(spec).exists() {
+            let text = std::fs::read_to_string(spec).map_err(|e| SpecError {
+                location: spec.to_string(),
+                message: format!("cannot read workload file: {e}"),
+            })?;
+            return Spec::parse(&text, spec);
+        }
+        Err(SpecError {
+            location: "WORKLOAD".to_string(),
+            message: format!(
+                "unknown workload '{spec}': expected one of {} or a path to a workload TOML file",
+                Spec::builtin()
+                    .iter()
+                    .map(|s| s.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
+    }
+
+    /// CPU time of a named operation (0 when the file gives none).
+    pub fn cpu_of(&self, op: &str) -> Nanos {
+        self.cpu.get(op).copied().unwrap_or(0)
+    }
+
+    /// Parameters `--vary` accepts.
+    pub const VARY: [&'static str; 7] = [
+        "clients",
+        "threads",
+        "queue_depth",
+        "hw_queues",
+        "parallelism",
+        "commit_interval",
+        "block_size",
+    ];
+
+    /// Applies one `--vary`-style override (`name`, `value`) to the workload or `device`.
+    pub fn set(
+        &mut self,
+        device: &mut DeviceConfig,
+        name: &str,
+        value: &str,
+    ) -> Result<(), String> {
+        let int = |v: &str, max: u64| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| format!("invalid {name} '{v}': expected an integer 1..={max}"))
+        };
+        match name {
+            "clients" | "threads" => self.clients = int(value, 4096)? as u32,
+            "queue_depth" => device.queue_depth = int(value, 65536)?,
+            "hw_queues" => device.hw_queues = int(value, 1024)?,
+            "parallelism" => device.parallelism = int(value, 4096)?,
+            "commit_interval" => {
+                self.commit_interval = sim::parse_duration(value)
+                    .ok()
+                    .filter(|&d| d > 0)
+                    .ok_or_else(|| {
+                        format!("invalid commit_interval '{value}': expected a duration like 30s")
+                    })?
+            }
+            "block_size" => {
+                self.block_size = crate::units::parse_size(value)
+                    .ok()
+                    .filter(|&n| n > 0 && n <= 1 << 30)
+                    .ok_or_else(|| {
+                        format!("invalid block_size '{value}': expected a size like 16k")
+                    })?
+            }
+            _ => {
+                return Err(format!(
+                    "unknown parameter '{name}': expected one of {}",
+                    Self::VARY.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+}
