@@ -179,6 +179,8 @@ pub(crate) struct Core {
     /// Points released so far, in order (kept with the trace log only).
     released: Vec<(TaskId, PointId)>,
     pub(crate) pauses_at_points: bool,
+    /// Whether a named point yields (FIFO) when no scheduler pauses there.
+    points_yield: bool,
     /// The scheduler chooses among all tasks runnable at an instant (exploration).
     pub(crate) explores_ties: bool,
     spawned: Vec<(TaskId, BoxFuture)>,
@@ -209,6 +211,7 @@ impl Core {
             paused: Vec::new(),
             released: Vec::new(),
             pauses_at_points: false,
+            points_yield: true,
             explores_ties: false,
             spawned: Vec::new(),
             trace: Trace::default(),
@@ -631,6 +634,9 @@ impl Future for Point<'_> {
         let mut c = self.h.core();
         let cur = c.current;
         c.record(cur, TraceKind::Point(self.label), 0);
+        if !c.pauses_at_points && !c.points_yield {
+            return Poll::Ready(());
+        }
         if c.pauses_at_points {
             let t = c.block_current(TaskState::Paused(self.label));
             let since = c.now;
@@ -730,6 +736,12 @@ impl Sim {
     /// The decision-maker (to ask what it expected and never saw).
     pub fn scheduler(&self) -> &dyn Scheduler {
         self.scheduler.as_ref()
+    }
+
+    /// Makes named points plain trace marks that do not yield (long workload runs, where no
+    /// scheduler decides at points); the default (true) yields like a zero sleep.
+    pub fn set_points_yield(&mut self, on: bool) {
+        self.handle.core().points_yield = on;
     }
 
     /// Stops the run with `SimError::TimeLimit` if virtual time would pass `limit`.

@@ -261,6 +261,9 @@ pub struct FsState {
     pub live: BTreeMap<Ino, BTreeSet<(Ino, String)>>,
     /// Index of the live entries by directory: dir → name → inode.
     pub children: BTreeMap<Ino, BTreeMap<String, Ino>>,
+    /// Directory path → inode, filled by `lookup`, cleared whenever a directory loses a name
+    /// (only looked up, never iterated, so a hash map keeps runs deterministic).
+    pub dir_cache: std::cell::RefCell<std::collections::HashMap<String, Ino>>,
     /// Commits since the last `compact`.
     pub commits_since_compact: u32,
     /// Device writes by token - 1.
@@ -337,6 +340,7 @@ impl FsState {
             dentries: BTreeMap::new(),
             live: BTreeMap::new(),
             children: BTreeMap::new(),
+            dir_cache: Default::default(),
             commits_since_compact: 0,
             writes: Vec::new(),
             fsyncs: Vec::new(),
@@ -424,6 +428,28 @@ impl FsState {
 
     /// The live name of a path component chain, or None.
     pub fn lookup(&self, path: &str) -> Option<Ino> {
+        let path = path.trim_end_matches('/');
+        match path.rsplit_once('/') {
+            Some((dir, name)) if !dir.is_empty() && !name.is_empty() => {
+                let d = self.lookup_dir(dir)?;
+                self.live_entry(d, name)
+            }
+            _ => self.walk(path),
+        }
+    }
+
+    fn lookup_dir(&self, dir: &str) -> Option<Ino> {
+        if let Some(&d) = self.dir_cache.borrow().get(dir) {
+            return Some(d);
+        }
+        let d = self.walk(dir)?;
+        if self.inodes.get(&d).is_some_and(|i| i.is_dir) {
+            self.dir_cache.borrow_mut().insert(dir.to_string(), d);
+        }
+        Some(d)
+    }
+
+    fn walk(&self, path: &str) -> Option<Ino> {
         let mut cur = ROOT_INO;
         for comp in path.split('/').filter(|c| !c.is_empty()) {
             cur = self.live_entry(cur, comp)?;
@@ -471,6 +497,9 @@ impl FsState {
             .expect("removing a live entry");
         d.removed = Some(t);
         let ino = d.ino;
+        if self.inodes.get(&ino).is_none_or(|i| i.is_dir) {
+            self.dir_cache.borrow_mut().clear();
+        }
         if let Some(m) = self.children.get_mut(&dir) {
             m.remove(name);
             if m.is_empty() {

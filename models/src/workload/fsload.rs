@@ -314,13 +314,16 @@ fn op_index(kind: Kind, name: &str) -> usize {
 /// One dbench client: loops over the operation mix against its own directory tree.
 async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
     let base = format!("/clients/client{id}/~dmtmp");
-    let path = |f: usize| {
-        format!(
-            "{base}/{}/F{:02}",
-            DBENCH_DIRS[f / DBENCH_FILES],
-            f % DBENCH_FILES
-        )
-    };
+    let paths: Vec<String> = (0..DBENCH_DIRS.len() * DBENCH_FILES)
+        .map(|f| {
+            format!(
+                "{base}/{}/F{:02}",
+                DBENCH_DIRS[f / DBENCH_FILES],
+                f % DBENCH_FILES
+            )
+        })
+        .collect();
+    let path = |f: usize| paths[f].clone();
     let n = DBENCH_DIRS.len() * DBENCH_FILES;
     // The setup task created every other file, so the loop starts with a half-full tree.
     let mut exists: Vec<bool> = (0..n).map(|f| f % 2 == 0).collect();
@@ -334,7 +337,14 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
         .map(|o| cx.spec.cpu_of(o))
         .collect();
     let open_cost = cx.spec.cpu_of("open");
+    // A random file whose existence is `want`: probe a few random slots, then scan.
     let pick = |rng: &mut Stream, exists: &[bool], want: bool| -> Option<usize> {
+        for _ in 0..8 {
+            let f = rng.random_range(0..exists.len());
+            if exists[f] == want {
+                return Some(f);
+            }
+        }
         let k = exists.iter().filter(|&&e| e == want).count();
         if k == 0 {
             return None;
@@ -678,6 +688,8 @@ pub fn run(
     sink: Option<TraceSink>,
 ) -> Result<WorkloadResult, String> {
     let mut sim = Sim::new();
+    // No scheduler decides at named points here: they are trace marks, not yields.
+    sim.set_points_yield(false);
     let tracing = sink.is_some();
     sim.keep_trace(tracing);
     let mut streams = RngStreams::new(seed);
