@@ -67,6 +67,11 @@ enum Command {
         after_help = "Without policy flags: linux-5.11.\n\nExamples:\n  fsyncsim workload dbench --clients 8 --duration 30s\n  fsyncsim workload dbench --policy linux-5.10 --sync-open --device sas-ssd --clients 32\n  fsyncsim workload sysbench-fileio --without R7 --duration 60s --json"
     )]
     Workload(WorkloadArgs),
+    /// Compare two kernel policies on a workload: dbench/fsperf tables, attribution, plots.
+    #[command(
+        after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers.\nBoth sides run the same seeds (common random numbers), in parallel.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024"
+    )]
+    Compare(CompareArgs),
     /// Merge the --json outputs of a sharded sweep into what one unsharded sweep prints.
     #[command(
         after_help = "Examples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 1/2 --json > s1.json\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 2/2 --json > s2.json\n  fsyncsim merge s1.json s2.json"
@@ -391,6 +396,142 @@ fn policy_of(a: &PolicyArgs) -> Policy {
         p = p.with_mutant(m);
     }
     p
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    load: LoadArgs,
+    /// Baseline policy.
+    #[arg(long, default_value = "linux-5.10", value_parser = models::workload::compare::parse_policy)]
+    baseline: Policy,
+    /// Current policy.
+    #[arg(long, default_value = "linux-5.11", value_parser = models::workload::compare::parse_policy)]
+    current: Policy,
+    /// Seeds per side; differences are paired seed by seed.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10000))]
+    seeds: u64,
+    /// First seed (default: the workload's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// One row per value of a workload or device parameter, e.g. queue_depth=32,254,1024.
+    #[arg(long, value_parser = models::workload::compare::parse_vary)]
+    vary: Option<(String, Vec<String>)>,
+    /// Worker threads (default: all cores); results do not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Write results.json, latency/cdf/attribution plots (PNG, SVG) and trace.json here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Also write a Chrome trace (trace.json in --out) of the current policy's first run.
+    #[arg(long)]
+    trace: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn compare(a: CompareArgs) -> Result<(), Failure> {
+    use models::workload::{compare as cmp, fsload};
+    let (spec, dev) = a.load.load()?;
+    if a.trace && a.out.is_none() {
+        return Err(Failure(
+            "--trace writes trace.json into --out DIR: give --out".into(),
+        ));
+    }
+    if let Some(d) = &a.out {
+        std::fs::create_dir_all(d)
+            .and_then(|_| reports::output::write_atomic(&d.join(".probe"), b""))
+            .and_then(|_| std::fs::remove_file(d.join(".probe")))
+            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+    }
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let seed = a.seed.unwrap_or(spec.seed);
+    let points = a.vary.as_ref().map_or(1, |(_, v)| v.len() as u64);
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(points * a.seeds * 2)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} runs ETA {eta}",
+        )
+        .expect("valid template"),
+    );
+    let pairs = cmp::compare(
+        &spec,
+        &dev,
+        &a.baseline,
+        &a.current,
+        seed,
+        a.seeds,
+        a.vary.as_ref(),
+        jobs,
+        &|| bar.inc(1),
+    )
+    .map_err(Failure)?;
+    bar.finish_and_clear();
+    let json =
+        reports::workload::compare_json(&spec, &a.baseline, &a.current, &pairs, a.vary.as_ref());
+    if let Some(d) = &a.out {
+        reports::output::write_atomic(&d.join("results.json"), format!("{json:#}\n").as_bytes())
+            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+        let first = &pairs[0];
+        reports::workload::write_plots(&first.baseline[0], &first.current[0], d)
+            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+        if a.trace {
+            let path = d.join("trace.json");
+            let title = format!("{} under {} (seed {seed})", spec.name, a.current.name);
+            let writer = reports::chrome::ChromeTrace::create(&path, &title)
+                .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?;
+            let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
+            let w2 = writer.clone();
+            let ops = spec.kind.ops();
+            let sink: fsload::TraceSink = Box::new(move |h, recs, slices| {
+                let named: Vec<(sim::TaskId, &str, u64, u64)> = slices
+                    .iter()
+                    .map(|&(t, op, s, e)| (t, ops[op], s, e))
+                    .collect();
+                match w2.borrow_mut().as_mut() {
+                    Some(w) => w.push(h, recs, &named),
+                    None => Ok(()),
+                }
+            });
+            let run = fsload::run(&spec, &a.current, &dev, seed, Some(sink));
+            let w = writer.borrow_mut().take().expect("writer");
+            match run {
+                Ok(_) => w
+                    .finish()
+                    .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?,
+                Err(e) => {
+                    w.abandon();
+                    return Err(Failure(e));
+                }
+            }
+        }
+    }
+    if a.json {
+        println!("{json:#}");
+    } else {
+        print!(
+            "{}",
+            reports::workload::compare_text(
+                &spec,
+                &a.baseline,
+                &a.current,
+                &pairs,
+                a.vary.as_ref()
+            )
+        );
+        if let Some(d) = &a.out {
+            println!("wrote {}", d.display());
+        }
+    }
+    Ok(())
 }
 
 fn replay(a: ReplayArgs) -> Result<(), Failure> {
@@ -891,6 +1032,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Replay(a) => replay(a)?,
         Command::Shrink(a) => shrink(a)?,
         Command::Workload(a) => workload(a)?,
+        Command::Compare(a) => compare(a)?,
         Command::Check { scenarios } => {
             if check(&scenarios)?.is_err() {
                 std::process::exit(1);

@@ -1,11 +1,13 @@
-//! Turns fsyncsim results into text tables and JSON (later plots and timelines). Nothing
+//! Turns fsyncsim results into text tables, JSON, plots and timelines. Nothing
 //! else in fsyncsim renders output.
 
 pub mod bench;
+pub mod chrome;
 pub mod devices;
 pub mod fio;
 pub mod latency;
 pub mod output;
+pub mod plot;
 pub mod race;
 pub mod sweep;
 pub mod workload;

@@ -134,9 +134,12 @@ pub fn attribution_group(class: &str) -> String {
     }
 }
 
+/// (operation, count, mean ns, [(group, mean ns)]).
+pub type OpAttribution = (String, u64, f64, Vec<(String, f64)>);
+
 /// Per operation kind, the mean latency split by attribution group: (op, count, mean ns,
 /// [(group, mean ns)]), groups largest first.
-pub fn attribution(r: &WorkloadResult) -> Vec<(String, u64, f64, Vec<(String, f64)>)> {
+pub fn attribution(r: &WorkloadResult) -> Vec<OpAttribution> {
     let mut out = Vec::new();
     for o in &r.ops {
         let n = o.hist.len();
@@ -330,7 +333,7 @@ fn pct(v: f64) -> String {
 }
 
 /// fsperf's table: `metric | baseline | current | diff`, with `stdev`, the 95 % interval and
-/// a significance mark when there are several seeds. Rows whose values are all 0 are left out.
+/// a significance mark when there are several seeds. Rows that did not change are left out.
 pub fn fsperf_table(rows: &[CompareRow]) -> String {
     let many = rows.iter().any(|r| r.stdev_pct.is_some());
     let mut lines: Vec<Vec<String>> = Vec::new();
@@ -355,8 +358,10 @@ pub fn fsperf_table(rows: &[CompareRow]) -> String {
                 .to_vec(),
         );
     }
-    for r in rows {
-        if r.baseline == 0.0 && r.current == 0.0 {
+    for (i, r) in rows.iter().enumerate() {
+        // Unchanged figures (CPU-only operations, zero counters) say nothing; the headline
+        // (first) row is always shown.
+        if i > 0 && r.baseline == r.current && r.stdev_pct.is_none_or(|s| s == 0.0) {
             continue;
         }
         let mut l = vec![r.metric.clone(), num(r.baseline), num(r.current)];
@@ -454,4 +459,321 @@ pub fn json(r: &WorkloadResult) -> Value {
         "trace_hash": format!("{:#018x}", r.trace_hash),
         "events": r.events,
     })
+}
+
+/// The operation whose latency a comparison plots: dbench's Flush, else fsync.
+pub fn main_op(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Dbench => "Flush",
+        _ => "fsync",
+    }
+}
+
+/// (latency ms, share %) points of a histogram in log-2 buckets from 1 µs.
+fn distribution(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let n = h.len() as f64;
+    h.iter_log(1000, 2.0)
+        .map(|v| {
+            (
+                v.value_iterated_to() as f64 / MS,
+                v.count_since_last_iteration() as f64 / n * 100.0,
+            )
+        })
+        .collect()
+}
+
+/// (latency ms, cumulative fraction) points of a histogram.
+fn cdf(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    // Operations that return at once (an fsync with nothing to do) are drawn at 1 µs.
+    h.iter_quantiles(4)
+        .map(|v| {
+            (
+                v.value_iterated_to().max(1000) as f64 / MS,
+                v.quantile_iterated_to(),
+            )
+        })
+        .collect()
+}
+
+/// Writes `latency`, `cdf` and `attribution` plots (PNG and SVG) of a comparison into `dir`;
+/// returns the files written.
+pub fn write_plots(
+    baseline: &WorkloadResult,
+    current: &WorkloadResult,
+    dir: &std::path::Path,
+) -> Result<Vec<std::path::PathBuf>, String> {
+    use crate::plot::{attribution_bars, cdf_overlay, latency_distribution, Series};
+    let mut files = Vec::new();
+    // Operations that reach the filesystem: they wait for something besides the CPU.
+    let varied: Vec<&models::workload::fsload::OpResult> = current
+        .ops
+        .iter()
+        .filter(|o| {
+            !o.hist.is_empty()
+                && o.attribution
+                    .iter()
+                    .enumerate()
+                    .any(|(i, &ns)| ns > 0 && current.classes.get(i).is_some_and(|c| c != "cpu"))
+        })
+        .collect();
+    let dist: Vec<Series> = varied
+        .iter()
+        .map(|o| Series {
+            label: o.name.to_string(),
+            points: distribution(&o.hist),
+        })
+        .collect();
+    let main = main_op(current.kind);
+    let cdfs: Vec<Series> = [baseline, current]
+        .iter()
+        .filter_map(|r| {
+            r.op(main).map(|o| Series {
+                label: format!("{} ({})", r.policy.name, main),
+                points: cdf(&o.hist),
+            })
+        })
+        .collect();
+    let att = attribution(current);
+    let cats: Vec<String> = att
+        .iter()
+        .filter(|(op, ..)| varied.iter().any(|o| o.name == op))
+        .map(|(op, ..)| op.clone())
+        .collect();
+    let mut groups: Vec<String> = Vec::new();
+    for (op, _, _, gs) in &att {
+        if cats.contains(op) {
+            for (g, _) in gs {
+                if !groups.contains(g) {
+                    groups.push(g.clone());
+                }
+            }
+        }
+    }
+    let stacks: Vec<(String, Vec<f64>)> = groups
+        .iter()
+        .map(|g| {
+            let vals = cats
+                .iter()
+                .map(|c| {
+                    att.iter()
+                        .find(|(op, ..)| op == c)
+                        .and_then(|(_, _, _, gs)| gs.iter().find(|(k, _)| k == g))
+                        .map_or(0.0, |(_, v)| v / MS)
+                })
+                .collect();
+            (g.clone(), vals)
+        })
+        .collect();
+    for ext in ["png", "svg"] {
+        let p = dir.join(format!("latency.{ext}"));
+        latency_distribution(
+            &format!(
+                "{}: latency distribution per operation ({}, {} clients)",
+                current.workload, current.policy.name, current.clients
+            ),
+            &dist,
+            &p,
+        )?;
+        files.push(p);
+        let p = dir.join(format!("cdf.{ext}"));
+        cdf_overlay(
+            &format!(
+                "{}: {main} latency CDF, baseline vs current",
+                current.workload
+            ),
+            &cdfs,
+            &p,
+        )?;
+        files.push(p);
+        let p = dir.join(format!("attribution.{ext}"));
+        attribution_bars(
+            &format!(
+                "{}: where the time goes, mean ms per operation ({})",
+                current.workload, current.policy.name
+            ),
+            &cats,
+            &stacks,
+            &p,
+        )?;
+        files.push(p);
+    }
+    Ok(files)
+}
+
+/// The headline figure of a run and its name: dbench MB/s, sysbench requests/s, fs_mark
+/// files/s.
+pub fn headline(r: &WorkloadResult) -> (&'static str, f64) {
+    match r.kind {
+        Kind::Dbench => ("MB/sec", r.mb_per_s()),
+        Kind::SysbenchFileio => ("reqs/sec", r.per_s()),
+        Kind::FsMark => ("files/sec", r.per_s()),
+    }
+}
+
+/// A comparison as JSON: per point (value of the varied parameter) both sides' runs and the
+/// paired metric rows.
+pub fn compare_json(
+    spec: &models::workload::spec::Spec,
+    baseline: &models::btrfs::Policy,
+    current: &models::btrfs::Policy,
+    pairs: &[models::workload::compare::Pair],
+    vary: Option<&(String, Vec<String>)>,
+) -> Value {
+    let points: Vec<Value> = pairs
+        .iter()
+        .map(|p| {
+            let rows: Vec<Value> = compare_rows(&p.baseline, &p.current)
+                .iter()
+                .map(|r| {
+                    json!({
+                        "metric": r.metric, "baseline": r.baseline, "current": r.current,
+                        "diff_pct": if r.diff_pct.is_nan() { Value::Null } else { json!(r.diff_pct) },
+                        "stdev_pct": r.stdev_pct,
+                        "ci95_pct": r.ci_pct.map(|(a, b)| json!([a, b])),
+                        "significant": r.significant(),
+                    })
+                })
+                .collect();
+            json!({
+                "value": p.value,
+                "baseline": p.baseline.iter().map(json).collect::<Vec<_>>(),
+                "current": p.current.iter().map(json).collect::<Vec<_>>(),
+                "compare": rows,
+            })
+        })
+        .collect();
+    json!({
+        "workload": spec.name,
+        "kind": spec.kind.name(),
+        "baseline_policy": baseline.name,
+        "current_policy": current.name,
+        "vary": vary.map(|(n, _)| n.clone()),
+        "points": points,
+    })
+}
+
+/// A comparison as text: both sides' tables and the fsperf table (or, with a varied
+/// parameter, one row per value), then the current side's attribution.
+pub fn compare_text(
+    spec: &models::workload::spec::Spec,
+    baseline: &models::btrfs::Policy,
+    current: &models::btrfs::Policy,
+    pairs: &[models::workload::compare::Pair],
+    vary: Option<&(String, Vec<String>)>,
+) -> String {
+    let mut t = String::new();
+    let first = &pairs[0];
+    let (b0, c0) = (&first.baseline[0], &first.current[0]);
+    if let Some((name, _)) = vary {
+        let (unit, _) = headline(b0);
+        let main = main_op(spec.kind);
+        t.push_str(&format!(
+            "{} on {}: {} vs {}, {} seed(s) per point\n",
+            spec.name,
+            b0.device,
+            baseline.name,
+            current.name,
+            first.baseline.len()
+        ));
+        let mut lines = vec![vec![
+            name.clone(),
+            format!("baseline {unit}"),
+            format!("current {unit}"),
+            "diff".into(),
+            format!("{main} p99 ms (b/c)"),
+            "max lat ms (b/c)".into(),
+            format!("host-queue wait per {main} ms (c)"),
+        ]];
+        for p in pairs {
+            let rows = compare_rows(&p.baseline, &p.current);
+            let head = &rows[0];
+            let m = |rs: &[WorkloadResult], f: &dyn Fn(&WorkloadResult) -> f64| {
+                rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
+            };
+            let p99 = |r: &WorkloadResult| {
+                r.op(main)
+                    .filter(|o| !o.hist.is_empty())
+                    .map_or(0.0, |o| o.hist.value_at_quantile(0.99) as f64 / MS)
+            };
+            let maxl = |r: &WorkloadResult| r.max_latency() as f64 / MS;
+            let hq = |r: &WorkloadResult| {
+                r.op(main).map_or(0.0, |o| {
+                    let n = o.hist.len().max(1) as f64;
+                    o.attribution
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| {
+                            r.classes
+                                .get(*i)
+                                .is_some_and(|c| attribution_group(c) == "device host queue")
+                        })
+                        .map(|(_, &v)| v as f64)
+                        .sum::<f64>()
+                        / n
+                        / MS
+                })
+            };
+            lines.push(vec![
+                p.value.clone().unwrap_or_default(),
+                format!("{:.2}", head.baseline),
+                format!("{:.2}", head.current),
+                pct(head.diff_pct),
+                format!("{:.3} / {:.3}", m(&p.baseline, &p99), m(&p.current, &p99)),
+                format!("{:.3} / {:.3}", m(&p.baseline, &maxl), m(&p.current, &maxl)),
+                format!("{:.3}", m(&p.current, &hq)),
+            ]);
+        }
+        let width: Vec<usize> = (0..lines[0].len())
+            .map(|i| lines.iter().map(|l| l[i].len()).max().unwrap_or(0))
+            .collect();
+        for (j, l) in lines.iter().enumerate() {
+            let cells: Vec<String> = l
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("{c:<w$}", w = width[i]))
+                .collect();
+            t.push_str(cells.join(" | ").trim_end());
+            t.push('\n');
+            if j == 0 {
+                let sep: Vec<String> = width.iter().map(|&w| "-".repeat(w)).collect();
+                t.push_str(&sep.join("-|-"));
+                t.push('\n');
+            }
+        }
+        return t;
+    }
+    for (label, r) in [("baseline", b0), ("current", c0)] {
+        t.push_str(&format!(
+            "== {label}: {} under {} on {}, seed {} ==\n",
+            r.workload, r.policy.name, r.device, r.seed
+        ));
+        t.push_str(&table(r, spec.file_size));
+        t.push('\n');
+    }
+    t.push_str(&format!(
+        "== {} vs {}{} ==\n",
+        baseline.name,
+        current.name,
+        if first.baseline.len() > 1 {
+            format!(
+                ", mean of {} paired seeds (diff: mean paired difference; * = 95 % interval excludes 0)",
+                first.baseline.len()
+            )
+        } else {
+            String::new()
+        }
+    ));
+    t.push_str(&fsperf_table(&compare_rows(
+        &first.baseline,
+        &first.current,
+    )));
+    t.push('\n');
+    t.push_str(&attribution_text(c0));
+    t
 }

@@ -2,6 +2,7 @@
 //! dbench-, sysbench-fileio- and fs_mark-like filesystem workloads.
 
 pub mod bench;
+pub mod compare;
 pub mod fio;
 pub mod fsload;
 pub mod spec;

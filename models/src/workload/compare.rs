@@ -1,0 +1,166 @@
+//! A/B comparison of two kernel policies on one workload: the same seeds on both sides
+//! (common random numbers), run in parallel; optionally one row per value of a varied
+//! workload or device parameter.
+
+use super::fsload::{run, WorkloadResult};
+use super::spec::Spec;
+use crate::btrfs::{Fix, Mutant, Policy};
+use crate::device::DeviceConfig;
+use rayon::prelude::*;
+
+/// Parses a policy spec: a preset, then `:-R7`, `:+R1` or `:+MUTANT` modifiers
+/// (`linux-5.11:-R7` is linux-5.11 without R7's fix).
+pub fn parse_policy(s: &str) -> Result<Policy, String> {
+    let mut parts = s.split(':');
+    let base = parts.next().unwrap_or_default();
+    let mut p = Policy::preset(base).ok_or_else(|| {
+        format!(
+            "unknown policy '{base}': expected linux-5.10 or linux-5.11, optionally with :-R7, :+R1 or :+MUTANT"
+        )
+    })?;
+    for m in parts {
+        let (sign, name) = m.split_at(m.len().min(1));
+        p = match (sign, Fix::parse(name), Mutant::parse(name)) {
+            ("-", Some(f), _) => p.without(f),
+            ("+", Some(f), _) => p.with(f),
+            ("+", None, Some(mu)) => p.with_mutant(mu),
+            _ => {
+                return Err(format!(
+                    "invalid policy modifier ':{m}' in '{s}': expected :-R1..:-R7, :+R1..:+R7 or :+MUTANT"
+                ))
+            }
+        };
+    }
+    Ok(p)
+}
+
+/// Parses `--vary NAME=V1,V2,…`.
+pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
+    let (name, values) = s.split_once('=').ok_or_else(|| {
+        format!("invalid --vary '{s}': expected NAME=V1,V2,… e.g. queue_depth=32,254,1024")
+    })?;
+    if !Spec::VARY.contains(&name) {
+        return Err(format!(
+            "unknown parameter '{name}' in --vary: expected one of {}",
+            Spec::VARY.join(", ")
+        ));
+    }
+    let values: Vec<String> = values
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect();
+    if values.is_empty() {
+        return Err(format!("invalid --vary '{s}': no values"));
+    }
+    Ok((name.to_string(), values))
+}
+
+/// One comparison point: the runs of both sides over the seeds.
+#[derive(Clone, Debug)]
+pub struct Pair {
+    /// The varied parameter's value (None without --vary).
+    pub value: Option<String>,
+    /// Baseline runs, one per seed.
+    pub baseline: Vec<WorkloadResult>,
+    /// Current runs, same seeds.
+    pub current: Vec<WorkloadResult>,
+}
+
+/// Runs `spec` on `device` under both policies for seeds `seed..seed+seeds`, for each value of
+/// `vary` (or once), on a rayon pool of `jobs` threads; `progress` is called after each run.
+/// Results do not depend on `jobs`.
+#[allow(clippy::too_many_arguments)]
+pub fn compare(
+    spec: &Spec,
+    device: &DeviceConfig,
+    baseline: &Policy,
+    current: &Policy,
+    seed: u64,
+    seeds: u64,
+    vary: Option<&(String, Vec<String>)>,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<Pair>, String> {
+    let points: Vec<(Option<String>, Spec, DeviceConfig)> = match vary {
+        None => vec![(None, spec.clone(), device.clone())],
+        Some((name, values)) => values
+            .iter()
+            .map(|v| {
+                let (mut s, mut d) = (spec.clone(), device.clone());
+                s.set(&mut d, name, v).map_err(|e| format!("--vary: {e}"))?;
+                Ok((Some(v.clone()), s, d))
+            })
+            .collect::<Result<_, String>>()?,
+    };
+    let mut work = Vec::new();
+    for (i, _) in points.iter().enumerate() {
+        for k in 0..seeds {
+            for side in 0..2 {
+                work.push((i, k, side));
+            }
+        }
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .map_err(|e| format!("--jobs: {e}"))?;
+    let results: Vec<Result<WorkloadResult, String>> = pool.install(|| {
+        work.par_iter()
+            .map(|&(i, k, side)| {
+                let (_, s, d) = &points[i];
+                let p = if side == 0 { baseline } else { current };
+                let r = run(s, p, d, seed + k, None);
+                progress();
+                r
+            })
+            .collect()
+    });
+    let mut out: Vec<Pair> = points
+        .iter()
+        .map(|(v, _, _)| Pair {
+            value: v.clone(),
+            baseline: Vec::new(),
+            current: Vec::new(),
+        })
+        .collect();
+    for (&(i, _, side), r) in work.iter().zip(results) {
+        let r = r?;
+        if side == 0 {
+            out[i].baseline.push(r);
+        } else {
+            out[i].current.push(r);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_specs_parse_and_reject() {
+        let p = parse_policy("linux-5.11:-R7").unwrap();
+        assert!(!p.has(Fix::R7) && p.has(Fix::R1));
+        let q = parse_policy("linux-5.10:+R1").unwrap();
+        assert!(q.has(Fix::R1) && !q.has(Fix::R2));
+        for bad in ["linux-6.1", "linux-5.11:R7", "linux-5.11:-R9", ""] {
+            assert!(parse_policy(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn vary_specs_parse_and_reject() {
+        assert_eq!(
+            parse_vary("queue_depth=32,254").unwrap(),
+            (
+                "queue_depth".to_string(),
+                vec!["32".to_string(), "254".to_string()]
+            )
+        );
+        assert!(parse_vary("colour=1,2").is_err());
+        assert!(parse_vary("clients").is_err());
+        assert!(parse_vary("clients=").is_err());
+    }
+}

@@ -1,0 +1,1099 @@
+//! Charts of fsyncsim results (latency distributions, CDF overlays, time attribution),
+//! rendered with `plotters` to PNG or SVG.
+//!
+//! PNG text is rasterised from a font embedded in the binary, so output never depends on
+//! the fonts installed on the machine; SVG text names the `sans-serif` family and is laid
+//! out by the viewer. Output is deterministic: the same input gives the same bytes.
+//!
+//! Files are written atomically (temp file in the same directory, then rename). Odd input
+//! never panics: points with non-finite values, and on log axes non-positive x, are skipped;
+//! a chart with nothing left to draw says "no data"; bar values that are negative or not
+//! finite count as 0; control characters in texts become spaces. Bars are vertical, with
+//! components stacked bottom-up in `stacks` order and each bar's total written above it.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use plotters::coord::combinators::LogCoord;
+use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::{register_font, FontStyle, RGBColor};
+
+// DejaVu Sans 2.37 (Debian fonts-dejavu-core), Bitstream Vera licence + public-domain DejaVu
+// changes: free redistribution when embedded; full notice in ../assets/DejaVuSans-LICENSE.txt.
+static FONT_BYTES: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+/// Name under which the embedded font is registered (also the SVG `font-family`).
+const FAMILY: &str = "sans-serif";
+const WIDTH: u32 = 1024;
+const HEIGHT: u32 = 640;
+/// Distinct line/bar colours (Tableau 10), cycled when there are more series.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+/// Log axes never extend beyond these, so ln() stays finite.
+const LOG_MIN: f64 = 1e-300;
+const LOG_MAX: f64 = 1e300;
+/// Linear axes never extend beyond +-this, so spans stay finite.
+const LIN_MAX: f64 = 1e300;
+
+/// One line or bar group of a chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// Legend text for this series.
+    pub label: String,
+    /// Data points as (x, y).
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Output format, chosen by the caller (also by file extension helper below).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Raster PNG, text drawn with the embedded font.
+    Png,
+    /// Vector SVG, text left to the viewer.
+    Svg,
+}
+
+impl Format {
+    /// The format named by `path`'s extension (`.png` or `.svg`, any case), if any.
+    pub fn of(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "png" => Some(Format::Png),
+            "svg" => Some(Format::Svg),
+            _ => None,
+        }
+    }
+}
+
+/// Latency distribution: x = latency in ms on a LOG scale, y = share of operations in % ; one line per series (e.g. per operation kind, or baseline vs current). Points are (latency_ms, percent).
+pub fn latency_distribution(title: &str, series: &[Series], path: &Path) -> Result<(), String> {
+    let chart = LogXChart {
+        title: clean_text(title),
+        series: clean_series(series),
+        y_desc: "share of operations (%)",
+        y_floor: None,
+        legend_at: SeriesLabelPosition::UpperRight,
+    };
+    write_chart(&chart, path)
+}
+
+/// CDF overlay: x = latency in ms, LOG scale; y = fraction of operations <= x (0..1); one line per series (baseline vs current).
+pub fn cdf_overlay(title: &str, series: &[Series], path: &Path) -> Result<(), String> {
+    let chart = LogXChart {
+        title: clean_text(title),
+        series: clean_series(series),
+        y_desc: "fraction of operations \u{2264} x",
+        y_floor: Some((0.0, 1.02)),
+        legend_at: SeriesLabelPosition::LowerRight,
+    };
+    write_chart(&chart, path)
+}
+
+/// Stacked horizontal or vertical bars: one bar per category (operation kinds), each bar split into components (e.g. "cpu", "tree_log_mutex", "device service"), value = mean ms per operation. `stacks[i].1[j]` is component i's value for category j.
+pub fn attribution_bars(
+    title: &str,
+    categories: &[String],
+    stacks: &[(String, Vec<f64>)],
+    path: &Path,
+) -> Result<(), String> {
+    check_format(path)?;
+    // Every component needs exactly one value per category.
+    for (name, values) in stacks {
+        if values.len() != categories.len() {
+            return Err(format!(
+                "component {name:?} has {} values for {} categories",
+                values.len(),
+                categories.len()
+            ));
+        }
+    }
+    let chart = BarChart {
+        title: clean_text(title),
+        categories: categories.iter().map(|c| clean_text(c)).collect(),
+        stacks: stacks
+            .iter()
+            .map(|(name, values)| {
+                let clean = values
+                    .iter()
+                    .map(|&v| {
+                        if v.is_finite() && v > 0.0 {
+                            v.min(LIN_MAX)
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect();
+                (clean_text(name), clean)
+            })
+            .collect(),
+    };
+    write_chart(&chart, path)
+}
+
+// ---------------------------------------------------------------------------------------
+// Output plumbing: format dispatch, temp file + rename, error flattening.
+
+/// A chart that can draw itself on any plotters backend.
+trait Chart {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+fn check_format(path: &Path) -> Result<Format, String> {
+    Format::of(path).ok_or_else(|| "expected a .png or .svg file name".to_string())
+}
+
+fn write_chart<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
+    let format = check_format(path)?;
+    let file_name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    ensure_font()?;
+    let ext = match format {
+        Format::Png => "png",
+        Format::Svg => "svg",
+    };
+    // Unique per process and call, so concurrent writers never share a temp file.
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
+    let tmp = path.with_file_name(format!(".{file_name}.{pid}-{seq}.tmp.{ext}"));
+    let result = guarded(|| render(chart, format, &tmp))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
+    match result {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(one_line(&format!("cannot write {}: {e}", path.display())))
+        }
+    }
+}
+
+fn render<C: Chart>(chart: &C, format: Format, tmp: &Path) -> Result<(), String> {
+    match format {
+        Format::Png => {
+            // Render to an RGB buffer and encode it ourselves: plotters' own PNG writer
+            // (feature `bitmap_encoder`) pulls in the whole `image` crate.
+            let mut rgb = vec![0u8; WIDTH as usize * HEIGHT as usize * 3];
+            {
+                let root =
+                    BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
+                chart.draw(&root)?;
+                root.present().map_err(err)?;
+            }
+            let file = std::fs::File::create(tmp).map_err(err)?;
+            let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), WIDTH, HEIGHT);
+            encoder.set_color(png::ColorType::Rgb);
+            encoder.set_depth(png::BitDepth::Eight);
+            let mut writer = encoder.write_header().map_err(err)?;
+            writer.write_image_data(&rgb).map_err(err)?;
+            writer.finish().map_err(err)
+        }
+        Format::Svg => {
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+                chart.draw(&root)?;
+                root.present().map_err(err)?;
+            }
+            std::fs::write(tmp, svg).map_err(err)
+        }
+    }
+}
+
+/// Runs `f`, turning a panic inside plotters (which should not happen on the sanitised
+/// input we give it) into an error instead of unwinding into the caller.
+fn guarded<F: FnOnce() -> Result<(), String>>(f: F) -> Result<(), String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(format!("plotting failed: {msg}"))
+        }
+    }
+}
+
+fn ensure_font() -> Result<(), String> {
+    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            register_font(FAMILY, FontStyle::Normal, FONT_BYTES)
+                .map_err(|_| "embedded font is not a valid TrueType file".to_string())
+        })
+        .clone()
+}
+
+/// Chart text with control characters (newlines, tabs...) replaced by spaces.
+fn clean_text(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared styling helpers.
+
+fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+fn font(size: f64) -> TextStyle<'static> {
+    TextStyle::from((FAMILY, size).into_font()).color(&BLACK)
+}
+
+/// Short, stable number text for tick labels: up to 3 significant digits, no float noise.
+fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    if v == 0.0 {
+        return "0".to_string();
+    }
+    let a = v.abs();
+    if !(1e-3..1e6).contains(&a) {
+        let s = format!("{v:.2e}");
+        return match s.split_once('e') {
+            Some((m, e)) if m.contains('.') => {
+                format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.'))
+            }
+            _ => s,
+        };
+    }
+    let decimals = (2 - a.log10().floor() as i32).clamp(0, 6) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn draw_title<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+) -> Result<DrawingArea<DB, Shift>, String> {
+    root.fill(&WHITE).map_err(err)?;
+    let inner = root.margin(10, 0, 0, 0);
+    Ok(inner
+        .titled(title, font(26.0))
+        .map_err(err)?
+        .margin(0, 4, 4, 16))
+}
+
+fn no_data_note<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    at: (f64, f64),
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let style = font(22.0)
+        .color(&RGBColor(110, 110, 110))
+        .pos(Pos::new(HPos::Center, VPos::Center));
+    chart
+        .draw_series(std::iter::once(Text::new("no data", at, style)))
+        .map_err(err)?;
+    Ok(())
+}
+
+fn draw_legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    at: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(at)
+        .margin(12)
+        .background_style(WHITE)
+        .border_style(RGBColor(90, 90, 90))
+        .label_font(font(16.0))
+        .draw()
+        .map_err(err)
+}
+
+// ---------------------------------------------------------------------------------------
+// Line charts with a logarithmic latency axis.
+
+/// A series reduced to drawable points: x > 0 and finite, y finite, sorted by x.
+struct CleanSeries {
+    label: String,
+    points: Vec<(f64, f64)>,
+}
+
+fn clean_series(series: &[Series]) -> Vec<CleanSeries> {
+    series
+        .iter()
+        .map(|s| {
+            let mut points: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|(x, y)| x.is_finite() && *x > 0.0 && y.is_finite())
+                .map(|&(x, y)| (x.clamp(LOG_MIN, LOG_MAX), y.clamp(-LIN_MAX, LIN_MAX)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            CleanSeries {
+                label: clean_text(&s.label),
+                points,
+            }
+        })
+        .collect()
+}
+
+struct LogXChart<'a> {
+    title: String,
+    series: Vec<CleanSeries>,
+    y_desc: &'a str,
+    /// Range the y axis always covers (CDFs: 0..1); otherwise 0..max plus headroom.
+    y_floor: Option<(f64, f64)>,
+    legend_at: SeriesLabelPosition,
+}
+
+/// Whole decades bracketing `lo..hi` (both > 0), at least one decade wide.
+fn decade_range(lo: f64, hi: f64) -> (f64, f64) {
+    let lo_exp = lo.log10().floor().clamp(-300.0, 299.0);
+    let hi_exp = hi.log10().ceil().clamp(lo_exp + 1.0, 300.0);
+    (10f64.powf(lo_exp), 10f64.powf(hi_exp))
+}
+
+/// Labelled ticks (bold) and grid-only ticks (light) for a log axis over whole decades.
+fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    let lo_exp = lo.log10().round() as i32;
+    let hi_exp = hi.log10().round() as i32;
+    let decades = (hi_exp - lo_exp).max(1);
+    let stride = (decades + 9) / 10; // at most ~11 decade labels
+    let label_mults: &[f64] = if decades <= 2 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let mut bold = Vec::new();
+    let mut light = Vec::new();
+    for e in lo_exp..=hi_exp {
+        let base = 10f64.powi(e);
+        for m in 1..10 {
+            let v = base * f64::from(m);
+            if v > hi * (1.0 + 1e-9) {
+                break;
+            }
+            let is_label = label_mults.contains(&f64::from(m)) && (e - lo_exp) % stride == 0;
+            if is_label {
+                bold.push(v);
+            } else if decades <= 12 {
+                light.push(v);
+            }
+        }
+    }
+    (bold, light)
+}
+
+/// An axis with explicit labelled (bold) and grid-only (light) tick positions.
+struct Ticked<R> {
+    inner: R,
+    bold: Vec<f64>,
+    light: Vec<f64>,
+}
+
+impl<R: Ranged<ValueType = f64>> Ranged for Ticked<R> {
+    type FormatOption = NoDefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.bold.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+
+    fn axis_pixel_range(&self, limit: (i32, i32)) -> std::ops::Range<i32> {
+        self.inner.axis_pixel_range(limit)
+    }
+}
+
+impl<R: Ranged<ValueType = f64>> ValueFormatter<f64> for Ticked<R> {
+    fn format(value: &f64) -> String {
+        fmt_num(*value)
+    }
+}
+
+/// A linear range covering `values` and `floor`; when values exceed the floor's top, the
+/// top gets `headroom` (a fraction of the span) added. Never empty, always finite.
+fn linear_range(values: impl Iterator<Item = f64>, floor: (f64, f64), headroom: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = floor;
+    for v in values {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if hi > floor.1 {
+        hi += (hi - lo) * headroom;
+    }
+    let (lo, mut hi) = (lo.max(-LIN_MAX), hi.min(LIN_MAX));
+    if hi - lo <= 1e-9 * hi.abs().max(1.0) {
+        hi = lo + hi.abs().max(1.0);
+    }
+    (lo, hi)
+}
+
+impl Chart for LogXChart<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let area = draw_title(root, &self.title)?;
+        let all = || self.series.iter().flat_map(|s| s.points.iter());
+        let has_data = all().next().is_some();
+        let (x_lo, x_hi) = if has_data {
+            let lo = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
+            let hi = all().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+            decade_range(lo, hi)
+        } else {
+            (0.1, 100.0)
+        };
+        let (y_lo, y_hi) = match self.y_floor {
+            Some(floor) => linear_range(all().map(|p| p.1), floor, 0.0),
+            None => linear_range(all().map(|p| p.1), (0.0, 0.0), 0.12),
+        };
+        let (bold, light) = log_ticks(x_lo, x_hi);
+        let x_axis: Ticked<LogCoord<f64>> = Ticked {
+            inner: (x_lo..x_hi).log_scale().into(),
+            bold,
+            light,
+        };
+        let mut chart = ChartBuilder::on(&area)
+            .margin(8)
+            .x_label_area_size(56)
+            .y_label_area_size(80)
+            .build_cartesian_2d(x_axis, y_lo..y_hi)
+            .map_err(err)?;
+        configure_mesh(&mut chart, "latency (ms, log scale)", self.y_desc)?;
+
+        let mut labelled = false;
+        for (i, s) in self.series.iter().enumerate() {
+            let c = colour(i);
+            let line = chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
+                .map_err(err)?;
+            if !s.label.is_empty() {
+                labelled = true;
+                let text = if s.points.is_empty() {
+                    format!("{} (no data)", s.label)
+                } else {
+                    s.label.clone()
+                };
+                line.label(text).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
+                });
+            }
+            // Markers keep sparse series (even a single point) visible.
+            if s.points.len() <= 50 {
+                let r = if s.points.len() <= 3 { 5 } else { 3 };
+                chart
+                    .draw_series(s.points.iter().map(|&p| Circle::new(p, r, c.filled())))
+                    .map_err(err)?;
+            }
+        }
+        if !has_data {
+            no_data_note(&mut chart, ((x_lo * x_hi).sqrt(), (y_lo + y_hi) / 2.0))?;
+        }
+        if labelled {
+            draw_legend(&mut chart, self.legend_at.clone())?;
+        }
+        Ok(())
+    }
+}
+
+fn configure_mesh<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .axis_desc_style(font(18.0))
+        .label_style(font(14.0))
+        .x_label_formatter(&|v| fmt_num(*v))
+        .y_label_formatter(&|v| fmt_num(*v))
+        .y_labels(8)
+        .bold_line_style(RGBColor(200, 200, 200))
+        .light_line_style(RGBColor(238, 238, 238))
+        .axis_style(RGBColor(60, 60, 60))
+        .draw()
+        .map_err(err)
+}
+
+// ---------------------------------------------------------------------------------------
+// Stacked bars.
+
+struct BarChart {
+    title: String,
+    categories: Vec<String>,
+    /// Sanitised: every value finite and >= 0, one per category.
+    stacks: Vec<(String, Vec<f64>)>,
+}
+
+impl Chart for BarChart {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let area = draw_title(root, &self.title)?;
+        let n = self.categories.len();
+        let totals: Vec<f64> = (0..n)
+            .map(|j| {
+                self.stacks
+                    .iter()
+                    .map(|(_, v)| v[j])
+                    .sum::<f64>()
+                    .min(LIN_MAX)
+            })
+            .collect();
+        // Headroom above the tallest bar for its total and for the legend box.
+        let headroom = 0.15 + 0.1 * self.stacks.len().min(12) as f64;
+        let (_, y_hi) = linear_range(totals.iter().copied(), (0.0, 0.0), headroom);
+        let slots = n.max(1);
+        let x_axis: Ticked<RangedCoordf64> = Ticked {
+            inner: (-0.5..slots as f64 - 0.5).into(),
+            bold: (0..n).map(|j| j as f64).collect(),
+            light: Vec::new(),
+        };
+        let mut chart = ChartBuilder::on(&area)
+            .margin(8)
+            .x_label_area_size(56)
+            .y_label_area_size(80)
+            .build_cartesian_2d(x_axis, 0.0..y_hi)
+            .map_err(err)?;
+        let categories = &self.categories;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc("operation kind")
+            .y_desc("mean time per operation (ms)")
+            .axis_desc_style(font(18.0))
+            .label_style(font(14.0))
+            .x_label_formatter(&|v| {
+                let j = v.round();
+                if j >= 0.0 && (j as usize) < categories.len() {
+                    categories[j as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .y_label_formatter(&|v| fmt_num(*v))
+            .y_labels(8)
+            .bold_line_style(RGBColor(200, 200, 200))
+            .light_line_style(RGBColor(238, 238, 238))
+            .axis_style(RGBColor(60, 60, 60))
+            .draw()
+            .map_err(err)?;
+
+        let half = 0.35;
+        let mut base = vec![0.0f64; n];
+        let mut labelled = false;
+        for (i, (name, values)) in self.stacks.iter().enumerate() {
+            let c = colour(i);
+            let bars: Vec<Rectangle<(f64, f64)>> = (0..n)
+                .filter(|&j| values[j] > 0.0)
+                .map(|j| {
+                    let x = j as f64;
+                    let top = (base[j] + values[j]).min(LIN_MAX);
+                    Rectangle::new([(x - half, base[j]), (x + half, top)], c.filled())
+                })
+                .collect();
+            for j in 0..n {
+                base[j] = (base[j] + values[j]).min(LIN_MAX);
+            }
+            let drawn = chart.draw_series(bars).map_err(err)?;
+            if !name.is_empty() {
+                labelled = true;
+                drawn.label(name.clone()).legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled())
+                });
+            }
+        }
+        // Thin outline so adjacent components stay distinguishable, then the totals.
+        chart
+            .draw_series((0..n).filter(|&j| totals[j] > 0.0).map(|j| {
+                let x = j as f64;
+                Rectangle::new(
+                    [(x - half, 0.0), (x + half, totals[j])],
+                    BLACK.stroke_width(1),
+                )
+            }))
+            .map_err(err)?;
+        // Totals above the bars, shortened when bars get narrow, dropped when too narrow.
+        let (size, unit) = if n <= 12 { (14.0, " ms") } else { (11.0, "") };
+        let total_style = font(size).pos(Pos::new(HPos::Center, VPos::Bottom));
+        chart
+            .draw_series((0..n).filter(|_| n <= 30).map(|j| {
+                let text = format!("{}{unit}", fmt_num(totals[j]));
+                Text::new(
+                    text,
+                    (j as f64, totals[j] + y_hi * 0.01),
+                    total_style.clone(),
+                )
+            }))
+            .map_err(err)?;
+        if n == 0 || totals.iter().all(|&t| t == 0.0) {
+            no_data_note(&mut chart, ((slots as f64 - 1.0) / 2.0, y_hi / 2.0))?;
+        }
+        if labelled {
+            draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    type Stacks = Vec<(String, Vec<f64>)>;
+
+    /// A fresh, empty scratch directory for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("plot-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn series(label: &str, scale: f64) -> Series {
+        let points = (0..40)
+            .map(|i| {
+                let x = 0.01 * 1.25f64.powi(i);
+                let y = scale * (-((x.ln() - 0.5).powi(2)) / 2.0).exp();
+                (x, y)
+            })
+            .collect();
+        Series {
+            label: label.to_string(),
+            points,
+        }
+    }
+
+    fn cdf(label: &str, shift: f64) -> Series {
+        let points = (1..=60)
+            .map(|i| {
+                let x = 0.01 * 1.2f64.powi(i) * shift;
+                (x, 1.0 - (-(x / 2.0)).exp())
+            })
+            .collect();
+        Series {
+            label: label.to_string(),
+            points,
+        }
+    }
+
+    fn stacks() -> (Vec<String>, Stacks) {
+        let cats = ["fsync", "fdatasync", "write", "rename"]
+            .map(String::from)
+            .to_vec();
+        let stacks = vec![
+            ("cpu".to_string(), vec![0.02, 0.015, 0.01, 0.03]),
+            ("tree_log_mutex".to_string(), vec![1.4, 0.3, 0.0, 0.9]),
+            ("device service".to_string(), vec![2.1, 1.9, 0.05, 0.7]),
+        ];
+        (cats, stacks)
+    }
+
+    /// Renders all three charts to `dir` with extension `ext`, returning the paths.
+    fn render_all(dir: &Path, ext: &str, tag: &str) -> Vec<PathBuf> {
+        let dist = dir.join(format!("dist{tag}.{ext}"));
+        let cdfp = dir.join(format!("cdf{tag}.{ext}"));
+        let bars = dir.join(format!("bars{tag}.{ext}"));
+        latency_distribution(
+            "fsync latency distribution",
+            &[series("baseline", 20.0), series("current", 14.0)],
+            &dist,
+        )
+        .unwrap();
+        cdf_overlay(
+            "fsync latency CDF",
+            &[cdf("baseline", 1.0), cdf("current", 1.6)],
+            &cdfp,
+        )
+        .unwrap();
+        let (cats, st) = stacks();
+        attribution_bars("where fsync time goes", &cats, &st, &bars).unwrap();
+        vec![dist, cdfp, bars]
+    }
+
+    /// The text content of every `<text>` element of an SVG document, trimmed.
+    fn svg_texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let body = &t[t.find('>')? + 1..];
+                Some(body[..body.find("</text>")?].trim().to_string())
+            })
+            .collect()
+    }
+
+    fn has_text(svg: &str, text: &str) -> bool {
+        svg_texts(svg).iter().any(|t| t == text)
+    }
+
+    fn png_size(bytes: &[u8]) -> (u32, u32) {
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "PNG signature");
+        assert_eq!(&bytes[12..16], b"IHDR");
+        let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+        let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+        (w, h)
+    }
+
+    fn no_temp_files_left(dir: &Path) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            assert!(!name.contains(".tmp."), "temp file left behind: {name}");
+        }
+    }
+
+    #[test]
+    fn format_of_extension() {
+        assert_eq!(Format::of(Path::new("a/b.png")), Some(Format::Png));
+        assert_eq!(Format::of(Path::new("b.SVG")), Some(Format::Svg));
+        assert_eq!(Format::of(Path::new("b.jpg")), None);
+        assert_eq!(Format::of(Path::new("png")), None);
+        assert_eq!(Format::of(Path::new("")), None);
+    }
+
+    #[test]
+    fn png_charts_have_signature_and_size() {
+        let dir = scratch("png");
+        for p in render_all(&dir, "png", "") {
+            let bytes = std::fs::read(&p).unwrap();
+            assert!(bytes.len() > 1000, "{} is too small", p.display());
+            assert_eq!(png_size(&bytes), (WIDTH, HEIGHT), "{}", p.display());
+        }
+        no_temp_files_left(&dir);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn svg_charts_contain_title_and_legend() {
+        let dir = scratch("svg");
+        let paths = render_all(&dir, "svg", "");
+        let text: Vec<String> = paths
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        for t in &text {
+            assert!(t.starts_with("<svg"), "not an SVG");
+            assert!(t.contains(&format!("width=\"{WIDTH}\"")));
+            assert!(t.contains("font-family=\"sans-serif\""));
+        }
+        let expect: [&[&str]; 3] = [
+            &[
+                "fsync latency distribution",
+                "baseline",
+                "current",
+                "latency (ms, log scale)",
+                "share of operations (%)",
+            ],
+            &[
+                "fsync latency CDF",
+                "baseline",
+                "current",
+                "latency (ms, log scale)",
+                "fraction of operations \u{2264} x",
+            ],
+            &[
+                "where fsync time goes",
+                "cpu",
+                "tree_log_mutex",
+                "device service",
+                "fsync",
+                "rename",
+                "operation kind",
+                "mean time per operation (ms)",
+            ],
+        ];
+        for (t, want) in text.iter().zip(expect) {
+            for w in want {
+                assert!(has_text(t, w), "missing text {w:?} in {:?}", svg_texts(t));
+            }
+        }
+        no_temp_files_left(&dir);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn same_input_gives_same_bytes() {
+        let dir = scratch("det");
+        for ext in ["png", "svg"] {
+            let a = render_all(&dir, ext, "a");
+            let b = render_all(&dir, ext, "b");
+            for (pa, pb) in a.iter().zip(&b) {
+                assert_eq!(
+                    std::fs::read(pa).unwrap(),
+                    std::fs::read(pb).unwrap(),
+                    "{ext}"
+                );
+            }
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn different_input_gives_different_bytes() {
+        let dir = scratch("diff");
+        for ext in ["png", "svg"] {
+            let a = dir.join(format!("a.{ext}"));
+            let b = dir.join(format!("b.{ext}"));
+            let c = dir.join(format!("c.{ext}"));
+            latency_distribution("t", &[series("x", 20.0)], &a).unwrap();
+            latency_distribution("t", &[series("x", 30.0)], &b).unwrap();
+            // Same data, other title: in PNG this proves text is really rasterised.
+            latency_distribution("t2", &[series("x", 20.0)], &c).unwrap();
+            let (a, b, c) = (
+                std::fs::read(a).unwrap(),
+                std::fs::read(b).unwrap(),
+                std::fs::read(c).unwrap(),
+            );
+            assert_ne!(a, b, "{ext}: data change not visible");
+            assert_ne!(a, c, "{ext}: title change not visible");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn concurrent_writers_to_one_path() {
+        let dir = scratch("conc");
+        let p = dir.join("x.png");
+        std::thread::scope(|scope| {
+            for i in 0..4 {
+                let p = &p;
+                scope.spawn(move || cdf_overlay("t", &[cdf("a", 1.0 + i as f64)], p).unwrap());
+            }
+        });
+        assert_eq!(png_size(&std::fs::read(&p).unwrap()), (WIDTH, HEIGHT));
+        no_temp_files_left(&dir);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn overwrites_existing_file() {
+        let dir = scratch("over");
+        let p = dir.join("x.png");
+        std::fs::write(&p, b"old").unwrap();
+        cdf_overlay("t", &[cdf("a", 1.0)], &p).unwrap();
+        assert_eq!(png_size(&std::fs::read(&p).unwrap()), (WIDTH, HEIGHT));
+        no_temp_files_left(&dir);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_extension_is_an_error_and_writes_nothing() {
+        let dir = scratch("ext");
+        for name in ["x.jpg", "x", "x.png.txt"] {
+            let p = dir.join(name);
+            let e = latency_distribution("t", &[series("a", 1.0)], &p).unwrap_err();
+            assert_eq!(e, "expected a .png or .svg file name");
+            let e = cdf_overlay("t", &[], &p).unwrap_err();
+            assert_eq!(e, "expected a .png or .svg file name");
+            let e = attribution_bars("t", &[], &[], &p).unwrap_err();
+            assert_eq!(e, "expected a .png or .svg file name");
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn missing_directory_is_a_one_line_error() {
+        let dir = scratch("nodir");
+        let p = dir.join("no/such/dir/x.png");
+        let e = latency_distribution("t", &[series("a", 1.0)], &p).unwrap_err();
+        assert!(e.starts_with("cannot write"), "{e}");
+        assert!(!e.contains('\n'));
+        let e = attribution_bars("t", &[], &[], &dir.join("no/x.svg")).unwrap_err();
+        assert!(e.starts_with("cannot write"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn mismatched_stacks_are_an_error() {
+        let dir = scratch("mismatch");
+        let cats = vec!["a".to_string(), "b".to_string()];
+        let e = attribution_bars("t", &cats, &[("cpu".into(), vec![1.0])], &dir.join("x.png"))
+            .unwrap_err();
+        assert!(
+            e.contains("cpu") && e.contains("1 values for 2 categories"),
+            "{e}"
+        );
+        // A bad extension is reported first.
+        let e = attribution_bars("t", &cats, &[("cpu".into(), vec![1.0])], &dir.join("x.gif"))
+            .unwrap_err();
+        assert_eq!(e, "expected a .png or .svg file name");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Odd inputs: every call returns Ok with a valid chart (never panics).
+    #[test]
+    fn odd_inputs_give_valid_charts() {
+        let dir = scratch("odd");
+        let s = |label: &str, pts: &[(f64, f64)]| Series {
+            label: label.to_string(),
+            points: pts.to_vec(),
+        };
+        let nan = f64::NAN;
+        let inf = f64::INFINITY;
+        let cases: Vec<Vec<Series>> = vec![
+            vec![],
+            vec![s("empty", &[])],
+            vec![s("one point", &[(3.0, 50.0)])],
+            vec![s("all equal", &[(2.0, 5.0), (2.0, 5.0), (2.0, 5.0)])],
+            vec![s("zero y", &[(1.0, 0.0), (10.0, 0.0)])],
+            vec![s("non-positive x", &[(0.0, 1.0), (-5.0, 2.0)])],
+            vec![s(
+                "nan/inf",
+                &[(nan, 1.0), (1.0, nan), (inf, 1.0), (2.0, -inf), (4.0, 3.0)],
+            )],
+            vec![s("negative y", &[(1.0, -3.0), (2.0, -1.0)])],
+            vec![s(
+                "huge",
+                &[(1e-320, 1e-320), (f64::MAX, f64::MAX), (1.0, -f64::MAX)],
+            )],
+            vec![s("tiny span", &[(1.0, 1e9), (1.0 + 1e-12, 1e9 + 1e-6)])],
+            vec![s("", &[(1.0, 1.0), (2.0, 2.0)])],
+            vec![s("unsorted", &[(5.0, 1.0), (0.5, 2.0), (50.0, 0.5)])],
+            (0..14)
+                .map(|i| series(&format!("s{i} \u{2264} & <x>"), i as f64))
+                .collect(),
+        ];
+        let mut n = 0;
+        for (i, case) in cases.iter().enumerate() {
+            for ext in ["png", "svg"] {
+                let p = dir.join(format!("d{i}.{ext}"));
+                latency_distribution("", case, &p).unwrap_or_else(|e| panic!("case {i}: {e}"));
+                let q = dir.join(format!("c{i}.{ext}"));
+                cdf_overlay("odd \u{00e9}", case, &q).unwrap_or_else(|e| panic!("case {i}: {e}"));
+                for p in [p, q] {
+                    let bytes = std::fs::read(&p).unwrap();
+                    if ext == "png" {
+                        assert_eq!(png_size(&bytes), (WIDTH, HEIGHT));
+                    } else {
+                        assert!(bytes.starts_with(b"<svg"));
+                    }
+                    n += 1;
+                }
+            }
+        }
+        let svg = std::fs::read_to_string(dir.join("d1.svg")).unwrap();
+        assert!(has_text(&svg, "empty (no data)") && has_text(&svg, "no data"));
+        let svg = std::fs::read_to_string(dir.join("d12.svg")).unwrap();
+        assert!(
+            has_text(&svg, "s3 \u{2264} &amp; &lt;x&gt;"),
+            "labels are escaped"
+        );
+
+        let bar_cases: Vec<(Vec<String>, Stacks)> = vec![
+            (vec![], vec![]),
+            (vec![], vec![("cpu".into(), vec![])]),
+            (vec!["fsync".into()], vec![]),
+            (vec!["fsync".into()], vec![("cpu".into(), vec![0.0])]),
+            (vec!["fsync".into()], vec![("cpu".into(), vec![2.5])]),
+            (
+                vec!["a".into(), "b".into(), "".into()],
+                vec![
+                    ("neg".into(), vec![-1.0, nan, inf]),
+                    ("big".into(), vec![f64::MAX, f64::MAX, 1e-320]),
+                    ("".into(), vec![1.0, 1.0, 1.0]),
+                ],
+            ),
+            (
+                (0..25).map(|j| format!("op{j}")).collect(),
+                (0..12)
+                    .map(|i| (format!("c{i}"), vec![0.1 * i as f64; 25]))
+                    .collect(),
+            ),
+        ];
+        for (i, (cats, st)) in bar_cases.iter().enumerate() {
+            for ext in ["png", "svg"] {
+                let p = dir.join(format!("b{i}.{ext}"));
+                attribution_bars("bars", cats, st, &p).unwrap_or_else(|e| panic!("bars {i}: {e}"));
+                assert!(std::fs::metadata(&p).unwrap().len() > 0);
+                n += 1;
+            }
+        }
+        assert_eq!(n, cases.len() * 4 + bar_cases.len() * 2);
+        no_temp_files_left(&dir);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn control_characters_become_spaces() {
+        let dir = scratch("ctrl");
+        let p = dir.join("x.svg");
+        let mut s = series("two\nlines", 1.0);
+        s.points.truncate(3);
+        latency_distribution("title\twith\ncontrols", &[s], &p).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            has_text(&svg, "title with controls"),
+            "{:?}",
+            svg_texts(&svg)
+        );
+        assert!(has_text(&svg, "two lines"));
+        let cats = vec!["a\rb".to_string()];
+        attribution_bars("t", &cats, &[("c\u{7}d".into(), vec![1.0])], &p).unwrap();
+        let svg = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            has_text(&svg, "a b") && has_text(&svg, "c d"),
+            "{:?}",
+            svg_texts(&svg)
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn number_labels_are_short() {
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(0.1 * 3.0), "0.3");
+        assert_eq!(fmt_num(1000.0), "1000");
+        assert_eq!(fmt_num(2.5), "2.5");
+        assert_eq!(fmt_num(0.001), "0.001");
+        assert_eq!(fmt_num(1e6), "1e6");
+        assert_eq!(fmt_num(1.5e-5), "1.5e-5");
+        assert_eq!(fmt_num(-20.0), "-20");
+        assert_eq!(fmt_num(f64::NAN), "");
+    }
+}

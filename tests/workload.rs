@@ -1,0 +1,339 @@
+//! Workloads and comparisons: table formats (dbench, fsperf), JSON schema, plots, the Chrome
+//! trace, determinism, and bad input.
+
+use models::btrfs::{Fix, Policy};
+use models::device::DeviceConfig;
+use models::workload::compare::{compare, parse_policy};
+use models::workload::fsload::run;
+use models::workload::spec::{Spec, DBENCH_OPS};
+use std::process::{Command, Output};
+
+fn fsyncsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(args)
+        .output()
+        .expect("run fsyncsim")
+}
+
+fn small_dbench(clients: u32, secs: u64) -> (Spec, DeviceConfig) {
+    let mut s = Spec::load("dbench").unwrap();
+    s.clients = clients;
+    s.duration = secs * sim::S;
+    s.warmup = sim::S / 2;
+    let d = DeviceConfig::resolve(&s.device).unwrap();
+    (s, d)
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("fsyncsim-wl-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn dbench_table_has_dbench_layout() {
+    let (s, d) = small_dbench(4, 2);
+    let r = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    let t = reports::workload::dbench_table(&r);
+    let lines: Vec<&str> = t.lines().collect();
+    // Header and rule exactly as dbench prints them (REFERENCE.md).
+    assert_eq!(
+        lines[0],
+        " Operation                Count    AvgLat    MaxLat"
+    );
+    assert_eq!(lines[1], format!(" {}", "-".repeat(50)));
+    // Rows: `%-22s %7u %9.03f %9.03f`, in dbench's order.
+    let mut last = 0;
+    for l in &lines[2..] {
+        if l.is_empty() {
+            break;
+        }
+        let name = l[1..23].trim_end();
+        let pos = DBENCH_OPS.iter().position(|o| *o == name).expect(l);
+        assert!(pos >= last, "order: {l}");
+        last = pos;
+        let count: u64 = l[24..31].trim().parse().expect(l);
+        let avg: f64 = l[32..41].trim().parse().expect(l);
+        let max: f64 = l[42..51].trim().parse().expect(l);
+        assert!(count > 0 && avg <= max + 1e-9, "{l}");
+        assert_eq!(
+            l[32..41].trim().split('.').nth(1).map(str::len),
+            Some(3),
+            "{l}"
+        );
+    }
+    let tp = lines.last().unwrap();
+    assert!(tp.starts_with("Throughput "), "{tp}");
+    assert!(
+        tp.contains(" MB/sec  4 clients  4 procs  max_latency="),
+        "{tp}"
+    );
+    assert!(tp.ends_with(" ms"), "{tp}");
+    // The same run, twice: the same events.
+    let again = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    assert_eq!(r.trace_hash, again.trace_hash);
+    assert_eq!(t, reports::workload::dbench_table(&again));
+    let other = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 2, None).unwrap();
+    assert_ne!(r.trace_hash, other.trace_hash);
+}
+
+#[test]
+fn fixes_remove_the_waste_they_target_under_dbench() {
+    let (s, d) = small_dbench(8, 4);
+    let b = run(&s, &Policy::preset("linux-5.10").unwrap(), &d, 1, None).unwrap();
+    let c = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    for m in [
+        "unnecessary_extent_logs",
+        "unnecessary_full_commits",
+        "tree_log_mutex_waits",
+    ] {
+        assert!(b.metrics.get(m).unwrap() > 0, "{m} before");
+        assert_eq!(c.metrics.get(m), Some(0), "{m} after");
+    }
+    assert!(b.violations.is_empty() && c.violations.is_empty());
+    // Attribution adds up: every nanosecond of an operation is in some wait class.
+    for o in &c.ops {
+        let total: u64 = o.attribution.iter().sum();
+        let sum_lat = o.hist.mean() * o.hist.len() as f64;
+        let err = (total as f64 - sum_lat).abs() / sum_lat.max(1.0);
+        assert!(err < 0.01, "{}: {total} vs {sum_lat}", o.name);
+    }
+}
+
+#[test]
+fn fsperf_table_and_paired_statistics() {
+    let (s, d) = small_dbench(4, 2);
+    let (b, c) = (
+        parse_policy("linux-5.10").unwrap(),
+        parse_policy("linux-5.11").unwrap(),
+    );
+    let pairs = compare(&s, &d, &b, &c, 1, 3, None, 2, &|| {}).unwrap();
+    let rows = reports::workload::compare_rows(&pairs[0].baseline, &pairs[0].current);
+    let tp = &rows[0];
+    assert_eq!(tp.metric, "throughput_mb_s");
+    let diffs: Vec<f64> = (0..3)
+        .map(|i| {
+            let (x, y) = (
+                pairs[0].baseline[i].mb_per_s(),
+                pairs[0].current[i].mb_per_s(),
+            );
+            (y - x) / x * 100.0
+        })
+        .collect();
+    let mean = diffs.iter().sum::<f64>() / 3.0;
+    assert!((tp.diff_pct - mean).abs() < 1e-9);
+    let (lo, hi) = tp.ci_pct.unwrap();
+    assert!(lo <= mean && mean <= hi);
+    let table = reports::workload::fsperf_table(&rows);
+    let head: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        head,
+        [
+            "metric",
+            "baseline",
+            "current",
+            "stdev",
+            "diff",
+            "95% interval",
+            "sig"
+        ]
+    );
+    let first = table.lines().nth(2).unwrap();
+    assert!(first.contains(&format!("{mean:.2}%")), "{first}");
+    // One seed: fsperf's four columns.
+    let one = reports::workload::compare_rows(&pairs[0].baseline[..1], &pairs[0].current[..1]);
+    let t1 = reports::workload::fsperf_table(&one);
+    let head: Vec<&str> = t1
+        .lines()
+        .next()
+        .unwrap()
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!(head, ["metric", "baseline", "current", "diff"]);
+    // Results do not depend on the number of threads.
+    let serial = compare(&s, &d, &b, &c, 1, 3, None, 1, &|| {}).unwrap();
+    for (x, y) in serial[0].current.iter().zip(&pairs[0].current) {
+        assert_eq!(x.trace_hash, y.trace_hash);
+    }
+}
+
+#[test]
+fn compare_writes_json_plots_and_a_chrome_trace() {
+    let dir = temp_dir("cmp");
+    let o = fsyncsim(&[
+        "compare",
+        "dbench",
+        "--clients",
+        "3",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0.2s",
+        "--out",
+        dir.to_str().unwrap(),
+        "--trace",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("Throughput ") && text.contains("metric"),
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let run = &v["points"][0]["current"][0];
+    assert_eq!(run["policy"], "linux-5.11");
+    let clat = &run["ops"]["Flush"]["clat_ns"];
+    for k in ["min", "max", "mean", "stddev", "N"] {
+        assert!(clat[k].is_number(), "{k}: {clat}");
+    }
+    assert!(clat["percentile"]["99.000000"].is_u64());
+    assert!(run["metrics"]["log_syncs"].is_u64());
+    assert_eq!(v["points"][0]["compare"][0]["metric"], "throughput_mb_s");
+    for f in ["latency", "cdf", "attribution"] {
+        let png = std::fs::read(dir.join(format!("{f}.png"))).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 5000,
+            "{f}.png"
+        );
+        let svg = std::fs::read_to_string(dir.join(format!("{f}.svg"))).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("dbench"), "{f}.svg");
+    }
+    let tr: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("trace.json")).unwrap())
+            .expect("trace.json is JSON");
+    let ev = tr["traceEvents"].as_array().unwrap();
+    let has = |f: &dyn Fn(&serde_json::Value) -> bool| ev.iter().any(f);
+    assert!(has(&|e| e["ph"] == "M" && e["args"]["name"] == "client0"));
+    assert!(has(
+        &|e| e["ph"] == "M" && e["args"]["name"] == "btrfs-transaction"
+    ));
+    assert!(has(&|e| e["ph"] == "X"
+        && e["cat"] == "op"
+        && e["name"] == "Flush"));
+    assert!(has(&|e| e["ph"] == "X" && e["cat"] == "io"));
+    assert!(has(&|e| e["ph"] == "i" && e["name"] == "trans:commit_start"));
+    assert!(ev
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .all(|e| e["dur"].as_f64().is_some_and(|d| d >= 0.0) && e["ts"].is_number()));
+    // No temporary files left behind.
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().to_string();
+        assert!(!n.starts_with('.'), "left {n}");
+    }
+}
+
+#[test]
+fn sysbench_and_fs_mark_run_and_report() {
+    let mut s = Spec::load("sysbench-fileio").unwrap();
+    s.duration = 2 * sim::S;
+    s.files = 64;
+    s.fsync_freq = 10;
+    let d = DeviceConfig::resolve(&s.device).unwrap();
+    let p = Policy::preset("linux-5.11").unwrap();
+    let r = run(&s, &p, &d, 1, None).unwrap();
+    let w = r.op("write").unwrap().hist.len();
+    let f = r.op("fsync").unwrap().hist.len();
+    // Every 10 writes, each of the 64 files is fsynced once.
+    assert!(
+        w > 100 && f >= 64 * (w / 10).saturating_sub(2),
+        "{w} writes, {f} fsyncs"
+    );
+    let t = reports::workload::sysbench_summary(&r);
+    assert!(t.contains("Requests/sec executed"), "{t}");
+    let pre = run(&s, &p.without(Fix::R7), &d, 1, None).unwrap();
+    assert!(pre.metrics.unnecessary_log_syncs >= r.metrics.unnecessary_log_syncs);
+    let mut m = Spec::load("fs-mark").unwrap();
+    m.duration = sim::S;
+    m.files_per_loop = 50;
+    let r = run(&m, &p, &DeviceConfig::resolve("nvme").unwrap(), 1, None).unwrap();
+    assert!(r.files_done > 50 && r.per_s() > 0.0);
+    assert!(r.op("fsync").unwrap().hist.len() + 4 >= r.files_done);
+    let t = reports::workload::fsmark_summary(&r, m.file_size);
+    assert!(t.starts_with("FSUse%"), "{t}");
+}
+
+#[test]
+fn vary_prints_one_row_per_value() {
+    let o = fsyncsim(&[
+        "compare",
+        "dbench",
+        "--clients",
+        "4",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--vary",
+        "queue_depth=2,32",
+        "--device",
+        "sas-ssd",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let t = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = t
+        .lines()
+        .filter(|l| l.starts_with("2 ") || l.starts_with("32 "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{t}");
+    assert!(t.lines().nth(1).unwrap().starts_with("queue_depth"), "{t}");
+}
+
+/// Exit 2, one line on stderr, nothing on stdout, no files.
+fn bad(args: &[&str], needle: &str) {
+    let o = fsyncsim(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn bad_workload_input_is_a_one_line_error() {
+    bad(&["compare", "nope"], "unknown workload 'nope'");
+    bad(&["compare", "dbench", "--clients", "0"], "--clients");
+    bad(&["compare", "dbench", "--duration", "-1s"], "--duration");
+    bad(
+        &["compare", "dbench", "--vary", "colour=1,2"],
+        "unknown parameter 'colour'",
+    );
+    bad(
+        &["compare", "dbench", "--baseline", "linux-9"],
+        "--baseline",
+    );
+    bad(&["workload", "dbench", "--device", "floppy"], "floppy");
+    let file = std::env::temp_dir().join(format!("fsyncsim-wl-notdir-{}", std::process::id()));
+    std::fs::write(&file, "x").unwrap();
+    let out = file.join("sub");
+    bad(
+        &[
+            "compare",
+            "dbench",
+            "--duration",
+            "1s",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "--out",
+    );
+    bad(&["compare", "dbench", "--trace"], "--out");
+    let wl = std::env::temp_dir().join(format!("fsyncsim-wl-bad-{}.toml", std::process::id()));
+    std::fs::write(
+        &wl,
+        "name = \"x\"\nkind = \"dbench\"\ntitle = \"t\"\nclients = 2\nduration = \"1s\"\n[mix]\nNTCreate = 5\n",
+    )
+    .unwrap();
+    bad(
+        &["workload", wl.to_str().unwrap()],
+        ":7: unknown operation 'NTCreate'",
+    );
+}
