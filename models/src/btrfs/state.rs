@@ -13,6 +13,8 @@ pub type Ino = u64;
 pub const ROOT_INO: Ino = 256;
 /// Transaction committed by mkfs; the first transaction of a run is 1000, as in the patch logs.
 pub const MKFS_GENERATION: TransId = 999;
+/// Committed extents a file keeps on its modified list across compactions.
+const MAX_OLD_MODIFIED: usize = 256;
 /// Byte offset of the primary superblock.
 pub const SUPER_OFFSET: u64 = 64 << 10;
 
@@ -396,14 +398,33 @@ impl FsState {
             .collect();
         named.sort_unstable();
         named.dedup();
+        // An inode without names that nothing changed since `lc` is gone for good: no task can
+        // reach it to fsync it (its dirty pages and modified extents die with it).
         self.inodes.retain(|ino, i| {
             *ino == ROOT_INO
                 || self.live.contains_key(ino)
                 || named.binary_search(ino).is_ok()
                 || i.last_trans > lc
-                || i.dirty_bytes > 0
-                || !i.modified_extents.is_empty()
         });
+        // A live file written again and again without an fsync keeps its committed extents on
+        // the modified list (fast fsync would log them, R2); keep the newest MAX_OLD of them.
+        for i in self.inodes.values_mut() {
+            if i.modified_extents.len() > MAX_OLD_MODIFIED {
+                let gens: BTreeMap<u64, TransId> =
+                    i.extents.iter().map(|e| (e.id, e.generation)).collect();
+                let old: Vec<u64> = i
+                    .modified_extents
+                    .iter()
+                    .copied()
+                    .filter(|id| gens.get(id).is_none_or(|&g| g <= lc))
+                    .collect();
+                if old.len() > MAX_OLD_MODIFIED {
+                    let drop: BTreeSet<u64> =
+                        old[..old.len() - MAX_OLD_MODIFIED].iter().copied().collect();
+                    i.modified_extents.retain(|id| !drop.contains(id));
+                }
+            }
+        }
         for i in self.inodes.values_mut() {
             let old = |e: &Extent| e.generation <= lc && !i.modified_extents.contains(&e.id);
             if i.extents.iter().filter(|e| old(e)).count() > 1 {
