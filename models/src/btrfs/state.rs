@@ -419,8 +419,10 @@ impl FsState {
                     .filter(|id| gens.get(id).is_none_or(|&g| g <= lc))
                     .collect();
                 if old.len() > MAX_OLD_MODIFIED {
-                    let drop: BTreeSet<u64> =
-                        old[..old.len() - MAX_OLD_MODIFIED].iter().copied().collect();
+                    let drop: BTreeSet<u64> = old[..old.len() - MAX_OLD_MODIFIED]
+                        .iter()
+                        .copied()
+                        .collect();
                     i.modified_extents.retain(|id| !drop.contains(id));
                 }
             }

@@ -359,9 +359,18 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
     };
     loop {
         let op = weighted(&mut rng, &mix);
-        let name = super::spec::DBENCH_OPS[op];
-        let ok = match name {
-            "NTCreateX" => {
+        // Indices into DBENCH_OPS (a match on the names would compare strings per operation).
+        const NTCREATEX: usize = 0;
+        const RENAME: usize = 2;
+        const UNLINK: usize = 3;
+        const DELTREE: usize = 4;
+        const MKDIR: usize = 5;
+        const WRITEX: usize = 11;
+        const READX: usize = 12;
+        const FLUSH: usize = 15;
+        debug_assert_eq!(super::spec::DBENCH_OPS[FLUSH], "Flush");
+        let ok = match op {
+            NTCREATEX => {
                 let create = rng.random_range(0..DBENCH_CREATE.1) < DBENCH_CREATE.0;
                 match (create, pick(&mut rng, &exists, !create)) {
                     (true, Some(f)) => {
@@ -386,7 +395,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     }
                 }
             }
-            "WriteX" => {
+            WRITEX => {
                 let size = weighted(&mut rng, &cx.spec.write_sizes);
                 match last
                     .filter(|&f| exists[f])
@@ -414,14 +423,14 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     }
                 }
             }
-            "ReadX" => {
+            READX => {
                 let size = weighted(&mut rng, &cx.spec.read_sizes);
                 {
                     cx.cpu_op(&mut pending, op, costs[op], size);
                     true
                 }
             }
-            "Flush" => match last
+            FLUSH => match last
                 .filter(|&f| exists[f])
                 .or_else(|| pick(&mut rng, &exists, true))
             {
@@ -436,7 +445,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     true
                 }
             },
-            "Rename" => match (
+            RENAME => match (
                 pick(&mut rng, &exists, true),
                 pick(&mut rng, &exists, false),
             ) {
@@ -460,7 +469,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     true
                 }
             },
-            "Unlink" => match pick(&mut rng, &exists, true) {
+            UNLINK => match pick(&mut rng, &exists, true) {
                 Some(f) => {
                     exists[f] = false;
                     if last == Some(f) {
@@ -476,7 +485,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     true
                 }
             },
-            "Deltree" => {
+            DELTREE => {
                 // Empty one directory: unlink every file in it.
                 let d = rng.random_range(0..DBENCH_DIRS.len());
                 let victims: Vec<usize> = (d * DBENCH_FILES..(d + 1) * DBENCH_FILES)
@@ -500,7 +509,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         })
                         .await
             }
-            "Mkdir" => {
+            MKDIR => {
                 let p = format!("/clients/client{id}/spare");
                 spare_dir = !spare_dir;
                 let o = if spare_dir {
