@@ -365,8 +365,30 @@ fn workload(a: WorkloadArgs) -> Result<(), Failure> {
         ..a.pol.clone()
     };
     let p = policy_of(&pol);
-    let r = models::workload::fsload::run(&spec, &p, &dev, a.seed.unwrap_or(spec.seed), None)
-        .map_err(Failure)?;
+    let total = spec.warmup + spec.duration;
+    // A progress bar over virtual time, on a terminal only.
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(total / sim::S)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} virtual s ETA {eta}",
+        )
+        .expect("valid template"),
+    );
+    let b2 = bar.clone();
+    let r = models::workload::fsload::run_with_progress(
+        &spec,
+        &p,
+        &dev,
+        a.seed.unwrap_or(spec.seed),
+        None,
+        Some(Box::new(move |t| b2.set_position(t / sim::S))),
+    )
+    .map_err(Failure)?;
+    bar.finish_and_clear();
     if a.json {
         println!("{:#}", reports::workload::json(&r));
     } else {

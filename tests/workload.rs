@@ -197,6 +197,21 @@ fn compare_writes_json_plots_and_a_chrome_trace() {
     assert!(clat["percentile"]["99.000000"].is_u64());
     assert!(run["metrics"]["log_syncs"].is_u64());
     assert_eq!(v["points"][0]["compare"][0]["metric"], "throughput_mb_s");
+    // `workload` runs the same run as `compare` (same trace hash), progress bar or not.
+    let w = fsyncsim(&[
+        "workload",
+        "dbench",
+        "--clients",
+        "3",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0.2s",
+        "--json",
+    ]);
+    let w: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
+    assert_eq!(w["trace_hash"], run["trace_hash"]);
+    assert_eq!(w["ops"]["Flush"], run["ops"]["Flush"]);
     for f in ["latency", "cdf", "attribution"] {
         let png = std::fs::read(dir.join(format!("{f}.png"))).unwrap();
         assert!(

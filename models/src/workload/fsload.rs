@@ -688,6 +688,9 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
     ops
 }
 
+/// Told the virtual time done (warmup included) once per virtual second.
+pub type Progress = Box<dyn Fn(Nanos)>;
+
 /// Runs `spec` under `policy` on `device` with `seed`; `sink` receives the trace.
 pub fn run(
     spec: &Spec,
@@ -695,6 +698,18 @@ pub fn run(
     device: &DeviceConfig,
     seed: u64,
     sink: Option<TraceSink>,
+) -> Result<WorkloadResult, String> {
+    run_with_progress(spec, policy, device, seed, sink, None)
+}
+
+/// As `run`, reporting progress (for a progress bar; it does not change the run).
+pub fn run_with_progress(
+    spec: &Spec,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seed: u64,
+    sink: Option<TraceSink>,
+    progress: Option<Progress>,
 ) -> Result<WorkloadResult, String> {
     let mut sim = Sim::new();
     // No scheduler decides at named points here: they are trace marks, not yields.
@@ -777,6 +792,16 @@ pub fn run(
                     Kind::FsMark => cx.h.spawn(&format!("thread{i}"), fsmark_thread(c, i)),
                 };
             }
+            // Always there, so that a run with a progress bar is the same run as one without.
+            let h = cx.h.clone();
+            cx.h.spawn_daemon("progress", async move {
+                loop {
+                    h.sleep(sim::S).await;
+                    if let Some(tick) = &progress {
+                        tick(h.now() - t0);
+                    }
+                }
+            });
             let h = cx.h.clone();
             let end = cx.spec.warmup + cx.spec.duration;
             // Clients may have queued CPU-only operations up to the end; let them finish.
