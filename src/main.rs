@@ -8,6 +8,10 @@ use models::workload::{bench, fio};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// mimalloc: the simulator allocates many small, short-lived objects per run.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "fsyncsim",

@@ -125,6 +125,9 @@ impl std::fmt::Display for Op {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpError(pub String);
 
+/// Commits between two compactions of the state in long workload runs.
+const COMPACT_EVERY: u32 = 64;
+
 /// (state version, image version) and the recovery verdict for them.
 type CrashMemo = ((u64, u64), Result<(), String>);
 
@@ -560,7 +563,7 @@ impl Btrfs {
             if !st.keep_history {
                 // Amortised: the state holds at most this many commits of history.
                 st.commits_since_compact += 1;
-                if st.commits_since_compact >= 16 {
+                if st.commits_since_compact >= COMPACT_EVERY {
                     st.commits_since_compact = 0;
                     st.compact();
                 }

@@ -13,6 +13,27 @@ pub type Ino = u64;
 pub const ROOT_INO: Ino = 256;
 /// Transaction committed by mkfs; the first transaction of a run is 1000, as in the patch logs.
 pub const MKFS_GENERATION: TransId = 999;
+/// FNV-1a: a fixed, fast hash for the directory cache (lookups only, so no order leaks).
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 /// Committed extents a file keeps on its modified list across compactions.
 const MAX_OLD_MODIFIED: usize = 256;
 /// Byte offset of the primary superblock.
@@ -260,12 +281,14 @@ pub struct FsState {
     pub dentries: BTreeMap<(Ino, String), Vec<Dentry>>,
     /// Index of the live entries: inode → its (dir, name) pairs (kept by `add_dentry` and
     /// `remove_dentry`).
-    pub live: BTreeMap<Ino, BTreeSet<(Ino, String)>>,
+    pub live: BTreeMap<Ino, Vec<(Ino, String)>>,
     /// Index of the live entries by directory: dir → name → inode.
     pub children: BTreeMap<Ino, BTreeMap<String, Ino>>,
     /// Directory path → inode, filled by `lookup`, cleared whenever a directory loses a name
     /// (only looked up, never iterated, so a hash map keeps runs deterministic).
-    pub dir_cache: std::cell::RefCell<std::collections::HashMap<String, Ino>>,
+    pub dir_cache: std::cell::RefCell<
+        std::collections::HashMap<String, Ino, std::hash::BuildHasherDefault<Fnv>>,
+    >,
     /// Commits since the last `compact`.
     pub commits_since_compact: u32,
     /// Device writes by token - 1.
@@ -487,17 +510,17 @@ impl FsState {
 
     /// Live names of an inode, in (dir, name) order.
     pub fn names_of(&self, ino: Ino) -> Vec<(Ino, String)> {
-        self.live
-            .get(&ino)
-            .map_or_else(Vec::new, |s| s.iter().cloned().collect())
+        self.live.get(&ino).cloned().unwrap_or_default()
     }
 
     /// Adds the live entry (dir, name) → ino, created in transaction `t`.
     pub fn add_dentry(&mut self, dir: Ino, name: String, ino: Ino, t: TransId) {
-        self.live
-            .entry(ino)
-            .or_default()
-            .insert((dir, name.clone()));
+        // Sorted (dir, name) pairs; most inodes have one name.
+        let names = self.live.entry(ino).or_default();
+        let key = (dir, name.clone());
+        if let Err(pos) = names.binary_search(&key) {
+            names.insert(pos, key);
+        }
         self.children
             .entry(dir)
             .or_default()
@@ -530,7 +553,7 @@ impl FsState {
             }
         }
         if let Some(set) = self.live.get_mut(&ino) {
-            set.remove(&key);
+            set.retain(|k| *k != key);
             if set.is_empty() {
                 self.live.remove(&ino);
             }

@@ -281,17 +281,35 @@ impl Ctx {
     }
 }
 
-/// Picks from (value, weight) pairs.
-fn weighted<T: Copy>(rng: &mut Stream, items: &[(T, u64)]) -> T {
-    let total: u64 = items.iter().map(|&(_, w)| w).sum();
-    let mut x = rng.random_range(0..total.max(1));
-    for &(v, w) in items {
-        if x < w {
-            return v;
+/// A weighted choice with its cumulative weights precomputed (one draw, a binary search).
+struct Table<T> {
+    values: Vec<T>,
+    ends: Vec<u64>,
+}
+
+impl<T: Copy> Table<T> {
+    fn new(items: &[(T, u64)]) -> Self {
+        let mut acc = 0;
+        let ends = items
+            .iter()
+            .map(|&(_, w)| {
+                acc += w;
+                acc
+            })
+            .collect();
+        Table {
+            values: items.iter().map(|&(v, _)| v).collect(),
+            ends,
         }
-        x -= w;
     }
-    items[items.len() - 1].0
+
+    /// The item whose cumulative range holds a uniform draw below the total weight.
+    fn pick(&self, rng: &mut Stream) -> T {
+        let total = self.ends.last().copied().unwrap_or(0);
+        let x = rng.random_range(0..total.max(1));
+        let i = self.ends.partition_point(|&e| e <= x);
+        self.values[i.min(self.values.len() - 1)]
+    }
 }
 
 /// dbench's per-client directories (loadfiles/client.txt: clients/clientN/~dmtmp/…).
@@ -330,6 +348,11 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
     let mut spare_dir = false;
     let mut last: Option<usize> = None;
     let mix: Vec<(usize, u64)> = cx.spec.mix.iter().copied().enumerate().collect();
+    let mix_table = Table::new(&mix);
+    let (read_sizes, write_sizes) = (
+        Table::new(&cx.spec.read_sizes),
+        Table::new(&cx.spec.write_sizes),
+    );
     let (mut before, mut after) = (Vec::new(), Vec::new());
     let mut pending: Nanos = 0;
     let costs: Vec<Nanos> = super::spec::DBENCH_OPS
@@ -358,7 +381,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
             .map(|(i, _)| i)
     };
     loop {
-        let op = weighted(&mut rng, &mix);
+        let op = mix_table.pick(&mut rng);
         // Indices into DBENCH_OPS (a match on the names would compare strings per operation).
         const NTCREATEX: usize = 0;
         const RENAME: usize = 2;
@@ -396,7 +419,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 }
             }
             WRITEX => {
-                let size = weighted(&mut rng, &cx.spec.write_sizes);
+                let size = write_sizes.pick(&mut rng);
                 match last
                     .filter(|&f| exists[f])
                     .or_else(|| pick(&mut rng, &exists, true))
@@ -424,7 +447,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 }
             }
             READX => {
-                let size = weighted(&mut rng, &cx.spec.read_sizes);
+                let size = read_sizes.pick(&mut rng);
                 {
                     cx.cpu_op(&mut pending, op, costs[op], size);
                     true
