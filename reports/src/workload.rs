@@ -382,7 +382,12 @@ pub fn fsperf_table(rows: &[CompareRow]) -> String {
         }
         lines.push(l);
     }
-    let cols = lines[0].len();
+    pipe_table(&lines)
+}
+
+/// Rows as an aligned `a | b | c` table with a rule under the first (header) row.
+fn pipe_table(lines: &[Vec<String>]) -> String {
+    let cols = lines.first().map_or(0, Vec::len);
     let width: Vec<usize> = (0..cols)
         .map(|i| lines.iter().map(|l| l[i].len()).max().unwrap_or(0))
         .collect();
@@ -729,23 +734,7 @@ pub fn compare_text(
                 format!("{:.3}", m(&p.current, &hq)),
             ]);
         }
-        let width: Vec<usize> = (0..lines[0].len())
-            .map(|i| lines.iter().map(|l| l[i].len()).max().unwrap_or(0))
-            .collect();
-        for (j, l) in lines.iter().enumerate() {
-            let cells: Vec<String> = l
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("{c:<w$}", w = width[i]))
-                .collect();
-            t.push_str(cells.join(" | ").trim_end());
-            t.push('\n');
-            if j == 0 {
-                let sep: Vec<String> = width.iter().map(|&w| "-".repeat(w)).collect();
-                t.push_str(&sep.join("-|-"));
-                t.push('\n');
-            }
-        }
+        t.push_str(&pipe_table(&lines));
         return t;
     }
     for (label, r) in [("baseline", b0), ("current", c0)] {
