@@ -270,10 +270,11 @@ fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
         .chain(std::env::args().skip(1))
         .collect::<Vec<_>>()
         .join(" ");
-    let s = models::shrink::shrink(
+    let s = models::shrink::shrink_on(
         &sc,
         &p,
         &dev,
+        a.device.as_deref().unwrap_or(&sc.device),
         a.seed,
         &a.strat.interleaving(),
         &a.target,
@@ -527,7 +528,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
                     None => Ok(()),
                 }
             });
-            let run = fsload::run(&spec, &a.current, &dev, seed, Some(sink));
+            // The same configuration the plots show: the first point.
+            let (tspec, tdev) = cmp::first_point(&spec, &dev, a.vary.as_ref()).map_err(Failure)?;
+            let run = fsload::run(&tspec, &a.current, &tdev, seed, Some(sink));
             let w = writer.borrow_mut().take().expect("writer");
             match run {
                 Ok(_) => w

@@ -172,3 +172,29 @@ fn a_seed_that_does_not_hit_is_refused() {
         Policy::preset("linux-5.11").unwrap().without(Fix::R1)
     );
 }
+
+#[test]
+fn a_shrink_on_another_device_names_that_device() {
+    let sc = r1();
+    let d = DeviceConfig::resolve("sata-ssd").unwrap();
+    let pre = sc.pre_policy();
+    let target = Target::parse("unnecessary_inode_logs").unwrap();
+    let seed = (0..50)
+        .find(|&s| target.value(&run(&sc, &pre, &d, s, &Interleaving::Random)) > 0)
+        .expect("a seed hits on sata-ssd");
+    let s = models::shrink::shrink_on(
+        &sc,
+        &pre,
+        &d,
+        "sata-ssd",
+        seed,
+        &Interleaving::Random,
+        &target,
+        "t",
+        "",
+    )
+    .unwrap();
+    assert!(s.toml.contains("device = \"sata-ssd\""), "{}", s.toml);
+    let file = reproduces(&s.toml, &pre, &target, &d);
+    assert_eq!(file.device, "sata-ssd");
+}

@@ -352,3 +352,34 @@ fn bad_workload_input_is_a_one_line_error() {
         ":7: unknown operation 'NTCreate'",
     );
 }
+
+#[test]
+fn cpu_only_mixes_need_cpu_time_and_deltree_only_mixes_end() {
+    let head = "name = \"x\"\nkind = \"dbench\"\ntitle = \"t\"\nclients = 2\nduration = \"1s\"\n";
+    let e = Spec::parse(&format!("{head}[mix]\nQpathinfo = 1\n"), "x.toml").unwrap_err();
+    assert!(e.message.contains("[cpu] needs a CPU time > 0"), "{e}");
+    // Deltree alone empties every directory, then keeps walking them: time must still move.
+    let s = Spec::parse(
+        &format!("{head}[mix]\nDeltree = 1\n[cpu]\nopen = \"5us\"\nClose = \"2us\"\n"),
+        "x.toml",
+    )
+    .unwrap();
+    let d = DeviceConfig::resolve("nvme").unwrap();
+    let r = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    assert!(r.op("Deltree").unwrap().hist.len() > 1000);
+}
+
+#[test]
+fn an_operation_missing_on_one_side_is_not_compared_as_zero() {
+    let (s, d) = small_dbench(2, 1);
+    let b = run(&s, &Policy::preset("linux-5.10").unwrap(), &d, 1, None).unwrap();
+    let mut c = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    let i = c.ops.iter().position(|o| o.name == "Rename").unwrap();
+    c.ops[i].hist.reset();
+    let rows = reports::workload::compare_rows(&[b], &[c]);
+    assert!(
+        rows.iter().all(|r| !r.metric.starts_with("Rename_")),
+        "{rows:?}"
+    );
+    assert!(rows.iter().any(|r| r.metric == "Flush_avg_lat_ms"));
+}

@@ -145,6 +145,8 @@ struct Ctx<'a> {
     also: Vec<Policy>,
     strict: bool,
     device: &'a DeviceConfig,
+    /// How the file names the device (preset name or path) it was tested on.
+    device_spec: String,
     seed: u64,
     target: &'a Target,
     header: Vec<String>,
@@ -157,6 +159,7 @@ impl Ctx<'_> {
         let mut sc = self.base.clone();
         sc.name = format!("{}-seed{}-shrunk", self.base.name, self.seed);
         sc.seed = self.seed;
+        sc.device = self.device_spec.clone();
         sc.setup = c.setup.clone();
         sc.tasks = c.tasks.clone();
         sc.script = c
@@ -283,6 +286,29 @@ fn shrink_passes(ctx: &mut Ctx<'_>, cur: &mut Candidate, sector: u64) {
     }
 }
 
+impl Ctx<'_> {
+    /// The index of the script step a post-fix run of the candidate could not play.
+    fn unplayable_step(&mut self, c: &Candidate) -> Option<usize> {
+        let (sc, _) = self.scenario(c)?;
+        for p in &self.also {
+            self.runs += 1;
+            let r = run_with_trace(&sc, p, self.device, self.seed, &Interleaving::Script, false);
+            for v in r.violations.iter().filter(|v| v.invariant == "script") {
+                let n = v
+                    .message
+                    .split("script step ")
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next())
+                    .and_then(|n| n.parse::<usize>().ok());
+                if let Some(n) = n.filter(|&n| (1..=c.steps.len()).contains(&n)) {
+                    return Some(n - 1);
+                }
+            }
+        }
+        None
+    }
+}
+
 /// Zeller's ddmin: a 1-minimal sublist of `items` for which `test` holds (it holds for
 /// `items`).
 fn ddmin<T: Clone>(items: Vec<T>, test: &mut dyn FnMut(&[T]) -> bool) -> Vec<T> {
@@ -336,6 +362,25 @@ pub fn shrink(
     command: &str,
     run_flags: &str,
 ) -> Result<Shrunk, String> {
+    shrink_on(
+        sc, policy, device, &sc.device, seed, how, target, command, run_flags,
+    )
+}
+
+/// As `shrink`, on a device other than the scenario's: `device_spec` (a preset name or a
+/// device file path) is written into the result so that it replays on the same device.
+#[allow(clippy::too_many_arguments)]
+pub fn shrink_on(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    device_spec: &str,
+    seed: u64,
+    how: &Interleaving,
+    target: &Target,
+    command: &str,
+    run_flags: &str,
+) -> Result<Shrunk, String> {
     let first = run_with_trace(sc, policy, device, seed, how, true);
     let v0 = target.value(&first);
     if v0 == 0 {
@@ -367,6 +412,7 @@ pub fn shrink(
         also,
         strict: false,
         device,
+        device_spec: device_spec.to_string(),
         seed,
         target,
         header: Vec::new(),
@@ -389,6 +435,18 @@ pub fn shrink(
     for strict in [false, true] {
         ctx.strict = strict;
         if strict && !ctx.test(&cur) {
+            // First drop, one by one, the steps the post-fix runs name as unplayable.
+            while let Some(i) = ctx.unplayable_step(&cur) {
+                let mut c = cur.clone();
+                c.steps.remove(i);
+                ctx.strict = false;
+                let ok = ctx.test(&c);
+                ctx.strict = true;
+                if !ok {
+                    break;
+                }
+                cur = c;
+            }
             let steps = std::mem::take(&mut cur.steps);
             let kept = ddmin(steps, &mut |s| {
                 let c = Candidate {

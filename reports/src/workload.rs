@@ -266,26 +266,40 @@ impl CompareRow {
     }
 }
 
-/// Pairs baseline and current runs seed by seed (common random numbers) per metric.
+/// Pairs baseline and current runs seed by seed (common random numbers) per metric; a seed
+/// counts for a metric only when both of its runs have it.
 pub fn compare_rows(baseline: &[WorkloadResult], current: &[WorkloadResult]) -> Vec<CompareRow> {
     let bm: Vec<Vec<(String, f64)>> = baseline.iter().map(metrics).collect();
     let cm: Vec<Vec<(String, f64)>> = current.iter().map(metrics).collect();
-    let Some(first) = bm.first() else {
-        return Vec::new();
-    };
+    // Every metric either side has, in first-seen order (an operation may have samples in
+    // the window on one side only).
+    let mut names: Vec<&String> = Vec::new();
+    for (n, _) in bm.iter().chain(&cm).flatten() {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let get =
+        |m: &Vec<(String, f64)>, name: &str| m.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
     let mut rows = Vec::new();
-    for (name, _) in first {
-        let get =
-            |m: &Vec<(String, f64)>| m.iter().find(|(k, _)| k == name).map_or(0.0, |(_, v)| *v);
-        let b: Vec<f64> = bm.iter().map(get).collect();
-        let c: Vec<f64> = cm.iter().map(get).collect();
-        let n = b.len().min(c.len());
+    for name in names {
+        // Only seeds where both sides have the metric are paired.
+        let (b, c): (Vec<f64>, Vec<f64>) = bm
+            .iter()
+            .zip(&cm)
+            .filter_map(|(x, y)| Some((get(x, name)?, get(y, name)?)))
+            .unzip();
+        if b.is_empty() {
+            continue;
+        }
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-        let diffs: Vec<f64> = (0..n)
-            .filter(|&i| b[i] != 0.0)
-            .map(|i| (c[i] - b[i]) / b[i] * 100.0)
+        let diffs: Vec<f64> = b
+            .iter()
+            .zip(&c)
+            .filter(|(x, _)| **x != 0.0)
+            .map(|(x, y)| (y - x) / x * 100.0)
             .collect();
-        let (bmean, cmean) = (mean(&b[..n]), mean(&c[..n]));
+        let (bmean, cmean) = (mean(&b), mean(&c));
         let d = if diffs.is_empty() {
             if bmean == 0.0 && cmean == 0.0 {
                 0.0

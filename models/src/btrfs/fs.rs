@@ -514,31 +514,21 @@ impl Btrfs {
             (st.trans[&t].dirty_blocks.max(1), self.inner.costs.nodesize)
         };
         let (tok, off) = self
-            .inner
-            .st
-            .borrow_mut()
+            .st_mut()
             .new_write(WriteKind::CommitBlocks { transid: t }, blocks * nodesize);
         self.inner
             .dev
             .submit(Request::write(off, blocks * nodesize).with_token(tok))
             .await;
         let (tok, off) = self
-            .inner
-            .st
-            .borrow_mut()
+            .st_mut()
             .new_write(WriteKind::CommitSuper { transid: t }, 4096);
         let sb = Request {
             fua: true,
             ..Request::preflush_write(off, 4096)
         };
         self.inner.dev.submit(sb.with_token(tok)).await;
-        self.inner
-            .st
-            .borrow_mut()
-            .trans
-            .get_mut(&t)
-            .unwrap()
-            .super_done = true;
+        self.st_mut().trans.get_mut(&t).unwrap().super_done = true;
         self.point("trans:supers_written").await;
         drop(log_mutex);
         drop(tree_log);
@@ -648,16 +638,7 @@ impl Btrfs {
     /// extent; btrfs_finish_ordered_io inserts the file extent item in the running transaction
     /// and sets the extent map's generation to it.
     async fn writeback(&self, ino: Ino) {
-        let bytes = std::mem::take(
-            &mut self
-                .inner
-                .st
-                .borrow_mut()
-                .inodes
-                .get_mut(&ino)
-                .unwrap()
-                .dirty_bytes,
-        );
+        let bytes = std::mem::take(&mut self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
         if bytes == 0 {
             return;
         }
@@ -668,9 +649,7 @@ impl Btrfs {
             id
         };
         let (tok, off) = self
-            .inner
-            .st
-            .borrow_mut()
+            .st_mut()
             .new_write(WriteKind::Data { ino, extent: id }, bytes);
         self.inner
             .dev
@@ -1324,11 +1303,7 @@ impl Btrfs {
             drop(g);
             return false;
         }
-        self.inner
-            .st
-            .borrow_mut()
-            .log_committing
-            .insert(log_transid);
+        self.st_mut().log_committing.insert(log_transid);
         self.point("sync_log:start").await;
         // Write the log tree's dirty blocks.
         let bytes = {

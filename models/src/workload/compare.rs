@@ -56,6 +56,21 @@ pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
     Ok((name.to_string(), values))
 }
 
+/// The workload and device of the first comparison point (the varied parameter's first value).
+pub fn first_point(
+    spec: &Spec,
+    device: &DeviceConfig,
+    vary: Option<&(String, Vec<String>)>,
+) -> Result<(Spec, DeviceConfig), String> {
+    let (mut s, mut d) = (spec.clone(), device.clone());
+    if let Some((name, values)) = vary {
+        if let Some(v) = values.first() {
+            s.set(&mut d, name, v).map_err(|e| format!("--vary: {e}"))?;
+        }
+    }
+    Ok((s, d))
+}
+
 /// One comparison point: the runs of both sides over the seeds.
 #[derive(Clone, Debug)]
 pub struct Pair {

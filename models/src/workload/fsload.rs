@@ -520,17 +520,23 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 if last.is_some_and(|f| victims.contains(&f)) {
                     last = None;
                 }
-                let fs = cx.clone();
-                let paths: Vec<String> = victims.iter().map(|&f| path(f)).collect();
-                cx.flush_then(&mut pending).await
-                    && cx
-                        .measure(op, 0, &mut before, &mut after, async move {
-                            for p in paths {
-                                fs.fs(Op::Unlink(p)).await?;
-                            }
-                            Ok(())
-                        })
-                        .await
+                if victims.is_empty() {
+                    // Nothing to delete: a directory walk, costed like Close.
+                    cx.cpu_op(&mut pending, op, costs[1], 0);
+                    true
+                } else {
+                    let fs = cx.clone();
+                    let paths: Vec<String> = victims.iter().map(|&f| path(f)).collect();
+                    cx.flush_then(&mut pending).await
+                        && cx
+                            .measure(op, 0, &mut before, &mut after, async move {
+                                for p in paths {
+                                    fs.fs(Op::Unlink(p)).await?;
+                                }
+                                Ok(())
+                            })
+                            .await
+                }
             }
             MKDIR => {
                 let p = format!("/clients/client{id}/spare");

@@ -305,6 +305,37 @@ impl Spec {
                 })?;
             cpu.insert(k.clone(), d);
         }
+        if kind == Kind::Dbench {
+            // Operations that only cost CPU must cost some, or a client could loop forever
+            // without virtual time moving ("open" and "Close" also serve as fallbacks).
+            let cpu_only = [
+                "open",
+                "Close",
+                "Qpathinfo",
+                "Qfileinfo",
+                "Qfsinfo",
+                "Sfileinfo",
+                "Find",
+                "ReadX",
+                "LockX",
+                "UnlockX",
+            ];
+            for op in cpu_only {
+                let used = matches!(op, "open" | "Close")
+                    || DBENCH_OPS
+                        .iter()
+                        .position(|o| *o == op)
+                        .is_some_and(|i| mix[i] > 0);
+                if used && cpu.get(op).is_none_or(|&d| d == 0) {
+                    return Err(SpecError {
+                        location: origin.to_string(),
+                        message: format!(
+                            "[cpu] needs a CPU time > 0 for '{op}' (it never reaches the filesystem model)"
+                        ),
+                    });
+                }
+            }
+        }
         let sizes = |v: &Option<Vec<Spanned<[i64; 2]>>>, what: &str| {
             let mut out = Vec::new();
             for s in v.iter().flatten() {
