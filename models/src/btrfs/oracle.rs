@@ -26,7 +26,7 @@ pub fn name_versions(st: &FsState, ino: Ino) -> Vec<TransId> {
     st.live.get(&ino).map_or_else(Vec::new, |names| {
         names
             .iter()
-            .filter_map(|k| st.dentries.get(k).and_then(|v| v.last()))
+            .filter_map(|(d, n)| st.dentry(*d, n).and_then(|v| v.last()))
             .map(|d| d.created)
             .collect()
     })
@@ -109,13 +109,13 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
     }
     // The namespace and extents as of the committed generation.
     let mut names: BTreeMap<(Ino, String), Ino> = BTreeMap::new();
-    for (key, versions) in &st.dentries {
+    for ((dir, name), versions) in st.all_dentries() {
         if let Some(d) = versions
             .iter()
             .rev()
             .find(|d| d.created <= base && d.removed.is_none_or(|r| r > base))
         {
-            names.insert(key.clone(), d.ino);
+            names.insert((dir, name.to_string()), d.ino);
         }
     }
     let mut extents: BTreeSet<u64> = st

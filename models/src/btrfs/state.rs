@@ -278,7 +278,7 @@ pub struct FsState {
     /// Inodes.
     pub inodes: BTreeMap<Ino, Inode>,
     /// Directory entries (directory, name) → versions, oldest first.
-    pub dentries: BTreeMap<(Ino, String), Vec<Dentry>>,
+    pub dentries: BTreeMap<Ino, BTreeMap<String, Vec<Dentry>>>,
     /// Index of the live entries: inode → its (dir, name) pairs (kept by `add_dentry` and
     /// `remove_dentry`).
     pub live: BTreeMap<Ino, Vec<(Ino, String)>>,
@@ -409,14 +409,18 @@ impl FsState {
             .retain(|&t, tr| t >= lc || tr.state != TransState::Completed);
         self.log_facts.retain(|&(t, _), _| t >= lc);
         self.log_new_content.retain(|&(t, _)| t >= lc);
-        self.dentries.retain(|_, v| {
-            v.retain(|d| d.removed.is_none_or(|r| r > lc));
-            !v.is_empty()
+        self.dentries.retain(|_, names| {
+            names.retain(|_, v| {
+                v.retain(|d| d.removed.is_none_or(|r| r > lc));
+                !v.is_empty()
+            });
+            !names.is_empty()
         });
         // Inodes named by a removed entry still kept (removed after `lc`).
         let mut named: Vec<Ino> = self
             .dentries
             .values()
+            .flat_map(|names| names.values())
             .flat_map(|v| v.iter().filter(|d| d.removed.is_some()).map(|d| d.ino))
             .collect();
         named.sort_unstable();
@@ -525,7 +529,12 @@ impl FsState {
             .entry(dir)
             .or_default()
             .insert(name.clone(), ino);
-        self.dentries.entry((dir, name)).or_default().push(Dentry {
+        self.dentries
+            .entry(dir)
+            .or_default()
+            .entry(name)
+            .or_default()
+            .push(Dentry {
             ino,
             created: t,
             removed: None,
@@ -534,10 +543,10 @@ impl FsState {
 
     /// Removes the live entry (dir, name) in transaction `t`.
     pub fn remove_dentry(&mut self, dir: Ino, name: &str, t: TransId) {
-        let key = (dir, name.to_string());
         let d = self
             .dentries
-            .get_mut(&key)
+            .get_mut(&dir)
+            .and_then(|m| m.get_mut(name))
             .and_then(|v| v.last_mut())
             .filter(|d| d.removed.is_none())
             .expect("removing a live entry");
@@ -553,11 +562,23 @@ impl FsState {
             }
         }
         if let Some(set) = self.live.get_mut(&ino) {
-            set.retain(|k| *k != key);
+            set.retain(|(d, n)| !(*d == dir && n == name));
             if set.is_empty() {
                 self.live.remove(&ino);
             }
         }
+    }
+
+    /// The versions of entry (dir, name), oldest first.
+    pub fn dentry(&self, dir: Ino, name: &str) -> Option<&Vec<Dentry>> {
+        self.dentries.get(&dir).and_then(|m| m.get(name))
+    }
+
+    /// Every entry's versions, in (dir, name) order.
+    pub fn all_dentries(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
+        self.dentries
+            .iter()
+            .flat_map(|(&d, m)| m.iter().map(move |(n, v)| ((d, n.as_str()), v)))
     }
 
     /// Whether directory `dir` has a live entry.
