@@ -535,10 +535,10 @@ impl FsState {
             .entry(name)
             .or_default()
             .push(Dentry {
-            ino,
-            created: t,
-            removed: None,
-        });
+                ino,
+                created: t,
+                removed: None,
+            });
     }
 
     /// Removes the live entry (dir, name) in transaction `t`.
