@@ -736,7 +736,6 @@ fn device_for(sc: &Scenario, flag: &Option<String>) -> Result<DeviceConfig, Fail
 
 /// The policies to run: pre/post by default, or the one the flags describe.
 fn policies_from(sc: &Scenario, a: &PolicyArgs, super_committed: bool) -> Vec<Policy> {
-    let (policy, fix, without, mutant) = (&a.policy, &a.fix, &a.without, &a.mutant);
     let sc_flag = |p: Policy| {
         if super_committed {
             p.with_super_committed()
@@ -744,20 +743,11 @@ fn policies_from(sc: &Scenario, a: &PolicyArgs, super_committed: bool) -> Vec<Po
             p
         }
     };
-    if policy.is_none() && fix.is_empty() && without.is_empty() && mutant.is_empty() {
+    if a.policy.is_none() && a.fix.is_empty() && a.without.is_empty() && a.mutant.is_empty() {
         return vec![sc_flag(sc.pre_policy()), sc_flag(sc.post_policy())];
     }
-    let mut p = policy.clone().unwrap_or_else(|| sc.post_policy());
-    for &f in fix {
-        p = p.with(f);
-    }
-    for &f in without {
-        p = p.without(f);
-    }
-    for &m in mutant {
-        p = p.with_mutant(m);
-    }
-    vec![sc_flag(p)]
+    // linux-5.11 (the post-fix policy) is the base when only fixes or mutants are named.
+    vec![sc_flag(policy_of(a))]
 }
 
 fn run_races(a: RunArgs) -> Result<(), Failure> {

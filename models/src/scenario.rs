@@ -41,7 +41,37 @@ pub const BUILTIN: [(&str, &str); 7] = [
     ),
 ];
 
-/// A bad scenario: `file:line: what was expected`.
+/// A built-in item by `name`, else a file at path `spec` parsed with `parse`; `what` names
+/// the kind in errors ("scenario", "workload"), `arg` the command-line argument.
+pub fn load_named<T>(
+    spec: &str,
+    builtin: Vec<T>,
+    name: impl Fn(&T) -> &String,
+    parse: impl Fn(&str, &str) -> Result<T, ScenarioError>,
+    what: &str,
+    arg: &str,
+) -> Result<T, ScenarioError> {
+    let names: Vec<String> = builtin.iter().map(|t| name(t).clone()).collect();
+    if let Some(t) = builtin.into_iter().find(|t| name(t) == spec) {
+        return Ok(t);
+    }
+    if spec.ends_with(".toml") || std::path::Path::new(spec).exists() {
+        let text = std::fs::read_to_string(spec).map_err(|e| ScenarioError {
+            location: spec.to_string(),
+            message: format!("cannot read {what} file: {e}"),
+        })?;
+        return parse(&text, spec);
+    }
+    Err(ScenarioError {
+        location: arg.to_string(),
+        message: format!(
+            "unknown {what} '{spec}': expected one of {} or a path to a {what} TOML file",
+            names.join(", ")
+        ),
+    })
+}
+
+/// A bad scenario or workload file: `file:line: what was expected`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{location}: {message}")]
 pub struct ScenarioError {
@@ -474,27 +504,14 @@ impl Scenario {
 
     /// A built-in scenario by name, or a scenario file by path.
     pub fn load(spec: &str) -> Result<Scenario, ScenarioError> {
-        if let Some(s) = Scenario::builtin().into_iter().find(|s| s.name == spec) {
-            return Ok(s);
-        }
-        if spec.ends_with(".toml") || std::path::Path::new(spec).exists() {
-            let text = std::fs::read_to_string(spec).map_err(|e| ScenarioError {
-                location: spec.to_string(),
-                message: format!("cannot read scenario file: {e}"),
-            })?;
-            return Scenario::parse(&text, spec);
-        }
-        Err(ScenarioError {
-            location: "NAME".to_string(),
-            message: format!(
-                "unknown scenario '{spec}': expected one of {} or a path to a scenario TOML file",
-                Scenario::builtin()
-                    .iter()
-                    .map(|s| s.name.clone())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        })
+        load_named(
+            spec,
+            Scenario::builtin(),
+            |s| &s.name,
+            Scenario::parse,
+            "scenario",
+            "NAME",
+        )
     }
 
     /// How `fsyncsim run` names it: the built-in name, or the file path.

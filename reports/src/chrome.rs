@@ -5,7 +5,7 @@
 
 use sim::trace::{TraceKind, TraceRecord};
 use sim::{Handle, Nanos, TaskId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -15,9 +15,8 @@ pub struct ChromeTrace {
     tmp: PathBuf,
     path: PathBuf,
     pid: u32,
-    first: bool,
     /// Tasks whose name was emitted.
-    named: BTreeMap<TaskId, ()>,
+    named: BTreeSet<TaskId>,
     /// Open waits: task → (since, name, category).
     open: BTreeMap<TaskId, (Nanos, String, &'static str)>,
     /// Events written.
@@ -54,24 +53,21 @@ impl ChromeTrace {
             tmp,
             path: path.to_path_buf(),
             pid: 1,
-            first: false,
-            named: BTreeMap::new(),
+            named: BTreeSet::new(),
             open: BTreeMap::new(),
             events: 1,
         })
     }
 
+    /// Appends one event; the header already wrote the first, so every event follows a comma.
     fn event(&mut self, body: String) -> std::io::Result<()> {
-        if !self.first {
-            self.out.write_all(b",\n")?;
-        }
-        self.first = false;
+        self.out.write_all(b",\n")?;
         self.events += 1;
         self.out.write_all(body.as_bytes())
     }
 
     fn name_task(&mut self, h: &Handle, t: TaskId) -> std::io::Result<()> {
-        if self.named.insert(t, ()).is_none() {
+        if self.named.insert(t) {
             let body = format!(
                 "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
                 self.pid,

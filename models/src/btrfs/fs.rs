@@ -46,28 +46,15 @@ pub enum Op {
 impl Op {
     /// Operation kind name (used in point labels and latency reports).
     pub fn kind(&self) -> &'static str {
-        match self {
-            Op::Create(_) => "create",
-            Op::Mkdir(_) => "mkdir",
-            Op::Write(..) => "write",
-            Op::Writeback(_) => "writeback",
-            Op::Fsync(_) => "fsync",
-            Op::Link(..) => "link",
-            Op::Rename(..) => "rename",
-            Op::Unlink(_) => "unlink",
-            Op::Rmdir(_) => "rmdir",
-            Op::NewBlockGroup => "new-block-group",
-            Op::Commit => "commit",
-            Op::Sleep(_) => "sleep",
-        }
+        self.names().0
     }
 }
 
-/// The static `KIND:start` and `KIND:done` labels of each operation kind.
-macro_rules! op_labels {
+/// Each operation kind's name and its static `KIND:start` and `KIND:done` labels.
+macro_rules! op_names {
     ($op:expr, $($variant:pat => $kind:literal),* $(,)?) => {
         match $op {
-            $($variant => (concat!($kind, ":start"), concat!($kind, ":done")),)*
+            $($variant => ($kind, concat!($kind, ":start"), concat!($kind, ":done")),)*
         }
     };
 }
@@ -75,7 +62,12 @@ macro_rules! op_labels {
 impl Op {
     /// The named points at the start and end of the operation.
     pub fn labels(&self) -> (&'static str, &'static str) {
-        op_labels!(self,
+        let (_, start, done) = self.names();
+        (start, done)
+    }
+
+    fn names(&self) -> (&'static str, &'static str, &'static str) {
+        op_names!(self,
             Op::Create(_) => "create",
             Op::Mkdir(_) => "mkdir",
             Op::Write(..) => "write",

@@ -82,15 +82,8 @@ pub const DBENCH_OPS: [&str; 16] = [
     "Flush",
 ];
 
-/// A bad workload file or override: `file:line: what was expected`.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {message}")]
-pub struct SpecError {
-    /// `file:line` or the flag.
-    pub location: String,
-    /// What is wrong and what was expected.
-    pub message: String,
-}
+/// A bad workload file: `file:line: what was expected` (the scenario files' error type).
+pub type SpecError = crate::scenario::ScenarioError;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -401,27 +394,14 @@ impl Spec {
 
     /// A built-in workload by name, or a workload file by path.
     pub fn load(spec: &str) -> Result<Spec, SpecError> {
-        if let Some(s) = Spec::builtin().into_iter().find(|s| s.name == spec) {
-            return Ok(s);
-        }
-        if spec.ends_with(".toml") || std::path::Path::new(spec).exists() {
-            let text = std::fs::read_to_string(spec).map_err(|e| SpecError {
-                location: spec.to_string(),
-                message: format!("cannot read workload file: {e}"),
-            })?;
-            return Spec::parse(&text, spec);
-        }
-        Err(SpecError {
-            location: "WORKLOAD".to_string(),
-            message: format!(
-                "unknown workload '{spec}': expected one of {} or a path to a workload TOML file",
-                Spec::builtin()
-                    .iter()
-                    .map(|s| s.name.clone())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        })
+        crate::scenario::load_named(
+            spec,
+            Spec::builtin(),
+            |s| &s.name,
+            Spec::parse,
+            "workload",
+            "WORKLOAD",
+        )
     }
 
     /// CPU time of a named operation (0 when the file gives none).
