@@ -7,4 +7,5 @@ pub mod scenario;
 pub mod shrink;
 pub mod sweep;
 pub mod units;
+pub mod vfs;
 pub mod workload;

@@ -1,8 +1,9 @@
 //! Race scenarios: parsing the TOML files in `scenarios/`, validating them (errors carry
 //! `file:line`), and running one under a policy.
 
-use crate::btrfs::{Btrfs, Costs, Fix, Metrics, Op, OpLatency, Policy, Violation};
+use crate::btrfs::{Costs, Fix, Metrics, OpLatency, Policy, Violation};
 use crate::device::{Device, DeviceConfig};
+use crate::vfs::{Filesystem, FsKind, Mount, MountOptions, Mounted, Op};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
 use sim::{Pct, RandomWalk, Replay, RngStreams, Script, ScriptThen, Sim, SimError, Urw};
@@ -109,6 +110,8 @@ struct ScenarioFile {
     title: String,
     summary: String,
     device: Option<Spanned<String>>,
+    fs: Option<Spanned<String>>,
+    mount: Option<Spanned<String>>,
     seed: Option<u64>,
     commit_interval: Option<Spanned<String>>,
     costs: Option<BTreeMap<String, Spanned<u64>>>,
@@ -143,6 +146,8 @@ pub struct Scenario {
     pub summary: String,
     /// Device preset or file.
     pub device: String,
+    /// The filesystem and its mount options (`fs`, `mount`).
+    pub mount: Mount,
     /// Default seed.
     pub seed: u64,
     /// Period of the background committer (None: commits only when tasks ask).
@@ -456,6 +461,27 @@ impl Scenario {
             ),
             None => None,
         };
+        let fs = match &f.fs {
+            Some(v) => FsKind::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?,
+            None => FsKind::default(),
+        };
+        let options = match &f.mount {
+            Some(v) => MountOptions::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?,
+            None => MountOptions::default(),
+        };
+        if let (Some(_), Some(c)) = (options.commit, &f.commit_interval) {
+            return Err(err(
+                c.span().start,
+                "commit_interval and mount option commit= both given: expected one".into(),
+            ));
+        }
+        let commit_interval = options.commit.or(commit_interval);
+        // One place holds the interval: `commit=` is folded into it.
+        let options = MountOptions {
+            commit: None,
+            ..options
+        };
+        let mount = Mount { fs, options };
         let mut costs = Costs::default();
         for (k, v) in f.costs.iter().flatten() {
             let x = *v.get_ref();
@@ -475,6 +501,7 @@ impl Scenario {
         }
         Ok(Scenario {
             costs,
+            mount,
             commit_interval,
             name: f.name,
             race,
@@ -537,6 +564,14 @@ impl Scenario {
         t.push_str(&format!("title = {}\n", q(&self.title)));
         t.push_str(&format!("summary = {}\n", q(&self.summary)));
         t.push_str(&format!("device = {}\n", q(&self.device)));
+        if self.mount.fs != FsKind::default() {
+            t.push_str(&format!("fs = {}\n", q(self.mount.fs.name())));
+        }
+        let mut options = self.mount.options.clone();
+        options.commit = None;
+        if options != MountOptions::default() {
+            t.push_str(&format!("mount = {}\n", q(&options.to_text())));
+        }
         t.push_str(&format!("seed = {}\n", self.seed));
         if let Some(c) = self.commit_interval {
             t.push_str(&format!("commit_interval = \"{c}ns\"\n"));
@@ -701,7 +736,7 @@ pub fn run_with_trace(
     let h = sim.handle();
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
     dev.set_histograms(keep_trace);
-    let fs = Btrfs::new(&h, dev, policy.clone(), sc.costs.clone());
+    let fs = Mounted::mount(&h, dev, &sc.mount, policy.clone(), sc.costs.clone());
     fs.set_latency(keep_trace);
     if let Some(interval) = sc.commit_interval {
         fs.spawn_committer(&h, interval);
@@ -777,7 +812,7 @@ pub fn run_with_trace(
             invariant: inv.to_string(),
             at: h.now(),
             message: msg,
-            timeline: crate::btrfs::fs::timeline(&h),
+            timeline: crate::btrfs::ctree::timeline(&h),
         });
     }
     if outcome_ok {

@@ -1,15 +1,22 @@
 //! The btrfs commit/fsync model: transactions, the log tree, fsync's fast and full paths,
 //! namespace operations, the policy switches of races R1–R7, the waste oracle and the
-//! crash-consistency check.
+//! crash-consistency check. Files mirror the kernel's fs/btrfs/ (tree_log.rs models
+//! tree-log.c, and so on).
 
+pub mod block_group;
 pub mod costs;
-pub mod fs;
-pub mod metrics;
+pub mod ctree;
+pub mod disk_io;
+pub mod file;
+pub mod inode;
 pub mod oracle;
 pub mod policy;
+pub mod recovery;
 pub mod state;
+pub mod transaction;
+pub mod tree_log;
 
+pub use crate::vfs::{Metrics, OpLatency, Violation};
 pub use costs::Costs;
-pub use fs::{Btrfs, Op, OpError};
-pub use metrics::{Metrics, OpLatency, Violation};
+pub use ctree::Btrfs;
 pub use policy::{Fix, Mutant, Policy};

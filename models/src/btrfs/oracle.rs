@@ -8,11 +8,10 @@
 //! recovery finds it without the log. A new name (link, rename) is needed in the log only if
 //! the inode or the directory it left already has entries in the running transaction's log.
 //! A fallback to a full commit is necessary only if the running transaction holds an event a
-//! log cannot express.
+//! log cannot express. Crash recovery itself is in `recovery.rs`.
 
+use super::ctree::Btrfs;
 use super::state::*;
-use crate::device::DurableWrite;
-use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether the version changed in transaction `x` is captured on disk: the superblock write
 /// of `x`'s commit has completed (its tree blocks were written before it), or `x` predates
@@ -60,138 +59,76 @@ pub fn full_commit_flag_is_real(st: &FsState, t: TransId) -> bool {
     })
 }
 
-/// Recovers the filesystem from `image` (what survives a power loss now) and checks every
-/// fsync that returned: its data and one of its names must survive, and the superblock must
-/// not point at blocks that are not durable.
-pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<(), String> {
-    let durable = |tok: u64| {
-        st.write_kind(tok)
-            .is_some_and(|(_, off)| image.get(&off).is_some_and(|w| w.token == tok))
-    };
-    let (base, log) = match image
-        .get(&SUPER_OFFSET)
-        .and_then(|w| st.write_kind(w.token))
-    {
-        None => (MKFS_GENERATION, None),
-        Some((WriteKind::CommitSuper { transid }, _)) => (transid, None),
-        Some((
-            WriteKind::LogSuper {
-                transid,
-                log_transid,
-                base,
-            },
-            _,
-        )) => (base, Some((transid, log_transid))),
-        Some((other, _)) => return Err(format!("superblock slot holds {other:?}")),
-    };
-    for (i, (kind, _)) in st.writes.iter().enumerate() {
-        let tok = i as u64 + 1;
-        match *kind {
-            WriteKind::CommitBlocks { transid } if transid <= base && !durable(tok) => {
-                return Err(format!(
-                    "the durable superblock says generation {base}, but transaction {transid}'s tree blocks are not durable: the filesystem is corrupt"
-                ));
+impl Btrfs {
+    /// Judges the logged entries of transaction `t` (up to log sub-transaction `upto`) by
+    /// the state now: an entry was unnecessary when every version it carries belongs to a
+    /// transaction whose commit superblock is already on disk. Returns whether any was
+    /// necessary.
+    pub(super) fn judge(&self, t: TransId, upto: Option<u64>) -> bool {
+        let mut st = self.st_mut();
+        let (now, later): (Vec<Judgment>, Vec<Judgment>) = std::mem::take(&mut st.judgments)
+            .into_iter()
+            .partition(|j| j.transid == t && upto.is_none_or(|k| j.log_transid <= k));
+        st.judgments = later;
+        let mut any =
+            upto.is_some_and(|k| st.log_new_content.range((t, 0)..=(t, k)).next().is_some());
+        let mut m = self.inner.m.borrow_mut();
+        for j in now {
+            let necessary = j.versions.iter().any(|&v| !captured(&st, v));
+            any |= necessary;
+            if necessary {
+                continue;
             }
-            WriteKind::LogBlocks {
-                transid,
-                log_transid,
-            }
-            | WriteKind::LogRoot {
-                transid,
-                log_transid,
-            } if log.is_some_and(|(t, k)| t == transid && log_transid <= k) && !durable(tok) => {
-                return Err(format!(
-                    "the durable superblock points at the log of transaction {transid}, but its log blocks (sub-transaction {log_transid}) are not durable: log replay reads garbage"
-                ));
-            }
-            _ => {}
-        }
-    }
-    // The namespace and extents as of the committed generation.
-    let mut names: BTreeMap<(Ino, String), Ino> = BTreeMap::new();
-    for ((dir, name), versions) in st.all_dentries() {
-        if let Some(d) = versions
-            .iter()
-            .rev()
-            .find(|d| d.created <= base && d.removed.is_none_or(|r| r > base))
-        {
-            names.insert((dir, name.to_string()), d.ino);
-        }
-    }
-    let mut extents: BTreeSet<u64> = st
-        .inodes
-        .values()
-        .flat_map(|i| i.extents.iter())
-        .filter(|e| e.generation <= base)
-        .map(|e| e.id)
-        .collect();
-    // Log replay.
-    if let Some((t, k)) = log {
-        for (_, facts) in st.log_facts.range((t, 0)..=(t, k)) {
-            for f in facts {
-                match f {
-                    LogFact::Inode { ino, names: ns, .. } => {
-                        // Replaying an inode's refs makes its names exactly the logged set
-                        // (add_inode_ref drops refs the log no longer has).
-                        names.retain(|_, i| i != ino);
-                        for n in ns {
-                            names.insert(n.clone(), *ino);
-                        }
-                    }
-                    LogFact::Extent { extent, .. } => {
-                        extents.insert(*extent);
-                    }
+            match j.what {
+                Judged::Inode => m.unnecessary_inode_logs += 1,
+                Judged::Ancestor => m.unnecessary_ancestor_logs += 1,
+                Judged::Extent { csum } => {
+                    m.unnecessary_extent_logs += 1;
+                    m.unnecessary_csum_bytes += csum;
                 }
             }
         }
+        any
     }
-    let reachable = |start: Ino| -> bool {
-        let mut cur = start;
-        for _ in 0..64 {
-            if cur == ROOT_INO {
-                return true;
-            }
-            match names.iter().find(|(_, &i)| i == cur) {
-                Some(((dir, _), _)) => cur = *dir,
-                None => return false,
-            }
-        }
-        false
-    };
-    for rec in &st.fsyncs {
-        let now_names = st.names_of(rec.ino);
-        if now_names.is_empty() {
-            continue; // unlinked since: nothing to keep
-        }
-        let named = rec
-            .names
+
+    /// Judges every entry still pending (at the end of a run).
+    pub fn finish(&self) {
+        let ts: std::collections::BTreeSet<TransId> = self
+            .inner
+            .st
+            .borrow()
+            .judgments
             .iter()
-            .chain(now_names.iter())
-            .any(|n| names.get(n) == Some(&rec.ino) && reachable(n.0));
-        if !named {
-            return Err(format!(
-                "fsync of {} returned at t={}ns, but after a crash now the file has no name",
-                rec.path, rec.at
-            ));
-        }
-        let inode = &st.inodes[&rec.ino];
-        for id in &rec.extents {
-            let Some(e) = inode.extents.iter().find(|e| e.id == *id) else {
-                continue;
-            };
-            if !extents.contains(id) {
-                return Err(format!(
-                    "fsync of {} returned at t={}ns, but after a crash now its extent {id} ({} bytes) is not in the tree",
-                    rec.path, rec.at, e.len
-                ));
-            }
-            if !durable(e.data_token) {
-                return Err(format!(
-                    "fsync of {} returned at t={}ns, but after a crash now the data of its extent {id} is lost",
-                    rec.path, rec.at
-                ));
-            }
+            .map(|j| j.transid)
+            .collect();
+        for t in ts {
+            self.judge(t, None);
         }
     }
-    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// The fsynced inode's item.
+    Inode,
+    /// A new ancestor directory.
+    Ancestor,
+    /// A file extent item with its checksum bytes.
+    Extent {
+        /// Checksum bytes logged with it.
+        csum: u64,
+    },
+}
+
+/// A logged entry waiting for the oracle's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Judgment {
+    /// Transaction of the log.
+    pub transid: TransId,
+    /// Log sub-transaction it went into.
+    pub log_transid: u64,
+    /// What was logged.
+    pub what: Judged,
+    /// Transactions of the versions it carries.
+    pub versions: Vec<TransId>,
 }

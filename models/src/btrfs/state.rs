@@ -274,7 +274,7 @@ pub struct FsState {
     /// Log sub-transactions that received a new name the log needed (oracle, R1).
     pub log_new_content: BTreeSet<(TransId, u64)>,
     /// Logged entries waiting for the oracle's verdict.
-    pub judgments: Vec<crate::btrfs::fs::Judgment>,
+    pub judgments: Vec<crate::btrfs::oracle::Judgment>,
     /// Inodes.
     pub inodes: BTreeMap<Ino, Inode>,
     /// Directory entries (directory, name) → versions, oldest first.

@@ -734,4 +734,9 @@ impl Device {
     pub fn config(&self) -> DeviceConfig {
         self.inner.state.borrow().cfg.clone()
     }
+
+    /// Whether the device rotates (what the block layer reports as `rotational`).
+    pub fn rotational(&self) -> bool {
+        self.inner.state.borrow().cfg.hdd.is_some()
+    }
 }

@@ -5,8 +5,9 @@
 //! filesystem state compacted at every commit, the trace (when asked) streamed out.
 
 use super::spec::{Kind, Spec};
-use crate::btrfs::{Btrfs, Costs, Metrics, Op, Policy, Violation};
+use crate::btrfs::{Costs, Metrics, Policy, Violation};
 use crate::device::{new_histogram, Device, DeviceConfig};
+use crate::vfs::{Filesystem, Mounted, Op};
 use hdrhistogram::Histogram;
 use rand::Rng;
 use sim::trace::TraceRecord;
@@ -216,7 +217,7 @@ impl Recorder {
 #[derive(Clone)]
 struct Ctx {
     h: Handle,
-    fs: Btrfs,
+    fs: Mounted,
     rec: Rc<RefCell<Recorder>>,
     spec: Rc<Spec>,
     errors: Rc<RefCell<Vec<String>>>,
@@ -749,7 +750,7 @@ pub fn run_with_progress(
     let h = sim.handle();
     let dev = Device::new(&mut sim, device.clone(), &mut streams);
     dev.set_histograms(false);
-    let fs = Btrfs::new(&h, dev, policy.clone(), Costs::default());
+    let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), Costs::default());
     fs.set_latency(false);
     fs.set_history(false);
     fs.spawn_committer(&h, spec.commit_interval);

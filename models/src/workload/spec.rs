@@ -96,6 +96,8 @@ struct SpecFile {
     duration: Spanned<String>,
     warmup: Option<Spanned<String>>,
     device: Option<Spanned<String>>,
+    fs: Option<Spanned<String>>,
+    mount: Option<Spanned<String>>,
     commit_interval: Option<Spanned<String>>,
     seed: Option<u64>,
     sync_open: Option<bool>,
@@ -129,6 +131,8 @@ pub struct Spec {
     pub device: String,
     /// btrfs commit interval (mount -o commit=, default 30 s).
     pub commit_interval: Nanos,
+    /// The filesystem and its mount options (`fs`, `mount`).
+    pub mount: crate::vfs::Mount,
     /// Default seed.
     pub seed: u64,
     /// dbench -s: files opened O_SYNC, every WriteX synchronous.
@@ -257,6 +261,31 @@ impl Spec {
             Some(c) => dur(c, "commit_interval", false)?,
             None => 30 * sim::S,
         };
+        let fs = match &f.fs {
+            Some(v) => {
+                crate::vfs::FsKind::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?
+            }
+            None => crate::vfs::FsKind::default(),
+        };
+        let options = match &f.mount {
+            Some(v) => {
+                crate::vfs::MountOptions::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?
+            }
+            None => crate::vfs::MountOptions::default(),
+        };
+        if let (Some(_), Some(c)) = (options.commit, &f.commit_interval) {
+            return Err(err(
+                c.span().start,
+                "commit_interval and mount option commit= both given: expected one".into(),
+            ));
+        }
+        let commit_interval = options.commit.unwrap_or(commit_interval);
+        // One place holds the interval: `commit=` is folded into it.
+        let options = crate::vfs::MountOptions {
+            commit: None,
+            ..options
+        };
+        let mount = crate::vfs::Mount { fs, options };
         let mut mix = vec![0u64; DBENCH_OPS.len()];
         for (k, v) in f.mix.iter().flatten() {
             let Some(i) = DBENCH_OPS.iter().position(|o| o == k) else {
@@ -357,6 +386,7 @@ impl Spec {
             warmup,
             device,
             commit_interval,
+            mount,
             seed: f.seed.unwrap_or(1),
             sync_open: f.sync_open.unwrap_or(false),
             files: count(&f.files, "number of files", 1 << 20, 128)? as u32,

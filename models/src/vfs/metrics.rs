@@ -1,5 +1,6 @@
-//! What a btrfs run counts: waste (judged by the oracle), totals, invariant violations and
-//! per-operation latency.
+//! What a filesystem run counts: waste (judged by the oracle), totals, invariant violations
+//! and per-operation latency. Counters are reported by name (`scalars`, `get`); a counter
+//! a filesystem does not have stays 0. Today every counter is btrfs's.
 
 use crate::device::new_histogram;
 use hdrhistogram::Histogram;

@@ -1,0 +1,290 @@
+//! The filesystem instance (struct btrfs_fs_info, fs/btrfs/ctree.h): its state, locks and
+//! wait queues, counters, named points, and the dispatch of VFS operations to the functions
+//! that model them (inode.c, file.c, block-group.c, transaction.c). Each function names the
+//! kernel function it models (Linux 5.10/5.11, fs/btrfs/) and the policy switches of fixes
+//! R1–R7. Named points (`trans:unblocked`, `fsync:joined`, …) are where scripts order tasks
+//! and exploration strategies choose.
+
+use super::costs::Costs;
+use super::policy::{Fix, Mutant, Policy};
+use super::state::*;
+use crate::device::Device;
+use crate::vfs::metrics::{Metrics, OpLatency, Violation};
+use crate::vfs::{Op, OpError};
+use sim::{Handle, Mutex, WaitQueue};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Commits between two compactions of the state in long workload runs.
+pub(super) const COMPACT_EVERY: u32 = 64;
+
+/// (state version, image version) and the recovery verdict for them.
+pub(super) type CrashMemo = ((u64, u64), Result<(), String>);
+
+pub(super) struct Inner {
+    pub(super) h: Handle,
+    pub(super) dev: Device,
+    pub(super) policy: Policy,
+    pub(super) costs: Costs,
+    pub(super) st: RefCell<FsState>,
+    /// Bumped at every mutable borrow of `st` (keys the crash-check memo).
+    pub(super) st_version: std::cell::Cell<u64>,
+    /// The last crash check: (state version, image version) and its verdict.
+    pub(super) crash_memo: RefCell<Option<CrashMemo>>,
+    pub(super) m: RefCell<Metrics>,
+    pub(super) lat: RefCell<OpLatency>,
+    pub(super) record_latency: std::cell::Cell<bool>,
+    /// The `ssd` mount option.
+    pub(super) ssd: std::cell::Cell<bool>,
+    /// Point ids by the addresses of their static labels.
+    pub(super) labels: RefCell<Vec<(usize, sim::PointId)>>,
+    pub(super) violations: RefCell<Vec<Violation>>,
+    pub(super) tree_log_mutex: Mutex,
+    pub(super) reloc_mutex: Mutex,
+    pub(super) log_mutex: Mutex,
+    pub(super) tree_root_log_mutex: Mutex,
+    pub(super) log_root_tree_mutex: Mutex,
+    pub(super) trans_wait: WaitQueue,
+    pub(super) commit_wait: WaitQueue,
+    pub(super) writers_wait: WaitQueue,
+    pub(super) log_writers_wait: WaitQueue,
+    pub(super) log_commit_wait: WaitQueue,
+}
+
+/// A simulated btrfs filesystem on one device; clone it into every task.
+#[derive(Clone)]
+pub struct Btrfs {
+    pub(super) inner: Rc<Inner>,
+}
+
+/// What `btrfs_log_inode_parent` decided.
+pub(super) enum LogResult {
+    /// Logged; sync the log of this log sub-transaction.
+    Logged(u64),
+    /// Fall back to a full transaction commit.
+    FullCommit,
+}
+
+impl Btrfs {
+    /// A freshly made filesystem (generation 999 committed) on `dev`.
+    pub fn new(h: &Handle, dev: Device, policy: Policy, costs: Costs) -> Self {
+        Btrfs {
+            inner: Rc::new(Inner {
+                h: h.clone(),
+                dev,
+                policy,
+                costs,
+                st: RefCell::new(FsState::mkfs()),
+                st_version: std::cell::Cell::new(0),
+                crash_memo: RefCell::new(None),
+                m: RefCell::new(Metrics::default()),
+                lat: RefCell::new(OpLatency::default()),
+                record_latency: std::cell::Cell::new(true),
+                ssd: std::cell::Cell::new(true),
+                labels: RefCell::new(Vec::new()),
+                violations: RefCell::new(Vec::new()),
+                tree_log_mutex: Mutex::new(h, "tree_log_mutex"),
+                reloc_mutex: Mutex::new(h, "reloc_mutex"),
+                log_mutex: Mutex::new(h, "log_mutex"),
+                tree_root_log_mutex: Mutex::new(h, "tree_root.log_mutex"),
+                log_root_tree_mutex: Mutex::new(h, "log_root_tree.log_mutex"),
+                trans_wait: WaitQueue::new(h, "wait_current_trans"),
+                commit_wait: WaitQueue::new(h, "wait_for_commit"),
+                writers_wait: WaitQueue::new(h, "wait_writers"),
+                log_writers_wait: WaitQueue::new(h, "wait_log_writers"),
+                log_commit_wait: WaitQueue::new(h, "wait_log_commit"),
+            }),
+        }
+    }
+
+    /// Sets the `ssd` mount option (no log-batching sleep in btrfs_sync_log).
+    pub fn set_ssd(&self, ssd: bool) {
+        self.inner.ssd.set(ssd);
+    }
+
+    /// Turns per-operation latency histograms on or off (off for fast seed sweeps).
+    pub fn set_latency(&self, on: bool) {
+        self.inner.record_latency.set(on);
+    }
+
+    /// Keeps (true, the default) or drops the history crash checks need; without it the
+    /// state is compacted at every commit and memory stays flat over long workload runs.
+    pub fn set_history(&self, keep: bool) {
+        self.st_mut().keep_history = keep;
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// A copy of the counters.
+    pub fn metrics(&self) -> Metrics {
+        let mut m = self.inner.m.borrow().clone();
+        (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
+        m
+    }
+
+    /// Latency per operation kind.
+    pub fn latency(&self) -> OpLatency {
+        self.inner.lat.borrow().clone()
+    }
+
+    /// Invariant violations so far.
+    pub fn violations(&self) -> Vec<Violation> {
+        self.inner.violations.borrow().clone()
+    }
+
+    /// A copy of the filesystem state.
+    pub fn state(&self) -> FsState {
+        self.inner.st.borrow().clone()
+    }
+
+    /// Announces a named point; its id is cached per label address.
+    pub(super) async fn point(&self, label: &'static str) {
+        let key = label.as_ptr() as usize;
+        let cached = self
+            .inner
+            .labels
+            .borrow()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, id)| *id);
+        let id = match cached {
+            Some(id) => id,
+            None => {
+                let id = self.inner.h.point_id_static(label);
+                self.inner.labels.borrow_mut().push((key, id));
+                id
+            }
+        };
+        self.inner.h.point(id).await;
+    }
+
+    /// The filesystem state, for changing it (bumps the version the crash memo keys on).
+    pub(super) fn st_mut(&self) -> std::cell::RefMut<'_, FsState> {
+        self.inner.st_version.set(self.inner.st_version.get() + 1);
+        self.inner.st.borrow_mut()
+    }
+
+    pub(super) fn has(&self, f: Fix) -> bool {
+        self.inner.policy.has(f)
+    }
+
+    pub(super) fn mutant(&self, m: Mutant) -> bool {
+        self.inner.policy.mutant(m)
+    }
+
+    pub(super) fn violation(&self, invariant: &str, message: String) {
+        let mut v = self.inner.violations.borrow_mut();
+        // Keep the first of each invariant with its timeline.
+        if v.iter().any(|x| x.invariant == invariant) {
+            return;
+        }
+        v.push(Violation {
+            invariant: invariant.to_string(),
+            at: self.inner.h.now(),
+            message,
+            timeline: timeline(&self.inner.h),
+        });
+    }
+
+    /// Runs one operation and records its latency.
+    pub async fn run_op(&self, op: &Op) -> Result<(), OpError> {
+        let start = self.inner.h.now();
+        let kind = op.kind();
+        let (start_label, done_label) = op.labels();
+        self.point(start_label).await;
+        match op {
+            Op::Create(p) => self.create(p, false).await?,
+            Op::Mkdir(p) => self.create(p, true).await?,
+            Op::Write(p, bytes) => self.write(p, *bytes).await?,
+            Op::Writeback(p) => {
+                let ino = self.resolve(p)?;
+                self.writeback(ino).await;
+            }
+            Op::Fsync(p) => self.fsync(p).await?,
+            Op::Link(a, b) => self.link_or_rename(a, b, false).await?,
+            Op::Rename(a, b) => self.link_or_rename(a, b, true).await?,
+            Op::Unlink(p) => self.remove(p, false).await?,
+            Op::Rmdir(p) => self.remove(p, true).await?,
+            Op::NewBlockGroup => self.new_block_group().await,
+            Op::Commit => {
+                let t = self.join_nostart().await;
+                self.commit(t).await;
+            }
+            Op::Sleep(d) => self.inner.h.sleep(*d).await,
+        }
+        self.point(done_label).await;
+        if self.inner.record_latency.get() {
+            let ns = self.inner.h.now() - start;
+            self.inner.lat.borrow_mut().record(kind, ns);
+        }
+        Ok(())
+    }
+
+    pub(super) fn resolve(&self, path: &str) -> Result<Ino, OpError> {
+        self.inner
+            .st
+            .borrow()
+            .lookup(path)
+            .ok_or_else(|| OpError(format!("no such file or directory: {path}")))
+    }
+
+    pub(super) fn split(&self, path: &str) -> Result<(Ino, String), OpError> {
+        let trimmed = path.trim_end_matches('/');
+        let (dir, name) = trimmed.rsplit_once('/').unwrap_or(("", trimmed));
+        if name.is_empty() {
+            return Err(OpError(format!("not a file path: {path}")));
+        }
+        let d = if dir.is_empty() {
+            ROOT_INO
+        } else {
+            self.resolve(dir)?
+        };
+        if !self.inner.st.borrow().inodes[&d].is_dir {
+            return Err(OpError(format!("not a directory: {dir}")));
+        }
+        Ok((d, name.to_string()))
+    }
+}
+
+/// The last trace lines of the filesystem's tasks (crash-point checks left out).
+pub fn timeline(h: &Handle) -> Vec<String> {
+    let lines: Vec<String> = h
+        .recent_trace(400)
+        .into_iter()
+        .filter(|l| !l.contains(" crash-points "))
+        .collect();
+    lines[lines.len().saturating_sub(40)..].to_vec()
+}
+
+impl crate::vfs::Filesystem for Btrfs {
+    async fn run_op(&self, op: &Op) -> Result<(), OpError> {
+        Btrfs::run_op(self, op).await
+    }
+    fn spawn_committer(&self, h: &Handle, interval: sim::Nanos) {
+        Btrfs::spawn_committer(self, h, interval)
+    }
+    fn check_crash(&self, when: &str) {
+        Btrfs::check_crash(self, when)
+    }
+    fn finish(&self) {
+        Btrfs::finish(self)
+    }
+    fn metrics(&self) -> Metrics {
+        Btrfs::metrics(self)
+    }
+    fn latency(&self) -> OpLatency {
+        Btrfs::latency(self)
+    }
+    fn violations(&self) -> Vec<Violation> {
+        Btrfs::violations(self)
+    }
+    fn set_latency(&self, on: bool) {
+        Btrfs::set_latency(self, on)
+    }
+    fn set_history(&self, keep: bool) {
+        Btrfs::set_history(self, keep)
+    }
+}

@@ -1,0 +1,169 @@
+//! fs/btrfs/file.c: buffered writes, ordered writeback and fsync (btrfs_sync_file).
+
+use super::ctree::{Btrfs, LogResult};
+use super::oracle;
+use super::policy::{Fix, Mutant};
+use super::state::*;
+use crate::device::Request;
+use crate::vfs::OpError;
+
+impl Btrfs {
+    pub(super) async fn write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        if self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("is a directory: {path}")));
+        }
+        let pages = bytes.div_ceil(self.inner.costs.sectorsize);
+        self.inner
+            .h
+            .cpu(pages * self.inner.costs.write_per_page)
+            .await;
+        // file_update_time/i_size: the inode item changes in the running transaction.
+        let t = self.join().await;
+        {
+            let mut st = self.st_mut();
+            let i = st.inodes.get_mut(&ino).unwrap();
+            i.dirty_bytes += bytes;
+            i.item_trans = t;
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::dirty(&mut st, t, 1);
+        }
+        self.end(t);
+        Ok(())
+    }
+
+    /// start_ordered_ops + btrfs_wait_ordered_range: write dirty pages as one ordered
+    /// extent; btrfs_finish_ordered_io inserts the file extent item in the running transaction
+    /// and sets the extent map's generation to it.
+    pub(super) async fn writeback(&self, ino: Ino) {
+        let bytes = std::mem::take(&mut self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
+        if bytes == 0 {
+            return;
+        }
+        let id = {
+            let mut st = self.st_mut();
+            let id = st.next_extent;
+            st.next_extent += 1;
+            id
+        };
+        let (tok, off) = self
+            .st_mut()
+            .new_write(WriteKind::Data { ino, extent: id }, bytes);
+        self.inner
+            .dev
+            .submit(Request::write(off, bytes).with_token(tok))
+            .await;
+        let t = self.join_nostart().await;
+        self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
+        {
+            let mut st = self.st_mut();
+            let i = st.inodes.get_mut(&ino).unwrap();
+            i.extents.push(Extent {
+                id,
+                len: bytes,
+                generation: t,
+                data_token: tok,
+                data_offset: off,
+            });
+            i.modified_extents.push(id);
+            i.item_trans = t;
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::dirty(&mut st, t, self.inner.costs.blocks_per_extent);
+        }
+        self.end(t);
+    }
+
+    /// btrfs_inode_in_log.
+    pub(super) fn inode_in_log(st: &FsState, ino: Ino) -> bool {
+        let i = &st.inodes[&ino];
+        i.logged_trans == st.generation
+            && i.last_sub_trans <= i.last_log_commit
+            && i.last_sub_trans < st.last_log_commit
+            && i.modified_extents.is_empty()
+    }
+
+    /// btrfs_sync_file.
+    pub(super) async fn fsync(&self, path: &str) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        self.writeback(ino).await;
+        // What this fsync promises: the names and extents the inode has once its data is
+        // written back (later changes by other tasks are not covered).
+        let (names, extents) = {
+            let st = self.inner.st.borrow();
+            (
+                st.names_of(ino),
+                st.inodes[&ino]
+                    .extents
+                    .iter()
+                    .map(|e| e.id)
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let skip = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            let full_sync = i.needs_full_sync;
+            // No ordered extents remain: writeback waited for them.
+            let committed = i.last_trans <= st.last_trans_committed;
+            let shortcut = if self.has(Fix::R7) {
+                committed
+            } else {
+                // 3a8b36f378060d: the shortcut applied only to full syncs.
+                full_sync && committed
+            };
+            Self::inode_in_log(&st, ino)
+                || shortcut
+                || (self.mutant(Mutant::SkipLogWhenLoggedBefore) && i.logged_trans > 0)
+        };
+        if !skip {
+            let t = self.join().await;
+            self.point("fsync:joined").await;
+            match self.log_inode_parent(t, ino).await {
+                LogResult::Logged(log_transid) => {
+                    self.point("fsync:logged").await;
+                    if self.sync_log(t, log_transid).await {
+                        self.end(t);
+                    } else {
+                        let necessary =
+                            oracle::full_commit_flag_is_real(&self.inner.st.borrow(), t);
+                        self.count_full_commit(t, FullCommitCause::LogFullCommitFlag, necessary);
+                        self.point("fsync:full_commit").await;
+                        self.commit(t).await;
+                    }
+                }
+                LogResult::FullCommit => {
+                    self.point("fsync:full_commit").await;
+                    self.commit(t).await;
+                }
+            }
+        }
+        // fsync returned success: record what must survive and check a crash now (S2).
+        {
+            let mut st = self.st_mut();
+            let rec = FsyncRecord {
+                ino,
+                path: path.to_string(),
+                names,
+                extents,
+                at: self.inner.h.now(),
+            };
+            if st.keep_history {
+                st.fsyncs.push(rec);
+            }
+        }
+        self.check_crash("fsync returned");
+        Ok(())
+    }
+
+    /// Judges and counts a fallback to a full commit.
+    pub(super) fn count_full_commit(&self, _t: TransId, cause: FullCommitCause, necessary: bool) {
+        let mut m = self.inner.m.borrow_mut();
+        m.full_commits += 1;
+        if !necessary {
+            m.unnecessary_full_commits += 1;
+            *m.unnecessary_full_commits_by_cause
+                .entry(cause.name().to_string())
+                .or_default() += 1;
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! fs/btrfs/inode.c: namespace operations (create, mkdir, link, rename, unlink, rmdir).
+
+use super::ctree::Btrfs;
+use super::state::*;
+use crate::vfs::OpError;
+
+impl Btrfs {
+    pub(super) async fn create(&self, path: &str, is_dir: bool) -> Result<(), OpError> {
+        let (dir, name) = self.split(path)?;
+        if self.inner.st.borrow().live_entry(dir, &name).is_some() {
+            return Err(OpError(format!("file exists: {path}")));
+        }
+        let t = self.join().await;
+        self.inner.h.cpu(self.inner.costs.namespace_op).await;
+        if self.inner.st.borrow().live_entry(dir, &name).is_some() {
+            // Another task created it while this one waited.
+            self.end(t);
+            return Err(OpError(format!("file exists: {path}")));
+        }
+        {
+            let mut st = self.st_mut();
+            let ino = st.next_ino;
+            st.next_ino += 1;
+            st.inodes.insert(
+                ino,
+                Inode {
+                    ino,
+                    is_dir,
+                    generation: t,
+                    logged_trans: 0,
+                    last_trans: t,
+                    last_unlink_trans: 0,
+                    last_sub_trans: 0,
+                    last_log_commit: 0,
+                    needs_full_sync: true,
+                    item_trans: t,
+                    extents: Vec::new(),
+                    modified_extents: Vec::new(),
+                    dirty_bytes: 0,
+                },
+            );
+            st.add_dentry(dir, name, ino, t);
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::set_inode_last_trans(&mut st, dir, t);
+            st.inodes.get_mut(&dir).unwrap().item_trans = t;
+            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+        }
+        self.end(t);
+        Ok(())
+    }
+
+    pub(super) async fn link_or_rename(
+        &self,
+        src: &str,
+        dst: &str,
+        rename: bool,
+    ) -> Result<(), OpError> {
+        let ino = self.resolve(src)?;
+        let (old_dir, old_name) = self.split(src)?;
+        let (new_dir, new_name) = self.split(dst)?;
+        if self
+            .inner
+            .st
+            .borrow()
+            .live_entry(new_dir, &new_name)
+            .is_some()
+        {
+            return Err(OpError(format!("file exists: {dst}")));
+        }
+        if !rename && self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("cannot hard-link a directory: {src}")));
+        }
+        if rename {
+            // rename(2) of a directory into its own subtree: EINVAL.
+            let st = self.inner.st.borrow();
+            let mut cur = new_dir;
+            for _ in 0..64 {
+                if cur == ino {
+                    return Err(OpError(format!(
+                        "cannot move a directory into itself: {src} -> {dst}"
+                    )));
+                }
+                match st.parent_of(cur) {
+                    Some(p) => cur = p,
+                    None => break,
+                }
+            }
+        }
+        let t = self.join().await;
+        let (kind, joined) = if rename {
+            ("rename", "rename:joined")
+        } else {
+            ("link", "link:joined")
+        };
+        self.point(joined).await;
+        self.inner.h.cpu(self.inner.costs.namespace_op).await;
+        {
+            let st = self.inner.st.borrow();
+            if st.live_entry(old_dir, &old_name) != Some(ino)
+                || st.live_entry(new_dir, &new_name).is_some()
+            {
+                drop(st);
+                self.end(t);
+                return Err(OpError(format!(
+                    "{src} or {dst} changed while {kind} waited"
+                )));
+            }
+        }
+        {
+            let mut st = self.st_mut();
+            if rename {
+                st.remove_dentry(old_dir, &old_name, t);
+                // btrfs_rename → btrfs_record_unlink_dir(for_rename) only when the parents
+                // differ: the inode always, the old directory unless it or the inode is
+                // already logged in this transaction.
+                if old_dir != new_dir {
+                    st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+                    let dir_logged = st.inodes[&old_dir].logged_trans == t;
+                    let ino_logged = st.inodes[&ino].logged_trans == t;
+                    if !dir_logged && !ino_logged {
+                        st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
+                        st.trans.get_mut(&t).unwrap().removals_in.insert(old_dir);
+                    }
+                }
+                Self::set_inode_last_trans(&mut st, old_dir, t);
+            } else if !st.inodes[&ino].is_dir {
+                // btrfs_link: a new hard link makes later fsyncs log all parents.
+                st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+            }
+            st.add_dentry(new_dir, new_name, ino, t);
+            st.inodes.get_mut(&ino).unwrap().item_trans = t;
+            st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::set_inode_last_trans(&mut st, new_dir, t);
+            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+        }
+        // btrfs_log_new_name (R1).
+        self.log_new_name(t, ino, rename.then_some(old_dir)).await;
+        self.end(t);
+        Ok(())
+    }
+
+    pub(super) async fn remove(&self, path: &str, dir: bool) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        let (parent, name) = self.split(path)?;
+        {
+            let st = self.inner.st.borrow();
+            if st.inodes[&ino].is_dir != dir {
+                return Err(OpError(format!(
+                    "{}: {path}",
+                    if dir {
+                        "not a directory"
+                    } else {
+                        "is a directory"
+                    }
+                )));
+            }
+            if dir && st.has_children(ino) {
+                return Err(OpError(format!("directory not empty: {path}")));
+            }
+        }
+        let t = self.join().await;
+        self.inner.h.cpu(self.inner.costs.namespace_op).await;
+        if self.inner.st.borrow().live_entry(parent, &name) != Some(ino) {
+            self.end(t);
+            return Err(OpError(format!("{path} changed while it waited")));
+        }
+        {
+            let mut st = self.st_mut();
+            st.remove_dentry(parent, &name, t);
+            st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+            if dir {
+                // btrfs_rmdir: the parent inherits the removed directory's last_unlink_trans;
+                // a plain unlink (for_rename = 0) leaves the directory alone.
+                st.inodes.get_mut(&parent).unwrap().last_unlink_trans = t;
+                st.trans.get_mut(&t).unwrap().removals_in.insert(parent);
+            }
+            st.inodes.get_mut(&parent).unwrap().item_trans = t;
+            Self::set_inode_last_trans(&mut st, parent, t);
+            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+        }
+        self.end(t);
+        Ok(())
+    }
+}

@@ -1,0 +1,473 @@
+//! fs/btrfs/tree-log.c: logging an inode and its parents into the log tree and syncing
+//! the log (btrfs_log_inode_parent, start_log_trans, btrfs_log_inode, btrfs_log_new_name,
+//! btrfs_sync_log).
+
+use super::ctree::{Btrfs, LogResult};
+use super::oracle::{self, Judged, Judgment};
+use super::policy::{Fix, Mutant};
+use super::state::*;
+use crate::device::Request;
+
+impl Btrfs {
+    /// Ancestors of `ino` up to the top directory, nearest first.
+    pub(super) fn ancestors(st: &FsState, ino: Ino) -> Vec<Ino> {
+        let mut out = Vec::new();
+        let mut cur = ino;
+        while let Some(p) = st.parent_of(cur) {
+            out.push(p);
+            if p == ROOT_INO || out.len() > 64 {
+                break;
+            }
+            cur = p;
+        }
+        out
+    }
+
+    /// btrfs_log_inode_parent.
+    pub(super) async fn log_inode_parent(&self, t: TransId, ino: Ino) -> LogResult {
+        let last_committed = self.inner.st.borrow().last_trans_committed;
+        // The check R5 removes.
+        if !self.has(Fix::R5) {
+            let flagged = self.inner.st.borrow().last_trans_log_full_commit;
+            if flagged > last_committed {
+                let necessary = oracle::full_commit_flag_is_real(&self.inner.st.borrow(), t);
+                self.count_full_commit(t, FullCommitCause::StaleFullCommitCheck, necessary);
+                return LogResult::FullCommit;
+            }
+        }
+        // check_parent_dirs_for_sync (R4 changes its comparisons).
+        let bound = if self.has(Fix::R4) {
+            t
+        } else {
+            last_committed + 1
+        };
+        let (walk, ancestors) = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            let early_out = !i.is_dir && i.generation < bound && i.last_unlink_trans < bound;
+            (!early_out, Self::ancestors(&st, ino))
+        };
+        if walk {
+            let is_dir = self.inner.st.borrow().inodes[&ino].is_dir;
+            let dirs: Vec<Ino> = is_dir
+                .then_some(ino)
+                .into_iter()
+                .chain(ancestors.iter().copied())
+                .collect();
+            for &dir in &dirs {
+                let must = self.inner.st.borrow().inodes[&dir].last_unlink_trans >= bound;
+                if must {
+                    // btrfs_must_commit_transaction → btrfs_set_log_full_commit(trans).
+                    let necessary =
+                        oracle::removal_in_current_trans(&self.inner.st.borrow(), &dirs, t);
+                    {
+                        let mut st = self.st_mut();
+                        st.last_trans_log_full_commit = t;
+                        st.trans.get_mut(&t).unwrap().marked_unnecessarily = !necessary;
+                    }
+                    self.count_full_commit(t, FullCommitCause::UnlinkTrans, necessary);
+                    return LogResult::FullCommit;
+                }
+            }
+        }
+        let log_transid = match self.start_log_trans(t).await {
+            Some(x) => x,
+            None => {
+                let necessary = oracle::full_commit_flag_is_real(&self.inner.st.borrow(), t);
+                self.count_full_commit(t, FullCommitCause::LogFullCommitFlag, necessary);
+                return LogResult::FullCommit;
+            }
+        };
+        self.log_inode(t, ino, log_transid, LogKind::Fsync).await;
+        // btrfs_log_all_parents for an inode that lost or gained a name recently (R4 site 4).
+        let parents: Vec<Ino> = {
+            let st = self.inner.st.borrow();
+            if st.inodes[&ino].last_unlink_trans >= bound {
+                let mut p: Vec<Ino> = st.names_of(ino).into_iter().map(|(d, _)| d).collect();
+                p.dedup();
+                p
+            } else {
+                Vec::new()
+            }
+        };
+        for dir in parents {
+            self.log_inode(t, dir, log_transid, LogKind::Parent).await;
+        }
+        // The regular-file early-out before logging new ancestors (R4 site 3).
+        let log_ancestors = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            !(!i.is_dir && i.generation < bound && i.last_unlink_trans < bound)
+        };
+        if log_ancestors {
+            // log_all_new_ancestors / log_new_ancestors(_fast) (R3).
+            for &dir in &ancestors {
+                if dir == ROOT_INO {
+                    continue;
+                }
+                let gen = self.inner.st.borrow().inodes[&dir].generation;
+                let new = if self.has(Fix::R3) {
+                    gen >= t
+                } else {
+                    gen > last_committed
+                };
+                if new {
+                    self.log_inode(t, dir, log_transid, LogKind::Ancestor).await;
+                }
+            }
+        }
+        self.end_log_trans();
+        LogResult::Logged(log_transid)
+    }
+
+    /// start_log_trans: returns the log sub-transaction joined, or None for -EAGAIN.
+    pub(super) async fn start_log_trans(&self, t: TransId) -> Option<u64> {
+        let h = &self.inner.h;
+        let wait_class = h.class_static("tree_log_mutex");
+        let me = h.current();
+        let waited_before = h.account_of(me, wait_class);
+        if self.has(Fix::R6) {
+            // The log root tree is created under the tree root's log_mutex.
+            let need = self.inner.st.borrow().log_root_tree_of != Some(t);
+            if need {
+                let _g = self.inner.tree_root_log_mutex.lock().await;
+                let mut st = self.st_mut();
+                if st.log_root_tree_of != Some(t) {
+                    st.log_root_tree_of = Some(t);
+                }
+            }
+        }
+        let g = self.inner.log_mutex.lock().await;
+        let has_log = self.inner.st.borrow().log_tree_of == Some(t);
+        // btrfs_need_log_full_commit is checked only when the log tree already exists;
+        // otherwise the log is created and btrfs_sync_log bails out later.
+        if has_log && self.inner.st.borrow().last_trans_log_full_commit == t {
+            drop(g);
+            return None;
+        }
+        if !has_log {
+            if !self.has(Fix::R6) {
+                // Pre-6/6: tree_log_mutex around creating the log root tree, under log_mutex.
+                let _tl = self.inner.tree_log_mutex.lock().await;
+                let mut st = self.st_mut();
+                if st.log_root_tree_of != Some(t) {
+                    st.log_root_tree_of = Some(t);
+                }
+            }
+            self.st_mut().log_tree_of = Some(t);
+        }
+        h.cpu(self.inner.costs.log_start).await;
+        let log_transid = {
+            let mut st = self.st_mut();
+            st.log_writers += 1;
+            st.log_transid
+        };
+        drop(g);
+        let waited = h.account_of(me, wait_class) - waited_before;
+        if waited > 0 {
+            let mut m = self.inner.m.borrow_mut();
+            m.tree_log_mutex_waits += 1;
+            m.tree_log_mutex_wait_ns += waited;
+        }
+        Some(log_transid)
+    }
+
+    /// btrfs_end_log_trans.
+    pub(super) fn end_log_trans(&self) {
+        self.st_mut().log_writers -= 1;
+        self.inner.log_writers_wait.notify_all();
+    }
+
+    /// btrfs_log_inode: the inode item and its changed extents (R2) into the log.
+    pub(super) async fn log_inode(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
+        let c = &self.inner.costs;
+        let last_committed = self.inner.st.borrow().last_trans_committed;
+        let (full_sync, extents, is_dir, names, mut versions, new_name_needed) = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            let ext: Vec<Extent> = if i.needs_full_sync {
+                i.extents.clone()
+            } else {
+                i.extents
+                    .iter()
+                    .filter(|e| i.modified_extents.contains(&e.id))
+                    .cloned()
+                    .collect()
+            };
+            // The versions this log entry carries: the item (or, for an ancestor, its
+            // creation) and its names.
+            let mut versions = vec![match kind {
+                LogKind::Ancestor => i.generation,
+                _ => i.item_trans,
+            }];
+            versions.extend(oracle::name_versions(&st, ino));
+            let new_name_needed = match kind {
+                LogKind::NewName(old_dir) => {
+                    oracle::in_current_log(&st, ino, t)
+                        || old_dir.is_some_and(|d| oracle::in_current_log(&st, d, t))
+                }
+                _ => false,
+            };
+            (
+                i.needs_full_sync,
+                ext,
+                i.is_dir,
+                st.names_of(ino),
+                versions,
+                new_name_needed,
+            )
+        };
+        let mut cpu = c.log_inode_item;
+        let mut bytes = c.log_bytes_inode;
+        let mut facts = vec![LogFact::Inode { ino, names, is_dir }];
+        let mut judgments = Vec::new();
+        for e in &extents {
+            let old = if full_sync {
+                // copy_items: a full sync copies only items of the running transaction.
+                e.generation < t
+            } else if self.has(Fix::R2) {
+                // btrfs_log_changed_extents, the generation test R2 changes.
+                e.generation < t
+            } else {
+                e.generation <= last_committed
+            };
+            if old {
+                continue;
+            }
+            let csum = e.len.div_ceil(c.sectorsize) * c.csum_per_block;
+            cpu += c.log_extent_item + csum * c.log_csum_per_byte;
+            bytes += c.log_bytes_extent + csum;
+            facts.push(LogFact::Extent { ino, extent: e.id });
+            versions.push(e.generation);
+            judgments.push(Judgment {
+                transid: t,
+                log_transid,
+                what: Judged::Extent { csum },
+                versions: vec![e.generation],
+            });
+        }
+        {
+            let mut m = self.inner.m.borrow_mut();
+            m.inode_logs += 1;
+            m.extent_logs += judgments.len() as u64;
+            m.csum_bytes += judgments
+                .iter()
+                .map(|j| match j.what {
+                    Judged::Extent { csum } => csum,
+                    _ => 0,
+                })
+                .sum::<u64>();
+            match kind {
+                LogKind::Ancestor => m.ancestor_logs += 1,
+                // R1's oracle: a new name must go into the log only if the inode or the
+                // directory it left is already in this transaction's log.
+                LogKind::NewName(_) if !new_name_needed => m.unnecessary_inode_logs += 1,
+                _ => {}
+            }
+        }
+        match kind {
+            LogKind::Ancestor => judgments.push(Judgment {
+                transid: t,
+                log_transid,
+                what: Judged::Ancestor,
+                versions,
+            }),
+            LogKind::Fsync | LogKind::Parent => judgments.push(Judgment {
+                transid: t,
+                log_transid,
+                what: Judged::Inode,
+                versions,
+            }),
+            LogKind::NewName(_) => {}
+        }
+        self.inner.h.cpu(cpu).await;
+        let mut st = self.st_mut();
+        if new_name_needed {
+            st.log_new_content.insert((t, log_transid));
+        }
+        st.judgments.extend(judgments);
+        st.log_dirty_bytes += bytes;
+        st.log_facts
+            .entry((t, log_transid))
+            .or_default()
+            .extend(facts);
+        let i = st.inodes.get_mut(&ino).unwrap();
+        i.logged_trans = t;
+        i.last_log_commit = i.last_sub_trans;
+        i.needs_full_sync = false;
+        i.modified_extents.clear();
+    }
+    /// btrfs_log_new_name (link, rename): R1's early return.
+    pub(super) async fn log_new_name(&self, t: TransId, ino: Ino, old_dir: Option<Ino>) {
+        let skip = {
+            let st = self.inner.st.borrow();
+            let logged = |i: Ino| st.inodes[&i].logged_trans;
+            if self.has(Fix::R1) {
+                logged(ino) < t && old_dir.is_none_or(|d| logged(d) < t)
+            } else {
+                let lc = st.last_trans_committed;
+                logged(ino) <= lc && old_dir.is_none_or(|d| logged(d) <= lc)
+            }
+        };
+        if skip {
+            return;
+        }
+        if let Some(log_transid) = self.start_log_trans(t).await {
+            self.log_inode(t, ino, log_transid, LogKind::NewName(old_dir))
+                .await;
+            self.end_log_trans();
+        }
+    }
+
+    /// btrfs_sync_log: returns false when the log must fall back to a full commit.
+    pub(super) async fn sync_log(&self, t: TransId, log_transid: u64) -> bool {
+        let h = &self.inner.h;
+        let c = &self.inner.costs;
+        let mut g = self.inner.log_mutex.lock().await;
+        loop {
+            let (done, ours_running, prev_running) = {
+                let st = self.inner.st.borrow();
+                (
+                    st.last_log_commit > log_transid,
+                    st.log_committing.contains(&log_transid),
+                    log_transid > 0 && st.log_committing.contains(&(log_transid - 1)),
+                )
+            };
+            if done {
+                // Another task already synced the log sub-transaction we logged into.
+                return true;
+            }
+            if !ours_running && !prev_running {
+                break;
+            }
+            // wait_log_commit: sleep without root->log_mutex until that log commit ends.
+            drop(g);
+            self.inner.log_commit_wait.wait().await;
+            g = self.inner.log_mutex.lock().await;
+        }
+        while self.inner.st.borrow().log_writers > 0 {
+            self.inner.log_writers_wait.wait().await;
+        }
+        if self.inner.st.borrow().last_trans_log_full_commit == t {
+            drop(g);
+            return false;
+        }
+        self.st_mut().log_committing.insert(log_transid);
+        self.point("sync_log:start").await;
+        // Write the log tree's dirty blocks.
+        let bytes = {
+            let mut st = self.st_mut();
+            std::mem::take(&mut st.log_dirty_bytes)
+        };
+        let blocks = bytes.div_ceil(c.nodesize).max(1);
+        let (tok, off) = self.st_mut().new_write(
+            WriteKind::LogBlocks {
+                transid: t,
+                log_transid,
+            },
+            blocks * c.nodesize,
+        );
+        self.inner
+            .dev
+            .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
+            .await;
+        self.st_mut().log_transid += 1;
+        // Later loggers start the next log sub-transaction while this one is committed.
+        drop(g);
+        // The log root tree, under its log_mutex.
+        {
+            let _lr = self.inner.log_root_tree_mutex.lock().await;
+            let (tok, off) = self.st_mut().new_write(
+                WriteKind::LogRoot {
+                    transid: t,
+                    log_transid,
+                },
+                c.nodesize,
+            );
+            self.inner
+                .dev
+                .submit(Request::write(off, c.nodesize).with_token(tok))
+                .await;
+        }
+        self.point("sync_log:write_super").await;
+        // 6/6: tree_log_mutex just before writing the superblock.
+        let me = h.current();
+        let class = h.class_static("tree_log_mutex");
+        let before = h.account_of(me, class);
+        let tl = if self.has(Fix::R6) && !self.mutant(Mutant::SyncLogNoSuperWait) {
+            Some(self.inner.tree_log_mutex.lock().await)
+        } else {
+            None
+        };
+        let waited = h.account_of(me, class) - before;
+        if waited > 0 {
+            let mut m = self.inner.m.borrow_mut();
+            m.sync_log_super_waits += 1;
+            m.sync_log_super_wait_ns += waited;
+        }
+        // S1: the previous transaction's superblock must be on disk before ours is issued.
+        let s1 = {
+            let st = self.inner.st.borrow();
+            st.trans
+                .range(..t)
+                .next_back()
+                .filter(|(_, p)| !p.super_done)
+                .map(|(id, _)| *id)
+        };
+        if let Some(prev) = s1 {
+            self.violation(
+                "S1",
+                format!(
+                    "log sync of transaction {t} issued its superblock before transaction {prev}'s superblock write completed"
+                ),
+            );
+        }
+        // The oracle judges this log's entries against what is on disk as the log's
+        // superblock is issued.
+        let necessary = self.judge(t, Some(log_transid));
+        let base = self.inner.st.borrow().super_generation;
+        let (tok, off) = self.st_mut().new_write(
+            WriteKind::LogSuper {
+                transid: t,
+                log_transid,
+                base,
+            },
+            4096,
+        );
+        let sb = if self.mutant(Mutant::SyncLogNoPreflush) {
+            Request::fua_write(off, 4096)
+        } else {
+            Request {
+                fua: true,
+                ..Request::preflush_write(off, 4096)
+            }
+        };
+        self.inner.dev.submit(sb.with_token(tok)).await;
+        drop(tl);
+        self.check_crash("a log superblock was written");
+        {
+            let mut m = self.inner.m.borrow_mut();
+            m.log_syncs += 1;
+            if !necessary {
+                m.unnecessary_log_syncs += 1;
+            }
+        }
+        {
+            let mut st = self.st_mut();
+            st.last_log_commit = st.last_log_commit.max(log_transid + 1);
+            st.log_committing.remove(&log_transid);
+        }
+        self.inner.log_commit_wait.notify_all();
+        true
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum LogKind {
+    Fsync,
+    Ancestor,
+    /// btrfs_log_all_parents.
+    Parent,
+    /// btrfs_log_new_name, with the rename's old directory.
+    NewName(Option<Ino>),
+}

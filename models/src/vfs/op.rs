@@ -1,0 +1,107 @@
+//! The operations a simulated task performs on a filesystem, filesystem-independent (the
+//! system calls of the VFS), with their scenario-file spelling.
+
+use sim::Nanos;
+
+/// One filesystem operation a task performs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Create a regular file.
+    Create(String),
+    /// Create a directory.
+    Mkdir(String),
+    /// Buffered write of `bytes` at the end of the file.
+    Write(String, u64),
+    /// Write back dirty pages and wait (filemap_write_and_wait, no log).
+    Writeback(String),
+    /// fsync(2).
+    Fsync(String),
+    /// link(2) src → dst.
+    Link(String, String),
+    /// rename(2) src → dst.
+    Rename(String, String),
+    /// unlink(2).
+    Unlink(String),
+    /// rmdir(2).
+    Rmdir(String),
+    /// A new block group is allocated (btrfs_make_block_group → log full commit).
+    NewBlockGroup,
+    /// Commit the running transaction (btrfs_commit_transaction, e.g. sync(2)).
+    Commit,
+    /// Sleep.
+    Sleep(Nanos),
+}
+
+impl Op {
+    /// Operation kind name (used in point labels and latency reports).
+    pub fn kind(&self) -> &'static str {
+        self.names().0
+    }
+}
+
+/// Each operation kind's name and its static `KIND:start` and `KIND:done` labels.
+macro_rules! op_names {
+    ($op:expr, $($variant:pat => $kind:literal),* $(,)?) => {
+        match $op {
+            $($variant => ($kind, concat!($kind, ":start"), concat!($kind, ":done")),)*
+        }
+    };
+}
+
+impl Op {
+    /// The named points at the start and end of the operation.
+    pub fn labels(&self) -> (&'static str, &'static str) {
+        let (_, start, done) = self.names();
+        (start, done)
+    }
+
+    fn names(&self) -> (&'static str, &'static str, &'static str) {
+        op_names!(self,
+            Op::Create(_) => "create",
+            Op::Mkdir(_) => "mkdir",
+            Op::Write(..) => "write",
+            Op::Writeback(_) => "writeback",
+            Op::Fsync(_) => "fsync",
+            Op::Link(..) => "link",
+            Op::Rename(..) => "rename",
+            Op::Unlink(_) => "unlink",
+            Op::Rmdir(_) => "rmdir",
+            Op::NewBlockGroup => "new-block-group",
+            Op::Commit => "commit",
+            Op::Sleep(_) => "sleep",
+        )
+    }
+}
+
+/// Formats a byte size the way scenario files write it (`4k`, `1m`, `4097`).
+fn size_text(n: u64) -> String {
+    for (shift, unit) in [(30, "g"), (20, "m"), (10, "k")] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{}{unit}", n >> shift);
+        }
+    }
+    n.to_string()
+}
+
+/// The scenario-file line of an operation; `scenario::parse_op` reads it back.
+impl std::fmt::Display for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let k = self.kind();
+        match self {
+            Op::Create(p)
+            | Op::Mkdir(p)
+            | Op::Writeback(p)
+            | Op::Fsync(p)
+            | Op::Unlink(p)
+            | Op::Rmdir(p) => write!(f, "{k} {p}"),
+            Op::Write(p, n) => write!(f, "{k} {p} {}", size_text(*n)),
+            Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
+            Op::NewBlockGroup | Op::Commit => write!(f, "{k}"),
+            Op::Sleep(d) => write!(f, "{k} {d}ns"),
+        }
+    }
+}
+
+/// An operation that could not run (bad path and the like).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpError(pub String);
