@@ -285,7 +285,7 @@ fn an_impossible_order_is_reported_naming_the_script_line_not_hung() {
 #[test]
 fn the_periodic_committer_commits_the_running_transaction() {
     let text = format!(
-        "{HEAD}commit_interval = \"5ms\"\nsetup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"sleep 12ms\", \"fsync /f\"]\n"
+        "{HEAD}commit_interval = \"1s\"\nsetup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"sleep 1200ms\", \"fsync /f\"]\n"
     );
     let sc = Scenario::parse(&text, "periodic.toml").unwrap();
     let r = run_with(&sc, &sc.post_policy());

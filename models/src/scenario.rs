@@ -446,18 +446,8 @@ impl Scenario {
         };
         let commit_interval = match &f.commit_interval {
             Some(c) => Some(
-                sim::parse_duration(c.get_ref())
-                    .ok()
-                    .filter(|&d| d > 0)
-                    .ok_or_else(|| {
-                        err(
-                            c.span().start,
-                            format!(
-                                "invalid commit_interval '{}': expected a duration > 0 like 30s",
-                                c.get_ref()
-                            ),
-                        )
-                    })?,
+                crate::vfs::parse_commit_interval(c.get_ref())
+                    .map_err(|m| err(c.span().start, m))?,
             ),
             None => None,
         };

@@ -5,7 +5,8 @@ use super::ctree::Btrfs;
 impl Btrfs {
     /// btrfs_make_block_group → btrfs_set_log_full_commit(trans).
     pub(super) async fn new_block_group(&self) {
-        let t = self.join().await;
+        let th = self.start_transaction().await;
+        let t = th.id;
         self.inner.h.cpu(self.inner.costs.btree_item * 4).await;
         {
             let mut st = self.st_mut();
@@ -13,6 +14,6 @@ impl Btrfs {
             st.trans.get_mut(&t).unwrap().forced_by_event = true;
             Self::dirty(&mut st, t, 2);
         }
-        self.end(t);
+        self.end(th);
     }
 }

@@ -210,8 +210,8 @@ impl Btrfs {
             Op::Rmdir(p) => self.remove(p, true).await?,
             Op::NewBlockGroup => self.new_block_group().await,
             Op::Commit => {
-                let t = self.join_nostart().await;
-                self.commit(t).await;
+                let th = self.join_transaction().await;
+                self.commit(th).await;
             }
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
         }

@@ -19,7 +19,8 @@ impl Btrfs {
             .cpu(pages * self.inner.costs.write_per_page)
             .await;
         // file_update_time/i_size: the inode item changes in the running transaction.
-        let t = self.join().await;
+        let th = self.start_transaction().await;
+        let t = th.id;
         {
             let mut st = self.st_mut();
             let i = st.inodes.get_mut(&ino).unwrap();
@@ -28,7 +29,7 @@ impl Btrfs {
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::dirty(&mut st, t, 1);
         }
-        self.end(t);
+        self.end(th);
         Ok(())
     }
 
@@ -53,7 +54,8 @@ impl Btrfs {
             .dev
             .submit(Request::write(off, bytes).with_token(tok))
             .await;
-        let t = self.join_nostart().await;
+        let th = self.join_transaction().await;
+        let t = th.id;
         self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
         {
             let mut st = self.st_mut();
@@ -70,7 +72,7 @@ impl Btrfs {
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::dirty(&mut st, t, self.inner.costs.blocks_per_extent);
         }
-        self.end(t);
+        self.end(th);
     }
 
     /// btrfs_inode_in_log.
@@ -116,24 +118,25 @@ impl Btrfs {
                 || (self.mutant(Mutant::SkipLogWhenLoggedBefore) && i.logged_trans > 0)
         };
         if !skip {
-            let t = self.join().await;
+            let th = self.start_transaction().await;
+            let t = th.id;
             self.point("fsync:joined").await;
             match self.log_inode_parent(t, ino).await {
                 LogResult::Logged(log_transid) => {
                     self.point("fsync:logged").await;
                     if self.sync_log(t, log_transid).await {
-                        self.end(t);
+                        self.end(th);
                     } else {
                         let necessary =
                             oracle::full_commit_flag_is_real(&self.inner.st.borrow(), t);
                         self.count_full_commit(t, FullCommitCause::LogFullCommitFlag, necessary);
                         self.point("fsync:full_commit").await;
-                        self.commit(t).await;
+                        self.commit(th).await;
                     }
                 }
                 LogResult::FullCommit => {
                     self.point("fsync:full_commit").await;
-                    self.commit(t).await;
+                    self.commit(th).await;
                 }
             }
         }

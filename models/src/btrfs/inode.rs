@@ -10,11 +10,12 @@ impl Btrfs {
         if self.inner.st.borrow().live_entry(dir, &name).is_some() {
             return Err(OpError(format!("file exists: {path}")));
         }
-        let t = self.join().await;
+        let th = self.start_transaction().await;
+        let t = th.id;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
         if self.inner.st.borrow().live_entry(dir, &name).is_some() {
             // Another task created it while this one waited.
-            self.end(t);
+            self.end(th);
             return Err(OpError(format!("file exists: {path}")));
         }
         {
@@ -45,7 +46,7 @@ impl Btrfs {
             st.inodes.get_mut(&dir).unwrap().item_trans = t;
             Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
         }
-        self.end(t);
+        self.end(th);
         Ok(())
     }
 
@@ -86,7 +87,8 @@ impl Btrfs {
                 }
             }
         }
-        let t = self.join().await;
+        let th = self.start_transaction().await;
+        let t = th.id;
         let (kind, joined) = if rename {
             ("rename", "rename:joined")
         } else {
@@ -100,7 +102,7 @@ impl Btrfs {
                 || st.live_entry(new_dir, &new_name).is_some()
             {
                 drop(st);
-                self.end(t);
+                self.end(th);
                 return Err(OpError(format!(
                     "{src} or {dst} changed while {kind} waited"
                 )));
@@ -136,7 +138,7 @@ impl Btrfs {
         }
         // btrfs_log_new_name (R1).
         self.log_new_name(t, ino, rename.then_some(old_dir)).await;
-        self.end(t);
+        self.end(th);
         Ok(())
     }
 
@@ -159,10 +161,11 @@ impl Btrfs {
                 return Err(OpError(format!("directory not empty: {path}")));
             }
         }
-        let t = self.join().await;
+        let th = self.start_transaction().await;
+        let t = th.id;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
         if self.inner.st.borrow().live_entry(parent, &name) != Some(ino) {
-            self.end(t);
+            self.end(th);
             return Err(OpError(format!("{path} changed while it waited")));
         }
         {
@@ -179,7 +182,7 @@ impl Btrfs {
             Self::set_inode_last_trans(&mut st, parent, t);
             Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
         }
-        self.end(t);
+        self.end(th);
         Ok(())
     }
 }

@@ -19,4 +19,4 @@ pub mod tree_log;
 pub use crate::vfs::{Metrics, OpLatency, Violation};
 pub use costs::Costs;
 pub use ctree::Btrfs;
-pub use policy::{Fix, Mutant, Policy};
+pub use policy::{Fix, Kernel, Mutant, Policy};

@@ -117,6 +117,17 @@ impl Mutant {
     }
 }
 
+/// The kernel release whose behaviour outside the fixes R1–R7 a policy follows (changes
+/// between releases that are not one of the races: transaction_kthread's sleep, where
+/// `log_batch` is counted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kernel {
+    /// Linux 5.10.
+    V5_10,
+    /// Linux 5.11.
+    V5_11,
+}
+
 /// The kernel behaviour a run simulates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
@@ -129,6 +140,8 @@ pub struct Policy {
     /// Tasks waiting for another task's commit return at SUPER_COMMITTED (5.12+) instead
     /// of COMPLETED.
     pub super_committed: bool,
+    /// The release the rest of the behaviour follows.
+    pub kernel: Kernel,
 }
 
 /// Policy preset names.
@@ -137,9 +150,9 @@ pub const PRESETS: [&str; 2] = ["linux-5.10", "linux-5.11"];
 impl Policy {
     /// A preset: `linux-5.10` (R7 fixed, R1–R6 not) or `linux-5.11` (all fixed).
     pub fn preset(name: &str) -> Option<Policy> {
-        let fixes: BTreeSet<Fix> = match name {
-            "linux-5.10" => [Fix::R7].into(),
-            "linux-5.11" => Fix::ALL.into(),
+        let (fixes, kernel): (BTreeSet<Fix>, Kernel) = match name {
+            "linux-5.10" => ([Fix::R7].into(), Kernel::V5_10),
+            "linux-5.11" => (Fix::ALL.into(), Kernel::V5_11),
             _ => return None,
         };
         Some(Policy {
@@ -147,6 +160,7 @@ impl Policy {
             fixes,
             mutants: BTreeSet::new(),
             super_committed: false,
+            kernel,
         })
     }
 

@@ -88,6 +88,10 @@ pub struct Transaction {
     pub state: TransState,
     /// Handles joined (`num_writers`).
     pub writers: u32,
+    /// START and ATTACH handles joined (`num_extwriters`).
+    pub extwriters: u32,
+    /// When it was created (`start_time`, which the kernel keeps in whole seconds).
+    pub start_time: sim::Nanos,
     /// Metadata blocks dirtied (written by the commit).
     pub dirty_blocks: u64,
     /// Whether its superblock write has completed.
@@ -337,6 +341,8 @@ impl FsState {
                 transid: MKFS_GENERATION,
                 state: TransState::Completed,
                 writers: 0,
+                extwriters: 0,
+                start_time: 0,
                 dirty_blocks: 0,
                 super_done: true,
                 removals_in: BTreeSet::new(),

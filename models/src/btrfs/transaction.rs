@@ -5,39 +5,84 @@ use super::policy::Mutant;
 use super::state::*;
 use crate::device::Request;
 
+/// A transaction handle (`struct btrfs_trans_handle`): the transaction it joined and
+/// whether it counts in `num_extwriters` (TRANS_START and TRANS_ATTACH handles,
+/// `TRANS_EXTWRITERS`, fs/btrfs/transaction.h@v5.10).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trans {
+    /// `trans->transid`.
+    pub id: TransId,
+    /// Counted in `num_extwriters`.
+    pub ext: bool,
+}
+
+/// How a caller reaches the running transaction (`enum btrfs_trans_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum JoinKind {
+    /// TRANS_START (btrfs_start_transaction): waits out a blocked commit
+    /// (wait_current_trans: COMMIT_START..UNBLOCKED), may create a transaction, extwriter.
+    Start,
+    /// TRANS_JOIN (btrfs_join_transaction): joins in RUNNING and COMMIT_START, blocked from
+    /// COMMIT_DOING until UNBLOCKED, may create a transaction.
+    Join,
+    /// TRANS_ATTACH (btrfs_attach_transaction): blocked like START, extwriter, never creates
+    /// a transaction (-ENOENT).
+    Attach,
+}
+
 impl Btrfs {
-    /// btrfs_start_transaction (TRANS_START): join the running transaction, or start a new
-    /// one once the previous commit is past UNBLOCKED (wait_current_trans).
-    pub(super) async fn join(&self) -> TransId {
-        self.join_kind(TransState::Running).await
+    /// btrfs_start_transaction (TRANS_START).
+    pub(super) async fn start_transaction(&self) -> Trans {
+        self.join_kind(JoinKind::Start)
+            .await
+            .expect("start creates")
     }
 
-    /// btrfs_join_transaction (TRANS_JOIN): may also join a transaction in COMMIT_START,
-    /// which the commit then waits for.
-    pub(super) async fn join_nostart(&self) -> TransId {
-        self.join_kind(TransState::CommitStart).await
+    /// btrfs_join_transaction (TRANS_JOIN): btrfs_dirty_inode, btrfs_finish_ordered_io.
+    pub(super) async fn join_transaction(&self) -> Trans {
+        self.join_kind(JoinKind::Join).await.expect("join creates")
     }
 
-    pub(super) async fn join_kind(&self, latest: TransState) -> TransId {
+    /// btrfs_attach_transaction (TRANS_ATTACH): None when no transaction is running.
+    pub(super) async fn attach_transaction(&self) -> Option<Trans> {
+        self.join_kind(JoinKind::Attach).await
+    }
+
+    /// start_transaction → join_transaction (fs/btrfs/transaction.c@v5.10):
+    /// `btrfs_blocked_trans_types` — START and ATTACH are blocked from COMMIT_START,
+    /// JOIN from COMMIT_DOING; a blocked caller waits until UNBLOCKED (wait_current_trans)
+    /// and retries, by which time `running_transaction` is NULL.
+    pub(super) async fn join_kind(&self, kind: JoinKind) -> Option<Trans> {
+        let latest = match kind {
+            JoinKind::Start | JoinKind::Attach => TransState::Running,
+            JoinKind::Join => TransState::CommitStart,
+        };
+        let ext = kind != JoinKind::Join;
         loop {
             {
                 let mut st = self.st_mut();
                 match st.running {
                     Some(t) if st.trans[&t].state <= latest => {
-                        st.trans.get_mut(&t).unwrap().writers += 1;
-                        return t;
+                        let tr = st.trans.get_mut(&t).unwrap();
+                        tr.writers += 1;
+                        tr.extwriters += u32::from(ext);
+                        return Some(Trans { id: t, ext });
                     }
                     Some(_) => {}
+                    None if kind == JoinKind::Attach => return None,
                     None => {
                         let t = st.generation + 1;
                         st.generation = t;
                         st.running = Some(t);
+                        let now = self.inner.h.now();
                         st.trans.insert(
                             t,
                             Transaction {
                                 transid: t,
                                 state: TransState::Running,
                                 writers: 1,
+                                extwriters: u32::from(ext),
+                                start_time: now,
                                 dirty_blocks: 0,
                                 super_done: false,
                                 removals_in: Default::default(),
@@ -45,7 +90,7 @@ impl Btrfs {
                                 marked_unnecessarily: false,
                             },
                         );
-                        return t;
+                        return Some(Trans { id: t, ext });
                     }
                 }
             }
@@ -53,11 +98,12 @@ impl Btrfs {
         }
     }
 
-    /// btrfs_end_transaction.
-    pub(super) fn end(&self, t: TransId) {
+    /// btrfs_end_transaction: drops num_writers (and num_extwriters) and wakes the commit.
+    pub(super) fn end(&self, th: Trans) {
         let mut st = self.st_mut();
-        let tr = st.trans.get_mut(&t).expect("transaction");
+        let tr = st.trans.get_mut(&th.id).expect("transaction");
         tr.writers -= 1;
+        tr.extwriters -= u32::from(th.ext);
         drop(st);
         self.inner.writers_wait.notify_all();
     }
@@ -75,14 +121,15 @@ impl Btrfs {
         st.trans.get_mut(&t).expect("transaction").dirty_blocks += blocks;
     }
 
-    /// btrfs_commit_transaction of `t`, called with a handle on it.
-    pub async fn commit(&self, t: TransId) {
+    /// btrfs_commit_transaction, called with a handle on `th.id`.
+    pub async fn commit(&self, th: Trans) {
         let h = &self.inner.h;
+        let t = th.id;
         let already = self.inner.st.borrow().trans[&t].state >= TransState::CommitStart;
         if already {
             // Step 1: another task is committing it: end our handle and wait (5.12+ waiters
             // may return once the superblocks are written).
-            self.end(t);
+            self.end(th);
             let until = if self.inner.policy.super_committed {
                 TransState::SuperCommitted
             } else {
@@ -110,11 +157,20 @@ impl Btrfs {
             }
             self.inner.commit_wait.wait().await;
         }
-        // Steps 3-4: COMMIT_DOING once we are the only writer.
-        while self.inner.st.borrow().trans[&t].writers > 1 {
+        // Steps 3-4, in the kernel's two phases (btrfs_commit_transaction@v5.10): drop our
+        // own extwriter count (extwriter_counter_dec), wait until no START/ATTACH handle is
+        // left (JOIN handles may still enter), then COMMIT_DOING, which blocks new JOINs,
+        // and wait until ours is the only handle (num_writers == 1).
+        if th.ext {
+            self.st_mut().trans.get_mut(&t).unwrap().extwriters -= 1;
+        }
+        while self.inner.st.borrow().trans[&t].extwriters > 0 {
             self.inner.writers_wait.wait().await;
         }
         self.st_mut().trans.get_mut(&t).unwrap().state = TransState::CommitDoing;
+        while self.inner.st.borrow().trans[&t].writers > 1 {
+            self.inner.writers_wait.wait().await;
+        }
         self.point("trans:commit_doing").await;
         // Step 5-6: tree_log_mutex is held from here until the superblocks are written.
         let tree_log = self.inner.tree_log_mutex.lock().await;

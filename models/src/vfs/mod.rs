@@ -73,6 +73,18 @@ impl FsKind {
     }
 }
 
+/// Parses a commit interval: whole seconds from 1 s to 1 h, as the kernel keeps it
+/// (`commit=` is an integer of seconds, fs/btrfs/super.c:btrfs_parse_options@v5.10, and
+/// transaction_kthread compares ages in whole seconds).
+pub fn parse_commit_interval(text: &str) -> Result<Nanos, String> {
+    sim::parse_duration(text)
+        .ok()
+        .filter(|&d| d % sim::S == 0 && (sim::S..=3600 * sim::S).contains(&d))
+        .ok_or_else(|| {
+            format!("invalid commit_interval '{text}': expected whole seconds from 1s to 3600s, like 30s")
+        })
+}
+
 /// Mount options that change the model (`mount = "ssd"` in a scenario or workload file).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MountOptions {

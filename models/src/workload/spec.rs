@@ -258,7 +258,8 @@ impl Spec {
             None => "nvme".to_string(),
         };
         let commit_interval = match &f.commit_interval {
-            Some(c) => dur(c, "commit_interval", false)?,
+            Some(c) => crate::vfs::parse_commit_interval(c.get_ref())
+                .map_err(|m| err(c.span().start, m))?,
             None => 30 * sim::S,
         };
         let fs = match &f.fs {
@@ -468,14 +469,7 @@ impl Spec {
             "queue_depth" => device.queue_depth = int(value, 65536)?,
             "hw_queues" => device.hw_queues = int(value, 1024)?,
             "parallelism" => device.parallelism = int(value, 4096)?,
-            "commit_interval" => {
-                self.commit_interval = sim::parse_duration(value)
-                    .ok()
-                    .filter(|&d| d > 0)
-                    .ok_or_else(|| {
-                        format!("invalid commit_interval '{value}': expected a duration like 30s")
-                    })?
-            }
+            "commit_interval" => self.commit_interval = crate::vfs::parse_commit_interval(value)?,
             "block_size" => {
                 self.block_size = crate::units::parse_size(value)
                     .ok()
