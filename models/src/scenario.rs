@@ -206,6 +206,10 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             }
             Op::Write(path(words[1])?, n)
         }
+        Some("setattr") => {
+            want(2, "setattr PATH")?;
+            Op::Setattr(path(words[1])?)
+        }
         Some("writeback") => {
             want(2, "writeback PATH")?;
             Op::Writeback(path(words[1])?)
@@ -248,7 +252,7 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         }
         Some(other) => {
             return Err(format!(
-                "unknown operation '{other}': expected one of create, mkdir, write, writeback, fsync, link, rename, unlink, rmdir, new-block-group, commit, sleep"
+                "unknown operation '{other}': expected one of create, mkdir, write, setattr, writeback, fsync, link, rename, unlink, rmdir, new-block-group, commit, sleep"
             ))
         }
         None => return Err("empty operation".into()),

@@ -48,6 +48,9 @@ pub struct Costs {
     pub namespace_op: Nanos,
     /// CPU to start and finish a log transaction (root log_mutex bookkeeping) (guess).
     pub log_start: Nanos,
+    /// One jiffy, btrfs_sync_log's batching sleep on non-ssd mounts: 4 ms at CONFIG_HZ=250,
+    /// the value of Debian's and Ubuntu's generic kernel configs (Fedora uses 1000: 1 ms).
+    pub jiffy: Nanos,
 }
 
 impl Default for Costs {
@@ -70,13 +73,14 @@ impl Default for Costs {
             write_per_page: 4 * US,
             namespace_op: 6 * US,
             log_start: US,
+            jiffy: 4_000 * US,
         }
     }
 }
 
 impl Costs {
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 17] = [
+    pub const FIELDS: [&'static str; 18] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -94,6 +98,7 @@ impl Costs {
         "write_per_page",
         "namespace_op",
         "log_start",
+        "jiffy",
     ];
 
     /// Sets one field by name; false if there is no such field.
@@ -131,6 +136,7 @@ impl Costs {
             "write_per_page" => &mut self.write_per_page,
             "namespace_op" => &mut self.namespace_op,
             "log_start" => &mut self.log_start,
+            "jiffy" => &mut self.jiffy,
             _ => return None,
         };
         Some(f)

@@ -199,6 +199,7 @@ impl Btrfs {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
             Op::Write(p, bytes) => self.write(p, *bytes).await?,
+            Op::Setattr(p) => self.setattr(p).await?,
             Op::Writeback(p) => {
                 let ino = self.resolve(p)?;
                 self.writeback(ino).await;

@@ -18,18 +18,10 @@ impl Btrfs {
             .h
             .cpu(pages * self.inner.costs.write_per_page)
             .await;
-        // file_update_time/i_size: the inode item changes in the running transaction.
-        let th = self.start_transaction().await;
-        let t = th.id;
-        {
-            let mut st = self.st_mut();
-            let i = st.inodes.get_mut(&ino).unwrap();
-            i.dirty_bytes += bytes;
-            i.item_trans = t;
-            Self::set_inode_last_trans(&mut st, ino, t);
-            Self::dirty(&mut st, t, 1);
-        }
-        self.end(th);
+        // No transaction here: update_time_for_write changes the times in memory only
+        // (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
+        // extent completes (btrfs_finish_ordered_io, in `writeback`).
+        self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes += bytes;
         Ok(())
     }
 
@@ -101,6 +93,9 @@ impl Btrfs {
                     .collect::<Vec<_>>(),
             )
         };
+        // atomic_inc(&root->log_batch), before and after waiting for ordered extents
+        // (btrfs_sync_file@v5.10).
+        self.st_mut().log_batch += 2;
         let skip = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
@@ -117,7 +112,12 @@ impl Btrfs {
                 || shortcut
                 || (self.mutant(Mutant::SkipLogWhenLoggedBefore) && i.logged_trans > 0)
         };
-        if !skip {
+        if skip {
+            // "everything committed since we were modified": clear_bit(NEEDS_FULL_SYNC)
+            // (btrfs_sync_file@v5.10/v5.11).
+            self.st_mut().inodes.get_mut(&ino).unwrap().needs_full_sync = false;
+            self.inner.m.borrow_mut().fsync_skips += 1;
+        } else {
             let th = self.start_transaction().await;
             let t = th.id;
             self.point("fsync:joined").await;

@@ -112,9 +112,11 @@ impl Btrfs {
             let mut st = self.st_mut();
             if rename {
                 st.remove_dentry(old_dir, &old_name, t);
-                // btrfs_rename → btrfs_record_unlink_dir(for_rename) only when the parents
-                // differ: the inode always, the old directory unless it or the inode is
-                // already logged in this transaction.
+                // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
+                // only when the parents differ (tree-log.c:btrfs_record_unlink_dir@v5.10):
+                // the inode always, the old directory unless it or the inode is already
+                // logged in this transaction. A rename within one directory marks nothing
+                // here (btrfs_log_new_name marks a non-directory inode, below).
                 if old_dir != new_dir {
                     st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
                     let dir_logged = st.inodes[&old_dir].logged_trans == t;
@@ -125,9 +127,6 @@ impl Btrfs {
                     }
                 }
                 Self::set_inode_last_trans(&mut st, old_dir, t);
-            } else if !st.inodes[&ino].is_dir {
-                // btrfs_link: a new hard link makes later fsyncs log all parents.
-                st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
             }
             st.add_dentry(new_dir, new_name, ino, t);
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
@@ -171,16 +170,41 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             st.remove_dentry(parent, &name, t);
-            st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
             if dir {
-                // btrfs_rmdir: the parent inherits the removed directory's last_unlink_trans;
-                // a plain unlink (for_rename = 0) leaves the directory alone.
-                st.inodes.get_mut(&parent).unwrap().last_unlink_trans = t;
+                // btrfs_rmdir (inode.c@v5.10/v5.11) does not call btrfs_record_unlink_dir:
+                // the parent inherits the removed directory's own last_unlink_trans, and
+                // only when that is of the running transaction (`>= trans->transid`).
+                let removed = st.inodes[&ino].last_unlink_trans;
+                if removed >= t {
+                    st.inodes.get_mut(&parent).unwrap().last_unlink_trans = removed;
+                }
                 st.trans.get_mut(&t).unwrap().removals_in.insert(parent);
+            } else {
+                // btrfs_unlink → btrfs_record_unlink_dir(for_rename = 0): the inode always;
+                // the directory never (tree-log.c@v5.10).
+                st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
             }
             st.inodes.get_mut(&parent).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, parent, t);
             Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+        }
+        self.end(th);
+        Ok(())
+    }
+
+    /// btrfs_setattr without a size change (inode.c@v5.10): setattr_copy, then
+    /// btrfs_dirty_inode → btrfs_join_transaction (TRANS_JOIN: not blocked in COMMIT_START)
+    /// → btrfs_update_inode, which stamps last_trans (btrfs_set_inode_last_trans).
+    pub(super) async fn setattr(&self, path: &str) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        let th = self.join_transaction().await;
+        let t = th.id;
+        self.inner.h.cpu(self.inner.costs.btree_item).await;
+        {
+            let mut st = self.st_mut();
+            st.inodes.get_mut(&ino).unwrap().item_trans = t;
+            Self::set_inode_last_trans(&mut st, ino, t);
+            Self::dirty(&mut st, t, 1);
         }
         self.end(th);
         Ok(())

@@ -267,6 +267,13 @@ pub struct FsState {
     pub log_committing: BTreeSet<u64>,
     /// Subvolume root: tasks inside a log transaction (`log_writers`).
     pub log_writers: u32,
+    /// Subvolume root: `log_batch`, bumped by every fsync (twice) and, in 5.10, by
+    /// start_log_trans; btrfs_sync_log batches until it stops changing.
+    pub log_batch: u64,
+    /// Subvolume root: `log_start_pid`, the first task of the current log transaction.
+    pub log_start_pid: Option<sim::TaskId>,
+    /// Subvolume root: BTRFS_ROOT_MULTI_LOG_TASKS.
+    pub multi_log_tasks: bool,
     /// Transaction whose log tree exists (root->log_root), if any.
     pub log_tree_of: Option<TransId>,
     /// Transaction whose log root tree exists (fs_info->log_root_tree), if any.
@@ -361,6 +368,9 @@ impl FsState {
             last_log_commit: 0,
             log_committing: BTreeSet::new(),
             log_writers: 0,
+            log_batch: 0,
+            log_start_pid: None,
+            multi_log_tasks: false,
             log_tree_of: None,
             log_root_tree_of: None,
             log_dirty_bytes: 0,

@@ -4,7 +4,7 @@
 
 use super::ctree::{Btrfs, LogResult};
 use super::oracle::{self, Judged, Judgment};
-use super::policy::{Fix, Mutant};
+use super::policy::{Fix, Kernel, Mutant};
 use super::state::*;
 use crate::device::Request;
 
@@ -23,6 +23,52 @@ impl Btrfs {
         out
     }
 
+    /// The first transaction id that counts as "recent" for `last_unlink_trans` and
+    /// `generation`: `trans->transid` with R4 (5.11), `last_trans_committed + 1` before.
+    pub(super) fn recent_bound(&self, t: TransId) -> TransId {
+        if self.has(Fix::R4) {
+            t
+        } else {
+            self.inner.st.borrow().last_trans_committed + 1
+        }
+    }
+
+    /// check_parent_dirs_for_sync (tree-log.c@v5.10): a regular file neither created nor
+    /// unlinked/renamed recently returns at once; otherwise each directory from the parent
+    /// (or the inode itself, for a directory) up to the top is checked by
+    /// btrfs_must_commit_transaction, which marks the whole transaction for a full commit
+    /// (btrfs_set_log_full_commit) when its `last_unlink_trans` is recent. Returns the
+    /// oracle's verdict on the mark (necessary or not) when it marked.
+    pub(super) fn check_parent_dirs_for_sync(&self, t: TransId, ino: Ino) -> Option<bool> {
+        let bound = self.recent_bound(t);
+        let dirs: Vec<Ino> = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            if !i.is_dir && i.generation < bound && i.last_unlink_trans < bound {
+                return None;
+            }
+            i.is_dir
+                .then_some(ino)
+                .into_iter()
+                .chain(Self::ancestors(&st, ino))
+                .collect()
+        };
+        let must = {
+            let st = self.inner.st.borrow();
+            dirs.iter().any(|d| st.inodes[d].last_unlink_trans >= bound)
+        };
+        if !must {
+            return None;
+        }
+        let necessary = oracle::removal_in_current_trans(&self.inner.st.borrow(), &dirs, t);
+        let mut st = self.st_mut();
+        if st.last_trans_log_full_commit != t {
+            st.last_trans_log_full_commit = t;
+            st.trans.get_mut(&t).unwrap().marked_unnecessarily = !necessary;
+        }
+        Some(necessary)
+    }
+
     /// btrfs_log_inode_parent.
     pub(super) async fn log_inode_parent(&self, t: TransId, ino: Ino) -> LogResult {
         let last_committed = self.inner.st.borrow().last_trans_committed;
@@ -35,40 +81,11 @@ impl Btrfs {
                 return LogResult::FullCommit;
             }
         }
-        // check_parent_dirs_for_sync (R4 changes its comparisons).
-        let bound = if self.has(Fix::R4) {
-            t
-        } else {
-            last_committed + 1
-        };
-        let (walk, ancestors) = {
-            let st = self.inner.st.borrow();
-            let i = &st.inodes[&ino];
-            let early_out = !i.is_dir && i.generation < bound && i.last_unlink_trans < bound;
-            (!early_out, Self::ancestors(&st, ino))
-        };
-        if walk {
-            let is_dir = self.inner.st.borrow().inodes[&ino].is_dir;
-            let dirs: Vec<Ino> = is_dir
-                .then_some(ino)
-                .into_iter()
-                .chain(ancestors.iter().copied())
-                .collect();
-            for &dir in &dirs {
-                let must = self.inner.st.borrow().inodes[&dir].last_unlink_trans >= bound;
-                if must {
-                    // btrfs_must_commit_transaction → btrfs_set_log_full_commit(trans).
-                    let necessary =
-                        oracle::removal_in_current_trans(&self.inner.st.borrow(), &dirs, t);
-                    {
-                        let mut st = self.st_mut();
-                        st.last_trans_log_full_commit = t;
-                        st.trans.get_mut(&t).unwrap().marked_unnecessarily = !necessary;
-                    }
-                    self.count_full_commit(t, FullCommitCause::UnlinkTrans, necessary);
-                    return LogResult::FullCommit;
-                }
-            }
+        let bound = self.recent_bound(t);
+        let ancestors = Self::ancestors(&self.inner.st.borrow(), ino);
+        if let Some(necessary) = self.check_parent_dirs_for_sync(t, ino) {
+            self.count_full_commit(t, FullCommitCause::UnlinkTrans, necessary);
+            return LogResult::FullCommit;
         }
         let log_transid = match self.start_log_trans(t).await {
             Some(x) => x,
@@ -159,6 +176,20 @@ impl Btrfs {
         h.cpu(self.inner.costs.log_start).await;
         let log_transid = {
             let mut st = self.st_mut();
+            // log_start_pid / MULTI_LOG_TASKS (start_log_trans@v5.10): a second task in
+            // the same log transaction makes btrfs_sync_log batch on non-ssd mounts.
+            match st.log_start_pid {
+                None => {
+                    st.multi_log_tasks = false;
+                    st.log_start_pid = Some(me);
+                }
+                Some(pid) if pid != me => st.multi_log_tasks = true,
+                Some(_) => {}
+            }
+            if self.inner.policy.kernel < Kernel::V5_11 {
+                // 5.10's start_log_trans also bumps log_batch; 5.11's does not.
+                st.log_batch += 1;
+            }
             st.log_writers += 1;
             st.log_transid
         };
@@ -185,7 +216,11 @@ impl Btrfs {
         let (full_sync, extents, is_dir, names, mut versions, new_name_needed) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
-            let ext: Vec<Extent> = if i.needs_full_sync {
+            // LOG_INODE_EXISTS (new names, ancestors, parents) copies the inode item and
+            // its refs only; file extents go in with LOG_INODE_ALL, i.e. an fsync.
+            let ext: Vec<Extent> = if kind != LogKind::Fsync {
+                Vec::new()
+            } else if i.needs_full_sync {
                 i.extents.clone()
             } else {
                 i.extents
@@ -293,12 +328,31 @@ impl Btrfs {
             .extend(facts);
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
-        i.last_log_commit = i.last_sub_trans;
-        i.needs_full_sync = false;
-        i.modified_extents.clear();
+        if kind == LogKind::Fsync {
+            // LOG_INODE_ALL of a non-directory clears the full-sync flag and the
+            // modified-extents list it logged (btrfs_log_inode@v5.10).
+            i.needs_full_sync = false;
+            i.modified_extents.clear();
+            i.last_log_commit = i.last_sub_trans;
+        } else if !i.needs_full_sync {
+            // "Don't update last_log_commit if we logged that an inode exists after it was
+            // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
+            i.last_log_commit = i.last_sub_trans;
+        }
     }
-    /// btrfs_log_new_name (link, rename): R1's early return.
+
+    /// btrfs_log_new_name (tree-log.c@v5.10/v5.11; link, rename): a non-directory gets
+    /// `last_unlink_trans = transid` first (so its next fsync logs all its parents); then
+    /// R1's early return; otherwise btrfs_log_inode_parent(LOG_INODE_EXISTS) with the
+    /// result ignored — its parent walk may mark the whole transaction for a full commit.
     pub(super) async fn log_new_name(&self, t: TransId, ino: Ino, old_dir: Option<Ino>) {
+        {
+            let mut st = self.st_mut();
+            let i = st.inodes.get_mut(&ino).unwrap();
+            if !i.is_dir {
+                i.last_unlink_trans = t;
+            }
+        }
         let skip = {
             let st = self.inner.st.borrow();
             let logged = |i: Ino| st.inodes[&i].logged_trans;
@@ -310,6 +364,18 @@ impl Btrfs {
             }
         };
         if skip {
+            return;
+        }
+        // btrfs_log_inode_parent: the 5.10 check R5 removes returns 1 (nothing marked) …
+        if !self.has(Fix::R5) {
+            let st = self.inner.st.borrow();
+            if st.last_trans_log_full_commit > st.last_trans_committed {
+                return;
+            }
+        }
+        // … and check_parent_dirs_for_sync may mark the transaction.
+        if self.check_parent_dirs_for_sync(t, ino).is_some() {
+            self.inner.m.borrow_mut().new_name_full_commit_marks += 1;
             return;
         }
         if let Some(log_transid) = self.start_log_trans(t).await {
@@ -345,14 +411,36 @@ impl Btrfs {
             self.inner.log_commit_wait.wait().await;
             g = self.inner.log_mutex.lock().await;
         }
-        while self.inner.st.borrow().log_writers > 0 {
-            self.inner.log_writers_wait.wait().await;
+        // log_commit[index] is set before batching, so a task that logged into the same log
+        // transaction waits for this sync instead of starting its own.
+        self.st_mut().log_committing.insert(log_transid);
+        // The batching loop (btrfs_sync_log@v5.10/v5.11): on a non-`ssd` mount with more than
+        // one logging task, sleep one jiffy without log_mutex; wait for the log writers;
+        // repeat until no fsync bumped log_batch meanwhile.
+        loop {
+            let batch = self.inner.st.borrow().log_batch;
+            let multi = self.inner.st.borrow().multi_log_tasks;
+            if !self.inner.ssd.get() && multi {
+                drop(g);
+                h.sleep(c.jiffy).await;
+                self.inner.m.borrow_mut().log_batch_sleeps += 1;
+                g = self.inner.log_mutex.lock().await;
+            }
+            while self.inner.st.borrow().log_writers > 0 {
+                self.inner.log_writers_wait.wait().await;
+            }
+            if batch == self.inner.st.borrow().log_batch {
+                break;
+            }
         }
         if self.inner.st.borrow().last_trans_log_full_commit == t {
+            // Bail out to a full commit: log_commit[index] = 0 and wake the waiters, which
+            // find the mark themselves.
+            self.st_mut().log_committing.remove(&log_transid);
             drop(g);
+            self.inner.log_commit_wait.notify_all();
             return false;
         }
-        self.st_mut().log_committing.insert(log_transid);
         self.point("sync_log:start").await;
         // Write the log tree's dirty blocks.
         let bytes = {
@@ -371,7 +459,12 @@ impl Btrfs {
             .dev
             .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
             .await;
-        self.st_mut().log_transid += 1;
+        {
+            let mut st = self.st_mut();
+            st.log_transid += 1;
+            // The next log transaction's first task becomes log_start_pid.
+            st.log_start_pid = None;
+        }
         // Later loggers start the next log sub-transaction while this one is committed.
         drop(g);
         // The log root tree, under its log_mutex.

@@ -49,6 +49,14 @@ pub struct Metrics {
     pub device_bytes_written: u64,
     /// Cache flushes (FLUSH requests and PREFLUSH writes).
     pub flushes: u64,
+    /// Transactions marked for a full commit by a link or rename (btrfs_log_new_name's
+    /// parent walk), so later fsyncs in them commit.
+    pub new_name_full_commit_marks: u64,
+    /// Fsyncs that skipped logging (inode already in the log, or changed only in
+    /// committed transactions).
+    pub fsync_skips: u64,
+    /// One-jiffy batching sleeps in btrfs_sync_log (non-ssd mounts only).
+    pub log_batch_sleeps: u64,
 }
 
 impl Metrics {
@@ -74,6 +82,12 @@ impl Metrics {
             ("sync_log_super_wait_ns", self.sync_log_super_wait_ns),
             ("device_bytes_written", self.device_bytes_written),
             ("flushes", self.flushes),
+            (
+                "new_name_full_commit_marks",
+                self.new_name_full_commit_marks,
+            ),
+            ("fsync_skips", self.fsync_skips),
+            ("log_batch_sleeps", self.log_batch_sleeps),
         ]
     }
 

@@ -12,6 +12,8 @@ pub enum Op {
     Mkdir(String),
     /// Buffered write of `bytes` at the end of the file.
     Write(String, u64),
+    /// setattr(2) without a size change (chmod, utimes; what dbench's Sfileinfo does).
+    Setattr(String),
     /// Write back dirty pages and wait (filemap_write_and_wait, no log).
     Writeback(String),
     /// fsync(2).
@@ -60,6 +62,7 @@ impl Op {
             Op::Create(_) => "create",
             Op::Mkdir(_) => "mkdir",
             Op::Write(..) => "write",
+            Op::Setattr(_) => "setattr",
             Op::Writeback(_) => "writeback",
             Op::Fsync(_) => "fsync",
             Op::Link(..) => "link",
@@ -90,6 +93,7 @@ impl std::fmt::Display for Op {
         match self {
             Op::Create(p)
             | Op::Mkdir(p)
+            | Op::Setattr(p)
             | Op::Writeback(p)
             | Op::Fsync(p)
             | Op::Unlink(p)

@@ -1,0 +1,279 @@
+//! The kernel's rules for when a transaction is marked for a full commit, when fsync skips,
+//! which join kind blocks where, transaction_kthread's cadence and btrfs_sync_log's
+//! batching: each test is a small scenario where the kernel flags (or does not) and fails
+//! if the model's rule is removed or changed.
+
+use models::btrfs::Policy;
+use models::device::DeviceConfig;
+use models::scenario::{run, Interleaving, RunResult, Scenario};
+
+/// A scenario with `setup` ops, tasks `(name, ops)`, optional script steps and extra
+/// top-level lines.
+fn scenario(extra: &str, setup: &[&str], tasks: &[(&str, &[&str])], steps: &[&str]) -> Scenario {
+    let list = |v: &[&str]| {
+        v.iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut t = format!(
+        "name = \"rule\"\nrace = \"R4\"\ntitle = \"t\"\nsummary = \"s\"\n{extra}\nsetup = [{}]\n",
+        list(setup)
+    );
+    for (name, ops) in tasks {
+        t.push_str(&format!(
+            "[[task]]\nname = \"{name}\"\nops = [{}]\n",
+            list(ops)
+        ));
+    }
+    if !steps.is_empty() {
+        t.push_str(&format!("[script]\nsteps = [{}]\n", list(steps)));
+    }
+    Scenario::parse(&t, "rule.toml").unwrap_or_else(|e| panic!("{e}\n{t}"))
+}
+
+fn run_under(sc: &Scenario, policy: &str) -> RunResult {
+    let p = match policy.split_once(":-") {
+        Some((base, fix)) => Policy::preset(base)
+            .unwrap()
+            .without(models::btrfs::Fix::parse(fix).unwrap()),
+        None => Policy::preset(policy).unwrap(),
+    };
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let r = run(sc, &p, &dev, sc.seed, &Interleaving::Script);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    r
+}
+
+fn m(r: &RunResult, name: &str) -> u64 {
+    r.metrics.get(name).unwrap()
+}
+
+const BASE: &[&str] = &[
+    "mkdir /x",
+    "mkdir /x/sub",
+    "mkdir /x/sub/d",
+    "create /x/y",
+    "commit",
+];
+
+#[test]
+fn rmdir_marks_the_parent_only_with_the_removed_directorys_own_recent_unlink() {
+    // btrfs_rmdir: an empty directory that only saw creates passes nothing up …
+    let fresh = scenario(
+        "",
+        BASE,
+        &[(
+            "A",
+            &[
+                "rename /x/sub/d /x/sub/e",
+                "rmdir /x/sub/e",
+                "rmdir /x/sub",
+                "create /x/z",
+                "write /x/z 4k",
+                "fsync /x/z",
+            ],
+        )],
+        &[],
+    );
+    let r = run_under(&fresh, "linux-5.11");
+    assert_eq!(m(&r, "full_commits"), 0);
+    assert_eq!(m(&r, "log_syncs"), 1);
+    // … one that lost a name to another directory in this transaction passes it to /x.
+    let moved = scenario(
+        "",
+        BASE,
+        &[(
+            "A",
+            &[
+                "rename /x/sub/d /d",
+                "rmdir /x/sub",
+                "create /x/z",
+                "write /x/z 4k",
+                "fsync /x/z",
+            ],
+        )],
+        &[],
+    );
+    let r = run_under(&moved, "linux-5.11");
+    assert_eq!(m(&r, "full_commits"), 1);
+    assert_eq!(m(&r, "unnecessary_full_commits"), 0);
+}
+
+#[test]
+fn unlink_never_marks_the_directory() {
+    let sc = scenario(
+        "",
+        BASE,
+        &[(
+            "A",
+            &["unlink /x/y", "create /x/z", "write /x/z 4k", "fsync /x/z"],
+        )],
+        &[],
+    );
+    let r = run_under(&sc, "linux-5.11");
+    assert_eq!(m(&r, "full_commits"), 0);
+}
+
+#[test]
+fn a_rename_within_one_directory_marks_the_file_so_its_fsync_logs_its_parent() {
+    let sc = scenario(
+        "",
+        BASE,
+        &[("A", &["rename /x/y /x/w", "write /x/w 4k", "fsync /x/w"])],
+        &[],
+    );
+    let r = run_under(&sc, "linux-5.11");
+    // No directory is marked: the fsync logs, and btrfs_log_all_parents logs /x too.
+    assert_eq!(m(&r, "full_commits"), 0);
+    assert_eq!(m(&r, "inode_logs"), 2, "{:?}", r.metrics);
+    // Across directories the old directory is marked: a new file's fsync there commits.
+    let cross = scenario(
+        "",
+        BASE,
+        &[(
+            "A",
+            &[
+                "rename /x/y /w",
+                "create /x/z",
+                "write /x/z 4k",
+                "fsync /x/z",
+            ],
+        )],
+        &[],
+    );
+    let r = run_under(&cross, "linux-5.11");
+    assert_eq!(m(&r, "full_commits"), 1);
+}
+
+#[test]
+fn a_rename_of_a_logged_file_under_a_marked_ancestor_marks_the_whole_transaction() {
+    let sc = scenario(
+        "",
+        &["mkdir /x", "mkdir /x/sub", "create /x/sub/f", "commit"],
+        &[(
+            "A",
+            &[
+                "create /x/sub/g",
+                "write /x/sub/g 4k",
+                "fsync /x/sub/g", // g is in this transaction's log
+                "create /x/m",
+                "rename /x/m /m", // /x loses a name to /: /x.last_unlink_trans = T
+                "rename /x/sub/g /x/sub/h", // btrfs_log_new_name walks g's parents: marks T
+                "write /x/sub/f 4k",
+                "fsync /x/sub/f", // an old file, no walk of its own: the mark commits
+            ],
+        )],
+        &[],
+    );
+    let r = run_under(&sc, "linux-5.11");
+    assert_eq!(m(&r, "new_name_full_commit_marks"), 1);
+    assert_eq!(m(&r, "full_commits"), 1);
+    assert_eq!(m(&r, "log_syncs"), 1, "{:?}", r.metrics);
+}
+
+#[test]
+fn a_skipped_fsync_clears_full_sync() {
+    // Before R7 the skip applies to full syncs only; the skipped fsync clears the flag, so
+    // the next fsync of a committed change logs (the regression R7 fixes).
+    let sc = scenario(
+        "",
+        &["create /f", "write /f 4k", "writeback /f", "commit"],
+        &[("A", &["fsync /f", "setattr /f", "commit", "fsync /f"])],
+        &[],
+    );
+    let r = run_under(&sc, "linux-5.11:-R7");
+    assert_eq!(m(&r, "fsync_skips"), 1);
+    assert_eq!(m(&r, "log_syncs"), 1);
+    assert_eq!(m(&r, "unnecessary_log_syncs"), 1);
+    let r = run_under(&sc, "linux-5.11");
+    assert_eq!(m(&r, "fsync_skips"), 2);
+    assert_eq!(m(&r, "log_syncs"), 0);
+}
+
+#[test]
+fn a_buffered_write_does_not_wait_for_a_blocked_commit() {
+    // update_time_for_write takes no transaction: B's write finishes while A's commit is
+    // in COMMIT_START (a START handle would wait there until UNBLOCKED).
+    let sc = scenario(
+        "",
+        &["create /f", "write /f 4k"],
+        &[("A", &["commit"]), ("B", &["write /f 4k"])],
+        &[
+            "A trans:commit_start",
+            "B write:start",
+            "B write:done",
+            "A trans:commit_doing",
+        ],
+    );
+    run_under(&sc, "linux-5.11");
+    // A create (START handle) in the same place cannot finish: the script is stuck.
+    let blocked = scenario(
+        "",
+        &["create /f", "write /f 4k"],
+        &[("A", &["commit"]), ("B", &["create /g"])],
+        &[
+            "A trans:commit_start",
+            "B create:start",
+            "B create:done",
+            "A trans:commit_doing",
+        ],
+    );
+    let dev = DeviceConfig::resolve(&blocked.device).unwrap();
+    let r = run(
+        &blocked,
+        &Policy::preset("linux-5.11").unwrap(),
+        &dev,
+        1,
+        &Interleaving::Script,
+    );
+    assert!(
+        r.violations.iter().any(|v| v.invariant == "script"),
+        "{:?}",
+        r.violations
+    );
+}
+
+#[test]
+fn transaction_kthread_cadence_differs_between_releases() {
+    // The transaction starts at 1.5 s; the kthread first looks at 2 s (age 1 s < 2 s).
+    // 5.10 looks again 5 s later (7 s); 5.11 wakes one second past the deadline (4 s).
+    // The fsync at 5 s finds the file committed only under 5.11.
+    let sc = scenario(
+        "commit_interval = \"2s\"",
+        &[],
+        &[
+            ("A", &["sleep 1500ms", "create /f"]),
+            ("B", &["sleep 5s", "fsync /f"]),
+        ],
+        &[],
+    );
+    let r11 = run_under(&sc, "linux-5.11");
+    assert_eq!(m(&r11, "log_syncs"), 0, "{:?}", r11.metrics);
+    let r10 = run_under(&sc, "linux-5.10");
+    assert_eq!(m(&r10, "log_syncs"), 1, "{:?}", r10.metrics);
+}
+
+#[test]
+fn sync_log_batches_with_a_jiffy_sleep_only_on_non_ssd_mounts() {
+    let tasks: &[(&str, &[&str])] = &[
+        ("A", &["write /a 4k", "fsync /a"]),
+        ("B", &["write /b 4k", "fsync /b"]),
+    ];
+    let setup = &["create /a", "create /b", "commit"];
+    let steps = &["A fsync:logged", "B fsync:logged"];
+    let nossd = run_under(
+        &scenario("mount = \"nossd\"", setup, tasks, steps),
+        "linux-5.11",
+    );
+    assert!(m(&nossd, "log_batch_sleeps") >= 1, "{:?}", nossd.metrics);
+    let ssd = run_under(
+        &scenario("mount = \"ssd\"", setup, tasks, steps),
+        "linux-5.11",
+    );
+    assert_eq!(m(&ssd, "log_batch_sleeps"), 0);
+    // The NVMe preset does not rotate: `ssd` is the default there.
+    let auto = run_under(&scenario("", setup, tasks, steps), "linux-5.11");
+    assert_eq!(m(&auto, "log_batch_sleeps"), 0);
+    assert!(nossd.end > ssd.end + 3_000_000, "one jiffy (4 ms) later");
+}
