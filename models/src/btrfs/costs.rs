@@ -29,11 +29,16 @@ pub struct Costs {
     pub log_bytes_inode: u64,
     /// Log bytes per file extent item (53 B item + 25 B header).
     pub log_bytes_extent: u64,
-    /// Metadata blocks a namespace operation dirties (inode leaf, dir item leaf, dir index
-    /// leaf: 3) — written by the next commit.
-    pub blocks_per_namespace_op: u64,
-    /// Metadata blocks a finished ordered extent dirties (file extent + csum + extent tree).
-    pub blocks_per_extent: u64,
+    /// Leaf bytes one small file's items take in the fs tree: inode item 160 B + inode ref
+    /// (10 B + name ~12 B) + one file extent item 53 B, each with a 25 B item header
+    /// (ctree.h) ≈ 310 B, rounded to 320.
+    pub item_bytes_per_inode: u64,
+    /// Leaf bytes one directory entry takes: DIR_ITEM and DIR_INDEX, each 25 B header +
+    /// 30 B btrfs_dir_item + name (~12 B) ≈ 134 B, rounded to 136.
+    pub item_bytes_per_dentry: u64,
+    /// Extent-tree leaf bytes per data extent: 25 B header + extent item with an inline
+    /// data ref (24 + 29 B) = 78 B.
+    pub item_bytes_per_extent: u64,
     /// Fixed CPU of a transaction commit outside the modelled steps: delayed refs, fs roots,
     /// switching commit roots (guess: 100 us).
     pub commit_cpu: Nanos,
@@ -51,6 +56,15 @@ pub struct Costs {
     /// One jiffy, btrfs_sync_log's batching sleep on non-ssd mounts: 4 ms at CONFIG_HZ=250,
     /// the value of Debian's and Ubuntu's generic kernel configs (Fedora uses 1000: 1 ms).
     pub jiffy: Nanos,
+    /// Device bytes for data chunks (guess: a 1 TiB device; seed 000 names an NVMe device,
+    /// not its size).
+    pub fs_size: u64,
+    /// Data chunk size: 1 GiB (volumes.c:init_alloc_chunk_ctl_policy_regular@v5.10,
+    /// `max_stripe_size = SZ_1G` for data).
+    pub data_chunk_size: u64,
+    /// The data block group mkfs makes: 8 MiB (mkfs.btrfs's summary on a fresh device:
+    /// "Data single 8.00MiB").
+    pub mkfs_data_chunk: u64,
 }
 
 impl Default for Costs {
@@ -65,8 +79,9 @@ impl Default for Costs {
             log_csum_per_byte: 1,
             log_bytes_inode: 200,
             log_bytes_extent: 78,
-            blocks_per_namespace_op: 3,
-            blocks_per_extent: 3,
+            item_bytes_per_inode: 320,
+            item_bytes_per_dentry: 136,
+            item_bytes_per_extent: 78,
             commit_cpu: 100 * US,
             unpin_per_extent: US,
             pinned_per_block: 1,
@@ -74,13 +89,16 @@ impl Default for Costs {
             namespace_op: 6 * US,
             log_start: US,
             jiffy: 4_000 * US,
+            fs_size: 1 << 40,
+            data_chunk_size: 1 << 30,
+            mkfs_data_chunk: 8 << 20,
         }
     }
 }
 
 impl Costs {
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 18] = [
+    pub const FIELDS: [&'static str; 22] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -90,8 +108,9 @@ impl Costs {
         "log_csum_per_byte",
         "log_bytes_inode",
         "log_bytes_extent",
-        "blocks_per_namespace_op",
-        "blocks_per_extent",
+        "item_bytes_per_inode",
+        "item_bytes_per_dentry",
+        "item_bytes_per_extent",
         "commit_cpu",
         "unpin_per_extent",
         "pinned_per_block",
@@ -99,6 +118,9 @@ impl Costs {
         "namespace_op",
         "log_start",
         "jiffy",
+        "fs_size",
+        "data_chunk_size",
+        "mkfs_data_chunk",
     ];
 
     /// Sets one field by name; false if there is no such field.
@@ -128,8 +150,9 @@ impl Costs {
             "log_csum_per_byte" => &mut self.log_csum_per_byte,
             "log_bytes_inode" => &mut self.log_bytes_inode,
             "log_bytes_extent" => &mut self.log_bytes_extent,
-            "blocks_per_namespace_op" => &mut self.blocks_per_namespace_op,
-            "blocks_per_extent" => &mut self.blocks_per_extent,
+            "item_bytes_per_inode" => &mut self.item_bytes_per_inode,
+            "item_bytes_per_dentry" => &mut self.item_bytes_per_dentry,
+            "item_bytes_per_extent" => &mut self.item_bytes_per_extent,
             "commit_cpu" => &mut self.commit_cpu,
             "unpin_per_extent" => &mut self.unpin_per_extent,
             "pinned_per_block" => &mut self.pinned_per_block,
@@ -137,6 +160,9 @@ impl Costs {
             "namespace_op" => &mut self.namespace_op,
             "log_start" => &mut self.log_start,
             "jiffy" => &mut self.jiffy,
+            "fs_size" => &mut self.fs_size,
+            "data_chunk_size" => &mut self.data_chunk_size,
+            "mkfs_data_chunk" => &mut self.mkfs_data_chunk,
             _ => return None,
         };
         Some(f)

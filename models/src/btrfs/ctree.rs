@@ -49,6 +49,8 @@ pub(super) struct Inner {
     pub(super) writers_wait: WaitQueue,
     pub(super) log_writers_wait: WaitQueue,
     pub(super) log_commit_wait: WaitQueue,
+    /// fs_info->chunk_mutex (chunk allocation).
+    pub(super) chunk_mutex: Mutex,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -68,13 +70,29 @@ pub(super) enum LogResult {
 impl Btrfs {
     /// A freshly made filesystem (generation 999 committed) on `dev`.
     pub fn new(h: &Handle, dev: Device, policy: Policy, costs: Costs) -> Self {
+        let (mkfs_data, fs_size) = (costs.mkfs_data_chunk.min(costs.fs_size), costs.fs_size);
         Btrfs {
             inner: Rc::new(Inner {
                 h: h.clone(),
                 dev,
                 policy,
                 costs,
-                st: RefCell::new(FsState::mkfs()),
+                st: RefCell::new({
+                    let mut st = FsState::mkfs();
+                    let mkfs = mkfs_data;
+                    st.data.bgs.insert(
+                        0,
+                        BlockGroup {
+                            size: mkfs,
+                            used: 0,
+                            pinned: 0,
+                            unused_marked: false,
+                        },
+                    );
+                    st.data.next_bg = 1;
+                    st.data.unallocated = fs_size - mkfs;
+                    st
+                }),
                 st_version: std::cell::Cell::new(0),
                 crash_memo: RefCell::new(None),
                 m: RefCell::new(Metrics::default()),
@@ -93,6 +111,7 @@ impl Btrfs {
                 writers_wait: WaitQueue::new(h, "wait_writers"),
                 log_writers_wait: WaitQueue::new(h, "wait_log_writers"),
                 log_commit_wait: WaitQueue::new(h, "wait_log_commit"),
+                chunk_mutex: Mutex::new(h, "chunk_mutex"),
             }),
         }
     }

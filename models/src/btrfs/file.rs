@@ -1,6 +1,7 @@
 //! fs/btrfs/file.c: buffered writes, ordered writeback and fsync (btrfs_sync_file).
 
 use super::ctree::{Btrfs, LogResult};
+use super::ctree_blocks as blocks;
 use super::oracle;
 use super::policy::{Fix, Mutant};
 use super::state::*;
@@ -18,6 +19,8 @@ impl Btrfs {
             .h
             .cpu(pages * self.inner.costs.write_per_page)
             .await;
+        // btrfs_buffered_write reserves data space first (btrfs_check_data_free_space).
+        self.reserve_data(bytes).await?;
         // No transaction here: update_time_for_write changes the times in memory only
         // (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
         // extent completes (btrfs_finish_ordered_io, in `writeback`).
@@ -51,6 +54,7 @@ impl Btrfs {
         self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
         {
             let mut st = self.st_mut();
+            let pieces = Self::alloc_data_extent(&mut st, bytes);
             let i = st.inodes.get_mut(&ino).unwrap();
             i.extents.push(Extent {
                 id,
@@ -58,11 +62,18 @@ impl Btrfs {
                 generation: t,
                 data_token: tok,
                 data_offset: off,
+                pieces,
             });
             i.modified_extents.push(id);
             i.item_trans = t;
             Self::set_inode_last_trans(&mut st, ino, t);
-            Self::dirty(&mut st, t, self.inner.costs.blocks_per_extent);
+            let c = &self.inner.costs;
+            let leaves = [
+                blocks::inode_leaf(c, ino),
+                blocks::extent_leaf(c, id),
+                blocks::csum_leaf(c, off),
+            ];
+            Self::dirty(&mut st, t, &leaves);
         }
         self.end(th);
     }

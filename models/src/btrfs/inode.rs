@@ -1,6 +1,7 @@
 //! fs/btrfs/inode.c: namespace operations (create, mkdir, link, rename, unlink, rmdir).
 
 use super::ctree::Btrfs;
+use super::ctree_blocks as blocks;
 use super::state::*;
 use crate::vfs::OpError;
 
@@ -40,11 +41,17 @@ impl Btrfs {
                     dirty_bytes: 0,
                 },
             );
+            let c = &self.inner.costs;
+            let leaves = [
+                blocks::inode_leaf(c, ino),
+                blocks::dentry_leaf(c, &st, dir, &name),
+                blocks::inode_leaf(c, dir),
+            ];
             st.add_dentry(dir, name, ino, t);
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::set_inode_last_trans(&mut st, dir, t);
             st.inodes.get_mut(&dir).unwrap().item_trans = t;
-            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+            Self::dirty(&mut st, t, &leaves);
         }
         self.end(th);
         Ok(())
@@ -110,6 +117,16 @@ impl Btrfs {
         }
         {
             let mut st = self.st_mut();
+            let c = &self.inner.costs;
+            let mut leaves = vec![
+                blocks::inode_leaf(c, ino),
+                blocks::dentry_leaf(c, &st, new_dir, &new_name),
+                blocks::inode_leaf(c, new_dir),
+            ];
+            if rename {
+                leaves.push(blocks::dentry_leaf(c, &st, old_dir, &old_name));
+                leaves.push(blocks::inode_leaf(c, old_dir));
+            }
             if rename {
                 st.remove_dentry(old_dir, &old_name, t);
                 // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
@@ -133,7 +150,7 @@ impl Btrfs {
             st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::set_inode_last_trans(&mut st, new_dir, t);
-            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+            Self::dirty(&mut st, t, &leaves);
         }
         // btrfs_log_new_name (R1).
         self.log_new_name(t, ino, rename.then_some(old_dir)).await;
@@ -169,6 +186,12 @@ impl Btrfs {
         }
         {
             let mut st = self.st_mut();
+            let c = &self.inner.costs;
+            let mut leaves = vec![
+                blocks::inode_leaf(c, ino),
+                blocks::dentry_leaf(c, &st, parent, &name),
+                blocks::inode_leaf(c, parent),
+            ];
             st.remove_dentry(parent, &name, t);
             if dir {
                 // btrfs_rmdir (inode.c@v5.10/v5.11) does not call btrfs_record_unlink_dir:
@@ -183,10 +206,20 @@ impl Btrfs {
                 // btrfs_unlink → btrfs_record_unlink_dir(for_rename = 0): the inode always;
                 // the directory never (tree-log.c@v5.10).
                 st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+                if st.names_of(ino).is_empty() {
+                    // The last name is gone: eviction truncates the data (btrfs_evict_inode
+                    // → btrfs_truncate_inode_items), pinned in this transaction.
+                    Self::free_data_extents(&mut st, ino, t);
+                    // Dropping the extent items and checksums dirties their leaves.
+                    for e in &st.inodes[&ino].extents {
+                        leaves.push(blocks::extent_leaf(c, e.id));
+                        leaves.push(blocks::csum_leaf(c, e.data_offset));
+                    }
+                }
             }
             st.inodes.get_mut(&parent).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, parent, t);
-            Self::dirty(&mut st, t, self.inner.costs.blocks_per_namespace_op);
+            Self::dirty(&mut st, t, &leaves);
         }
         self.end(th);
         Ok(())
@@ -204,7 +237,7 @@ impl Btrfs {
             let mut st = self.st_mut();
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, ino, t);
-            Self::dirty(&mut st, t, 1);
+            Self::dirty(&mut st, t, &[blocks::inode_leaf(&self.inner.costs, ino)]);
         }
         self.end(th);
         Ok(())

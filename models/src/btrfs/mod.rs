@@ -6,12 +6,15 @@
 pub mod block_group;
 pub mod costs;
 pub mod ctree;
+pub mod ctree_blocks;
 pub mod disk_io;
+pub mod extent_tree;
 pub mod file;
 pub mod inode;
 pub mod oracle;
 pub mod policy;
 pub mod recovery;
+pub mod space_info;
 pub mod state;
 pub mod transaction;
 pub mod tree_log;

@@ -34,13 +34,7 @@ pub fn name_versions(st: &FsState, ino: Ino) -> Vec<TransId> {
 /// Whether inode `ino` already has items in transaction `t`'s log (so a new name must be
 /// logged to keep that log consistent).
 pub fn in_current_log(st: &FsState, ino: Ino, t: TransId) -> bool {
-    st.log_facts
-        .range((t, 0)..=(t, u64::MAX))
-        .any(|(_, facts)| {
-            facts
-                .iter()
-                .any(|f| matches!(f, LogFact::Inode { ino: i, .. } if *i == ino))
-        })
+    st.inode_item_logged_in.get(&ino) == Some(&t)
 }
 
 /// Whether a directory on the path lost a name in the running transaction `t` — the event

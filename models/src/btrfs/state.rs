@@ -92,8 +92,10 @@ pub struct Transaction {
     pub extwriters: u32,
     /// When it was created (`start_time`, which the kernel keeps in whole seconds).
     pub start_time: sim::Nanos,
-    /// Metadata blocks dirtied (written by the commit).
+    /// Metadata blocks its commit writes (computed from `dirty` when it commits).
     pub dirty_blocks: u64,
+    /// Leaves COWed in it (each once per transaction).
+    pub dirty: BTreeSet<crate::btrfs::ctree_blocks::Leaf>,
     /// Whether its superblock write has completed.
     pub super_done: bool,
     /// Directories that lost a name in this transaction (unlink, rmdir, rename): the event
@@ -101,6 +103,8 @@ pub struct Transaction {
     pub removals_in: BTreeSet<Ino>,
     /// A real event (new block group) forced every log in this transaction to a full commit.
     pub forced_by_event: bool,
+    /// Data extents freed in it: (block group, bytes), unpinned when its commit completes.
+    pub pinned: Vec<(u64, u64)>,
     /// Set when this transaction was marked log-full-commit by a decision the oracle judged
     /// unnecessary (R4), so later fallbacks it causes are unnecessary too.
     pub marked_unnecessarily: bool,
@@ -119,6 +123,46 @@ pub struct Extent {
     pub data_token: u64,
     /// Device offset of the data write.
     pub data_offset: u64,
+    /// Where its bytes were allocated: (block group, bytes) pieces.
+    pub pieces: Vec<(u64, u64)>,
+}
+
+/// A data block group (`struct btrfs_block_group`): its size and what is allocated in it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockGroup {
+    /// `length`.
+    pub size: u64,
+    /// `used`: bytes of live extents.
+    pub used: u64,
+    /// `pinned`: bytes freed in a transaction not yet committed (reusable after unpin).
+    pub pinned: u64,
+    /// On `fs_info->unused_bgs`: something was freed in it since it was last used.
+    pub unused_marked: bool,
+}
+
+/// The data `space_info` (fs/btrfs/space-info.h) and the device's unallocated space.
+#[derive(Clone, Debug, Default)]
+pub struct DataSpace {
+    /// Block groups by id, in allocation order.
+    pub bgs: BTreeMap<u64, BlockGroup>,
+    /// Next block-group id.
+    pub next_bg: u64,
+    /// `bytes_may_use`: reserved by buffered writes, not yet allocated.
+    pub may_use: u64,
+    /// Device bytes not in any chunk.
+    pub unallocated: u64,
+}
+
+impl DataSpace {
+    /// `total_bytes` of the space_info.
+    pub fn total(&self) -> u64 {
+        self.bgs.values().map(|b| b.size).sum()
+    }
+
+    /// `btrfs_space_info_used(.., true)`: used + pinned + may_use.
+    pub fn in_use(&self) -> u64 {
+        self.bgs.values().map(|b| b.used + b.pinned).sum::<u64>() + self.may_use
+    }
 }
 
 /// An inode (`struct btrfs_inode`).
@@ -280,8 +324,10 @@ pub struct FsState {
     pub log_root_tree_of: Option<TransId>,
     /// Bytes logged since the last log sync (dirty log tree blocks).
     pub log_dirty_bytes: u64,
-    /// Facts logged per (transaction, log sub-transaction).
+    /// Facts logged per (transaction, log sub-transaction) (kept only with the history).
     pub log_facts: BTreeMap<(TransId, u64), Vec<LogFact>>,
+    /// The last transaction whose log received each inode's item (the oracle's index).
+    pub inode_item_logged_in: BTreeMap<Ino, TransId>,
     /// Log sub-transactions that received a new name the log needed (oracle, R1).
     pub log_new_content: BTreeSet<(TransId, u64)>,
     /// Logged entries waiting for the oracle's verdict.
@@ -300,6 +346,8 @@ pub struct FsState {
     pub dir_cache: std::cell::RefCell<
         std::collections::HashMap<String, Ino, std::hash::BuildHasherDefault<Fnv>>,
     >,
+    /// Data space: block groups, reservations, unallocated device space.
+    pub data: DataSpace,
     /// Commits since the last `compact`.
     pub commits_since_compact: u32,
     /// Device writes by token - 1.
@@ -351,8 +399,10 @@ impl FsState {
                 extwriters: 0,
                 start_time: 0,
                 dirty_blocks: 0,
+                dirty: BTreeSet::new(),
                 super_done: true,
                 removals_in: BTreeSet::new(),
+                pinned: Vec::new(),
                 forced_by_event: false,
                 marked_unnecessarily: false,
             },
@@ -375,6 +425,7 @@ impl FsState {
             log_root_tree_of: None,
             log_dirty_bytes: 0,
             log_facts: BTreeMap::new(),
+            inode_item_logged_in: BTreeMap::new(),
             log_new_content: BTreeSet::new(),
             judgments: Vec::new(),
             inodes,
@@ -382,6 +433,7 @@ impl FsState {
             live: BTreeMap::new(),
             children: BTreeMap::new(),
             dir_cache: Default::default(),
+            data: DataSpace::default(),
             commits_since_compact: 0,
             writes: Vec::new(),
             fsyncs: Vec::new(),
@@ -424,6 +476,7 @@ impl FsState {
         self.trans
             .retain(|&t, tr| t >= lc || tr.state != TransState::Completed);
         self.log_facts.retain(|&(t, _), _| t >= lc);
+        self.inode_item_logged_in.retain(|_, &mut t| t >= lc);
         self.log_new_content.retain(|&(t, _)| t >= lc);
         self.dentries.retain(|_, names| {
             names.retain(|_, v| {

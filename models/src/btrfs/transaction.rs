@@ -84,8 +84,10 @@ impl Btrfs {
                                 extwriters: u32::from(ext),
                                 start_time: now,
                                 dirty_blocks: 0,
+                                dirty: Default::default(),
                                 super_done: false,
                                 removals_in: Default::default(),
+                                pinned: Vec::new(),
                                 forced_by_event: false,
                                 marked_unnecessarily: false,
                             },
@@ -117,8 +119,11 @@ impl Btrfs {
         let _ = last_log_commit;
     }
 
-    pub(super) fn dirty(st: &mut FsState, t: TransId, blocks: u64) {
-        st.trans.get_mut(&t).expect("transaction").dirty_blocks += blocks;
+    /// btrfs_cow_block on each leaf a change touches: the leaf joins the transaction's
+    /// dirty set once.
+    pub(super) fn dirty(st: &mut FsState, t: TransId, leaves: &[crate::btrfs::ctree_blocks::Leaf]) {
+        let tr = st.trans.get_mut(&t).expect("transaction");
+        tr.dirty.extend(leaves.iter().copied());
     }
 
     /// btrfs_commit_transaction, called with a handle on `th.id`.
@@ -204,8 +209,12 @@ impl Btrfs {
         };
         // Step 7: write and wait the dirty extent buffers, then the superblocks.
         let (blocks, nodesize) = {
-            let st = self.inner.st.borrow();
-            (st.trans[&t].dirty_blocks.max(1), self.inner.costs.nodesize)
+            let mut st = self.st_mut();
+            let tr = st.trans.get_mut(&t).unwrap();
+            let dirty = std::mem::take(&mut tr.dirty);
+            tr.dirty_blocks =
+                crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty).max(1);
+            (tr.dirty_blocks, self.inner.costs.nodesize)
         };
         let (tok, off) = self
             .st_mut()
@@ -240,6 +249,8 @@ impl Btrfs {
         self.point("trans:unpinned").await;
         {
             let mut st = self.st_mut();
+            Self::unpin_data(&mut st, t);
+            self.delete_unused_bgs(&mut st);
             st.last_trans_committed = st.last_trans_committed.max(t);
             let tr = st.trans.get_mut(&t).unwrap();
             tr.state = TransState::Completed;

@@ -322,10 +322,15 @@ impl Btrfs {
         }
         st.judgments.extend(judgments);
         st.log_dirty_bytes += bytes;
-        st.log_facts
-            .entry((t, log_transid))
-            .or_default()
-            .extend(facts);
+        // Every log_inode adds the inode's item (the first fact).
+        st.inode_item_logged_in.insert(ino, t);
+        if st.keep_history {
+            // Facts are read only by crash recovery, which runs only with the history kept.
+            st.log_facts
+                .entry((t, log_transid))
+                .or_default()
+                .extend(facts);
+        }
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
         if kind == LogKind::Fsync {

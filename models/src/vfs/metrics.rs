@@ -57,6 +57,11 @@ pub struct Metrics {
     pub fsync_skips: u64,
     /// One-jiffy batching sleeps in btrfs_sync_log (non-ssd mounts only).
     pub log_batch_sleeps: u64,
+    /// Data block groups made by chunk allocation (each marks its transaction for full
+    /// commits).
+    pub data_block_groups_created: u64,
+    /// Empty data block groups deleted after commits.
+    pub data_block_groups_deleted: u64,
 }
 
 impl Metrics {
@@ -88,6 +93,8 @@ impl Metrics {
             ),
             ("fsync_skips", self.fsync_skips),
             ("log_batch_sleeps", self.log_batch_sleeps),
+            ("data_block_groups_created", self.data_block_groups_created),
+            ("data_block_groups_deleted", self.data_block_groups_deleted),
         ]
     }
 

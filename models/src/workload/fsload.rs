@@ -346,7 +346,6 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
     let n = DBENCH_DIRS.len() * DBENCH_FILES;
     // The setup task created every other file, so the loop starts with a half-full tree.
     let mut exists: Vec<bool> = (0..n).map(|f| f % 2 == 0).collect();
-    let mut spare_dir = false;
     let mut last: Option<usize> = None;
     let mix: Vec<(usize, u64)> = cx.spec.mix.iter().copied().enumerate().collect();
     let mix_table = Table::new(&mix);
@@ -389,6 +388,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
         const UNLINK: usize = 3;
         const DELTREE: usize = 4;
         const MKDIR: usize = 5;
+        const SFILEINFO: usize = 9;
         const WRITEX: usize = 11;
         const READX: usize = 12;
         const FLUSH: usize = 15;
@@ -469,30 +469,38 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     true
                 }
             },
-            RENAME => match (
-                pick(&mut rng, &exists, true),
-                pick(&mut rng, &exists, false),
-            ) {
-                (Some(a), Some(b)) => {
-                    exists[a] = false;
-                    exists[b] = true;
-                    last = Some(b);
-                    cx.flush_then(&mut pending).await
-                        && cx
-                            .measure(
-                                op,
-                                0,
-                                &mut before,
-                                &mut after,
-                                cx.fs(Op::Rename(path(a), path(b))),
-                            )
-                            .await
+            RENAME => {
+                // dbench's loadfile renames within one directory (client.txt: e.g.
+                // PWRPNT/NEWPCB.PPT -> PWRPNT/PPTC112.TMP): the target is a free name in
+                // the source's directory.
+                let target = pick(&mut rng, &exists, true).and_then(|a| {
+                    let d = a / DBENCH_FILES;
+                    let free = (d * DBENCH_FILES..(d + 1) * DBENCH_FILES).filter(|&f| !exists[f]);
+                    let k = free.clone().count();
+                    (k > 0).then(|| (a, free.clone().nth(rng.random_range(0..k)).unwrap()))
+                });
+                match target {
+                    Some((a, b)) => {
+                        exists[a] = false;
+                        exists[b] = true;
+                        last = Some(b);
+                        cx.flush_then(&mut pending).await
+                            && cx
+                                .measure(
+                                    op,
+                                    0,
+                                    &mut before,
+                                    &mut after,
+                                    cx.fs(Op::Rename(path(a), path(b))),
+                                )
+                                .await
+                    }
+                    None => {
+                        cx.cpu_op(&mut pending, op, open_cost, 0);
+                        true
+                    }
                 }
-                _ => {
-                    cx.cpu_op(&mut pending, op, open_cost, 0);
-                    true
-                }
-            },
+            }
             UNLINK => match pick(&mut rng, &exists, true) {
                 Some(f) => {
                     exists[f] = false;
@@ -510,17 +518,13 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 }
             },
             DELTREE => {
-                // Empty one directory: unlink every file in it.
-                let d = rng.random_range(0..DBENCH_DIRS.len());
-                let victims: Vec<usize> = (d * DBENCH_FILES..(d + 1) * DBENCH_FILES)
-                    .filter(|&f| exists[f])
-                    .collect();
+                // dbench's fio_deltree walks the client's tree and unlinks every file; it
+                // removes no directory (fileio.c:fio_deltree).
+                let victims: Vec<usize> = (0..n).filter(|&f| exists[f]).collect();
                 for &f in &victims {
                     exists[f] = false;
                 }
-                if last.is_some_and(|f| victims.contains(&f)) {
-                    last = None;
-                }
+                last = None;
                 if victims.is_empty() {
                     // Nothing to delete: a directory walk, costed like Close.
                     cx.cpu_op(&mut pending, op, costs[1], 0);
@@ -540,18 +544,29 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 }
             }
             MKDIR => {
-                let p = format!("/clients/client{id}/spare");
-                spare_dir = !spare_dir;
-                let o = if spare_dir {
-                    Op::Mkdir(p)
-                } else {
-                    Op::Rmdir(p)
-                };
-                cx.flush_then(&mut pending).await
-                    && cx.measure(op, 0, &mut before, &mut after, cx.fs(o)).await
+                // The loadfile's Mkdir names the client's directories, which exist (Deltree
+                // removes no directory): fio_mkdir's mkdir fails with EEXIST after a lookup.
+                cx.cpu_op(&mut pending, op, open_cost, 0);
+                true
             }
+            SFILEINFO => match last
+                .filter(|&f| exists[f])
+                .or_else(|| pick(&mut rng, &exists, true))
+            {
+                // fio_sfileinfo: utime(2) → btrfs_setattr → btrfs_dirty_inode (TRANS_JOIN).
+                Some(f) => {
+                    cx.flush_then(&mut pending).await
+                        && cx
+                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Setattr(path(f))))
+                            .await
+                }
+                None => {
+                    cx.cpu_op(&mut pending, op, costs[op], 0);
+                    true
+                }
+            },
             _ => {
-                // Qpathinfo, Qfileinfo, Qfsinfo, Sfileinfo, Find, LockX, UnlockX, Close:
+                // Qpathinfo, Qfileinfo, Qfsinfo, Find, LockX, UnlockX, Close:
                 // VFS and page-cache work only.
                 {
                     cx.cpu_op(&mut pending, op, costs[op], 0);
