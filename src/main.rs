@@ -1,16 +1,36 @@
 //! The `fsyncsim` command line: parses arguments and wires models to reports. No logic here.
+//! Every write to stdout and stderr goes through `out` (src/out.rs), which also holds the
+//! exit codes.
+
+mod out;
 
 use clap::{Args, Parser, Subcommand};
 use models::btrfs::{Fix, Mutant, Policy};
 use models::device::{presets, DeviceConfig};
 use models::scenario::{self, Interleaving, RunResult, Scenario};
 use models::workload::{bench, fio};
+use out::{err, out, outln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// mimalloc: the simulator allocates many small, short-lived objects per run.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The exit codes (`out::code`), as the top-level help and every race subcommand's help
+/// state them; README.md, "Exit codes", says the same.
+macro_rules! exit_codes {
+    () => {
+        "Exit codes (every subcommand):\n  \
+         0  success (also when a reader closes the pipe early: fsyncsim run | head)\n  \
+         1  an invariant fired (run, replay, sweep: S1, S2, S3 or the time limit in any run or\n     \
+         seed), a check failed (check), or stdout could not be written\n  \
+         2  bad input: flags, files, an output path that is not a regular file (a directory\n     \
+         for --out DIR), a scenario that cannot play (a stuck script, a failing setup;\n     \
+         a sweep in which every seed fails to play)\n  \
+         3  a resource limit refused the request"
+    };
+}
 
 #[derive(Parser)]
 #[command(
@@ -19,7 +39,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
     about = "Deterministic discrete-event simulator of filesystem commit/fsync races",
     long_about = "fsyncsim interleaves simulated tasks (committers, fsyncers, writers) against a \
                   modeled block device in virtual time. Same inputs + seed => bit-identical run.",
-    after_help = "Examples:\n  fsyncsim run                 # replay all seven races, before and after each fix\n  fsyncsim check\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --json\n  fsyncsim bench\n  fsyncsim fio --device nvme --rw randwrite --bs 4k --iodepth 32 --fsync 8"
+    after_help = concat!(
+        "Examples:\n  fsyncsim run                 # replay all seven races, before and after each fix\n  fsyncsim check\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --json\n  fsyncsim bench\n  fsyncsim fio --device nvme --rw randwrite --bs 4k --iodepth 32 --fsync 8\n\n",
+        exit_codes!()
+    )
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,23 +70,35 @@ enum Command {
     },
     /// Replay race scenarios step by step: before and after the fix, side by side.
     #[command(
-        after_help = "Without NAME: every built-in scenario. Without --policy/--fix/--without/--mutant:\nthe pre-fix run (linux-5.11 without the race's fix) and the post-fix run (linux-5.11).\n\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait"
+        after_help = concat!(
+            "Without NAME: every built-in scenario. Without --policy/--fix/--without/--mutant:\nthe pre-fix run (linux-5.11 without the race's fix) and the post-fix run (linux-5.11).\nExits 1 when an invariant fires in any run (a mutant makes one fire: that is its job).\n\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait\n\n",
+            exit_codes!()
+        )
     )]
     Run(RunArgs),
     /// Run a scenario without its script under many seeds; count the seeds that hit each
     /// waste metric or invariant.
     #[command(
-        after_help = "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy.\nResults are identical for any --jobs.\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json"
+        after_help = concat!(
+            "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy.\nResults are identical for any --jobs. Exits 1 when any seed hits an invariant.\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json\n\n",
+            exit_codes!()
+        )
     )]
     Sweep(SweepArgs),
     /// Re-run one explored seed exactly (as a sweep ran it) and print its timeline.
     #[command(
-        after_help = "Examples:\n  fsyncsim replay r1-link-rename-logged-trans --seed 2 --without R1\n  fsyncsim replay r3-ancestor-created-previous-trans --seed 112 --strategy pct --trace t.txt"
+        after_help = concat!(
+            "Exits 1 when an invariant fires in the replayed run.\n\nExamples:\n  fsyncsim replay r1-link-rename-logged-trans --seed 2 --without R1\n  fsyncsim replay r3-ancestor-created-previous-trans --seed 112 --strategy pct --trace t.txt\n\n",
+            exit_codes!()
+        )
     )]
     Replay(ReplayArgs),
     /// Shrink an explored seed that hits a target to a minimal scripted scenario file.
     #[command(
-        after_help = "Without --policy/--fix/--without/--mutant: the pre-fix policy (linux-5.11 without the\nscenario's fix). The result is a scenario TOML that `fsyncsim run FILE` reproduces.\n\nExamples:\n  fsyncsim shrink r1-link-rename-logged-trans --seed 0 --target unnecessary_inode_logs --out r1-min.toml\n  fsyncsim shrink r6-log-start-blocked-on-tree-log-mutex --seed 3 --mutant sync-log-no-super-wait --target S1"
+        after_help = concat!(
+            "Without --policy/--fix/--without/--mutant: the pre-fix policy (linux-5.11 without the\nscenario's fix). The result is a scenario TOML that `fsyncsim run FILE` reproduces.\nExits 0 once the scenario is written, also for an invariant target: reproducing the\ninvariant is what it was asked for.\n\nExamples:\n  fsyncsim shrink r1-link-rename-logged-trans --seed 0 --target unnecessary_inode_logs --out r1-min.toml\n  fsyncsim shrink r6-log-start-blocked-on-tree-log-mutex --seed 3 --mutant sync-log-no-super-wait --target S1\n\n",
+            exit_codes!()
+        )
     )]
     Shrink(ShrinkArgs),
     /// Run a filesystem workload (dbench, sysbench-fileio, fs-mark) under one policy.
@@ -90,7 +125,10 @@ enum Command {
     },
     /// Run scenarios and compare with their expectations; exit 1 on any mismatch.
     #[command(
-        after_help = "Examples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml"
+        after_help = concat!(
+            "Examples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml\n\n",
+            exit_codes!()
+        )
     )]
     Check {
         /// Scenario names or paths (default: all built-in scenarios).
@@ -264,6 +302,9 @@ struct ShrinkArgs {
 
 fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
     let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    if let Some(path) = &a.out {
+        out_file("--out", path)?;
+    }
     let dev = device_for(&sc, &a.device)?;
     let p = policies_from(&sc, &a.pol, false).remove(0);
     let command = std::iter::once("fsyncsim".to_string())
@@ -286,12 +327,12 @@ fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
         Some(path) => {
             reports::output::write_atomic(path, s.toml.as_bytes())
                 .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?;
-            print!("{}", reports::race::shrink_summary(&s, &a.target.name()));
-            println!("wrote {}", path.display());
+            out!("{}", reports::race::shrink_summary(&s, &a.target.name()));
+            outln!("wrote {}", path.display());
         }
         None => {
-            eprint!("{}", reports::race::shrink_summary(&s, &a.target.name()));
-            print!("{}", s.toml);
+            err!("{}", reports::race::shrink_summary(&s, &a.target.name()));
+            out!("{}", s.toml);
         }
     }
     Ok(())
@@ -395,14 +436,18 @@ fn workload(a: WorkloadArgs) -> Result<(), Failure> {
     .map_err(Failure)?;
     bar.finish_and_clear();
     if a.json {
-        println!("{:#}", reports::workload::json(&r));
+        outln!("{:#}", reports::workload::json(&r));
     } else {
-        println!(
+        outln!(
             "{} ({}) under {} on {}, seed {}:",
-            spec.name, spec.title, p.name, dev.name, r.seed
+            spec.name,
+            spec.title,
+            p.name,
+            dev.name,
+            r.seed
         );
-        print!("{}", reports::workload::table(&r, spec.file_size));
-        print!("{}", reports::workload::attribution_text(&r));
+        out!("{}", reports::workload::table(&r, spec.file_size));
+        out!("{}", reports::workload::attribution_text(&r));
     }
     Ok(())
 }
@@ -467,10 +512,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         ));
     }
     if let Some(d) = &a.out {
-        std::fs::create_dir_all(d)
-            .and_then(|_| reports::output::write_atomic(&d.join(".probe"), b""))
-            .and_then(|_| std::fs::remove_file(d.join(".probe")))
-            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+        out_dir("--out", d)?;
     }
     let jobs = a.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -505,8 +547,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     let json =
         reports::workload::compare_json(&spec, &a.baseline, &a.current, &pairs, a.vary.as_ref());
     if let Some(d) = &a.out {
-        reports::output::write_atomic(&d.join("results.json"), format!("{json:#}\n").as_bytes())
-            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+        let results = d.join("results.json");
+        reports::output::write_atomic(&results, format!("{json:#}\n").as_bytes())
+            .map_err(|e| Failure(format!("--out {}: {e}", results.display())))?;
         let first = &pairs[0];
         reports::workload::write_plots(&first.baseline[0], &first.current[0], d)
             .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
@@ -544,9 +587,9 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         }
     }
     if a.json {
-        println!("{json:#}");
+        outln!("{json:#}");
     } else {
-        print!(
+        out!(
             "{}",
             reports::workload::compare_text(
                 &spec,
@@ -557,14 +600,17 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
             )
         );
         if let Some(d) = &a.out {
-            println!("wrote {}", d.display());
+            outln!("wrote {}", d.display());
         }
     }
     Ok(())
 }
 
-fn replay(a: ReplayArgs) -> Result<(), Failure> {
+fn replay(a: ReplayArgs) -> Result<Verdict, Failure> {
     let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    if let Some(path) = &a.trace {
+        out_file("--trace", path)?;
+    }
     let dev = device_for(&sc, &a.device)?;
     let pol = PolicyArgs {
         policy: a
@@ -576,12 +622,13 @@ fn replay(a: ReplayArgs) -> Result<(), Failure> {
     };
     let p = policies_from(&sc, &pol, false).pop().expect("one policy");
     let r = scenario::run(&sc, &p, &dev, a.seed, &a.strat.interleaving());
+    playable(&r)?;
     if let Some(path) = &a.trace {
         reports::output::write_atomic(path, (r.trace.join("\n") + "\n").as_bytes())
             .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
     }
-    print!("{}", reports::race::timeline(&sc, &r, a.seed));
-    Ok(())
+    out!("{}", reports::race::timeline(&sc, &r, a.seed));
+    Ok(verdict([&r]))
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
@@ -691,12 +738,12 @@ fn main() -> ExitCode {
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return ExitCode::SUCCESS;
+                out!("{e}");
+                return ExitCode::from(out::code::OK);
             }
             if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                eprint!("{e}");
-                return ExitCode::from(2);
+                out::error(format_args!("{e}"), false);
+                return ExitCode::from(out::code::BAD_INPUT);
             }
             // One line: the first, plus the next when the first only introduces it
             // ("the following required arguments were not provided:").
@@ -704,19 +751,69 @@ fn main() -> ExitCode {
             let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
             let first = lines.next().unwrap_or("error");
             match lines.next() {
-                Some(next) if first.ends_with(':') => eprintln!("{first} {next}"),
-                _ => eprintln!("{first}"),
+                Some(next) if first.ends_with(':') => {
+                    out::error(format_args!("{first} {next}"), true)
+                }
+                _ => out::error(format_args!("{first}"), true),
             }
-            return ExitCode::from(2);
+            return ExitCode::from(out::code::BAD_INPUT);
         }
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Verdict::Clean) => ExitCode::from(out::code::OK),
+        Ok(Verdict::Failed) => ExitCode::from(out::code::FAILED),
         Err(Failure(msg)) => {
-            eprintln!("error: {msg}");
-            ExitCode::from(2)
+            out::error(format_args!("error: {msg}"), true);
+            ExitCode::from(out::code::BAD_INPUT)
         }
     }
+}
+
+/// How a command that ran to its end came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Exit 0.
+    Clean,
+    /// Exit 1: a check failed or an invariant fired.
+    Failed,
+}
+
+/// Violations that are not findings but bad input: the scenario could not play (a stuck
+/// script; a setup or task operation that failed, e.g. on a missing path).
+fn is_bad_input(invariant: &str) -> bool {
+    matches!(invariant, "script" | "scenario")
+}
+
+/// A run that could not play is bad input (exit 2), not a result.
+fn playable(r: &RunResult) -> Result<(), Failure> {
+    match r.violations.iter().find(|v| is_bad_input(&v.invariant)) {
+        Some(v) => Err(Failure(format!("{} (under {})", v.message, r.policy.name))),
+        None => Ok(()),
+    }
+}
+
+/// Failed when an invariant (S1, S2, S3, the time limit) fired in any of `runs`.
+fn verdict<'a>(runs: impl IntoIterator<Item = &'a RunResult>) -> Verdict {
+    let fired = runs
+        .into_iter()
+        .flat_map(|r| &r.violations)
+        .any(|v| !is_bad_input(&v.invariant));
+    if fired {
+        Verdict::Failed
+    } else {
+        Verdict::Clean
+    }
+}
+
+/// Refuses an output file flag whose path exists and is not a regular file, before any work.
+fn out_file(flag: &str, path: &std::path::Path) -> Result<(), Failure> {
+    reports::output::check_file(path)
+        .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))
+}
+
+/// Creates an output directory flag's path, refusing one that exists and is not a directory.
+fn out_dir(flag: &str, dir: &std::path::Path) -> Result<(), Failure> {
+    reports::output::prepare_dir(dir).map_err(|e| Failure(format!("{flag} {}: {e}", dir.display())))
 }
 
 fn load_scenarios(specs: &[String]) -> Result<Vec<Scenario>, Failure> {
@@ -750,9 +847,12 @@ fn policies_from(sc: &Scenario, a: &PolicyArgs, super_committed: bool) -> Vec<Po
     vec![sc_flag(policy_of(a))]
 }
 
-fn run_races(a: RunArgs) -> Result<(), Failure> {
+fn run_races(a: RunArgs) -> Result<Verdict, Failure> {
     let specs: Vec<String> = a.scenario.iter().cloned().collect();
     let scenarios = load_scenarios(&specs)?;
+    if let Some(path) = &a.trace {
+        out_file("--trace", path)?;
+    }
     let interleaving = if !a.explore {
         Interleaving::Script
     } else {
@@ -772,13 +872,7 @@ fn run_races(a: RunArgs) -> Result<(), Failure> {
     // input, not a result.
     for (_, runs) in &items {
         for r in runs {
-            if let Some(v) = r
-                .violations
-                .iter()
-                .find(|v| v.invariant == "script" || v.invariant == "scenario")
-            {
-                return Err(Failure(format!("{} (under {})", v.message, r.policy.name)));
-            }
+            playable(r)?;
         }
     }
     if let Some(path) = &a.trace {
@@ -801,22 +895,22 @@ fn run_races(a: RunArgs) -> Result<(), Failure> {
             .map(|(sc, runs)| reports::race::json(sc, runs))
             .collect();
         if v.len() == 1 {
-            println!("{:#}", v[0]);
+            outln!("{:#}", v[0]);
         } else {
-            println!("{:#}", serde_json::Value::Array(v));
+            outln!("{:#}", serde_json::Value::Array(v));
         }
     } else {
         for (sc, runs) in &items {
-            println!("{}", reports::race::side_by_side(sc, runs));
+            outln!("{}", reports::race::side_by_side(sc, runs));
         }
         if items.len() > 1 && items.iter().all(|(_, r)| r.len() == 2) {
-            print!("{}", reports::race::summary(&items));
+            out!("{}", reports::race::summary(&items));
         }
     }
-    Ok(())
+    Ok(verdict(items.iter().flat_map(|(_, runs)| runs)))
 }
 
-fn sweep(a: SweepArgs) -> Result<(), Failure> {
+fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
     let dev = device_for(&sc, &a.device)?;
     let jobs = a.jobs.map_or_else(
@@ -874,10 +968,7 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
             *slot = (p["done_chunks"].as_u64().unwrap_or(0), report.result);
         }
     } else if let Some(d) = &a.out {
-        std::fs::create_dir_all(d)
-            .and_then(|_| reports::output::write_atomic(&d.join(".probe"), b""))
-            .and_then(|_| std::fs::remove_file(d.join(".probe")))
-            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+        out_dir("--out", d)?;
     }
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
@@ -927,26 +1018,74 @@ fn sweep(a: SweepArgs) -> Result<(), Failure> {
         report.partial = !finished;
         out.push(report);
     }
+    bar.finish_and_clear();
+    // A scenario that no seed could play (its setup always fails, say) is bad input, as in
+    // `run`; the first seed's run says why.
+    for (r, p) in out.iter().zip(&pols) {
+        if let Some(seed) = never_played(&r.result) {
+            let run = scenario::run(&sc, p, &dev, seed, &strategy);
+            let why = run
+                .violations
+                .iter()
+                .find(|v| is_bad_input(&v.invariant))
+                .map_or("the scenario cannot play", |v| v.message.as_str());
+            return Err(Failure(format!(
+                "{why} (under {}, in every one of the {} seeds run)",
+                p.name, r.result.runs
+            )));
+        }
+    }
     if let Some(d) = &dir {
         let v: Vec<serde_json::Value> = out.iter().map(|r| r.json()).collect();
+        let path = d.join("sweep.json");
         reports::output::write_atomic(
-            &d.join("sweep.json"),
+            &path,
             format!("{:#}\n", serde_json::Value::Array(v)).as_bytes(),
         )
-        .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+        .map_err(|e| Failure(format!("{} {}: {e}", dir_flag(&a), path.display())))?;
     }
-    bar.finish_and_clear();
     print_sweeps(&out, a.json);
-    Ok(())
+    let fired = out
+        .iter()
+        .flat_map(|r| r.result.targets.keys())
+        .filter_map(|k| k.strip_prefix("invariant:"))
+        .any(|inv| !is_bad_input(inv));
+    Ok(if fired {
+        Verdict::Failed
+    } else {
+        Verdict::Clean
+    })
+}
+
+/// The first seed, when every seed of a sweep failed to play (a stuck script or a failed
+/// operation in all of them).
+fn never_played(r: &models::sweep::SweepResult) -> Option<u64> {
+    if r.runs == 0 {
+        return None;
+    }
+    ["invariant:script", "invariant:scenario"]
+        .iter()
+        .filter_map(|k| r.targets.get(*k))
+        .find(|t| t.hits == r.runs)
+        .and_then(|t| t.first_seed)
+}
+
+/// The flag that named a sweep's checkpoint directory.
+fn dir_flag(a: &SweepArgs) -> &'static str {
+    if a.resume.is_some() {
+        "--resume"
+    } else {
+        "--out"
+    }
 }
 
 fn print_sweeps(out: &[reports::sweep::SweepReport], json: bool) {
     if json {
         let v: Vec<serde_json::Value> = out.iter().map(|r| r.json()).collect();
-        println!("{:#}", serde_json::Value::Array(v));
+        outln!("{:#}", serde_json::Value::Array(v));
     } else {
         for r in out {
-            println!("{}", r.text());
+            outln!("{}", r.text());
         }
     }
 }
@@ -998,15 +1137,16 @@ fn write_state(
         })
         .collect();
     let state = serde_json::json!({"meta": meta, "progress": per});
-    reports::output::write_atomic(&dir.join("state.json"), format!("{state:#}\n").as_bytes())
-        .map_err(|e| format!("--out {}: {e}", dir.display()))
+    let path = dir.join("state.json");
+    reports::output::write_atomic(&path, format!("{state:#}\n").as_bytes())
+        .map_err(|e| format!("{} {}: {e}", dir_flag(a), path.display()))
 }
 
-/// Exit code 1: a check found mismatches.
-struct Mismatch;
-
-fn check(specs: &[String]) -> Result<Result<(), Mismatch>, Failure> {
-    let mut failed = 0;
+/// Runs each scenario pre- and post-fix and compares with its expectations: Failed (exit 1)
+/// on any mismatch. A scenario that cannot play (a stuck script) is bad input, as in `run`:
+/// every scenario runs before anything is printed.
+fn check(specs: &[String]) -> Result<Verdict, Failure> {
+    let mut results = Vec::new();
     for sc in load_scenarios(specs)? {
         let dev = device_for(&sc, &None)?;
         let mut problems = Vec::new();
@@ -1015,48 +1155,49 @@ fn check(specs: &[String]) -> Result<Result<(), Mismatch>, Failure> {
             ("post-fix", sc.post_policy(), &sc.expect_post),
         ] {
             let r = scenario::run(&sc, &policy, &dev, sc.seed, &Interleaving::Script);
+            playable(&r)?;
             for m in scenario::compare(expect, &r) {
                 problems.push(format!("{label} ({}): {m}", policy.name));
             }
         }
+        results.push((sc, problems));
+    }
+    let mut verdict = Verdict::Clean;
+    for (sc, problems) in results {
         if problems.is_empty() {
-            println!("PASS {} [{}]", sc.name, sc.race.name());
+            outln!("PASS {} [{}]", sc.name, sc.race.name());
         } else {
-            failed += 1;
-            println!("FAIL {} [{}]", sc.name, sc.race.name());
+            verdict = Verdict::Failed;
+            outln!("FAIL {} [{}]", sc.name, sc.race.name());
             for p in problems {
-                println!("  {p}");
+                outln!("  {p}");
             }
         }
     }
-    Ok(if failed == 0 { Ok(()) } else { Err(Mismatch) })
+    Ok(verdict)
 }
 
-fn run(cli: Cli) -> Result<(), Failure> {
+fn run(cli: Cli) -> Result<Verdict, Failure> {
     match cli.command {
         Command::List { mutants } => {
             if mutants {
                 for m in Mutant::ALL {
-                    println!("{:<30} {}", m.name(), m.description());
+                    outln!("{:<30} {}", m.name(), m.description());
                 }
             } else {
                 for sc in Scenario::builtin() {
-                    println!("{:<42} {:<3} {}", sc.name, sc.race.name(), sc.title);
+                    outln!("{:<42} {:<3} {}", sc.name, sc.race.name(), sc.title);
                 }
             }
         }
-        Command::Run(a) => run_races(a)?,
-        Command::Sweep(a) => sweep(a)?,
+        Command::Run(a) => return run_races(a),
+        Command::Sweep(a) => return sweep(a),
         Command::Merge { files, json } => merge(&files, json)?,
-        Command::Replay(a) => replay(a)?,
+        Command::Replay(a) => return replay(a),
         Command::Shrink(a) => shrink(a)?,
         Command::Workload(a) => workload(a)?,
         Command::Compare(a) => compare(a)?,
-        Command::Check { scenarios } => {
-            if check(&scenarios)?.is_err() {
-                std::process::exit(1);
-            }
-        }
+        Command::Check { scenarios } => return check(&scenarios),
         Command::Bench(a) => {
             let p = bench::BenchParams {
                 lock: a.lock,
@@ -1067,9 +1208,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let (r, secs) = bench::run_timed(&p).map_err(|e| Failure(e.to_string()))?;
             let w = reports::bench::Wall { seconds: secs };
             if a.json {
-                println!("{:#}", reports::bench::json(&p, &r, w));
+                outln!("{:#}", reports::bench::json(&p, &r, w));
             } else {
-                print!("{}", reports::bench::text(&p, &r, w));
+                out!("{}", reports::bench::text(&p, &r, w));
             }
         }
         Command::Fio(a) => {
@@ -1087,9 +1228,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             };
             let r = fio::run(&p, cfg).map_err(|e| Failure(e.to_string()))?;
             if a.json {
-                println!("{:#}", reports::fio::json(&r));
+                outln!("{:#}", reports::fio::json(&r));
             } else {
-                print!("{}", reports::fio::text(&r));
+                out!("{}", reports::fio::text(&r));
             }
         }
         Command::Devices => {
@@ -1097,8 +1238,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .iter()
                 .filter_map(|n| presets::by_name(n))
                 .collect();
-            print!("{}", reports::devices::text(&cfgs));
+            out!("{}", reports::devices::text(&cfgs));
         }
     }
-    Ok(())
+    Ok(Verdict::Clean)
 }

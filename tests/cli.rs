@@ -1,6 +1,7 @@
-//! The command line: help, outputs, and bad input (one-line error, exit code 2, no panic).
+//! The command line: help, outputs, exit codes, and bad input (one-line error, exit code 2,
+//! no panic).
 
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 fn fsyncsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
@@ -328,7 +329,9 @@ fn run_with_a_policy_or_mutant_runs_one_column_and_reports_violations() {
         "sync-log-no-super-wait",
         "--json",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    // The mutant makes S1 fire, as it should: exit 1, the report still printed in full.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1);
@@ -343,6 +346,7 @@ fn run_with_a_policy_or_mutant_runs_one_column_and_reports_violations() {
         "--fix",
         "R1",
     ]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("linux-5.10 with R1 without R7"), "{out}");
 }
@@ -411,14 +415,17 @@ fn a_script_that_cannot_progress_is_a_one_line_error_naming_the_line() {
         "stuck.toml",
         "name = \"s\"\nrace = \"R6\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"create /x\", \"write /x 4k\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"write /x 4k\", \"fsync /x\"]\n[script]\nsteps = [\n  \"B write:start\",\n  \"B sync_log:write_super\",\n  \"A trans:unblocked\",\n]\n",
     );
-    assert_bad_input(
-        &["run", p.to_str().unwrap()],
-        &[
-            "stuck.toml:15: the script cannot progress",
-            "sync_log:write_super",
-            "without R6",
-        ],
-    );
+    // Bad input in both run and check (check used to report it as a mismatch, exit 1).
+    for cmd in ["run", "check"] {
+        assert_bad_input(
+            &[cmd, p.to_str().unwrap()],
+            &[
+                "stuck.toml:15: the script cannot progress",
+                "sync_log:write_super",
+                "without R6",
+            ],
+        );
+    }
 }
 
 #[test]
@@ -727,4 +734,235 @@ fn shrink_writes_a_scenario_that_run_and_check_reproduce() {
         &["--seed"],
     );
     assert!(!none.exists());
+}
+
+/// A pipe whose reading end is already closed: the first write to it fails with EPIPE. (The
+/// reader is an fsyncsim that prints its version and exits without reading.)
+fn closed_pipe() -> Stdio {
+    let mut reader = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .arg("--version")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("run fsyncsim");
+    let write_end = reader.stdin.take().unwrap();
+    assert!(reader.wait().unwrap().success());
+    Stdio::from(write_end)
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_ends_fsyncsim_quietly_with_exit_0() {
+    let cases: [&[&str]; 7] = [
+        &["list"],
+        &["list", "--mutants"],
+        &["devices"],
+        &["run"],
+        &["run", "r1-link-rename-logged-trans", "--json"],
+        &["check"],
+        &["sweep", "r1-link-rename-logged-trans", "--seeds", "0..20"],
+    ];
+    for args in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+            .args(args)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(o.stderr.is_empty(), "{args:?}: {}", stderr(&o));
+    }
+    // As `fsyncsim run | head -2` does it: a pipe the reader drops at once, more output than
+    // a pipe buffer holds (every race, side by side).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .arg("run")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_full_disk_on_stdout_is_one_line_and_exit_1() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("no /dev/full here: skipped");
+        return;
+    };
+    for args in [&["list"][..], &["run", "r1-link-rename-logged-trans"]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+            .args(args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("fsyncsim: cannot write to stdout: ") && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn outputs_that_exist_and_are_not_regular_files_are_refused_and_left_alone() {
+    let dir = std::env::temp_dir().join(format!("fsyncsim-nonfile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("a-dir")).unwrap();
+    std::fs::write(dir.join("a-dir/inside.txt"), "keep").unwrap();
+    std::fs::write(dir.join("a-file"), "keep").unwrap();
+    let a_dir = dir.join("a-dir");
+    let a_file = dir.join("a-file");
+    let fifo = dir.join("a-fifo");
+    let have_fifo = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    let (d, f, p) = (
+        a_dir.to_str().unwrap(),
+        a_file.to_str().unwrap(),
+        fifo.to_str().unwrap(),
+    );
+    let sc = "r1-link-rename-logged-trans";
+    let mut cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (vec!["run", sc, "--trace", d], "--trace", d),
+        (
+            vec!["replay", sc, "--seed", "1", "--trace", d],
+            "--trace",
+            d,
+        ),
+        (
+            vec![
+                "shrink",
+                sc,
+                "--seed",
+                "0",
+                "--target",
+                "unnecessary_inode_logs",
+                "--out",
+                d,
+            ],
+            "--out",
+            d,
+        ),
+        // A directory flag given a regular file.
+        (
+            vec!["sweep", sc, "--seeds", "0..10", "--out", f],
+            "--out",
+            f,
+        ),
+        (
+            vec!["compare", "dbench", "--duration", "1s", "--out", f],
+            "--out",
+            f,
+        ),
+    ];
+    if std::path::Path::new("/dev/null").exists() {
+        cases.push((
+            vec!["run", sc, "--trace", "/dev/null"],
+            "--trace",
+            "/dev/null",
+        ));
+    }
+    if have_fifo {
+        cases.push((vec!["run", sc, "--trace", p], "--trace", p));
+        cases.push((
+            vec!["replay", sc, "--seed", "1", "--trace", p],
+            "--trace",
+            p,
+        ));
+        cases.push((
+            vec!["sweep", sc, "--seeds", "0..10", "--out", p],
+            "--out",
+            p,
+        ));
+    }
+    for (args, flag, path) in &cases {
+        assert_bad_input(args, &[flag, path, "exists and is"]);
+    }
+    assert_eq!(
+        std::fs::read_to_string(a_dir.join("inside.txt")).unwrap(),
+        "keep"
+    );
+    assert_eq!(std::fs::read_dir(&a_dir).unwrap().count(), 1);
+    assert_eq!(std::fs::read_to_string(&a_file).unwrap(), "keep");
+    #[cfg(unix)]
+    if have_fifo {
+        use std::os::unix::fs::FileTypeExt;
+        let t = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(t.is_fifo(), "the FIFO was replaced");
+    }
+    // Nothing else appeared (no temp files left behind).
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        2 + usize::from(have_fifo)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn invariants_that_fire_exit_1_in_run_replay_and_sweep() {
+    let sc = "r6-log-start-blocked-on-tree-log-mutex";
+    let m = ["--mutant", "sync-log-no-super-wait"];
+    for args in [
+        vec!["run", sc],
+        vec!["replay", sc, "--seed", "0"],
+        vec!["sweep", sc, "--seeds", "0..20"],
+    ] {
+        let o = fsyncsim(&[&args[..], &m[..]].concat());
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).is_empty(), "{args:?}: {}", stderr(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("S1"),
+            "{args:?}"
+        );
+        // Without the mutant: no invariant fires, exit 0.
+        let o = fsyncsim(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_scenario_whose_setup_always_fails_is_bad_input_everywhere() {
+    let p = temp_file(
+        "bad-setup.toml",
+        "name = \"bad-setup\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"create /x\", \"unlink /x\", \"unlink /x\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n",
+    );
+    let path = p.to_str().unwrap();
+    let needles = ["setup: unlink", "/x"];
+    assert_bad_input(&["run", path], &needles);
+    assert_bad_input(&["check", path], &needles);
+    assert_bad_input(&["replay", path, "--seed", "3"], &needles);
+    // Every seed fails to play: bad input, not a sweep with a 100 % hit rate (exit 0).
+    assert_bad_input(
+        &["sweep", path, "--seeds", "0..50"],
+        &["setup: unlink", "every one of the 50 seeds"],
+    );
+}
+
+#[test]
+fn help_states_the_exit_codes() {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["replay", "--help"],
+        &["check", "--help"],
+        &["sweep", "--help"],
+        &["shrink", "--help"],
+    ] {
+        let o = fsyncsim(args);
+        assert!(o.status.success(), "{args:?}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        for needle in [
+            "Exit codes",
+            "0  success",
+            "1  an invariant fired",
+            "2  bad input",
+            "3  a resource limit",
+        ] {
+            assert!(out.contains(needle), "{args:?} lacks {needle:?}: {out}");
+        }
+    }
 }

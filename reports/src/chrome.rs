@@ -32,17 +32,12 @@ fn q(s: &str) -> String {
 }
 
 impl ChromeTrace {
-    /// Starts writing `path` (via a temporary file next to it); `process` names the run.
+    /// Starts writing `path` (via a temporary file next to it); `process` names the run. A
+    /// `path` that exists and is not a regular file is refused.
     pub fn create(path: &Path, process: &str) -> std::io::Result<ChromeTrace> {
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path.file_name().ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path")
-        })?;
-        let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
-        let mut out = BufWriter::new(std::fs::File::create(&tmp)?);
+        // Refuses a path that exists and is not a regular file (crate::output).
+        let (tmp, file) = crate::output::create_temp(path)?;
+        let mut out = BufWriter::new(file);
         write!(
             out,
             "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{{\"name\":{}}}}}",

@@ -163,6 +163,8 @@ fn write_chart<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+    // A directory, FIFO or device at `path` is refused, not replaced by the rename below.
+    crate::output::check_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     ensure_font()?;
     let ext = match format {
         Format::Png => "png",
