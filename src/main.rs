@@ -361,6 +361,23 @@ struct LoadArgs {
     /// dbench -s: every write synchronous (O_SYNC opens).
     #[arg(long)]
     sync_open: bool,
+    /// CPU cores the simulated CPU time runs on, round robin (`unlimited`: no contention;
+    /// default: the workload's `cpus`).
+    #[arg(long, value_parser = parse_cpus)]
+    cpus: Option<Option<u64>>,
+}
+
+/// `--cpus N` (1..=4096) or `unlimited`.
+fn parse_cpus(s: &str) -> Result<Option<u64>, String> {
+    match s {
+        "unlimited" => Ok(None),
+        _ => s
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=4096).contains(n))
+            .map(Some)
+            .ok_or_else(|| format!("expected 1..=4096 or 'unlimited', got '{s}'")),
+    }
 }
 
 impl LoadArgs {
@@ -379,6 +396,9 @@ impl LoadArgs {
         }
         if self.sync_open {
             spec.sync_open = true;
+        }
+        if let Some(c) = self.cpus {
+            spec.cpus = c;
         }
         let dev = DeviceConfig::resolve(self.device.as_deref().unwrap_or(&spec.device))
             .map_err(|e| Failure(e.to_string()))?;

@@ -166,6 +166,9 @@ impl Interner {
 
 /// The engine state shared by the run loop and every primitive.
 pub(crate) struct Core {
+    /// The CPU cores `Handle::cpu` runs on, as (semaphore resource, round-robin quantum);
+    /// None = unlimited CPU (a task's CPU time never waits).
+    pub(crate) cpus: Option<(ResId, Nanos)>,
     pub(crate) now: Nanos,
     heap: TimerQueue,
     pub(crate) ready: VecDeque<TaskId>,
@@ -217,6 +220,7 @@ impl Core {
             trace: Trace::default(),
             stop: false,
             tearing_down: false,
+            cpus: None,
             dispatches: 0,
         }
     }
@@ -447,10 +451,35 @@ impl Handle {
         self.delay(d, CLASS_SLEEP)
     }
 
-    /// Spends `d` of CPU time (the task is busy, attributed to "cpu").
+    /// Spends `d` of CPU time (the task is busy, attributed to "cpu"). With `set_cpus`, the
+    /// task first waits for a free core ("cpu_wait", FIFO run queue) and runs at most one
+    /// quantum before queueing again (round robin).
     #[inline]
-    pub fn cpu(&self, d: Nanos) -> Delay<'_> {
-        self.delay(d, CLASS_CPU)
+    pub fn cpu(&self, d: Nanos) -> impl Future<Output = ()> + '_ {
+        let cpus = self.core().cpus;
+        async move {
+            match cpus {
+                None => self.delay(d, CLASS_CPU).await,
+                Some((id, quantum)) => {
+                    let cores = crate::sync::Semaphore::from_id(self, id);
+                    let mut left = d;
+                    while left > 0 {
+                        let core = cores.acquire().await;
+                        let q = left.min(quantum);
+                        self.delay(q, CLASS_CPU).await;
+                        drop(core);
+                        left -= q;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Makes CPU time contended: `cores` cores shared round-robin with time slices of
+    /// `quantum`; waits for a core are attributed to "cpu_wait". Call before spawning tasks.
+    pub fn set_cpus(&self, cores: u64, quantum: Nanos) {
+        let s = crate::sync::Semaphore::with_class(self, "cpu", "cpu_wait", cores.max(1));
+        self.core().cpus = Some((s.id(), quantum.max(1)));
     }
 
     /// Waits for `d`, attributing the time to `class`.

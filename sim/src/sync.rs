@@ -168,6 +168,16 @@ impl Semaphore {
         Semaphore { h: h.clone(), id }
     }
 
+    /// A handle on the semaphore resource `id` (made by `with_class`).
+    pub(crate) fn from_id(h: &Handle, id: ResId) -> Self {
+        Semaphore { h: h.clone(), id }
+    }
+
+    /// The resource id.
+    pub(crate) fn id(&self) -> ResId {
+        self.id
+    }
+
     /// Takes one permit, waiting FIFO; the permit is returned when the guard drops.
     pub fn acquire(&self) -> Acquire<'_> {
         self.acquire_n(1)

@@ -42,6 +42,9 @@ pub struct Costs {
     /// Fixed CPU of a transaction commit outside the modelled steps: delayed refs, fs roots,
     /// switching commit roots (guess: 100 us).
     pub commit_cpu: Nanos,
+    /// Commit CPU per metadata block it writes: running the delayed ref of each COWed block
+    /// (btrfs_run_delayed_refs, one extent-tree update each: `btree_item`'s 2 us).
+    pub commit_cpu_per_block: Nanos,
     /// CPU per pinned extent at unpin (btrfs_finish_extent_commit; "milliseconds with
     /// thousands of pinned extents" => ~1 us each).
     pub unpin_per_extent: Nanos,
@@ -83,6 +86,7 @@ impl Default for Costs {
             item_bytes_per_dentry: 136,
             item_bytes_per_extent: 78,
             commit_cpu: 100 * US,
+            commit_cpu_per_block: 2 * US,
             unpin_per_extent: US,
             pinned_per_block: 1,
             write_per_page: 4 * US,
@@ -98,7 +102,7 @@ impl Default for Costs {
 
 impl Costs {
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 22] = [
+    pub const FIELDS: [&'static str; 23] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -112,6 +116,7 @@ impl Costs {
         "item_bytes_per_dentry",
         "item_bytes_per_extent",
         "commit_cpu",
+        "commit_cpu_per_block",
         "unpin_per_extent",
         "pinned_per_block",
         "write_per_page",
@@ -154,6 +159,7 @@ impl Costs {
             "item_bytes_per_dentry" => &mut self.item_bytes_per_dentry,
             "item_bytes_per_extent" => &mut self.item_bytes_per_extent,
             "commit_cpu" => &mut self.commit_cpu,
+            "commit_cpu_per_block" => &mut self.commit_cpu_per_block,
             "unpin_per_extent" => &mut self.unpin_per_extent,
             "pinned_per_block" => &mut self.pinned_per_block,
             "write_per_page" => &mut self.write_per_page,

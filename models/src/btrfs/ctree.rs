@@ -18,6 +18,9 @@ use std::rc::Rc;
 /// Commits between two compactions of the state in long workload runs.
 pub(super) const COMPACT_EVERY: u32 = 64;
 
+/// Virtual time between two compactions when commits are rarer than that.
+pub(super) const COMPACT_INTERVAL: sim::Nanos = sim::S;
+
 /// (state version, image version) and the recovery verdict for them.
 pub(super) type CrashMemo = ((u64, u64), Result<(), String>);
 

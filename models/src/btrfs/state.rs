@@ -350,6 +350,8 @@ pub struct FsState {
     pub data: DataSpace,
     /// Commits since the last `compact`.
     pub commits_since_compact: u32,
+    /// Virtual time of the last `compact`.
+    pub last_compact: sim::Nanos,
     /// Device writes by token - 1.
     pub writes: Vec<(WriteKind, u64)>,
     /// Fsyncs that returned success.
@@ -435,6 +437,7 @@ impl FsState {
             dir_cache: Default::default(),
             data: DataSpace::default(),
             commits_since_compact: 0,
+            last_compact: 0,
             writes: Vec::new(),
             fsyncs: Vec::new(),
             next_ino: ROOT_INO + 1,

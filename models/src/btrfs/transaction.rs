@@ -1,6 +1,6 @@
 //! fs/btrfs/transaction.c: joining, ending and committing transactions.
 
-use super::ctree::{Btrfs, COMPACT_EVERY};
+use super::ctree::{Btrfs, COMPACT_EVERY, COMPACT_INTERVAL};
 use super::policy::Mutant;
 use super::state::*;
 use crate::device::Request;
@@ -181,7 +181,18 @@ impl Btrfs {
         let tree_log = self.inner.tree_log_mutex.lock().await;
         {
             let _reloc = self.inner.reloc_mutex.lock().await;
-            h.cpu(self.inner.costs.commit_cpu).await;
+            // Nothing joins a transaction past COMMIT_DOING with one writer left: its dirty
+            // set is final. Running its delayed refs costs per COWed block.
+            let blocks = {
+                let mut st = self.st_mut();
+                let tr = st.trans.get_mut(&t).unwrap();
+                let dirty = std::mem::take(&mut tr.dirty);
+                tr.dirty_blocks =
+                    crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty).max(1);
+                tr.dirty_blocks
+            };
+            let c = &self.inner.costs;
+            h.cpu(c.commit_cpu + blocks * c.commit_cpu_per_block).await;
             // commit_fs_roots frees the log trees: the commit captures everything logged;
             // entries never synced are judged now.
             self.judge(t, None);
@@ -208,14 +219,10 @@ impl Btrfs {
             None
         };
         // Step 7: write and wait the dirty extent buffers, then the superblocks.
-        let (blocks, nodesize) = {
-            let mut st = self.st_mut();
-            let tr = st.trans.get_mut(&t).unwrap();
-            let dirty = std::mem::take(&mut tr.dirty);
-            tr.dirty_blocks =
-                crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty).max(1);
-            (tr.dirty_blocks, self.inner.costs.nodesize)
-        };
+        let (blocks, nodesize) = (
+            self.inner.st.borrow().trans[&t].dirty_blocks,
+            self.inner.costs.nodesize,
+        );
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::CommitBlocks { transid: t }, blocks * nodesize);
@@ -256,10 +263,15 @@ impl Btrfs {
             tr.state = TransState::Completed;
             tr.writers -= 1;
             if !st.keep_history {
-                // Amortised: the state holds at most this many commits of history.
+                // Amortised: the state holds at most COMPACT_EVERY commits, or one second of
+                // virtual time, of history (commits can be seconds apart).
                 st.commits_since_compact += 1;
-                if st.commits_since_compact >= COMPACT_EVERY {
+                let now = self.inner.h.now();
+                if st.commits_since_compact >= COMPACT_EVERY
+                    || now >= st.last_compact + COMPACT_INTERVAL
+                {
                     st.commits_since_compact = 0;
+                    st.last_compact = now;
                     st.compact();
                 }
             }

@@ -130,6 +130,8 @@ struct Recorder {
     to: Nanos,
     /// Wait-class id of CPU time.
     cpu_class: usize,
+    /// Wait-class id of waiting for a core (the run queue).
+    cpu_wait_class: usize,
     ops: Vec<OpResult>,
     slowest: Vec<SlowOp>,
     files_done: u64,
@@ -138,11 +140,19 @@ struct Recorder {
 }
 
 impl Recorder {
-    /// Records an operation that is pure CPU time `cost` starting at `start` (no engine
-    /// event: a client's consecutive CPU-only operations are one delay, which is exact
-    /// because CPUs are not a contended resource in this model).
-    fn record_cpu(&mut self, task: TaskId, op: usize, start: Nanos, cost: Nanos, bytes: u64) {
-        let end = start + cost;
+    /// Records an operation that is pure CPU time `cost` starting at `start`, of which
+    /// `wait` was spent waiting for a core (no engine event of its own: a client's
+    /// consecutive CPU-only operations run as one burst, see `PendingCpu`).
+    fn record_cpu(
+        &mut self,
+        task: TaskId,
+        op: usize,
+        start: Nanos,
+        cost: Nanos,
+        wait: Nanos,
+        bytes: u64,
+    ) {
+        let end = start + cost + wait;
         if self.tracing {
             self.slices.push((task, op, start, end));
         }
@@ -150,12 +160,14 @@ impl Recorder {
             return;
         }
         let o = &mut self.ops[op];
-        o.hist.saturating_record(cost.max(1));
+        o.hist.saturating_record((cost + wait).max(1));
         o.bytes += bytes;
-        if o.attribution.len() <= self.cpu_class {
-            o.attribution.resize(self.cpu_class + 1, 0);
+        let need = self.cpu_class.max(self.cpu_wait_class) + 1;
+        if o.attribution.len() < need {
+            o.attribution.resize(need, 0);
         }
         o.attribution[self.cpu_class] += cost;
+        o.attribution[self.cpu_wait_class] += wait;
     }
 
     fn record(
@@ -213,6 +225,20 @@ impl Recorder {
     }
 }
 
+/// The round-robin time slice of `cores` CPUs: CFS's minimum granularity, 0.75 ms scaled by
+/// 1 + ilog2(min(cores, 8)) (kernel/sched/fair.c@v5.10: sysctl_sched_min_granularity,
+/// SCHED_TUNABLESCALING_LOG) — 3 ms on 8 or more cores.
+pub fn sched_slice(cores: u64) -> Nanos {
+    750 * sim::US * (1 + u64::from(cores.clamp(1, 8).ilog2()))
+}
+
+/// A client's CPU-only operations not yet spent: (op, cost, bytes) and their total.
+#[derive(Default)]
+struct PendingCpu {
+    total: Nanos,
+    ops: Vec<(usize, Nanos, u64)>,
+}
+
 /// What every client shares.
 #[derive(Clone)]
 struct Ctx {
@@ -250,25 +276,39 @@ impl Ctx {
         true
     }
 
-    /// Queues a CPU-only operation: recorded now, its time spent at the next `flush_cpu`.
-    fn cpu_op(&self, pending: &mut Nanos, op: usize, cost: Nanos, bytes: u64) {
-        let start = self.h.now() + *pending;
-        self.rec
-            .borrow_mut()
-            .record_cpu(self.h.current(), op, start, cost, bytes);
-        *pending += cost;
+    /// Queues a CPU-only operation: its time is spent, and it is recorded, at the next
+    /// `flush_cpu`.
+    fn cpu_op(&self, pending: &mut PendingCpu, op: usize, cost: Nanos, bytes: u64) {
+        pending.total += cost;
+        pending.ops.push((op, cost, bytes));
     }
 
     /// Spends the queued CPU time; true (for chaining before a measured operation).
-    async fn flush_then(&self, pending: &mut Nanos) -> bool {
+    async fn flush_then(&self, pending: &mut PendingCpu) -> bool {
         self.flush_cpu(pending).await;
         true
     }
 
-    /// Spends the queued CPU time.
-    async fn flush_cpu(&self, pending: &mut Nanos) {
-        if *pending > 0 {
-            self.h.cpu(std::mem::take(pending)).await;
+    /// Spends the queued CPU time as one burst (one core, round-robin slices) and records
+    /// each queued operation: its own CPU time, plus a share of the burst's run-queue wait
+    /// in proportion to its length — the chance a preemption lands in it.
+    async fn flush_cpu(&self, pending: &mut PendingCpu) {
+        if pending.total == 0 {
+            pending.ops.clear();
+            return;
+        }
+        let total = std::mem::take(&mut pending.total);
+        let start = self.h.now();
+        self.h.cpu(total).await;
+        let wait = (self.h.now() - start).saturating_sub(total);
+        let me = self.h.current();
+        let mut rec = self.rec.borrow_mut();
+        let mut at = start;
+        for (op, cost, bytes) in pending.ops.drain(..) {
+            // u128: wait × cost cannot overflow.
+            let share = (u128::from(wait) * u128::from(cost) / u128::from(total)) as Nanos;
+            rec.record_cpu(me, op, at, cost, share, bytes);
+            at += cost + share;
         }
     }
 
@@ -354,7 +394,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
         Table::new(&cx.spec.write_sizes),
     );
     let (mut before, mut after) = (Vec::new(), Vec::new());
-    let mut pending: Nanos = 0;
+    let mut pending = PendingCpu::default();
     let costs: Vec<Nanos> = super::spec::DBENCH_OPS
         .iter()
         .map(|o| cx.spec.cpu_of(o))
@@ -577,7 +617,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
         if !ok {
             return;
         }
-        if pending >= CPU_BATCH {
+        if pending.total >= CPU_BATCH {
             cx.flush_cpu(&mut pending).await;
         }
     }
@@ -768,6 +808,9 @@ pub fn run_with_progress(
     let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), Costs::default());
     fs.set_latency(false);
     fs.set_history(false);
+    if let Some(cores) = spec.cpus {
+        h.set_cpus(cores, sched_slice(cores));
+    }
     fs.spawn_committer(&h, spec.commit_interval);
     let spec_rc = Rc::new(spec.clone());
     let ops = spec
@@ -786,6 +829,7 @@ pub fn run_with_progress(
         from: Nanos::MAX,
         to: Nanos::MAX,
         cpu_class: 0,
+        cpu_wait_class: h.class_static("cpu_wait") as usize,
         ops,
         slowest: Vec::new(),
         files_done: 0,

@@ -98,6 +98,7 @@ struct SpecFile {
     device: Option<Spanned<String>>,
     fs: Option<Spanned<String>>,
     mount: Option<Spanned<String>>,
+    cpus: Option<Spanned<i64>>,
     commit_interval: Option<Spanned<String>>,
     seed: Option<u64>,
     sync_open: Option<bool>,
@@ -133,6 +134,8 @@ pub struct Spec {
     pub commit_interval: Nanos,
     /// The filesystem and its mount options (`fs`, `mount`).
     pub mount: crate::vfs::Mount,
+    /// CPU cores every simulated CPU cost runs on (round robin); None = unlimited.
+    pub cpus: Option<u64>,
     /// Default seed.
     pub seed: u64,
     /// dbench -s: files opened O_SYNC, every WriteX synchronous.
@@ -287,6 +290,20 @@ impl Spec {
             ..options
         };
         let mount = crate::vfs::Mount { fs, options };
+        let cpus = match &f.cpus {
+            Some(v) => Some(
+                u64::try_from(*v.get_ref())
+                    .ok()
+                    .filter(|n| (1..=4096).contains(n))
+                    .ok_or_else(|| {
+                        err(
+                            v.span().start,
+                            format!("invalid cpus {}: expected an integer 1..=4096", v.get_ref()),
+                        )
+                    })?,
+            ),
+            None => None,
+        };
         let mut mix = vec![0u64; DBENCH_OPS.len()];
         for (k, v) in f.mix.iter().flatten() {
             let Some(i) = DBENCH_OPS.iter().position(|o| o == k) else {
@@ -388,6 +405,7 @@ impl Spec {
             device,
             commit_interval,
             mount,
+            cpus,
             seed: f.seed.unwrap_or(1),
             sync_open: f.sync_open.unwrap_or(false),
             files: count(&f.files, "number of files", 1 << 20, 128)? as u32,
@@ -441,8 +459,9 @@ impl Spec {
     }
 
     /// Parameters `--vary` accepts.
-    pub const VARY: [&'static str; 7] = [
+    pub const VARY: [&'static str; 8] = [
         "clients",
+        "cpus",
         "threads",
         "queue_depth",
         "hw_queues",
@@ -466,6 +485,12 @@ impl Spec {
         };
         match name {
             "clients" | "threads" => self.clients = int(value, 4096)? as u32,
+            "cpus" => {
+                self.cpus = match value {
+                    "unlimited" => None,
+                    v => Some(int(v, 4096)?),
+                }
+            }
             "queue_depth" => device.queue_depth = int(value, 65536)?,
             "hw_queues" => device.hw_queues = int(value, 1024)?,
             "parallelism" => device.parallelism = int(value, 4096)?,
