@@ -111,6 +111,11 @@ enum Command {
         after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers.\nBoth sides run the same seeds (common random numbers), in parallel.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024"
     )]
     Compare(CompareArgs),
+    /// Run every seed experiment the model covers and print seed figures beside the model's.
+    #[command(
+        after_help = "Rows: seed 000's dbench (64 clients, linux-5.10 -> linux-5.11) and seed 001's sysbench\n(linux-5.11 without R7 -> linux-5.11): each figure's change in the seed and in the model,\nwhether they point the same way, and the baselines' absolute levels; then R7's regression\nagainst the ratio of a sysbench round to the commit interval.\n\nExamples:\n  fsyncsim validate --quick\n  fsyncsim validate --json > validate.json"
+    )]
+    Validate(ValidateArgs),
     /// Merge the --json outputs of a sharded sweep into what one unsharded sweep prints.
     #[command(
         after_help = "Examples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 1/2 --json > s1.json\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..100000 --shard 2/2 --json > s2.json\n  fsyncsim merge s1.json s2.json"
@@ -521,6 +526,44 @@ struct CompareArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct ValidateArgs {
+    /// Shorter runs (dbench 20 s, sysbench 60 s) with two paired seeds and 95 % intervals.
+    #[arg(long)]
+    quick: bool,
+    /// Print JSON: {rows: [{id, seed, figure, seed_value, model_value, unit,
+    /// direction_match, ratio}], curves: [...]}.
+    #[arg(long)]
+    json: bool,
+    /// Worker threads (default: all cores); results do not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
+}
+
+fn validate(a: ValidateArgs) -> Result<(), Failure> {
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new_spinner()
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} {pos} workload runs done")
+            .expect("valid template"),
+    );
+    let v = models::validate::validate(a.quick, jobs, &|| bar.inc(1)).map_err(Failure)?;
+    bar.finish_and_clear();
+    if a.json {
+        outln!("{:#}", reports::validate::json(&v));
+    } else {
+        out!("{}", reports::validate::text(&v));
+    }
+    Ok(())
 }
 
 fn compare(a: CompareArgs) -> Result<(), Failure> {
@@ -1213,6 +1256,7 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         Command::Run(a) => return run_races(a),
         Command::Sweep(a) => return sweep(a),
         Command::Merge { files, json } => merge(&files, json)?,
+        Command::Validate(a) => validate(a)?,
         Command::Replay(a) => return replay(a),
         Command::Shrink(a) => shrink(a)?,
         Command::Workload(a) => workload(a)?,

@@ -7,5 +7,6 @@ pub mod scenario;
 pub mod shrink;
 pub mod sweep;
 pub mod units;
+pub mod validate;
 pub mod vfs;
 pub mod workload;

@@ -10,4 +10,5 @@ pub mod output;
 pub mod plot;
 pub mod race;
 pub mod sweep;
+pub mod validate;
 pub mod workload;

@@ -400,10 +400,16 @@ pub fn fsperf_table(rows: &[CompareRow]) -> String {
 }
 
 /// Rows as an aligned `a | b | c` table with a rule under the first (header) row.
-fn pipe_table(lines: &[Vec<String>]) -> String {
+pub(crate) fn pipe_table(lines: &[Vec<String>]) -> String {
     let cols = lines.first().map_or(0, Vec::len);
     let width: Vec<usize> = (0..cols)
-        .map(|i| lines.iter().map(|l| l[i].len()).max().unwrap_or(0))
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut t = String::new();
     for (j, l) in lines.iter().enumerate() {

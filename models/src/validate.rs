@@ -1,0 +1,393 @@
+//! `fsyncsim validate`: every seed experiment the model covers, run under the seed's two
+//! kernels and set beside the seed's published figures (relative changes, and the
+//! baseline's absolute level), plus R7's regression as a function of the ratio between a
+//! sysbench round and the commit interval.
+//!
+//! The seed values are copied from the threads in `shared/seeds/` (file and line cited per
+//! experiment); nothing here is tuned to them.
+
+use crate::device::DeviceConfig;
+use crate::workload::compare::{compare, parse_policy};
+use crate::workload::fsload::WorkloadResult;
+use crate::workload::spec::Spec;
+
+/// What a figure measures in a workload result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// dbench throughput, MB/s.
+    Throughput,
+    /// sysbench requests (writes) per second.
+    PerSecond,
+    /// Largest operation latency, ms.
+    MaxLatency,
+    /// Mean latency of one operation kind, ms.
+    AvgLat(&'static str),
+}
+
+impl Measure {
+    /// The value in a result (None when the operation never ran in the window).
+    pub fn of(self, r: &WorkloadResult) -> Option<f64> {
+        match self {
+            Measure::Throughput => Some(r.mb_per_s()),
+            Measure::PerSecond => Some(r.per_s()),
+            Measure::MaxLatency => Some(r.max_latency() as f64 / 1e6),
+            Measure::AvgLat(op) => r
+                .op(op)
+                .filter(|o| !o.hist.is_empty())
+                .map(|o| o.hist.mean() / 1e6),
+        }
+    }
+
+    /// Unit of the absolute value.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Measure::Throughput => "MB/s",
+            Measure::PerSecond => "req/s",
+            Measure::MaxLatency | Measure::AvgLat(_) => "ms",
+        }
+    }
+
+    /// Name in row ids.
+    pub fn name(self) -> String {
+        match self {
+            Measure::Throughput => "throughput".into(),
+            Measure::PerSecond => "requests_per_s".into(),
+            Measure::MaxLatency => "max_latency".into(),
+            Measure::AvgLat(op) => format!("{op}_avg_lat"),
+        }
+    }
+}
+
+/// One seed experiment: a workload under a baseline and a current policy, and the seed's
+/// figures for both.
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    /// Short id (row ids start with it).
+    pub id: &'static str,
+    /// Seed thread and where its figures are.
+    pub seed: &'static str,
+    /// Built-in workload.
+    pub workload: &'static str,
+    /// Baseline policy spec.
+    pub baseline: &'static str,
+    /// Current policy spec.
+    pub current: &'static str,
+    /// (measure, seed baseline value, seed current value).
+    pub figures: Vec<(Measure, f64, f64)>,
+    /// The measures whose baseline level is also reported.
+    pub levels: Vec<Measure>,
+}
+
+/// The experiments the model covers today.
+pub fn experiments() -> Vec<Experiment> {
+    vec![
+        Experiment {
+            id: "000-dbench64",
+            seed: "000 (lines 722-768): dbench -t 300 64, NVMe, 12 cores, 5.10 vs patches 1-6",
+            workload: "dbench",
+            baseline: "linux-5.10",
+            current: "linux-5.11",
+            figures: vec![
+                (Measure::Throughput, 1179.19, 1339.32),
+                (Measure::MaxLatency, 676.240, 623.265),
+                (Measure::AvgLat("Flush"), 14.115, 13.014),
+                (Measure::AvgLat("Rename"), 1.935, 1.444),
+                (Measure::AvgLat("Unlink"), 0.770, 0.559),
+                (Measure::AvgLat("NTCreateX"), 0.250, 0.171),
+                (Measure::AvgLat("Sfileinfo"), 0.061, 0.008),
+                (Measure::AvgLat("Deltree"), 15.732, 11.499),
+                (Measure::AvgLat("WriteX"), 0.047, 0.045),
+                (Measure::AvgLat("Find"), 0.341, 0.408),
+                (Measure::AvgLat("Qpathinfo"), 0.056, 0.061),
+            ],
+            levels: vec![
+                Measure::Throughput,
+                Measure::MaxLatency,
+                Measure::AvgLat("Flush"),
+                Measure::AvgLat("Rename"),
+                Measure::AvgLat("Find"),
+            ],
+        },
+        Experiment {
+            id: "001-sysbench",
+            seed: "001 (lines 31-50): sysbench fileio rndwr, 4 threads, 1024 files, 600 s",
+            workload: "sysbench-fileio",
+            baseline: "linux-5.11:-R7",
+            current: "linux-5.11",
+            figures: vec![(Measure::PerSecond, 3.39, 16.04)],
+            levels: vec![Measure::PerSecond],
+        },
+    ]
+}
+
+/// One row of the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// `<experiment>/<measure>` (`…/level` for absolute baseline values).
+    pub id: String,
+    /// Seed thread.
+    pub seed: String,
+    /// What is compared, in words.
+    pub figure: String,
+    /// The seed's value.
+    pub seed_value: f64,
+    /// The model's value (mean over the paired seeds).
+    pub model_value: f64,
+    /// 95 % interval of the model's value over the seeds (None with one seed).
+    pub model_ci: Option<(f64, f64)>,
+    /// `%` for changes, the measure's unit for levels.
+    pub unit: String,
+    /// Whether the model's change has the seed's sign (None for levels).
+    pub direction_match: Option<bool>,
+    /// model / seed.
+    pub ratio: f64,
+}
+
+/// One point of a curve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CurvePoint {
+    /// The varied parameter's value.
+    pub param: String,
+    /// x.
+    pub x: f64,
+    /// y.
+    pub y: f64,
+}
+
+/// A curve: the model's points and the seed's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Curve {
+    /// Id.
+    pub id: String,
+    /// x in words.
+    pub x: String,
+    /// y in words.
+    pub y: String,
+    /// The model's points.
+    pub points: Vec<CurvePoint>,
+    /// The seed's point (x, y) and how its x was derived.
+    pub seed_point: Option<(f64, f64, String)>,
+}
+
+/// Everything `fsyncsim validate` prints.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Validation {
+    /// Quick mode (shorter runs, two seeds).
+    pub quick: bool,
+    /// Run lengths used, in words.
+    pub setup: String,
+    /// The rows.
+    pub rows: Vec<Row>,
+    /// The curves.
+    pub curves: Vec<Curve>,
+}
+
+/// How long each experiment runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lengths {
+    /// dbench measured time.
+    pub dbench: sim::Nanos,
+    /// dbench warmup.
+    pub dbench_warmup: sim::Nanos,
+    /// sysbench measured time.
+    pub sysbench: sim::Nanos,
+    /// Paired seeds per experiment.
+    pub seeds: u64,
+    /// sysbench time per point of the R7 curve.
+    pub curve: sim::Nanos,
+}
+
+impl Lengths {
+    /// `--quick`: under two minutes on two cores.
+    pub fn quick() -> Self {
+        Lengths {
+            dbench: 20 * sim::S,
+            dbench_warmup: 4 * sim::S,
+            sysbench: 60 * sim::S,
+            seeds: 2,
+            curve: 60 * sim::S,
+        }
+    }
+
+    /// The full run: the seeds' own lengths (dbench -t 300 with its 60 s warmup, sysbench
+    /// --max-time=600).
+    pub fn full() -> Self {
+        Lengths {
+            dbench: 300 * sim::S,
+            dbench_warmup: 60 * sim::S,
+            sysbench: 600 * sim::S,
+            seeds: 1,
+            curve: 300 * sim::S,
+        }
+    }
+}
+
+/// Mean and (with ≥ 2 values) a Student-t 95 % interval.
+fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n.max(1.0);
+    if v.len() < 2 {
+        return (mean, None);
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    // t(0.975) for 1..=9 degrees of freedom, then the normal value.
+    const T: [f64; 9] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+    ];
+    let t = T.get(v.len() - 2).copied().unwrap_or(1.96);
+    let h = t * (var / n).sqrt();
+    (mean, Some((mean - h, mean + h)))
+}
+
+/// Runs every experiment (`quick`: shorter runs, two paired seeds) on `jobs` threads;
+/// `progress` is called after each workload run. Deterministic for any `jobs`.
+pub fn validate(
+    quick: bool,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Validation, String> {
+    let l = if quick {
+        Lengths::quick()
+    } else {
+        Lengths::full()
+    };
+    validate_with(l, quick, jobs, progress)
+}
+
+/// `validate` with explicit run lengths.
+pub fn validate_with(
+    l: Lengths,
+    quick: bool,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Validation, String> {
+    let (db_dur, db_warm, sb_dur, seeds, curve_dur) =
+        (l.dbench, l.dbench_warmup, l.sysbench, l.seeds, l.curve);
+    let mut rows = Vec::new();
+    for e in experiments() {
+        let mut spec = Spec::load(e.workload).map_err(|x| x.to_string())?;
+        if e.workload == "dbench" {
+            spec.duration = db_dur;
+            spec.warmup = db_warm;
+        } else {
+            spec.duration = sb_dur;
+        }
+        let dev = DeviceConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
+        let (b, c) = (parse_policy(e.baseline)?, parse_policy(e.current)?);
+        let pairs = compare(&spec, &dev, &b, &c, spec.seed, seeds, None, jobs, progress)?;
+        let pair = &pairs[0];
+        for &(m, sb, sc) in &e.figures {
+            let seed_change = (sc - sb) / sb * 100.0;
+            let diffs: Vec<f64> = pair
+                .baseline
+                .iter()
+                .zip(&pair.current)
+                .filter_map(|(x, y)| Some((m.of(x)?, m.of(y)?)))
+                .map(|(x, y)| (y - x) / x * 100.0)
+                .filter(|d| d.is_finite())
+                .collect();
+            if diffs.is_empty() {
+                continue;
+            }
+            let (mean, ci) = mean_ci(&diffs);
+            rows.push(Row {
+                id: format!("{}/{}", e.id, m.name()),
+                seed: e.seed.split(' ').next().unwrap_or("").to_string(),
+                figure: format!("{} change, {} → {}", m.name(), e.baseline, e.current),
+                seed_value: seed_change,
+                model_value: mean,
+                model_ci: ci,
+                unit: "%".into(),
+                direction_match: Some((mean >= 0.0) == (seed_change >= 0.0)),
+                ratio: mean / seed_change,
+            });
+        }
+        for &m in &e.levels {
+            let Some(&(_, sb, _)) = e.figures.iter().find(|f| f.0 == m) else {
+                continue;
+            };
+            let vals: Vec<f64> = pair.baseline.iter().filter_map(|r| m.of(r)).collect();
+            if vals.is_empty() {
+                continue;
+            }
+            let (mean, ci) = mean_ci(&vals);
+            rows.push(Row {
+                id: format!("{}/{}/level", e.id, m.name()),
+                seed: e.seed.split(' ').next().unwrap_or("").to_string(),
+                figure: format!("{} under {}", m.name(), e.baseline),
+                seed_value: sb,
+                model_value: mean,
+                model_ci: ci,
+                unit: m.unit().into(),
+                direction_match: None,
+                ratio: mean / sb,
+            });
+        }
+    }
+    let curves = vec![r7_curve(curve_dur, jobs, progress)?];
+    Ok(Validation {
+        quick,
+        setup: format!(
+            "dbench {} s after {} s warmup, sysbench {} s, {} paired seed(s) per experiment; R7 curve {} s per point",
+            db_dur / sim::S,
+            db_warm / sim::S,
+            sb_dur / sim::S,
+            seeds,
+            curve_dur / sim::S
+        ),
+        rows,
+        curves,
+    })
+}
+
+/// Commit intervals of the R7 curve, in seconds.
+pub const R7_INTERVALS: [u64; 5] = [1, 2, 5, 10, 30];
+
+/// R7's regression (requests/s without the fix vs with it, %) against x = sysbench round
+/// time / commit interval, one point per commit interval. A round is `fsync_freq` writes
+/// (one global count) followed by one fsync of every file.
+fn r7_curve(duration: u64, jobs: usize, progress: &(dyn Fn() + Sync)) -> Result<Curve, String> {
+    let mut spec = Spec::load("sysbench-fileio").map_err(|x| x.to_string())?;
+    spec.duration = duration;
+    let dev = DeviceConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
+    let (b, c) = (parse_policy("linux-5.11:-R7")?, parse_policy("linux-5.11")?);
+    let values: Vec<String> = R7_INTERVALS.iter().map(|s| format!("{s}s")).collect();
+    let vary = ("commit_interval".to_string(), values);
+    let pairs = compare(
+        &spec,
+        &dev,
+        &b,
+        &c,
+        spec.seed,
+        1,
+        Some(&vary),
+        jobs,
+        progress,
+    )?;
+    let mut points = Vec::new();
+    for (p, secs) in pairs.iter().zip(R7_INTERVALS) {
+        let (pre, post) = (&p.baseline[0], &p.current[0]);
+        let rate = post.per_s();
+        let round = spec.fsync_freq as f64 / rate.max(f64::MIN_POSITIVE);
+        points.push(CurvePoint {
+            param: format!("commit={secs}s"),
+            x: round / secs as f64,
+            y: (pre.per_s() - rate) / rate * 100.0,
+        });
+    }
+    // Seed 001: 16.04 req/s with the fix, 3.39 without; sysbench counts writes as requests,
+    // so a round of 100 writes takes 100 / 16.04 s against btrfs's 30 s commit interval.
+    let seed_x = 100.0 / 16.04 / 30.0;
+    Ok(Curve {
+        id: "001-sysbench/r7-regression-vs-round-over-commit".into(),
+        x: "sysbench round time / commit interval".into(),
+        y: "requests/s change without R7's fix, %".into(),
+        points,
+        seed_point: Some((
+            seed_x,
+            (3.39 - 16.04) / 16.04 * 100.0,
+            "round = 100 writes at 16.04 req/s (seed 001, with the fix), commit interval 30 s"
+                .into(),
+        )),
+    })
+}

@@ -1,0 +1,113 @@
+//! `fsyncsim validate`: the one table of seed figures beside the model's, and the curves.
+
+use models::validate::Validation;
+use serde_json::{json, Value};
+
+/// A number as the table prints it (4 significant digits, fixed point).
+fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// The text table (and the curves as rows).
+pub fn text(v: &Validation) -> String {
+    let mut t = format!(
+        "fsyncsim validate{}: {}\n",
+        if v.quick { " --quick" } else { "" },
+        v.setup
+    );
+    let rows: Vec<Vec<String>> = v
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                r.seed.clone(),
+                format!("{} {}", num(r.seed_value), r.unit),
+                match r.model_ci {
+                    Some((lo, hi)) => format!(
+                        "{} {} [{}, {}]",
+                        num(r.model_value),
+                        r.unit,
+                        num(lo),
+                        num(hi)
+                    ),
+                    None => format!("{} {}", num(r.model_value), r.unit),
+                },
+                match r.direction_match {
+                    Some(true) => "yes".into(),
+                    Some(false) => "NO".into(),
+                    None => "-".into(),
+                },
+                num(r.ratio),
+            ]
+        })
+        .collect();
+    let head = [
+        "row",
+        "seed",
+        "seed value",
+        "model value",
+        "same direction",
+        "model/seed",
+    ];
+    let mut lines = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    lines.extend(rows);
+    t.push_str(&crate::workload::pipe_table(&lines));
+    for c in &v.curves {
+        t.push_str(&format!("\n{}: {} against {}\n", c.id, c.y, c.x));
+        let mut rows: Vec<Vec<String>> = c
+            .points
+            .iter()
+            .map(|p| vec![p.param.clone(), num(p.x), format!("{} %", num(p.y))])
+            .collect();
+        if let Some((x, y, how)) = &c.seed_point {
+            rows.push(vec![
+                format!("seed ({how})"),
+                num(*x),
+                format!("{} %", num(*y)),
+            ]);
+        }
+        let mut lines = vec![vec!["point".to_string(), "x".into(), "y".into()]];
+        lines.extend(rows);
+        t.push_str(&crate::workload::pipe_table(&lines));
+    }
+    t
+}
+
+/// `--json`: `{rows: [{id, seed, figure, seed_value, model_value, unit, direction_match,
+/// ratio, model_ci}], curves: [{id, x, y, points: [{param, x, y}], seed_point}]}`.
+pub fn json(v: &Validation) -> Value {
+    let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+    json!({
+        "quick": v.quick,
+        "setup": v.setup,
+        "rows": v.rows.iter().map(|r| json!({
+            "id": r.id,
+            "seed": r.seed,
+            "figure": r.figure,
+            "seed_value": f(r.seed_value),
+            "model_value": f(r.model_value),
+            "model_ci": r.model_ci.map(|(a, b)| json!([f(a), f(b)])),
+            "unit": r.unit,
+            "direction_match": r.direction_match,
+            "ratio": f(r.ratio),
+        })).collect::<Vec<_>>(),
+        "curves": v.curves.iter().map(|c| json!({
+            "id": c.id,
+            "x": c.x,
+            "y": c.y,
+            "points": c.points.iter().map(|p| json!({"param": p.param, "x": f(p.x), "y": f(p.y)})).collect::<Vec<_>>(),
+            "seed_point": c.seed_point.as_ref().map(|(x, y, how)| json!({"x": f(*x), "y": f(*y), "derived": how})),
+        })).collect::<Vec<_>>(),
+    })
+}
