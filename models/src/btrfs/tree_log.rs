@@ -431,8 +431,11 @@ impl Btrfs {
                 self.inner.m.borrow_mut().log_batch_sleeps += 1;
                 g = self.inner.log_mutex.lock().await;
             }
+            // wait_for_writer (tree-log.c@v5.10) sleeps without root->log_mutex.
             while self.inner.st.borrow().log_writers > 0 {
+                drop(g);
                 self.inner.log_writers_wait.wait().await;
+                g = self.inner.log_mutex.lock().await;
             }
             if batch == self.inner.st.borrow().log_batch {
                 break;
@@ -460,18 +463,20 @@ impl Btrfs {
             },
             blocks * c.nodesize,
         );
-        self.inner
-            .dev
-            .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
-            .await;
         {
             let mut st = self.st_mut();
             st.log_transid += 1;
             // The next log transaction's first task becomes log_start_pid.
             st.log_start_pid = None;
         }
-        // Later loggers start the next log sub-transaction while this one is committed.
+        // btrfs_sync_log@v5.10 submits the log blocks (btrfs_write_marked_extents) and
+        // releases root->log_mutex before waiting for them: later loggers start the next
+        // log sub-transaction while this one's blocks are in flight.
         drop(g);
+        self.inner
+            .dev
+            .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
+            .await;
         // The log root tree, under its log_mutex.
         {
             let _lr = self.inner.log_root_tree_mutex.lock().await;
