@@ -67,6 +67,18 @@ enum Command {
         /// List the mutants instead.
         #[arg(long)]
         mutants: bool,
+        /// List the operations a scenario file can name.
+        #[arg(long)]
+        ops: bool,
+        /// List the named points each operation reaches.
+        #[arg(long)]
+        points: bool,
+        /// List the metrics `[expect.*]` can name.
+        #[arg(long)]
+        metrics: bool,
+        /// List policy presets, fixes, mutants and switches.
+        #[arg(long)]
+        policies: bool,
     },
     /// Replay race scenarios step by step: before and after the fix, side by side.
     #[command(
@@ -1242,8 +1254,27 @@ fn check(specs: &[String]) -> Result<Verdict, Failure> {
 
 fn run(cli: Cli) -> Result<Verdict, Failure> {
     match cli.command {
-        Command::List { mutants } => {
-            if mutants {
+        Command::List {
+            mutants,
+            ops,
+            points,
+            metrics,
+            policies,
+        } => {
+            if ops {
+                out!("{}", reports::vocab::ops());
+            }
+            if points {
+                out!("{}", reports::vocab::points());
+            }
+            if metrics {
+                out!("{}", reports::vocab::metrics());
+            }
+            if policies {
+                out!("{}", reports::vocab::policies());
+            }
+            if ops || points || metrics || policies {
+            } else if mutants {
                 for m in Mutant::ALL {
                     outln!("{:<30} {}", m.name(), m.description());
                 }

@@ -75,3 +75,25 @@ fn workload_files_take_fs_and_mount() {
     let e = Spec::parse(&format!("fs = \"ext2\"\n{text}"), "w.toml").unwrap_err();
     assert_eq!(e.location, "w.toml:1", "{e}");
 }
+
+#[test]
+fn the_listed_vocabulary_matches_the_code() {
+    use models::scenario::parse_op;
+    use models::vfs::{op::OPS, Metrics};
+    for (example, usage, _) in OPS {
+        let op = parse_op(example).unwrap_or_else(|e| panic!("{example}: {e}"));
+        assert_eq!(op.kind(), usage.split_whitespace().next().unwrap());
+        // What the parser's error names is what the list shows.
+        let e = parse_op("frobnicate /x").unwrap_err();
+        assert!(e.contains(op.kind()), "{e} lacks {}", op.kind());
+    }
+    for (name, _) in Metrics::default().scalars() {
+        assert!(
+            Metrics::describe(name).is_some(),
+            "{name} has no description"
+        );
+    }
+    let points = reports::vocab::points();
+    assert!(points.contains("fsync:joined") && points.contains("trans:commit_doing"));
+    assert!(reports::vocab::policies().contains("linux-5.10"));
+}

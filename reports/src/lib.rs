@@ -11,4 +11,5 @@ pub mod plot;
 pub mod race;
 pub mod sweep;
 pub mod validate;
+pub mod vocab;
 pub mod workload;

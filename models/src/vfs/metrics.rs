@@ -114,6 +114,37 @@ impl Metrics {
             .map(|(_, v)| v)
     }
 
+    /// One line per scalar counter: what it counts (`fsyncsim list --metrics`).
+    pub fn describe(name: &str) -> Option<&'static str> {
+        Some(match name {
+            "unnecessary_inode_logs" => "inode logs whose every version a commit ordered before the log already captured (R1)",
+            "unnecessary_extent_logs" => "extent items logged although a commit ordered before the log captured them (R2)",
+            "unnecessary_csum_bytes" => "checksum bytes logged with unnecessary extent items (R2)",
+            "unnecessary_ancestor_logs" => "ancestor directories logged although already captured (R3)",
+            "unnecessary_full_commits" => "fallbacks to a full commit with no event the log could not express (R4, R5); .CAUSE splits them",
+            "unnecessary_log_syncs" => "log syncs whose log held nothing a commit had not captured (R7)",
+            "tree_log_mutex_waits" => "times log start waited for tree_log_mutex (R6)",
+            "tree_log_mutex_wait_ns" => "nanoseconds log start waited for tree_log_mutex (R6)",
+            "inode_logs" => "btrfs_log_inode calls, all causes",
+            "extent_logs" => "file extent items logged",
+            "csum_bytes" => "checksum bytes logged",
+            "ancestor_logs" => "ancestor directories logged",
+            "log_syncs" => "log syncs (a superblock written for a log)",
+            "full_commits" => "fsyncs that fell back to a full transaction commit",
+            "transaction_commits" => "transaction commits (all: fsync fallbacks, kthread, explicit)",
+            "sync_log_super_waits" => "times a log sync waited for tree_log_mutex before its superblock",
+            "sync_log_super_wait_ns" => "nanoseconds a log sync waited for tree_log_mutex before its superblock",
+            "device_bytes_written" => "bytes written to the device",
+            "flushes" => "cache flushes (FLUSH requests and PREFLUSH writes)",
+            "new_name_full_commit_marks" => "transactions marked for a full commit by a link/rename's parent walk",
+            "fsync_skips" => "fsyncs that skipped logging",
+            "log_batch_sleeps" => "one-jiffy batching sleeps in btrfs_sync_log (nossd mounts)",
+            "data_block_groups_created" => "data block groups made by chunk allocation (each marks its transaction)",
+            "data_block_groups_deleted" => "empty data block groups deleted after commits",
+            _ => return None,
+        })
+    }
+
     /// Whether `name` is a metric.
     pub fn is_metric(name: &str) -> bool {
         Metrics::default().get(name).is_some()

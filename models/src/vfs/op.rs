@@ -109,3 +109,20 @@ impl std::fmt::Display for Op {
 /// An operation that could not run (bad path and the like).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpError(pub String);
+
+/// Every operation a scenario file can name: (an example line, usage, what it models).
+pub const OPS: [(&str, &str, &str); 13] = [
+    ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
+    ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
+    ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
+    ("setattr /f", "setattr PATH", "btrfs_setattr without a size change (chmod, utimes): btrfs_dirty_inode joins the transaction"),
+    ("writeback /f", "writeback PATH", "filemap write and wait: one ordered extent, its file extent item inserted in the running transaction"),
+    ("fsync /f", "fsync PATH", "btrfs_sync_file: writeback, skip checks, btrfs_log_inode_parent, btrfs_sync_log or a full commit"),
+    ("link /f /g", "link SRC DST", "btrfs_link + btrfs_log_new_name"),
+    ("rename /f /g", "rename SRC DST", "btrfs_rename + btrfs_record_unlink_dir (across directories) + btrfs_log_new_name"),
+    ("unlink /f", "unlink PATH", "btrfs_unlink: btrfs_record_unlink_dir(for_rename = 0); the last name frees the data (pinned)"),
+    ("rmdir /d", "rmdir PATH", "btrfs_rmdir: the parent inherits the removed directory's recent last_unlink_trans"),
+    ("new-block-group", "new-block-group", "btrfs_make_block_group: marks the running transaction for full commits"),
+    ("commit", "commit", "btrfs_commit_transaction of the running transaction (like sync(2))"),
+    ("sleep 1ms", "sleep DURATION", "nothing for a while"),
+];

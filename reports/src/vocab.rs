@@ -1,0 +1,67 @@
+//! `fsyncsim list --ops/--points/--metrics/--policies`: the scenario vocabulary, generated
+//! from the code so it cannot drift from what the parser accepts.
+
+use models::btrfs::policy::PRESETS;
+use models::btrfs::{Fix, Mutant};
+use models::scenario::{parse_op, points_of};
+use models::vfs::{op::OPS, Metrics};
+
+/// Operations: usage and what each models.
+pub fn ops() -> String {
+    let w = OPS.iter().map(|o| o.1.len()).max().unwrap_or(0);
+    OPS.iter()
+        .map(|(_, usage, what)| format!("{usage:<w$}  {what}\n"))
+        .collect()
+}
+
+/// Named points each operation can reach.
+pub fn points() -> String {
+    let mut t = String::new();
+    for (example, usage, _) in OPS {
+        let op = parse_op(example).expect("every listed example parses");
+        t.push_str(&format!("{usage}\n"));
+        for p in points_of(&op) {
+            t.push_str(&format!("  {p}\n"));
+        }
+    }
+    t
+}
+
+/// Metrics for `[expect.*]`, with what each counts.
+pub fn metrics() -> String {
+    let names: Vec<&str> = Metrics::default()
+        .scalars()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut t: String = names
+        .iter()
+        .map(|n| format!("{n:<w$}  {}\n", Metrics::describe(n).unwrap_or("")))
+        .collect();
+    t.push_str(
+        "unnecessary_full_commits.CAUSE  per cause: last_unlink_trans, stale_log_full_commit_check, log_full_commit_flag\n",
+    );
+    t
+}
+
+/// Policy presets, fixes, mutants and switches.
+pub fn policies() -> String {
+    let mut t = String::from("presets:\n");
+    for p in PRESETS {
+        let fixes: Vec<&str> = models::btrfs::Policy::preset(p)
+            .map(|x| x.fixes.iter().map(|f| f.name()).collect())
+            .unwrap_or_default();
+        t.push_str(&format!("  {p:<12} fixes {}\n", fixes.join(",")));
+    }
+    t.push_str("fixes (--fix/--without R, or :+R/:-R after a preset):\n");
+    for f in Fix::ALL {
+        t.push_str(&format!("  {:<4} {}\n", f.name(), f.title()));
+    }
+    t.push_str("mutants (--mutant NAME, or :+NAME):\n");
+    for m in Mutant::ALL {
+        t.push_str(&format!("  {:<30} {}\n", m.name(), m.description()));
+    }
+    t.push_str("switches:\n  --super-committed  waiters of another task's commit return at SUPER_COMMITTED (5.12)\n");
+    t
+}
