@@ -42,8 +42,9 @@ pub struct Costs {
     /// Fixed CPU of a transaction commit outside the modelled steps: delayed refs, fs roots,
     /// switching commit roots (guess: 100 us).
     pub commit_cpu: Nanos,
-    /// Commit CPU per metadata block it writes: running the delayed ref of each COWed block
-    /// (btrfs_run_delayed_refs, one extent-tree update each: `btree_item`'s 2 us).
+    /// Commit CPU per delayed ref it runs — each COWed metadata block and each data extent
+    /// allocated or freed in the transaction (btrfs_run_delayed_refs, one extent-tree update
+    /// each: `btree_item`'s 2 us).
     pub commit_cpu_per_block: Nanos,
     /// CPU per pinned extent at unpin (btrfs_finish_extent_commit; "milliseconds with
     /// thousands of pinned extents" => ~1 us each).

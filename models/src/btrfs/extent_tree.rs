@@ -56,7 +56,9 @@ impl Btrfs {
                 b.unused_marked |= b.used == 0;
             }
         }
-        st.trans.get_mut(&t).unwrap().pinned.extend(pieces);
+        let tr = st.trans.get_mut(&t).unwrap();
+        tr.delayed_refs += pieces.len() as u64;
+        tr.pinned.extend(pieces);
     }
 
     /// btrfs_finish_extent_commit → unpin_extent_range for transaction `t`.

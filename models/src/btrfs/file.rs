@@ -55,6 +55,7 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             let pieces = Self::alloc_data_extent(&mut st, bytes);
+            st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
             let i = st.inodes.get_mut(&ino).unwrap();
             i.extents.push(Extent {
                 id,

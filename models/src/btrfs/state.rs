@@ -103,6 +103,9 @@ pub struct Transaction {
     pub removals_in: BTreeSet<Ino>,
     /// A real event (new block group) forced every log in this transaction to a full commit.
     pub forced_by_event: bool,
+    /// Delayed data refs queued in it (an extent allocated or freed: one
+    /// btrfs_add_delayed_data_ref each), run by its commit.
+    pub delayed_refs: u64,
     /// Data extents freed in it: (block group, bytes), unpinned when its commit completes.
     pub pinned: Vec<(u64, u64)>,
     /// Set when this transaction was marked log-full-commit by a decision the oracle judged
@@ -405,6 +408,7 @@ impl FsState {
                 super_done: true,
                 removals_in: BTreeSet::new(),
                 pinned: Vec::new(),
+                delayed_refs: 0,
                 forced_by_event: false,
                 marked_unnecessarily: false,
             },

@@ -88,6 +88,7 @@ impl Btrfs {
                                 super_done: false,
                                 removals_in: Default::default(),
                                 pinned: Vec::new(),
+                                delayed_refs: 0,
                                 forced_by_event: false,
                                 marked_unnecessarily: false,
                             },
@@ -183,16 +184,19 @@ impl Btrfs {
             let _reloc = self.inner.reloc_mutex.lock().await;
             // Nothing joins a transaction past COMMIT_DOING with one writer left: its dirty
             // set is final. Running its delayed refs costs per COWed block.
-            let blocks = {
+            let (blocks, refs) = {
                 let mut st = self.st_mut();
                 let tr = st.trans.get_mut(&t).unwrap();
                 let dirty = std::mem::take(&mut tr.dirty);
                 tr.dirty_blocks =
                     crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty).max(1);
-                tr.dirty_blocks
+                (tr.dirty_blocks, tr.delayed_refs)
             };
+            // btrfs_run_delayed_refs: one extent-tree update per COWed block (its new copy
+            // and the freed old one count as one here) and per data extent allocated or freed.
             let c = &self.inner.costs;
-            h.cpu(c.commit_cpu + blocks * c.commit_cpu_per_block).await;
+            h.cpu(c.commit_cpu + (blocks + refs) * c.commit_cpu_per_block)
+                .await;
             // commit_fs_roots frees the log trees: the commit captures everything logged;
             // entries never synced are judged now.
             self.judge(t, None);
