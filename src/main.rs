@@ -1225,9 +1225,10 @@ fn check(specs: &[String]) -> Result<Verdict, Failure> {
     for sc in load_scenarios(specs)? {
         let dev = device_for(&sc, &None)?;
         let mut problems = Vec::new();
+        let [before, after] = sc.labels();
         for (label, policy, expect) in [
-            ("pre-fix", sc.pre_policy(), &sc.expect_pre),
-            ("post-fix", sc.post_policy(), &sc.expect_post),
+            (before, sc.pre_policy(), &sc.expect_pre),
+            (after, sc.post_policy(), &sc.expect_post),
         ] {
             let r = scenario::run(&sc, &policy, &dev, sc.seed, &Interleaving::Script);
             playable(&r)?;
@@ -1240,10 +1241,10 @@ fn check(specs: &[String]) -> Result<Verdict, Failure> {
     let mut verdict = Verdict::Clean;
     for (sc, problems) in results {
         if problems.is_empty() {
-            outln!("PASS {} [{}]", sc.name, sc.race.name());
+            outln!("PASS {} [{}]", sc.name, sc.race);
         } else {
             verdict = Verdict::Failed;
-            outln!("FAIL {} [{}]", sc.name, sc.race.name());
+            outln!("FAIL {} [{}]", sc.name, sc.race);
             for p in problems {
                 outln!("  {p}");
             }
@@ -1280,7 +1281,7 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
                 }
             } else {
                 for sc in Scenario::builtin() {
-                    outln!("{:<42} {:<3} {}", sc.name, sc.race.name(), sc.title);
+                    outln!("{:<42} {:<3} {}", sc.name, sc.race, sc.title);
                 }
             }
         }

@@ -24,14 +24,14 @@ fn key_metric(race: Fix) -> &'static str {
 
 #[test]
 fn all_seven_races_are_shipped_one_per_fix() {
-    let races: Vec<Fix> = Scenario::builtin().iter().map(|s| s.race).collect();
+    let races: Vec<Fix> = Scenario::builtin().iter().map(|s| s.fix.unwrap()).collect();
     assert_eq!(races, Fix::ALL.to_vec());
 }
 
 #[test]
 fn every_race_wastes_before_its_fix_and_not_after() {
     for sc in Scenario::builtin() {
-        let key = key_metric(sc.race);
+        let key = key_metric(sc.fix.unwrap());
         let pre = run_with(&sc, &sc.pre_policy());
         let post = run_with(&sc, &sc.post_policy());
         assert!(
@@ -82,8 +82,8 @@ fn linux_5_10_shows_the_r1_to_r6_waste_and_no_r7_waste() {
     let p510 = Policy::preset("linux-5.10").unwrap();
     for sc in Scenario::builtin() {
         let r = run_with(&sc, &p510);
-        let v = r.metrics.get(key_metric(sc.race)).unwrap();
-        if sc.race == Fix::R7 {
+        let v = r.metrics.get(key_metric(sc.fix.unwrap())).unwrap();
+        if sc.fix == Some(Fix::R7) {
             assert_eq!(v, 0, "{}", sc.name);
         } else {
             assert!(v > 0, "{}", sc.name);
@@ -250,7 +250,14 @@ fn bad_scenarios_are_rejected_with_file_line_and_expectation() {
         assert_eq!(e.lines().count(), 1, "{e}");
     }
     let e = parse_err("name = \"x\"\nrace = \"R9\"\ntitle = \"t\"\nsummary = \"s\"\n[[task]]\nname = \"A\"\nops = []\n");
-    assert!(e.starts_with("bad.toml:2: unknown race 'R9'"), "{e}");
+    assert!(
+        e.starts_with(
+            "bad.toml:2: race 'R9' is not one of R1..R7: declare its two policies in [policies]"
+        ),
+        "{e}"
+    );
+    let e = parse_err("name = \"x\"\nrace = \"R 9\"\ntitle = \"t\"\nsummary = \"s\"\n[[task]]\nname = \"A\"\nops = []\n");
+    assert!(e.starts_with("bad.toml:2: invalid race id 'R 9'"), "{e}");
 }
 
 #[test]
@@ -307,12 +314,13 @@ fn the_periodic_committer_commits_the_running_transaction() {
 
 #[test]
 fn super_committed_waiters_return_before_unpinning() {
-    // B asks to commit the transaction A is committing; with 5.12's SUPER_COMMITTED it
-    // returns once the superblocks are written, before A unpins.
-    let text = format!(
-        "{HEAD}setup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"commit\"]\n[script]\nsteps = [\"B commit:start\", \"A trans:commit_doing\", \"B commit:done\", \"A trans:unpin\"]\n"
+    // B's fsync falls back to a full commit of the transaction A is committing; with 5.12's
+    // SUPER_COMMITTED its handle (in_fsync) returns once the superblocks are written, before
+    // A unpins. A plain commit (sync) waits for COMPLETED under both.
+    let fsync = format!(
+        "{HEAD}setup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"new-block-group\", \"fsync /f\"]\n[script]\nsteps = [\"B fsync:joined\", \"A commit:start\", \"A trans:commit_start\", \"B fsync:full_commit\", \"B fsync:done\", \"A trans:unpin\"]\n"
     );
-    let sc = Scenario::parse(&text, "sc.toml").unwrap();
+    let sc = Scenario::parse(&fsync, "sc.toml").unwrap();
     let p = sc.post_policy();
     let stuck = run_with(&sc, &p);
     assert!(
@@ -322,6 +330,16 @@ fn super_committed_waiters_return_before_unpinning() {
     );
     let ok = run_with(&sc, &p.with_super_committed());
     assert!(ok.violations.is_empty(), "{:?}", ok.violations);
+    let sync = format!(
+        "{HEAD}setup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"commit\"]\n[[task]]\nname = \"B\"\nops = [\"commit\"]\n[script]\nsteps = [\"B commit:start\", \"A trans:commit_doing\", \"B commit:done\", \"A trans:unpin\"]\n"
+    );
+    let sc = Scenario::parse(&sync, "sync.toml").unwrap();
+    let r = run_with(&sc, &sc.post_policy().with_super_committed());
+    assert!(
+        r.violations.iter().any(|v| v.invariant == "script"),
+        "a sync(2) waiter is not in_fsync: {:?}",
+        r.violations
+    );
 }
 
 #[test]
@@ -572,4 +590,53 @@ fn urw_exploration_is_replayable_and_finds_r1_only_before_the_fix() {
         assert!(post.violations.is_empty());
     }
     assert!(hits > 0);
+}
+
+#[test]
+fn format_v2_declares_its_own_race_and_policies() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/examples/r8-commit-waiter-waits-for-unpin.toml"
+    );
+    let sc = Scenario::load(path).unwrap();
+    assert_eq!(sc.race, "R8");
+    assert_eq!(sc.fix, None);
+    assert_eq!(sc.labels(), ["before".to_string(), "after".to_string()]);
+    assert!(!sc.pre_policy().super_committed && sc.post_policy().super_committed);
+    let pre = run_with(&sc, &sc.pre_policy());
+    let post = run_with(&sc, &sc.post_policy());
+    assert!(
+        compare(&sc.expect_pre, &pre).is_empty(),
+        "{:?}",
+        pre.metrics
+    );
+    assert!(
+        compare(&sc.expect_post, &post).is_empty(),
+        "{:?}",
+        post.metrics
+    );
+    // 5.12's fsync stops waiting before the unpinning.
+    assert!(post.metrics.get("wait_for_commit_ns") < pre.metrics.get("wait_for_commit_ns"));
+    // What to_toml writes parses back to the same policies and expectations.
+    let back = Scenario::parse(&sc.to_toml(&[]), "back.toml").unwrap();
+    assert_eq!(back.labels(), sc.labels());
+    assert_eq!(back.pre_policy(), sc.pre_policy());
+    assert_eq!(back.post_policy(), sc.post_policy());
+    assert_eq!(back.expect_pre, sc.expect_pre);
+    let text = std::fs::read_to_string(path).unwrap();
+    let bad = text.replace("[expect.after]", "[expect.later]");
+    let e = Scenario::parse(&bad, "b.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("unknown policy 'later' in [expect.later]: expected one of before, after"),
+        "{e}"
+    );
+    let bad = text.replace("after = \"linux-5.12\"", "after = \"linux-4.19\"");
+    let e = Scenario::parse(&bad, "b.toml").unwrap_err().to_string();
+    assert!(
+        e.starts_with("b.toml:") && e.contains("unknown policy 'linux-4.19'"),
+        "{e}"
+    );
+    let bad = text.replace("after = \"linux-5.12\"", "");
+    let e = Scenario::parse(&bad, "b.toml").unwrap_err().to_string();
+    assert!(e.contains("expected two"), "{e}");
 }

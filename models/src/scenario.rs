@@ -97,13 +97,6 @@ struct ScriptFile {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ExpectFile {
-    pre: Option<BTreeMap<String, Spanned<u64>>>,
-    post: Option<BTreeMap<String, Spanned<u64>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ScenarioFile {
     name: String,
     race: Spanned<String>,
@@ -119,7 +112,8 @@ struct ScenarioFile {
     setup: Vec<Spanned<String>>,
     task: Vec<TaskFile>,
     script: Option<ScriptFile>,
-    expect: Option<ExpectFile>,
+    policies: Option<BTreeMap<String, Spanned<String>>>,
+    expect: Option<BTreeMap<String, BTreeMap<String, Spanned<u64>>>>,
 }
 
 /// A scripted step: task `task` reaches point `point`.
@@ -138,8 +132,13 @@ pub struct Step {
 pub struct Scenario {
     /// Scenario name.
     pub name: String,
-    /// Race id.
-    pub race: Fix,
+    /// Race id (any `[A-Za-z0-9._-]` word: R1..R7 name the built-in fixes).
+    pub race: String,
+    /// The built-in fix the race id names, if any.
+    pub fix: Option<Fix>,
+    /// Policies the file declares (`[policies]`, format v2): (label, policy) before and
+    /// after; None: format v1, linux-5.11 without and with the race's fix (`pre`, `post`).
+    pub policies: Option<[(String, Policy); 2]>,
     /// Patch title.
     pub title: String,
     /// One-line summary.
@@ -160,9 +159,9 @@ pub struct Scenario {
     pub tasks: Vec<(String, Vec<Op>)>,
     /// The interleaving.
     pub script: Vec<Step>,
-    /// Expected metrics before the fix.
+    /// Expected metrics under the first policy (`[expect.pre]`, or its declared label).
     pub expect_pre: BTreeMap<String, u64>,
-    /// Expected metrics after the fix.
+    /// Expected metrics under the second policy (`[expect.post]`, or its declared label).
     pub expect_post: BTreeMap<String, u64>,
     /// Where it came from (file name or path).
     pub origin: String,
@@ -309,12 +308,61 @@ impl Scenario {
             },
             message: e.message().replace('\n', " "),
         })?;
-        let race = Fix::parse(f.race.get_ref()).ok_or_else(|| {
-            err(
+        let race = f.race.get_ref().clone();
+        if race.is_empty()
+            || race.len() > 64
+            || !race
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        {
+            return Err(err(
                 f.race.span().start,
-                format!("unknown race '{}': expected R1..R7", f.race.get_ref()),
-            )
-        })?;
+                format!("invalid race id '{race}': expected a word of letters, digits, '.', '_' or '-' (e.g. R8)"),
+            ));
+        }
+        let fix = Fix::parse(&race).filter(|x| x.name() == race);
+        // Format v2: [policies] names two policies, before and after, in file order.
+        let policies = match &f.policies {
+            None => {
+                if fix.is_none() {
+                    return Err(err(
+                        f.race.span().start,
+                        format!("race '{race}' is not one of R1..R7: declare its two policies in [policies], e.g. before = \"linux-5.11:-R7\", after = \"linux-5.11\""),
+                    ));
+                }
+                None
+            }
+            Some(map) => {
+                let mut v: Vec<(&String, &Spanned<String>)> = map.iter().collect();
+                // In file order, not name order.
+                v.sort_by_key(|(_, sp)| sp.span().start);
+                if v.len() != 2 {
+                    let at = v.first().map_or(0, |(_, sp)| sp.span().start);
+                    return Err(err(
+                        at,
+                        format!(
+                            "[policies] declares {} policies: expected two (before, then after)",
+                            v.len()
+                        ),
+                    ));
+                }
+                let mut out = Vec::new();
+                for (label, spec) in v {
+                    let mut p = crate::workload::compare::parse_policy(spec.get_ref())
+                        .map_err(|m| err(spec.span().start, m))?;
+                    // Reports name a declared policy by its spec, which parses back.
+                    p.name = spec.get_ref().trim().to_string();
+                    out.push((label.clone(), p));
+                }
+                let b = out.pop().unwrap();
+                let a = out.pop().unwrap();
+                Some([a, b])
+            }
+        };
+        let labels: [String; 2] = match &policies {
+            Some([a, b]) => [a.0.clone(), b.0.clone()],
+            None => ["pre".into(), "post".into()],
+        };
         let ops = |list: &[Spanned<String>]| -> Result<Vec<Op>, ScenarioError> {
             list.iter()
                 .map(|s| parse_op(s.get_ref()).map_err(|m| err(s.span().start, m)))
@@ -438,7 +486,22 @@ impl Scenario {
             Ok(out)
         };
         let (expect_pre, expect_post) = match &f.expect {
-            Some(e) => (expect(&e.pre)?, expect(&e.post)?),
+            Some(e) => {
+                if let Some((label, m)) = e.iter().find(|(l, _)| !labels.contains(l)) {
+                    let at = m.values().next().map_or(0, |v| v.span().start);
+                    return Err(err(
+                        at,
+                        format!(
+                            "unknown policy '{label}' in [expect.{label}]: expected one of {}",
+                            labels.join(", ")
+                        ),
+                    ));
+                }
+                (
+                    expect(&e.get(&labels[0]).cloned())?,
+                    expect(&e.get(&labels[1]).cloned())?,
+                )
+            }
             None => (BTreeMap::new(), BTreeMap::new()),
         };
         let device = match &f.device {
@@ -499,6 +562,8 @@ impl Scenario {
             commit_interval,
             name: f.name,
             race,
+            fix,
+            policies,
             title: f.title,
             summary: f.summary,
             device,
@@ -554,7 +619,7 @@ impl Scenario {
             t.push_str(&format!("# {h}\n"));
         }
         t.push_str(&format!("name = {}\n", q(&self.name)));
-        t.push_str(&format!("race = {}\n", q(self.race.name())));
+        t.push_str(&format!("race = {}\n", q(&self.race)));
         t.push_str(&format!("title = {}\n", q(&self.title)));
         t.push_str(&format!("summary = {}\n", q(&self.summary)));
         t.push_str(&format!("device = {}\n", q(&self.device)));
@@ -609,7 +674,16 @@ impl Scenario {
                 .collect();
             list(&mut t, &steps);
         }
-        for (label, m) in [("pre", &self.expect_pre), ("post", &self.expect_post)] {
+        if let Some([(a, pa), (b, pb)]) = &self.policies {
+            t.push_str("\n[policies]\n");
+            t.push_str(&format!("{} = {}\n", q(a), q(&pa.name)));
+            t.push_str(&format!("{} = {}\n", q(b), q(&pb.name)));
+        }
+        let [la, lb] = self.labels();
+        for (label, m) in [
+            (la.as_str(), &self.expect_pre),
+            (lb.as_str(), &self.expect_post),
+        ] {
             if !m.is_empty() {
                 t.push_str(&format!("\n[expect.{label}]\n"));
                 for (k, v) in m {
@@ -620,14 +694,37 @@ impl Scenario {
         t
     }
 
-    /// The policy before the race's fix: linux-5.11 without it.
+    /// The policy before: the first declared, or linux-5.11 without the race's fix.
     pub fn pre_policy(&self) -> Policy {
-        Policy::preset("linux-5.11").unwrap().without(self.race)
+        match (&self.policies, self.fix) {
+            (Some([(_, p), _]), _) => p.clone(),
+            (None, Some(f)) => Policy::preset("linux-5.11").unwrap().without(f),
+            (None, None) => unreachable!("parse requires [policies] for other races"),
+        }
     }
 
-    /// The policy after the fix: linux-5.11.
+    /// The policy after: the second declared, or linux-5.11.
     pub fn post_policy(&self) -> Policy {
-        Policy::preset("linux-5.11").unwrap()
+        match &self.policies {
+            Some([_, (_, p)]) => p.clone(),
+            None => Policy::preset("linux-5.11").unwrap(),
+        }
+    }
+
+    /// The labels of the two policies (`pre`, `post` in format v1).
+    pub fn labels(&self) -> [String; 2] {
+        match &self.policies {
+            Some([(a, _), (b, _)]) => [a.clone(), b.clone()],
+            None => ["pre".into(), "post".into()],
+        }
+    }
+
+    /// The patch title: the built-in fix's, else the file's title.
+    pub fn patch_title(&self) -> &str {
+        match self.fix {
+            Some(f) => f.title(),
+            None => &self.title,
+        }
     }
 }
 
@@ -837,7 +934,11 @@ pub fn run_with_trace(
         decisions: sim.scheduler().decisions(),
         releases: sim.point_releases(),
         policy: policy.clone(),
-        metrics: fs.metrics(),
+        metrics: {
+            let mut m = fs.metrics();
+            m.waits = crate::vfs::wait_totals(&sim.resource_stats());
+            m
+        },
         violations,
         latency: fs.latency(),
         trace_hash,

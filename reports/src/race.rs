@@ -16,6 +16,7 @@ fn metric_rows(m: &Metrics) -> Vec<(String, u64)> {
     for (cause, n) in &m.unnecessary_full_commits_by_cause {
         v.push((format!("unnecessary_full_commits.{cause}"), *n));
     }
+    v.extend(m.wait_rows());
     v
 }
 
@@ -29,6 +30,9 @@ pub fn metrics_json(m: &Metrics) -> Value {
         "unnecessary_full_commits_by_cause".into(),
         json!(m.unnecessary_full_commits_by_cause),
     );
+    for (k, v) in m.wait_rows() {
+        o.insert(k, json!(v));
+    }
     Value::Object(o)
 }
 
@@ -62,9 +66,9 @@ pub fn run_json(r: &RunResult) -> Value {
 pub fn json(sc: &Scenario, runs: &[RunResult]) -> Value {
     json!({
         "scenario": sc.name,
-        "race": sc.race.name(),
+        "race": sc.race,
         "title": sc.title,
-        "patch": sc.race.title(),
+        "patch": sc.patch_title(),
         "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
     })
 }
@@ -76,13 +80,7 @@ fn ms(ns: f64) -> String {
 /// Runs side by side: metrics that differ first, then the others that are non-zero, then
 /// invariant violations and per-operation latency (ms).
 pub fn side_by_side(sc: &Scenario, runs: &[RunResult]) -> String {
-    let mut out = format!(
-        "{} [{}] {}\n  {}\n",
-        sc.name,
-        sc.race.name(),
-        sc.title,
-        sc.summary
-    );
+    let mut out = format!("{} [{}] {}\n  {}\n", sc.name, sc.race, sc.title, sc.summary);
     let rows: Vec<Vec<(String, u64)>> = runs.iter().map(|r| metric_rows(&r.metrics)).collect();
     let width = 44;
     let col = runs
@@ -168,11 +166,11 @@ pub fn summary(items: &[(Scenario, Vec<RunResult>)]) -> String {
     );
     for (sc, runs) in items {
         let key = key_metric(sc);
-        let v = |i: usize| runs.get(i).and_then(|r| r.metrics.get(key)).unwrap_or(0);
+        let v = |i: usize| runs.get(i).and_then(|r| r.metrics.get(&key)).unwrap_or(0);
         out.push_str(&format!(
             "{:<42} {:<4} {:<32} {:>6} {:>6}\n",
             sc.name,
-            sc.race.name(),
+            sc.race,
             key,
             v(0),
             v(1)
@@ -181,16 +179,27 @@ pub fn summary(items: &[(Scenario, Vec<RunResult>)]) -> String {
     out
 }
 
-/// The metric that measures a race's waste.
-pub fn key_metric(sc: &Scenario) -> &'static str {
-    match sc.race.name() {
+/// The metric that measures a race's waste: the built-in fix's, else the first
+/// expectation of the first policy that names waste (`unnecessary_*`), else its first.
+pub fn key_metric(sc: &Scenario) -> String {
+    let fixed = match sc.race.as_str() {
         "R1" => "unnecessary_inode_logs",
         "R2" => "unnecessary_extent_logs",
         "R3" => "unnecessary_ancestor_logs",
         "R4" | "R5" => "unnecessary_full_commits",
         "R6" => "tree_log_mutex_waits",
-        _ => "unnecessary_log_syncs",
-    }
+        "R7" => "unnecessary_log_syncs",
+        _ => {
+            let e = &sc.expect_pre;
+            return e
+                .keys()
+                .find(|k| k.starts_with("unnecessary_"))
+                .or_else(|| e.keys().next())
+                .cloned()
+                .unwrap_or_else(|| "unnecessary_log_syncs".into());
+        }
+    };
+    fixed.to_string()
 }
 
 /// The timeline of one run: per task, the named points it reached, the locks it waited for
@@ -199,7 +208,7 @@ pub fn timeline(sc: &Scenario, r: &RunResult, seed: u64) -> String {
     let mut out = format!(
         "replay {} [{}] under {}, seed {seed}: {} decisions, trace hash {:#018x}, end {:.3} ms\n",
         sc.name,
-        sc.race.name(),
+        sc.race,
         r.policy.name,
         r.decisions.len(),
         r.trace_hash,

@@ -76,7 +76,7 @@ impl SweepReport {
     ) -> Self {
         SweepReport {
             scenario: sc.name.clone(),
-            race: sc.race.name().to_string(),
+            race: sc.race.clone(),
             scenario_ref: sc.origin_name().to_string(),
             policy: p.name.clone(),
             fixes: p.fix_list(),

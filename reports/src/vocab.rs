@@ -42,6 +42,11 @@ pub fn metrics() -> String {
     t.push_str(
         "unnecessary_full_commits.CAUSE  per cause: last_unlink_trans, stale_log_full_commit_check, log_full_commit_flag\n",
     );
+    for c in models::vfs::WAIT_CLASSES {
+        t.push_str(&format!(
+            "{c}_count, {c}_ns  waits on {c} and their total time, all tasks\n"
+        ));
+    }
     t
 }
 

@@ -130,7 +130,8 @@ impl Btrfs {
             self.st_mut().inodes.get_mut(&ino).unwrap().needs_full_sync = false;
             self.inner.m.borrow_mut().fsync_skips += 1;
         } else {
-            let th = self.start_transaction().await;
+            let mut th = self.start_transaction().await;
+            th.in_fsync = true;
             let t = th.id;
             self.point("fsync:joined").await;
             match self.log_inode_parent(t, ino).await {

@@ -145,21 +145,25 @@ pub struct Policy {
 }
 
 /// Policy preset names.
-pub const PRESETS: [&str; 2] = ["linux-5.10", "linux-5.11"];
+pub const PRESETS: [&str; 3] = ["linux-5.10", "linux-5.11", "linux-5.12"];
 
 impl Policy {
-    /// A preset: `linux-5.10` (R7 fixed, R1–R6 not) or `linux-5.11` (all fixed).
+    /// A preset: `linux-5.10` (R7 fixed, R1–R6 not), `linux-5.11` (all fixed) or
+    /// `linux-5.12` (5.11 with SUPER_COMMITTED waiters).
     pub fn preset(name: &str) -> Option<Policy> {
-        let (fixes, kernel): (BTreeSet<Fix>, Kernel) = match name {
-            "linux-5.10" => ([Fix::R7].into(), Kernel::V5_10),
-            "linux-5.11" => (Fix::ALL.into(), Kernel::V5_11),
+        let (fixes, kernel, super_committed): (BTreeSet<Fix>, Kernel, bool) = match name {
+            "linux-5.10" => ([Fix::R7].into(), Kernel::V5_10, false),
+            "linux-5.11" => (Fix::ALL.into(), Kernel::V5_11, false),
+            // 5.12: "btrfs: make concurrent fsyncs wait less when waiting for a transaction
+            // commit" adds TRANS_STATE_SUPER_COMMITTED (fs/btrfs/transaction.h@v5.12).
+            "linux-5.12" => (Fix::ALL.into(), Kernel::V5_11, true),
             _ => return None,
         };
         Some(Policy {
             name: name.to_string(),
             fixes,
             mutants: BTreeSet::new(),
-            super_committed: false,
+            super_committed,
             kernel,
         })
     }

@@ -14,6 +14,9 @@ pub struct Trans {
     pub id: TransId,
     /// Counted in `num_extwriters`.
     pub ext: bool,
+    /// `trans->in_fsync`: the handle of an fsync (5.12 lets it stop waiting for a commit at
+    /// SUPER_COMMITTED).
+    pub in_fsync: bool,
 }
 
 /// How a caller reaches the running transaction (`enum btrfs_trans_type`).
@@ -66,7 +69,11 @@ impl Btrfs {
                         let tr = st.trans.get_mut(&t).unwrap();
                         tr.writers += 1;
                         tr.extwriters += u32::from(ext);
-                        return Some(Trans { id: t, ext });
+                        return Some(Trans {
+                            id: t,
+                            ext,
+                            in_fsync: false,
+                        });
                     }
                     Some(_) => {}
                     None if kind == JoinKind::Attach => return None,
@@ -93,7 +100,11 @@ impl Btrfs {
                                 marked_unnecessarily: false,
                             },
                         );
-                        return Some(Trans { id: t, ext });
+                        return Some(Trans {
+                            id: t,
+                            ext,
+                            in_fsync: false,
+                        });
                     }
                 }
             }
@@ -132,16 +143,19 @@ impl Btrfs {
         let h = &self.inner.h;
         let t = th.id;
         let already = self.inner.st.borrow().trans[&t].state >= TransState::CommitStart;
+        // want_state (btrfs_commit_transaction@v5.12): an fsync's handle stops waiting for a
+        // commit — another task's, or the previous transaction's — once its superblocks are
+        // written; every other caller waits for COMPLETED.
+        let want = if self.inner.policy.super_committed && th.in_fsync {
+            TransState::SuperCommitted
+        } else {
+            TransState::Completed
+        };
         if already {
             // Step 1: another task is committing it: end our handle and wait (5.12+ waiters
             // may return once the superblocks are written).
             self.end(th);
-            let until = if self.inner.policy.super_committed {
-                TransState::SuperCommitted
-            } else {
-                TransState::Completed
-            };
-            while self.inner.st.borrow().trans[&t].state < until {
+            while self.inner.st.borrow().trans[&t].state < want {
                 self.inner.commit_wait.wait().await;
             }
             return;
@@ -156,7 +170,7 @@ impl Btrfs {
                 st.trans
                     .range(..t)
                     .next_back()
-                    .is_none_or(|(_, p)| p.state == TransState::Completed)
+                    .is_none_or(|(_, p)| p.state >= want)
             };
             if prev_done {
                 break;

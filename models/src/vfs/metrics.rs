@@ -62,7 +62,25 @@ pub struct Metrics {
     pub data_block_groups_created: u64,
     /// Empty data block groups deleted after commits.
     pub data_block_groups_deleted: u64,
+    /// Per lock and wait queue of the filesystem (`WAIT_CLASSES`): (waits, nanoseconds
+    /// waited), over all tasks; reported as `<name>_count` and `<name>_ns`.
+    pub waits: BTreeMap<String, (u64, u64)>,
 }
+
+/// The filesystem locks and wait queues whose waits every run reports.
+pub const WAIT_CLASSES: [&str; 11] = [
+    "wait_current_trans",
+    "wait_for_commit",
+    "wait_writers",
+    "wait_log_writers",
+    "wait_log_commit",
+    "log_mutex",
+    "tree_log_mutex",
+    "reloc_mutex",
+    "tree_root.log_mutex",
+    "log_root_tree.log_mutex",
+    "chunk_mutex",
+];
 
 impl Metrics {
     /// (name, value) of every scalar counter, in a stable order.
@@ -98,8 +116,28 @@ impl Metrics {
         ]
     }
 
-    /// A counter by JSON name (including `unnecessary_full_commits.<cause>`).
+    /// The wait metrics (`<class>_count`, `<class>_ns`) of every class in `WAIT_CLASSES`.
+    pub fn wait_rows(&self) -> Vec<(String, u64)> {
+        let mut v = Vec::new();
+        for c in WAIT_CLASSES {
+            let (n, ns) = self.waits.get(c).copied().unwrap_or((0, 0));
+            v.push((format!("{c}_count"), n));
+            v.push((format!("{c}_ns"), ns));
+        }
+        v
+    }
+
+    /// A counter by JSON name (including `unnecessary_full_commits.<cause>` and the wait
+    /// metrics `<class>_count`, `<class>_ns`).
     pub fn get(&self, name: &str) -> Option<u64> {
+        for (suffix, ns) in [("_count", false), ("_ns", true)] {
+            if let Some(c) = name.strip_suffix(suffix) {
+                if WAIT_CLASSES.contains(&c) {
+                    let (n, t) = self.waits.get(c).copied().unwrap_or((0, 0));
+                    return Some(if ns { t } else { n });
+                }
+            }
+        }
         if let Some(cause) = name.strip_prefix("unnecessary_full_commits.") {
             return Some(
                 self.unnecessary_full_commits_by_cause
@@ -141,6 +179,9 @@ impl Metrics {
             "log_batch_sleeps" => "one-jiffy batching sleeps in btrfs_sync_log (nossd mounts)",
             "data_block_groups_created" => "data block groups made by chunk allocation (each marks its transaction)",
             "data_block_groups_deleted" => "empty data block groups deleted after commits",
+            n if n.ends_with("_count") || n.ends_with("_ns") => {
+                "waits on that lock or wait queue (count) and the time they took (ns), all tasks"
+            }
             _ => return None,
         })
     }

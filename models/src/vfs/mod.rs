@@ -9,7 +9,7 @@
 pub mod metrics;
 pub mod op;
 
-pub use metrics::{Metrics, OpLatency, Violation};
+pub use metrics::{Metrics, OpLatency, Violation, WAIT_CLASSES};
 pub use op::{Op, OpError};
 
 use crate::btrfs::{Btrfs, Costs, Policy};
@@ -162,6 +162,20 @@ macro_rules! dispatch {
             Mounted::Btrfs($fs) => $e,
         }
     };
+}
+
+/// The waits on the filesystem's locks and wait queues over a whole run, from the engine's
+/// resource statistics.
+pub fn wait_totals(stats: &[sim::ResourceStats]) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut m = std::collections::BTreeMap::new();
+    for r in stats {
+        if WAIT_CLASSES.contains(&r.name.as_str()) {
+            let e = m.entry(r.name.clone()).or_insert((0, 0));
+            e.0 += r.waits;
+            e.1 += r.wait_ns;
+        }
+    }
+    m
 }
 
 impl Mounted {

@@ -8,25 +8,33 @@ use crate::btrfs::{Fix, Mutant, Policy};
 use crate::device::DeviceConfig;
 use rayon::prelude::*;
 
-/// Parses a policy spec: a preset, then `:-R7`, `:+R1` or `:+MUTANT` modifiers
-/// (`linux-5.11:-R7` is linux-5.11 without R7's fix).
+/// Parses a policy spec: a preset, then `:-R7`, `:+R1`, `:+MUTANT` or `:+super_committed`
+/// modifiers, separated by `:` or spaces (`linux-5.11:-R7` and `linux-5.11 -R7` are
+/// linux-5.11 without R7's fix).
 pub fn parse_policy(s: &str) -> Result<Policy, String> {
-    let mut parts = s.split(':');
+    let norm = s.split_whitespace().collect::<Vec<_>>().join(":");
+    let mut parts = norm.split(':');
     let base = parts.next().unwrap_or_default();
     let mut p = Policy::preset(base).ok_or_else(|| {
         format!(
-            "unknown policy '{base}': expected linux-5.10 or linux-5.11, optionally with :-R7, :+R1 or :+MUTANT"
+            "unknown policy '{base}': expected one of {} optionally with :-R7, :+R1, :+MUTANT or :+super_committed",
+            crate::btrfs::policy::PRESETS.join(", ")
         )
     })?;
     for m in parts {
         let (sign, name) = m.split_at(m.len().min(1));
         p = match (sign, Fix::parse(name), Mutant::parse(name)) {
+            ("+", _, _) if name == "super_committed" => p.with_super_committed(),
+            ("-", _, _) if name == "super_committed" => Policy {
+                super_committed: false,
+                ..p
+            },
             ("-", Some(f), _) => p.without(f),
             ("+", Some(f), _) => p.with(f),
             ("+", None, Some(mu)) => p.with_mutant(mu),
             _ => {
                 return Err(format!(
-                    "invalid policy modifier ':{m}' in '{s}': expected :-R1..:-R7, :+R1..:+R7 or :+MUTANT"
+                    "invalid policy modifier ':{m}' in '{s}': expected :-R1..:-R7, :+R1..:+R7, :+MUTANT or :+super_committed"
                 ))
             }
         };

@@ -972,7 +972,11 @@ pub fn run_with_progress(
         classes: sim.class_names(),
         slowest,
         files_done: rec.files_done,
-        metrics: fs.metrics(),
+        metrics: {
+            let mut m = fs.metrics();
+            m.waits = crate::vfs::wait_totals(&sim.resource_stats());
+            m
+        },
         violations,
         trace_hash: summary.trace_hash,
         events: summary.dispatches,
