@@ -277,3 +277,47 @@ fn sync_log_batches_with_a_jiffy_sleep_only_on_non_ssd_mounts() {
     assert_eq!(m(&auto, "log_batch_sleeps"), 0);
     assert!(nossd.end > ssd.end + 3_000_000, "one jiffy (4 ms) later");
 }
+
+#[test]
+fn the_oracle_counts_a_relog_of_an_unchanged_item_in_the_same_log_as_waste() {
+    let twice = scenario(
+        "",
+        &["mkdir /x", "commit"],
+        &[(
+            "A",
+            &[
+                "mkdir /x/n",
+                "create /x/n/a",
+                "create /x/n/b",
+                "write /x/n/a 4k",
+                "write /x/n/b 4k",
+                "fsync /x/n/a", // logs /x/n as a new ancestor
+                "fsync /x/n/b", // logs it again, unchanged: waste
+            ],
+        )],
+        &[],
+    );
+    let r = run_under(&twice, "linux-5.11");
+    assert_eq!(m(&r, "relogged_ancestors"), 1, "{:?}", r.metrics);
+    // A change of the directory in between makes the second log necessary.
+    let changed = scenario(
+        "",
+        &["mkdir /x", "commit"],
+        &[(
+            "A",
+            &[
+                "mkdir /x/n",
+                "create /x/n/a",
+                "create /x/n/b",
+                "write /x/n/a 4k",
+                "write /x/n/b 4k",
+                "fsync /x/n/a",
+                "create /x/n/c",
+                "fsync /x/n/b",
+            ],
+        )],
+        &[],
+    );
+    let r = run_under(&changed, "linux-5.11");
+    assert_eq!(m(&r, "relogged_ancestors"), 0, "{:?}", r.metrics);
+}

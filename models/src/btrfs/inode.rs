@@ -39,6 +39,8 @@ impl Btrfs {
                     extents: Vec::new(),
                     modified_extents: Vec::new(),
                     dirty_bytes: 0,
+                    change_seq: 0,
+                    logged_full: None,
                 },
             );
             let c = &self.inner.costs;

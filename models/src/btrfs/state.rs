@@ -197,6 +197,12 @@ pub struct Inode {
     pub modified_extents: Vec<u64>,
     /// Dirty page-cache bytes not yet written back.
     pub dirty_bytes: u64,
+    /// Bumped by every change of the inode: item, names, entries, extents (the oracle's
+    /// version of it within a transaction).
+    pub change_seq: u64,
+    /// (transaction, change_seq) when it was last logged in full (an fsync's
+    /// LOG_INODE_ALL, or a directory logged as ancestor or parent).
+    pub logged_full: Option<(TransId, u64)>,
 }
 
 /// A directory entry version.
@@ -392,6 +398,8 @@ impl FsState {
                 extents: Vec::new(),
                 modified_extents: Vec::new(),
                 dirty_bytes: 0,
+                change_seq: 0,
+                logged_full: None,
             },
         );
         let mut trans = BTreeMap::new();
@@ -595,6 +603,8 @@ impl FsState {
 
     /// Adds the live entry (dir, name) → ino, created in transaction `t`.
     pub fn add_dentry(&mut self, dir: Ino, name: String, ino: Ino, t: TransId) {
+        self.bump(ino);
+        self.bump(dir);
         // Sorted (dir, name) pairs; most inodes have one name.
         let names = self.live.entry(ino).or_default();
         let key = (dir, name.clone());
@@ -618,7 +628,15 @@ impl FsState {
     }
 
     /// Removes the live entry (dir, name) in transaction `t`.
+    /// Marks inode `ino` changed (see `Inode::change_seq`).
+    pub fn bump(&mut self, ino: Ino) {
+        if let Some(i) = self.inodes.get_mut(&ino) {
+            i.change_seq += 1;
+        }
+    }
+
     pub fn remove_dentry(&mut self, dir: Ino, name: &str, t: TransId) {
+        self.bump(dir);
         let d = self
             .dentries
             .get_mut(&dir)

@@ -128,6 +128,7 @@ impl Btrfs {
         let i = st.inodes.get_mut(&ino).expect("inode");
         i.last_trans = t;
         i.last_sub_trans = log_transid;
+        i.change_seq += 1;
         let _ = last_log_commit;
     }
 

@@ -213,7 +213,7 @@ impl Btrfs {
     pub(super) async fn log_inode(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
         let c = &self.inner.costs;
         let last_committed = self.inner.st.borrow().last_trans_committed;
-        let (full_sync, extents, is_dir, names, mut versions, new_name_needed) = {
+        let (relogged, full_sync, extents, is_dir, names, mut versions, new_name_needed) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
             // LOG_INODE_EXISTS (new names, ancestors, parents) copies the inode item and
@@ -243,7 +243,12 @@ impl Btrfs {
                 }
                 _ => false,
             };
+            // The oracle's re-log check: already in this transaction's log in full, and
+            // not changed since.
+            let relogged =
+                !matches!(kind, LogKind::NewName(_)) && i.logged_full == Some((t, i.change_seq));
             (
+                relogged,
                 i.needs_full_sync,
                 ext,
                 i.is_dir,
@@ -292,6 +297,14 @@ impl Btrfs {
                     _ => 0,
                 })
                 .sum::<u64>();
+            if relogged {
+                match kind {
+                    LogKind::Fsync => m.relogged_inodes += 1,
+                    LogKind::Ancestor => m.relogged_ancestors += 1,
+                    LogKind::Parent => m.relogged_dir_items += 1,
+                    LogKind::NewName(_) => {}
+                }
+            }
             match kind {
                 LogKind::Ancestor => m.ancestor_logs += 1,
                 // R1's oracle: a new name must go into the log only if the inode or the
@@ -333,6 +346,9 @@ impl Btrfs {
         }
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
+        if !matches!(kind, LogKind::NewName(_)) {
+            i.logged_full = Some((t, i.change_seq));
+        }
         if kind == LogKind::Fsync {
             // LOG_INODE_ALL of a non-directory clears the full-sync flag and the
             // modified-extents list it logged (btrfs_log_inode@v5.10).

@@ -62,6 +62,13 @@ pub struct Metrics {
     pub data_block_groups_created: u64,
     /// Empty data block groups deleted after commits.
     pub data_block_groups_deleted: u64,
+    /// Inodes logged in full again although unchanged since they entered this
+    /// transaction's log (waste the oracle judges against the current log).
+    pub relogged_inodes: u64,
+    /// Ancestor directories logged again, unchanged since they entered this log.
+    pub relogged_ancestors: u64,
+    /// Parent directories (btrfs_log_all_parents) logged again, unchanged since.
+    pub relogged_dir_items: u64,
     /// Per lock and wait queue of the filesystem (`WAIT_CLASSES`): (waits, nanoseconds
     /// waited), over all tasks; reported as `<name>_count` and `<name>_ns`.
     pub waits: BTreeMap<String, (u64, u64)>,
@@ -113,6 +120,9 @@ impl Metrics {
             ("log_batch_sleeps", self.log_batch_sleeps),
             ("data_block_groups_created", self.data_block_groups_created),
             ("data_block_groups_deleted", self.data_block_groups_deleted),
+            ("relogged_inodes", self.relogged_inodes),
+            ("relogged_ancestors", self.relogged_ancestors),
+            ("relogged_dir_items", self.relogged_dir_items),
         ]
     }
 
@@ -179,6 +189,9 @@ impl Metrics {
             "log_batch_sleeps" => "one-jiffy batching sleeps in btrfs_sync_log (nossd mounts)",
             "data_block_groups_created" => "data block groups made by chunk allocation (each marks its transaction)",
             "data_block_groups_deleted" => "empty data block groups deleted after commits",
+            "relogged_inodes" => "inodes logged in full again, unchanged since they entered this transaction's log",
+            "relogged_ancestors" => "ancestor directories logged again, unchanged since they entered this log",
+            "relogged_dir_items" => "parent directories logged again (btrfs_log_all_parents), unchanged since",
             n if n.ends_with("_count") || n.ends_with("_ns") => {
                 "waits on that lock or wait queue (count) and the time they took (ns), all tasks"
             }
