@@ -150,6 +150,9 @@ enum Command {
     Check {
         /// Scenario names or paths (default: all built-in scenarios).
         scenarios: Vec<String>,
+        /// Accept a file with no [expect.*] at all (otherwise it fails: nothing was checked).
+        #[arg(long)]
+        allow_empty: bool,
     },
 }
 
@@ -1220,11 +1223,17 @@ fn write_state(
 /// Runs each scenario pre- and post-fix and compares with its expectations: Failed (exit 1)
 /// on any mismatch. A scenario that cannot play (a stuck script) is bad input, as in `run`:
 /// every scenario runs before anything is printed.
-fn check(specs: &[String]) -> Result<Verdict, Failure> {
+fn check(specs: &[String], allow_empty: bool) -> Result<Verdict, Failure> {
     let mut results = Vec::new();
     for sc in load_scenarios(specs)? {
         let dev = device_for(&sc, &None)?;
         let mut problems = Vec::new();
+        if sc.expect_pre.is_empty() && sc.expect_post.is_empty() && !allow_empty {
+            problems.push(format!(
+                "{}: no expectations ([expect.*] is empty): nothing to check (--allow-empty accepts it)",
+                sc.origin
+            ));
+        }
         let [before, after] = sc.labels();
         for (label, policy, expect) in [
             (before, sc.pre_policy(), &sc.expect_pre),
@@ -1293,7 +1302,10 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         Command::Shrink(a) => shrink(a)?,
         Command::Workload(a) => workload(a)?,
         Command::Compare(a) => compare(a)?,
-        Command::Check { scenarios } => return check(&scenarios),
+        Command::Check {
+            scenarios,
+            allow_empty,
+        } => return check(&scenarios, allow_empty),
         Command::Bench(a) => {
             let p = bench::BenchParams {
                 lock: a.lock,

@@ -966,3 +966,24 @@ fn help_states_the_exit_codes() {
         }
     }
 }
+
+#[test]
+fn check_fails_on_a_file_without_expectations_unless_allowed_and_runtime_errors_name_the_line() {
+    let text = "name = \"t\"\nrace = \"R7\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"fsync /f\"]\n";
+    let p = temp_file("noexp.toml", text);
+    let o = fsyncsim(&["check", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no expectations"));
+    let o = fsyncsim(&["check", "--allow-empty", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // An operation that fails at run time is reported at its own line.
+    let bad = text.replace(
+        "ops = [\"fsync /f\"]",
+        "ops = [\"fsync /f\",\n  \"unlink /f\",\n  \"unlink /f\"]",
+    );
+    let p = temp_file("rterr.toml", &bad);
+    let o = fsyncsim(&["run", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("rterr.toml:10: task A: unlink"), "{e}");
+}

@@ -165,6 +165,10 @@ pub struct Scenario {
     pub expect_post: BTreeMap<String, u64>,
     /// Where it came from (file name or path).
     pub origin: String,
+    /// File line of each setup operation (empty for scenarios not read from text).
+    pub setup_lines: Vec<usize>,
+    /// File line of each task operation, per task.
+    pub task_lines: Vec<Vec<usize>>,
 }
 
 fn line_at(text: &str, offset: usize) -> usize {
@@ -574,6 +578,21 @@ impl Scenario {
             expect_pre,
             expect_post,
             origin: origin.to_string(),
+            setup_lines: f
+                .setup
+                .iter()
+                .map(|o| line_at(text, o.span().start))
+                .collect(),
+            task_lines: f
+                .task
+                .iter()
+                .map(|t| {
+                    t.ops
+                        .iter()
+                        .map(|o| line_at(text, o.span().start))
+                        .collect()
+                })
+                .collect(),
         })
     }
 
@@ -841,16 +860,34 @@ pub fn run_with_trace(
             sc.tasks.clone(),
             errors.clone(),
         );
+        let origin = &sc.origin;
+        let at = |lines: &[usize], i: usize| {
+            lines
+                .get(i)
+                .map_or_else(|| origin.clone(), |l| format!("{origin}:{l}"))
+        };
+        let setup_at: Vec<String> = (0..setup.len()).map(|i| at(&sc.setup_lines, i)).collect();
+        let task_at: Vec<Vec<String>> = tasks
+            .iter()
+            .enumerate()
+            .map(|(k, (_, ops))| {
+                let lines = sc.task_lines.get(k).map_or(&[][..], |v| &v[..]);
+                (0..ops.len()).map(|i| at(lines, i)).collect()
+            })
+            .collect();
         sim.spawn("setup", async move {
-            for op in &setup {
+            for (i, op) in setup.iter().enumerate() {
                 if let Err(e) = fs.run_op(op).await {
-                    errors
-                        .borrow_mut()
-                        .push(format!("setup: {}: {}", op.kind(), e.0));
+                    errors.borrow_mut().push(format!(
+                        "{}: setup: {}: {}",
+                        setup_at[i],
+                        op.kind(),
+                        e.0
+                    ));
                     return;
                 }
             }
-            for (name, ops) in tasks {
+            for ((name, ops), lines) in tasks.into_iter().zip(task_at) {
                 let (fs, errors, task) = (fs.clone(), errors.clone(), name.clone());
                 let h3 = h2.clone();
                 h2.spawn(&name, async move {
@@ -860,7 +897,8 @@ pub fn run_with_trace(
                         h3.set_remaining(h3.current(), steps[i..].iter().sum());
                         if let Err(e) = fs.run_op(op).await {
                             errors.borrow_mut().push(format!(
-                                "task {task}: {}: {}",
+                                "{}: task {task}: {}: {}",
+                                lines[i],
                                 op.kind(),
                                 e.0
                             ));
