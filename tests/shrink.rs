@@ -92,10 +92,16 @@ fn shrinking_keeps_only_the_preemptions_the_race_needs() {
     // Without a script, the first-come order (B's link before A's commit) does not hit.
     let fifo = run(&sc, &pre, &d, 1, &Interleaving::Script);
     assert_eq!(target.value(&fifo), 0);
-    let seed = (0..50)
-        .find(|&s| target.value(&run(&sc, &pre, &d, s, &Interleaving::Random)) > 0)
-        .expect("a random seed hits");
-    let s = shrink(&sc, &pre, &d, seed, &Interleaving::Random, &target, "t", "").unwrap();
+    // The first hitting seed whose hit a script can express (some hits need ties between
+    // tasks outside named points, which shrink refuses with a message).
+    let (seed, s) = (0..50)
+        .filter(|&s| target.value(&run(&sc, &pre, &d, s, &Interleaving::Random)) > 0)
+        .find_map(|seed| {
+            shrink(&sc, &pre, &d, seed, &Interleaving::Random, &target, "t", "")
+                .ok()
+                .map(|s| (seed, s))
+        })
+        .expect("a random seed hits and shrinks");
     assert!(
         (1..=Size::of(&r1()).decisions).contains(&s.after.decisions),
         "{:?}",

@@ -60,6 +60,10 @@ pub struct Costs {
     /// One jiffy, btrfs_sync_log's batching sleep on non-ssd mounts: 4 ms at CONFIG_HZ=250,
     /// the value of Debian's and Ubuntu's generic kernel configs (Fedora uses 1000: 1 ms).
     pub jiffy: Nanos,
+    /// CPU of entering and leaving the kernel for one system call, charged to every
+    /// operation (guess: 250 ns, lmbench's null-syscall latency on a 2020-era x86 core with
+    /// Debian's default speculative-execution mitigations on).
+    pub syscall: Nanos,
     /// Device bytes for data chunks (guess: a 1 TiB device; seed 000 names an NVMe device,
     /// not its size).
     pub fs_size: u64,
@@ -94,6 +98,7 @@ impl Default for Costs {
             namespace_op: 6 * US,
             log_start: US,
             jiffy: 4_000 * US,
+            syscall: 250,
             fs_size: 1 << 40,
             data_chunk_size: 1 << 30,
             mkfs_data_chunk: 8 << 20,
@@ -103,7 +108,7 @@ impl Default for Costs {
 
 impl Costs {
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 23] = [
+    pub const FIELDS: [&'static str; 24] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -124,6 +129,7 @@ impl Costs {
         "namespace_op",
         "log_start",
         "jiffy",
+        "syscall",
         "fs_size",
         "data_chunk_size",
         "mkfs_data_chunk",
@@ -167,6 +173,7 @@ impl Costs {
             "namespace_op" => &mut self.namespace_op,
             "log_start" => &mut self.log_start,
             "jiffy" => &mut self.jiffy,
+            "syscall" => &mut self.syscall,
             "fs_size" => &mut self.fs_size,
             "data_chunk_size" => &mut self.data_chunk_size,
             "mkfs_data_chunk" => &mut self.mkfs_data_chunk,

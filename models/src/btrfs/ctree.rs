@@ -217,6 +217,11 @@ impl Btrfs {
         let kind = op.kind();
         let (start_label, done_label) = op.labels();
         self.point(start_label).await;
+        let syscall = self.inner.costs.syscall;
+        if syscall > 0 && !matches!(op, Op::Sleep(_)) {
+            // Entering and leaving the kernel.
+            self.inner.h.cpu(syscall).await;
+        }
         match op {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
