@@ -87,7 +87,7 @@ fn bad_device_files_name_file_line_and_expectation() {
         (
             "negative.toml",
             "[read]\ndist = \"exponential\"\nmean_us = -3\n",
-            &[":1:", ">= 0"],
+            &[":1:", "from 0 to 1e9"],
         ),
         (
             "nan.toml",

@@ -202,7 +202,7 @@ fn hdd_random_reads_pay_seeks_that_sequential_reads_do_not() {
 fn a_tail_spike_adds_its_extra_delay_at_its_probability() {
     let mut cfg = constant_device();
     cfg.tail = Some(models::device::config::TailSpike {
-        probability: NonNeg(0.25),
+        probability: models::device::config::Probability(0.25),
         extra: us(1000.0),
     });
     let p = FioParams {
@@ -292,4 +292,32 @@ fn shipped_example_device_files_parse() {
         n += 1;
     }
     assert!(n >= 1);
+}
+
+#[test]
+fn out_of_range_device_numbers_are_refused_not_saturated() {
+    use models::device::DeviceConfig;
+    for (body, needle) in [
+        (
+            "[read]\ndist = \"constant\"\nus = 1e300\n",
+            "invalid value 1e300",
+        ),
+        (
+            "[read]\ndist = \"lognormal\"\nmean_us = 75\nsigma = 1000\n",
+            "invalid sigma 1000",
+        ),
+        (
+            "[tail]\nprobability = 1.5\nextra = { dist = \"constant\", us = 5 }\n",
+            "invalid probability 1.5",
+        ),
+    ] {
+        let path =
+            std::env::temp_dir().join(format!("fsyncsim-dev-range-{}.toml", std::process::id()));
+        std::fs::write(&path, format!("preset = \"nvme\"\n{body}")).unwrap();
+        let e = DeviceConfig::resolve(path.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(needle), "{e}");
+        let _ = std::fs::remove_file(&path);
+    }
 }

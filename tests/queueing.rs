@@ -108,7 +108,7 @@ fn closed_loop_satisfies_littles_law() {
     let mut streams = RngStreams::new(5);
     let service = LatencyDist::Lognormal {
         mean_us: NonNeg(100.0),
-        sigma: NonNeg(0.6),
+        sigma: models::device::dist::Shape(0.6),
     };
     let cfg = DeviceConfig {
         queue_depth: 24, // some requests wait in the host too

@@ -2,6 +2,42 @@
 //! preset, and its error reporting (file:line, what was expected).
 
 use super::dist::{LatencyDist, NonNeg};
+
+/// A probability: 0 to 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Probability(pub f64);
+
+impl<'de> Deserialize<'de> for Probability {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if v.is_finite() && (0.0..=1.0).contains(&v) {
+            Ok(Probability(v))
+        } else {
+            Err(D::Error::custom(format!(
+                "invalid probability {}: expected a number from 0 to 1",
+                super::dist::num_text(v)
+            )))
+        }
+    }
+}
+
+/// A spindle speed: 1 to 100,000 rpm (a rotation must take a representable time).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rpm(pub f64);
+
+impl<'de> Deserialize<'de> for Rpm {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if v.is_finite() && (1.0..=100_000.0).contains(&v) {
+            Ok(Rpm(v))
+        } else {
+            Err(D::Error::custom(format!(
+                "invalid rpm {}: expected a number from 1 to 100000",
+                super::dist::num_text(v)
+            )))
+        }
+    }
+}
 use super::presets;
 use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
@@ -42,7 +78,7 @@ pub struct FlushCost {
 #[serde(deny_unknown_fields)]
 pub struct TailSpike {
     /// Probability per request, in [0, 1].
-    pub probability: NonNeg,
+    pub probability: Probability,
     /// Extra delay when it hits.
     pub extra: LatencyDist,
 }
@@ -52,7 +88,7 @@ pub struct TailSpike {
 #[serde(deny_unknown_fields)]
 pub struct HddGeometry {
     /// Spindle speed.
-    pub rpm: NonNeg,
+    pub rpm: Rpm,
     /// Single-cylinder seek, ms.
     pub seek_min_ms: NonNeg,
     /// Full-stroke seek, ms.
@@ -299,7 +335,7 @@ mod tests {
         assert!(e.message.contains("unknown field"), "{e}");
 
         let e = err("[read]\ndist = \"lognormal\"\nmean_us = -4\nsigma = 0.2\n");
-        assert!(e.message.contains(">= 0"), "{e}");
+        assert!(e.message.contains("from 0 to 1e9"), "{e}");
         assert!(e.location.starts_with("dev.toml:"), "{e}");
 
         let e = err("[write]\ndist = \"constant\"\nus = nan\n");

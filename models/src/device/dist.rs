@@ -13,11 +13,42 @@ pub struct NonNeg(pub f64);
 impl<'de> Deserialize<'de> for NonNeg {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = f64::deserialize(d)?;
-        if v.is_finite() && v >= 0.0 {
+        // 1e9 bounds every field it is used for (µs: 1000 s; ns per byte; rpm; ms) far
+        // above any real device while keeping virtual-time arithmetic exact.
+        if v.is_finite() && (0.0..=1e9).contains(&v) {
             Ok(NonNeg(v))
         } else {
             Err(D::Error::custom(format!(
-                "invalid value {v}: expected a finite number >= 0"
+                "invalid value {}: expected a finite number from 0 to 1e9",
+                num_text(v)
+            )))
+        }
+    }
+}
+
+/// A number as an error message shows it: plain when readable, else in exponent form.
+pub fn num_text(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-3..1e7).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A log-normal shape (standard deviation of ln x): 0 to 5 (e^5 ≈ 150× spread per sigma;
+/// larger shapes put the mean in a tail no run samples).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape(pub f64);
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        if v.is_finite() && (0.0..=5.0).contains(&v) {
+            Ok(Shape(v))
+        } else {
+            Err(D::Error::custom(format!(
+                "invalid sigma {}: expected a finite number from 0 to 5",
+                num_text(v)
             )))
         }
     }
@@ -50,7 +81,7 @@ pub enum LatencyDist {
         /// Mean, µs.
         mean_us: NonNeg,
         /// Shape: standard deviation of the underlying normal.
-        sigma: NonNeg,
+        sigma: Shape,
     },
 }
 
@@ -136,7 +167,7 @@ mod tests {
             },
             LatencyDist::Lognormal {
                 mean_us: NonNeg(45.0),
-                sigma: NonNeg(0.5),
+                sigma: Shape(0.5),
             },
         ];
         for d in &cases {

@@ -35,7 +35,7 @@ pub fn config() -> DeviceConfig {
         // DiskSim cheetah9LP: 10,045 rpm, single-cylinder seek 0.831 ms, full stroke
         // 10.627 ms; 9.1 GB over 6,962 cylinders.
         hdd: Some(HddGeometry {
-            rpm: NonNeg(10_045.0),
+            rpm: crate::device::config::Rpm(10_045.0),
             seek_min_ms: NonNeg(0.831),
             seek_max_ms: NonNeg(10.627),
             capacity_bytes: Positive(9_100_000_000),

@@ -26,7 +26,7 @@ pub fn by_name(name: &str) -> Option<DeviceConfig> {
 pub(crate) fn lognormal_us(mean_us: f64) -> super::LatencyDist {
     super::LatencyDist::Lognormal {
         mean_us: super::dist::NonNeg(mean_us),
-        sigma: super::dist::NonNeg(0.2),
+        sigma: super::dist::Shape(0.2),
     }
 }
 
