@@ -230,11 +230,7 @@ fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
         return (mean, None);
     }
     let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    // t(0.975) for 1..=9 degrees of freedom, then the normal value.
-    const T: [f64; 9] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
-    ];
-    let t = T.get(v.len() - 2).copied().unwrap_or(1.96);
+    let t = crate::workload::compare::t975(v.len() - 1);
     let h = t * (var / n).sqrt();
     (mean, Some((mean - h, mean + h)))
 }

@@ -3,41 +3,15 @@
 
 use super::dist::{LatencyDist, NonNeg};
 
-/// A probability: 0 to 1.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Probability(pub f64);
+super::dist::bounded_f64!(
+    /// A probability: 0 to 1.
+    Probability, 0.0, 1.0, "probability", "0 to 1"
+);
 
-impl<'de> Deserialize<'de> for Probability {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = f64::deserialize(d)?;
-        if v.is_finite() && (0.0..=1.0).contains(&v) {
-            Ok(Probability(v))
-        } else {
-            Err(D::Error::custom(format!(
-                "invalid probability {}: expected a number from 0 to 1",
-                super::dist::num_text(v)
-            )))
-        }
-    }
-}
-
-/// A spindle speed: 1 to 100,000 rpm (a rotation must take a representable time).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rpm(pub f64);
-
-impl<'de> Deserialize<'de> for Rpm {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = f64::deserialize(d)?;
-        if v.is_finite() && (1.0..=100_000.0).contains(&v) {
-            Ok(Rpm(v))
-        } else {
-            Err(D::Error::custom(format!(
-                "invalid rpm {}: expected a number from 1 to 100000",
-                super::dist::num_text(v)
-            )))
-        }
-    }
-}
+super::dist::bounded_f64!(
+    /// A spindle speed: 1 to 100,000 rpm (a rotation must take a representable time).
+    Rpm, 1.0, 100_000.0, "rpm", "1 to 100000"
+);
 use super::presets;
 use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;

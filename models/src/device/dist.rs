@@ -2,29 +2,46 @@
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp1, StandardNormal};
-use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 use sim::{Nanos, Stream};
 
-/// A finite, non-negative number (rejects NaN, infinities and negatives when parsed).
-#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
-pub struct NonNeg(pub f64);
+/// Declares a number newtype that parses only finite values within `[lo, hi]`, and says
+/// so (with the field's `what`) when it does not.
+macro_rules! bounded_f64 {
+    ($(#[$doc:meta])* $name:ident, $lo:expr, $hi:expr, $what:literal, $range:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
+        pub struct $name(pub f64);
 
-impl<'de> Deserialize<'de> for NonNeg {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = f64::deserialize(d)?;
-        // 1e9 bounds every field it is used for (µs: 1000 s; ns per byte; rpm; ms) far
-        // above any real device while keeping virtual-time arithmetic exact.
-        if v.is_finite() && (0.0..=1e9).contains(&v) {
-            Ok(NonNeg(v))
-        } else {
-            Err(D::Error::custom(format!(
-                "invalid value {}: expected a finite number from 0 to 1e9",
-                num_text(v)
-            )))
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                use serde::de::Error as _;
+                let v = f64::deserialize(d)?;
+                if v.is_finite() && ($lo..=$hi).contains(&v) {
+                    Ok($name(v))
+                } else {
+                    Err(D::Error::custom(format!(
+                        concat!("invalid ", $what, " {}: expected a finite number from ", $range),
+                        $crate::device::dist::num_text(v)
+                    )))
+                }
+            }
         }
-    }
+    };
 }
+pub(crate) use bounded_f64;
+
+bounded_f64!(
+    /// A finite, non-negative number up to 1e9, which bounds every field it is used for (µs:
+    /// 1000 s; ns per byte; ms) far above any real device while keeping virtual time exact.
+    NonNeg, 0.0, 1e9, "value", "0 to 1e9"
+);
+
+bounded_f64!(
+    /// A log-normal shape (standard deviation of ln x): 0 to 5 (e^5 ≈ 150× spread per
+    /// sigma; larger shapes put the mean in a tail no run samples).
+    Shape, 0.0, 5.0, "sigma", "0 to 5"
+);
 
 /// A number as an error message shows it: plain when readable, else in exponent form.
 pub fn num_text(v: f64) -> String {
@@ -32,25 +49,6 @@ pub fn num_text(v: f64) -> String {
         format!("{v:e}")
     } else {
         format!("{v}")
-    }
-}
-
-/// A log-normal shape (standard deviation of ln x): 0 to 5 (e^5 ≈ 150× spread per sigma;
-/// larger shapes put the mean in a tail no run samples).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Shape(pub f64);
-
-impl<'de> Deserialize<'de> for Shape {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = f64::deserialize(d)?;
-        if v.is_finite() && (0.0..=5.0).contains(&v) {
-            Ok(Shape(v))
-        } else {
-            Err(D::Error::custom(format!(
-                "invalid sigma {}: expected a finite number from 0 to 5",
-                num_text(v)
-            )))
-        }
     }
 }
 

@@ -42,6 +42,20 @@ pub fn parse_policy(s: &str) -> Result<Policy, String> {
     Ok(p)
 }
 
+/// Two-sided 97.5 % quantile of Student's t for `df` degrees of freedom.
+pub fn t975(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        d if d <= 30 => T[d - 1],
+        _ => 1.96,
+    }
+}
+
 /// Parses `--vary NAME=V1,V2,…`.
 pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
     let (name, values) = s.split_once('=').ok_or_else(|| {
