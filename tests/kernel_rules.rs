@@ -321,3 +321,53 @@ fn the_oracle_counts_a_relog_of_an_unchanged_item_in_the_same_log_as_waste() {
     let r = run_under(&changed, "linux-5.11");
     assert_eq!(m(&r, "relogged_ancestors"), 0, "{:?}", r.metrics);
 }
+
+#[test]
+fn sync_stat_and_osync_writes() {
+    // sync(2) writes back the dirty file and commits; a crash afterwards keeps it (S2 runs
+    // on every returned sync and at the end).
+    let sc = scenario(
+        "",
+        &["create /f", "commit"],
+        &[("A", &["write /f 8k", "stat /f", "sync"])],
+        &[],
+    );
+    let r = run_under(&sc, "linux-5.11");
+    assert_eq!(m(&r, "transaction_commits"), 2);
+    assert_eq!(m(&r, "log_syncs"), 0);
+    // An O_SYNC write is a write and an fsync: it logs and syncs the log.
+    let os = scenario(
+        "",
+        &["create /f", "commit"],
+        &[("A", &["write-osync /f 4k"])],
+        &[],
+    );
+    let r = run_under(&os, "linux-5.11");
+    assert_eq!(m(&r, "log_syncs"), 1);
+    assert_eq!(m(&r, "extent_logs"), 1);
+    // With nothing running, sync waits for the committing transaction (attach_barrier).
+    let idle = scenario(
+        "",
+        &["create /f"],
+        &[("A", &["commit"]), ("B", &["sync"])],
+        &[
+            "A trans:commit_doing",
+            "B sync:start",
+            "B sync:done",
+            "A trans:unpinned",
+        ],
+    );
+    let dev = DeviceConfig::resolve(&idle.device).unwrap();
+    let r = run(
+        &idle,
+        &Policy::preset("linux-5.11").unwrap(),
+        &dev,
+        1,
+        &Interleaving::Script,
+    );
+    assert!(
+        r.violations.iter().any(|v| v.invariant == "script"),
+        "sync returned before the commit it waits for completed: {:?}",
+        r.violations
+    );
+}

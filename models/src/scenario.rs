@@ -209,6 +209,22 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             }
             Op::Write(path(words[1])?, n)
         }
+        Some("stat") => {
+            want(2, "stat PATH")?;
+            Op::Stat(path(words[1])?)
+        }
+        Some("write-osync") => {
+            want(3, "write-osync PATH SIZE")?;
+            let n = crate::units::parse_size(words[2])?;
+            if n == 0 || n > 1 << 40 {
+                return Err("expected a size > 0 and at most 1T".into());
+            }
+            Op::WriteOsync(path(words[1])?, n)
+        }
+        Some("sync") => {
+            want(1, "sync")?;
+            Op::Sync
+        }
         Some("setattr") => {
             want(2, "setattr PATH")?;
             Op::Setattr(path(words[1])?)
@@ -255,7 +271,7 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         }
         Some(other) => {
             return Err(format!(
-                "unknown operation '{other}': expected one of create, mkdir, write, setattr, writeback, fsync, link, rename, unlink, rmdir, new-block-group, commit, sleep"
+                "unknown operation '{other}': expected one of create, mkdir, write, write-osync, setattr, stat, writeback, fsync, link, rename, unlink, rmdir, new-block-group, commit, sync, sleep"
             ))
         }
         None => return Err("empty operation".into()),
@@ -292,7 +308,20 @@ pub fn points_of(op: &Op) -> Vec<String> {
         }
         Op::Link(..) => v.push("link:joined".into()),
         Op::Rename(..) => v.push("rename:joined".into()),
-        Op::Commit => v.extend(commit.map(String::from)),
+        Op::Commit | Op::Sync => v.extend(commit.map(String::from)),
+        Op::WriteOsync(..) => {
+            v.extend(
+                [
+                    "fsync:joined",
+                    "fsync:logged",
+                    "fsync:full_commit",
+                    "sync_log:start",
+                    "sync_log:write_super",
+                ]
+                .map(String::from),
+            );
+            v.extend(commit.map(String::from));
+        }
         _ => {}
     }
     v
@@ -401,6 +430,9 @@ impl Scenario {
                 Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
                 Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
                 Op::Write(p, _)
+                | Op::WriteOsync(p, _)
+                | Op::Setattr(p)
+                | Op::Stat(p)
                 | Op::Writeback(p)
                 | Op::Fsync(p)
                 | Op::Unlink(p)

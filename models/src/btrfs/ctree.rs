@@ -227,6 +227,16 @@ impl Btrfs {
             Op::Mkdir(p) => self.create(p, true).await?,
             Op::Write(p, bytes) => self.write(p, *bytes).await?,
             Op::Setattr(p) => self.setattr(p).await?,
+            // vfs_getattr: the inode is in memory; the lookup and the syscall are the cost.
+            Op::Stat(p) => {
+                self.resolve(p)?;
+            }
+            Op::WriteOsync(p, bytes) => {
+                self.write(p, *bytes).await?;
+                // generic_write_sync → vfs_fsync_range(datasync = 0) → btrfs_sync_file.
+                self.fsync(p).await?;
+            }
+            Op::Sync => self.sync_fs().await,
             Op::Writeback(p) => {
                 let ino = self.resolve(p)?;
                 self.writeback(ino).await;

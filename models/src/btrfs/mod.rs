@@ -10,6 +10,7 @@ pub mod ctree_blocks;
 pub mod disk_io;
 pub mod extent_tree;
 pub mod file;
+pub mod fs_super;
 pub mod inode;
 pub mod oracle;
 pub mod policy;

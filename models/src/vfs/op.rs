@@ -14,6 +14,12 @@ pub enum Op {
     Write(String, u64),
     /// setattr(2) without a size change (chmod, utimes; what dbench's Sfileinfo does).
     Setattr(String),
+    /// stat(2): a lookup and the inode's attributes (getattr), nothing written.
+    Stat(String),
+    /// A buffered write through an O_SYNC descriptor: the write, then generic_write_sync.
+    WriteOsync(String, u64),
+    /// sync(2): write back every dirty file, then commit (btrfs_sync_fs).
+    Sync,
     /// Write back dirty pages and wait (filemap_write_and_wait, no log).
     Writeback(String),
     /// fsync(2).
@@ -63,6 +69,9 @@ impl Op {
             Op::Mkdir(_) => "mkdir",
             Op::Write(..) => "write",
             Op::Setattr(_) => "setattr",
+            Op::Stat(_) => "stat",
+            Op::WriteOsync(..) => "write-osync",
+            Op::Sync => "sync",
             Op::Writeback(_) => "writeback",
             Op::Fsync(_) => "fsync",
             Op::Link(..) => "link",
@@ -94,13 +103,14 @@ impl std::fmt::Display for Op {
             Op::Create(p)
             | Op::Mkdir(p)
             | Op::Setattr(p)
+            | Op::Stat(p)
             | Op::Writeback(p)
             | Op::Fsync(p)
             | Op::Unlink(p)
             | Op::Rmdir(p) => write!(f, "{k} {p}"),
-            Op::Write(p, n) => write!(f, "{k} {p} {}", size_text(*n)),
+            Op::Write(p, n) | Op::WriteOsync(p, n) => write!(f, "{k} {p} {}", size_text(*n)),
             Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
-            Op::NewBlockGroup | Op::Commit => write!(f, "{k}"),
+            Op::NewBlockGroup | Op::Commit | Op::Sync => write!(f, "{k}"),
             Op::Sleep(d) => write!(f, "{k} {d}ns"),
         }
     }
@@ -111,7 +121,7 @@ impl std::fmt::Display for Op {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 13] = [
+pub const OPS: [(&str, &str, &str); 16] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -123,6 +133,9 @@ pub const OPS: [(&str, &str, &str); 13] = [
     ("unlink /f", "unlink PATH", "btrfs_unlink: btrfs_record_unlink_dir(for_rename = 0); the last name frees the data (pinned)"),
     ("rmdir /d", "rmdir PATH", "btrfs_rmdir: the parent inherits the removed directory's recent last_unlink_trans"),
     ("new-block-group", "new-block-group", "btrfs_make_block_group: marks the running transaction for full commits"),
-    ("commit", "commit", "btrfs_commit_transaction of the running transaction (like sync(2))"),
+    ("commit", "commit", "btrfs_commit_transaction of the running transaction (joins it)"),
+    ("sync", "sync", "sync(2): sync_inodes_sb writes back every dirty file, then btrfs_sync_fs attaches (btrfs_attach_transaction_barrier) and commits"),
+    ("stat /f", "stat PATH", "stat(2): path lookup and getattr, no transaction"),
+    ("write-osync /f 4k", "write-osync PATH SIZE", "write(2) on an O_SYNC descriptor: the buffered write, then generic_write_sync → btrfs_sync_file"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
 ];
