@@ -4,7 +4,7 @@
 
 mod out;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use models::btrfs::{Fix, Mutant, Policy};
 use models::device::{presets, DeviceConfig};
 use models::scenario::{self, Interleaving, RunResult, Scenario};
@@ -35,7 +35,7 @@ macro_rules! exit_codes {
 #[derive(Parser)]
 #[command(
     name = "fsyncsim",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("FSYNCSIM_COMMIT"), ")"),
     about = "Deterministic discrete-event simulator of filesystem commit/fsync races",
     long_about = "fsyncsim interleaves simulated tasks (committers, fsyncers, writers) against a \
                   modeled block device in virtual time. Same inputs + seed => bit-identical run.",
@@ -123,6 +123,17 @@ enum Command {
         after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers.\nBoth sides run the same seeds (common random numbers), in parallel.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024"
     )]
     Compare(CompareArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  fsyncsim completions bash > /etc/bash_completion.d/fsyncsim\n  fsyncsim completions zsh > ~/.zfunc/_fsyncsim"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout.
+    #[command(after_help = "Examples:\n  fsyncsim man > fsyncsim.1 && man ./fsyncsim.1")]
+    Man,
     /// Run every seed experiment the model covers and print seed figures beside the model's.
     #[command(
         after_help = "Rows: seed 000's dbench (64 clients, linux-5.10 -> linux-5.11) and seed 001's sysbench\n(linux-5.11 without R7 -> linux-5.11): each figure's change in the seed and in the model,\nwhether they point the same way, and the baselines' absolute levels; then R7's regression\nagainst the ratio of a sysbench round to the commit interval.\n\nExamples:\n  fsyncsim validate --quick\n  fsyncsim validate --json > validate.json"
@@ -1298,6 +1309,18 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         Command::Sweep(a) => return sweep(a),
         Command::Merge { files, json } => merge(&files, json)?,
         Command::Validate(a) => validate(a)?,
+        Command::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "fsyncsim", &mut buf);
+            out!("{}", String::from_utf8_lossy(&buf));
+        }
+        Command::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut buf)
+                .map_err(|e| Failure(format!("man: {e}")))?;
+            out!("{}", String::from_utf8_lossy(&buf));
+        }
         Command::Replay(a) => return replay(a),
         Command::Shrink(a) => shrink(a)?,
         Command::Workload(a) => workload(a)?,

@@ -987,3 +987,19 @@ fn check_fails_on_a_file_without_expectations_unless_allowed_and_runtime_errors_
     let e = stderr(&o);
     assert!(e.contains("rterr.toml:10: task A: unlink"), "{e}");
 }
+
+#[test]
+fn completions_man_page_and_version_with_the_commit() {
+    let o = fsyncsim(&["completions", "bash"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("fsyncsim") && s.contains("validate"), "{s}");
+    let o = fsyncsim(&["man"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(".TH fsyncsim"));
+    let o = fsyncsim(&["--version"]);
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(v.starts_with("fsyncsim ") && v.contains('('), "{v}");
+    let o = fsyncsim(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+}
