@@ -122,14 +122,16 @@ impl Btrfs {
         self.inner.writers_wait.notify_all();
     }
 
-    /// btrfs_set_inode_last_trans.
+    /// btrfs_set_inode_last_trans (transaction.h@v5.10), under the inode's spinlock:
+    /// last_trans = transid, last_sub_trans = root->log_transid, and last_log_commit =
+    /// root->last_log_commit.
     pub(super) fn set_inode_last_trans(st: &mut FsState, ino: Ino, t: TransId) {
         let (log_transid, last_log_commit) = (st.log_transid, st.last_log_commit);
         let i = st.inodes.get_mut(&ino).expect("inode");
         i.last_trans = t;
         i.last_sub_trans = log_transid;
+        i.last_log_commit = last_log_commit;
         i.change_seq += 1;
-        let _ = last_log_commit;
     }
 
     /// btrfs_cow_block on each leaf a change touches: the leaf joins the transaction's
