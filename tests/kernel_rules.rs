@@ -371,3 +371,27 @@ fn sync_stat_and_osync_writes() {
         r.violations
     );
 }
+
+#[test]
+fn a_shared_mapping_write_stamps_the_inode_without_the_lock_and_fsync_keeps_it() {
+    // A logs /g into log transaction 1 and syncs it while B's page_mkwrite is between
+    // reading root->log_transid and root->last_log_commit (the torn read of bc0939fcfab0's
+    // log); B's fsync then writes the data back (restamping the inode) and logs it: S2 holds.
+    let sc = scenario(
+        "",
+        &["create /f", "create /g", "write /f 4k", "fsync /f"],
+        &[
+            ("A", &["write /g 4k", "fsync /g"]),
+            ("B", &["mmap-write /f 4k", "fsync /f"]),
+        ],
+        &[
+            "A fsync:logged",
+            "B page_mkwrite:last_sub_trans_set",
+            "A fsync:done",
+            "B fsync:done",
+        ],
+    );
+    let r = run_under(&sc, "linux-5.11");
+    assert_eq!(m(&r, "log_syncs"), 3, "{:?}", r.metrics);
+    assert_eq!(m(&r, "fsync_skips"), 0);
+}

@@ -213,6 +213,14 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             want(2, "stat PATH")?;
             Op::Stat(path(words[1])?)
         }
+        Some("mmap-write") => {
+            want(3, "mmap-write PATH SIZE")?;
+            let n = crate::units::parse_size(words[2])?;
+            if n == 0 || n > 1 << 40 {
+                return Err("expected a size > 0 and at most 1T".into());
+            }
+            Op::MmapWrite(path(words[1])?, n)
+        }
         Some("write-osync") => {
             want(3, "write-osync PATH SIZE")?;
             let n = crate::units::parse_size(words[2])?;
@@ -271,7 +279,7 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         }
         Some(other) => {
             return Err(format!(
-                "unknown operation '{other}': expected one of create, mkdir, write, write-osync, setattr, stat, writeback, fsync, link, rename, unlink, rmdir, new-block-group, commit, sync, sleep"
+                "unknown operation '{other}': expected one of create, mkdir, write, mmap-write, write-osync, setattr, stat, writeback, fsync, link, rename, unlink, rmdir, new-block-group, commit, sync, sleep"
             ))
         }
         None => return Err("empty operation".into()),
@@ -307,6 +315,7 @@ pub fn points_of(op: &Op) -> Vec<String> {
             v.extend(commit.map(String::from));
         }
         Op::Link(..) => v.push("link:joined".into()),
+        Op::MmapWrite(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
         Op::Rename(..) => v.push("rename:joined".into()),
         Op::Commit | Op::Sync => v.extend(commit.map(String::from)),
         Op::WriteOsync(..) => {
@@ -431,6 +440,7 @@ impl Scenario {
                 Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
                 Op::Write(p, _)
                 | Op::WriteOsync(p, _)
+                | Op::MmapWrite(p, _)
                 | Op::Setattr(p)
                 | Op::Stat(p)
                 | Op::Writeback(p)

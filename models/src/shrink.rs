@@ -271,7 +271,7 @@ fn shrink_passes(ctx: &mut Ctx<'_>, cur: &mut Candidate, sector: u64) {
                     0 => &mut c.setup[j],
                     w => &mut c.tasks[w - 1].1[j],
                 };
-                if let Op::Write(_, n) | Op::WriteOsync(_, n) = op {
+                if let Op::Write(_, n) | Op::WriteOsync(_, n) | Op::MmapWrite(_, n) = op {
                     if *n > sector {
                         *n = sector;
                         if ctx.test(&c) {

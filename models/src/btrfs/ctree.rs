@@ -231,6 +231,7 @@ impl Btrfs {
             Op::Stat(p) => {
                 self.resolve(p)?;
             }
+            Op::MmapWrite(p, bytes) => self.mmap_write(p, *bytes).await?,
             Op::WriteOsync(p, bytes) => {
                 self.write(p, *bytes).await?;
                 // generic_write_sync → vfs_fsync_range(datasync = 0) → btrfs_sync_file.

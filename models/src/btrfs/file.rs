@@ -24,7 +24,47 @@ impl Btrfs {
         // No transaction here: update_time_for_write changes the times in memory only
         // (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
         // extent completes (btrfs_finish_ordered_io, in `writeback`).
-        self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes += bytes;
+        let mut st = self.st_mut();
+        let log_transid = st.log_transid;
+        let i = st.inodes.get_mut(&ino).unwrap();
+        i.dirty_bytes += bytes;
+        // "We also have to set last_sub_trans to the current log transid, otherwise
+        // subsequent syncs to a file that's been synced in this transaction will appear to
+        // have already occurred" (btrfs_file_write_iter@v5.10, under the inode's spinlock).
+        i.last_sub_trans = log_transid;
+        i.change_seq += 1;
+        Ok(())
+    }
+
+    /// btrfs_page_mkwrite (inode.c@v5.10): a write through a shared mapping reserves data
+    /// space, dirties the pages and stamps the inode without a transaction and without the
+    /// inode's spinlock: last_trans = generation, last_sub_trans = root->log_transid, then
+    /// last_log_commit = root->last_log_commit. The point between the last two reads is where
+    /// a concurrent btrfs_sync_log can move both root fields (a torn read).
+    pub(super) async fn mmap_write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        if self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("is a directory: {path}")));
+        }
+        let pages = bytes.div_ceil(self.inner.costs.sectorsize);
+        self.inner
+            .h
+            .cpu(pages * self.inner.costs.write_per_page)
+            .await;
+        self.reserve_data(bytes).await?;
+        {
+            let mut st = self.st_mut();
+            let (generation, log_transid) = (st.generation, st.log_transid);
+            let i = st.inodes.get_mut(&ino).unwrap();
+            i.dirty_bytes += bytes;
+            i.last_trans = generation;
+            i.last_sub_trans = log_transid;
+            i.change_seq += 1;
+        }
+        self.point("page_mkwrite:last_sub_trans_set").await;
+        let mut st = self.st_mut();
+        let last_log_commit = st.root_last_log_commit();
+        st.inodes.get_mut(&ino).unwrap().last_log_commit = last_log_commit;
         Ok(())
     }
 

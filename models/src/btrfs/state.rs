@@ -628,6 +628,12 @@ impl FsState {
     }
 
     /// Removes the live entry (dir, name) in transaction `t`.
+    /// `root->last_log_commit` as the kernel keeps it: the last committed log transid (0
+    /// before any), where `last_log_commit` here is one past it.
+    pub fn root_last_log_commit(&self) -> u64 {
+        self.last_log_commit.saturating_sub(1)
+    }
+
     /// Marks inode `ino` changed (see `Inode::change_seq`).
     pub fn bump(&mut self, ino: Ino) {
         if let Some(i) = self.inodes.get_mut(&ino) {

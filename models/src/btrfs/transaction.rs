@@ -124,9 +124,10 @@ impl Btrfs {
 
     /// btrfs_set_inode_last_trans (transaction.h@v5.10), under the inode's spinlock:
     /// last_trans = transid, last_sub_trans = root->log_transid, and last_log_commit =
-    /// root->last_log_commit.
+    /// root->last_log_commit (the kernel's root field is the last committed log transid;
+    /// `FsState::last_log_commit` is one past it, hence `root_last_log_commit`).
     pub(super) fn set_inode_last_trans(st: &mut FsState, ino: Ino, t: TransId) {
-        let (log_transid, last_log_commit) = (st.log_transid, st.last_log_commit);
+        let (log_transid, last_log_commit) = (st.log_transid, st.root_last_log_commit());
         let i = st.inodes.get_mut(&ino).expect("inode");
         i.last_trans = t;
         i.last_sub_trans = log_transid;

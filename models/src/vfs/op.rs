@@ -16,6 +16,8 @@ pub enum Op {
     Setattr(String),
     /// stat(2): a lookup and the inode's attributes (getattr), nothing written.
     Stat(String),
+    /// A write through a shared memory mapping (btrfs_page_mkwrite).
+    MmapWrite(String, u64),
     /// A buffered write through an O_SYNC descriptor: the write, then generic_write_sync.
     WriteOsync(String, u64),
     /// sync(2): write back every dirty file, then commit (btrfs_sync_fs).
@@ -71,6 +73,7 @@ impl Op {
             Op::Setattr(_) => "setattr",
             Op::Stat(_) => "stat",
             Op::WriteOsync(..) => "write-osync",
+            Op::MmapWrite(..) => "mmap-write",
             Op::Sync => "sync",
             Op::Writeback(_) => "writeback",
             Op::Fsync(_) => "fsync",
@@ -108,7 +111,9 @@ impl std::fmt::Display for Op {
             | Op::Fsync(p)
             | Op::Unlink(p)
             | Op::Rmdir(p) => write!(f, "{k} {p}"),
-            Op::Write(p, n) | Op::WriteOsync(p, n) => write!(f, "{k} {p} {}", size_text(*n)),
+            Op::Write(p, n) | Op::WriteOsync(p, n) | Op::MmapWrite(p, n) => {
+                write!(f, "{k} {p} {}", size_text(*n))
+            }
             Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
             Op::NewBlockGroup | Op::Commit | Op::Sync => write!(f, "{k}"),
             Op::Sleep(d) => write!(f, "{k} {d}ns"),
@@ -121,10 +126,11 @@ impl std::fmt::Display for Op {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 16] = [
+pub const OPS: [(&str, &str, &str); 17] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
+    ("mmap-write /f 4k", "mmap-write PATH SIZE", "a write through a shared mapping: btrfs_page_mkwrite stamps last_trans, last_sub_trans, then last_log_commit without the inode lock (point page_mkwrite:last_sub_trans_set between)"),
     ("setattr /f", "setattr PATH", "btrfs_setattr without a size change (chmod, utimes): btrfs_dirty_inode joins the transaction"),
     ("writeback /f", "writeback PATH", "filemap write and wait: one ordered extent, its file extent item inserted in the running transaction"),
     ("fsync /f", "fsync PATH", "btrfs_sync_file: writeback, skip checks, btrfs_log_inode_parent, btrfs_sync_log or a full commit"),
