@@ -1054,7 +1054,32 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         {
             let report = reports::sweep::SweepReport::from_json(&p["report"])
                 .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-            *slot = (p["done_chunks"].as_u64().unwrap_or(0), report.result);
+            // The counts must be exactly those of the chunks the file says are done.
+            let seeds = &a.seeds;
+            let chunks = (seeds.end - seeds.start).div_ceil(models::sweep::CHUNK);
+            let done = p["done_chunks"]
+                .as_u64()
+                .filter(|&d| d <= chunks)
+                .ok_or_else(|| {
+                    Failure(format!(
+                        "{}: done_chunks: expected an integer from 0 to {chunks}",
+                        path.display()
+                    ))
+                })?;
+            let end = seeds
+                .start
+                .saturating_add(done.saturating_mul(models::sweep::CHUNK))
+                .min(seeds.end);
+            let len = end - seeds.start;
+            let expect = len / shard.n + u64::from(shard.k - 1 < len % shard.n);
+            if report.result.runs != expect {
+                return Err(Failure(format!(
+                    "{}: {} runs recorded, but {done} finished chunk(s) of this shard hold {expect}: the file was edited or is corrupt",
+                    path.display(),
+                    report.result.runs
+                )));
+            }
+            *slot = (done, report.result);
         }
     } else if let Some(d) = &a.out {
         out_dir("--out", d)?;
@@ -1220,8 +1245,10 @@ fn write_state(
         .iter()
         .zip(pols)
         .map(|((done, r), p)| {
-            let rep =
+            let mut rep =
                 reports::sweep::SweepReport::new(sc, p, flags, a.seeds.clone(), shard, r.clone());
+            // A checkpoint holds the counts of the chunks done so far.
+            rep.partial = true;
             serde_json::json!({"done_chunks": done, "report": rep.json()})
         })
         .collect();

@@ -1003,3 +1003,76 @@ fn completions_man_page_and_version_with_the_commit() {
     let o = fsyncsim(&["completions", "tcsh"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn hand_edited_shards_and_checkpoints_are_refused() {
+    let dir = std::env::temp_dir().join(format!("fsyncsim-edit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let shard = |k: u32| {
+        let o = fsyncsim(&[
+            "sweep",
+            "r1-link-rename-logged-trans",
+            "--seeds",
+            "0..200",
+            "--shard",
+            &format!("{k}/2"),
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let (s1, s2) = (shard(1), shard(2));
+    let p2 = dir.join("s2.json");
+    std::fs::write(&p2, s2.to_string()).unwrap();
+    let edit = |name: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = s1.clone();
+        f(&mut v);
+        let p = dir.join(name);
+        std::fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let hits = edit("hits.json", &|v| {
+        let t = v[0]["targets"].as_object_mut().unwrap();
+        let k = t.keys().next().unwrap().clone();
+        t[&k]["hits"] = serde_json::json!(1_000_000);
+    });
+    let huge = edit("huge.json", &|v| {
+        for r in v.as_array_mut().unwrap() {
+            r["shard"] = serde_json::json!("1/18446744073709551615");
+        }
+    });
+    let reversed = edit("rev.json", &|v| {
+        v[0]["seeds"] = serde_json::json!({"start": 200, "end": 0});
+    });
+    for (p, needle) in [
+        (&hits, "hits in 100 runs"),
+        (&huge, "owns"),
+        (&reversed, "expected start < end"),
+    ] {
+        assert_bad_input(
+            &["merge", p.to_str().unwrap(), p2.to_str().unwrap()],
+            &[needle],
+        );
+    }
+    // A checkpoint whose counts do not match its finished chunks is not resumed.
+    let out = dir.join("out");
+    let d = out.to_str().unwrap();
+    let base = [
+        "sweep",
+        "r7-fsync-syncs-unchanged-log",
+        "--seeds",
+        "0..9000",
+    ];
+    let o = fsyncsim(&[&base[..], &["--out", d, "--stop-after-chunks", "1"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let state = out.join("state.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    v["progress"][0]["done_chunks"] = serde_json::json!(2);
+    std::fs::write(&state, v.to_string()).unwrap();
+    assert_bad_input(
+        &[&base[..], &["--resume", d]].concat(),
+        &["runs recorded, but 2 finished chunk(s)"],
+    );
+}

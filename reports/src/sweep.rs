@@ -213,6 +213,52 @@ impl SweepReport {
             Some(x) => Some(Shard::parse(x)?),
             None => None,
         };
+        // The numbers must be those of a sweep that could have run: a hand-edited or
+        // corrupted file is refused rather than merged into a wrong answer.
+        let seeds = u(&v["seeds"], "start")?..u(&v["seeds"], "end")?;
+        if seeds.start >= seeds.end {
+            return Err(format!(
+                "seeds {}..{}: expected start < end",
+                seeds.start, seeds.end
+            ));
+        }
+        let len = seeds.end - seeds.start;
+        let owned = match shard {
+            Some(sh) => len / sh.n + u64::from(sh.k - 1 < len % sh.n),
+            None => len,
+        };
+        let runs = u(v, "runs")?;
+        let partial = v["partial"].as_bool().unwrap_or(false);
+        if runs > owned || (!partial && runs != owned) {
+            return Err(format!(
+                "runs {runs}: the {} owns {owned} seeds of {}..{}{}",
+                if shard.is_some() { "shard" } else { "sweep" },
+                seeds.start,
+                seeds.end,
+                if partial {
+                    " (at most that many when partial)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        for (name, t) in &targets {
+            if t.hits == 0 || t.hits > runs {
+                return Err(format!(
+                    "target {name}: {} hits in {runs} runs: expected 1..={runs}",
+                    t.hits
+                ));
+            }
+            let in_range = |x: u64| seeds.contains(&x);
+            if !t.first_seed.is_some_and(in_range)
+                || !t.shortest.is_some_and(|(_, sd)| in_range(sd))
+            {
+                return Err(format!(
+                    "target {name}: first or shortest seed outside {}..{}",
+                    seeds.start, seeds.end
+                ));
+            }
+        }
         Ok(SweepReport {
             scenario: s("scenario")?,
             race: s("race")?,
@@ -226,14 +272,11 @@ impl SweepReport {
                 .collect(),
             policy_flags: s("policy_flags")?,
             strategy: s("strategy")?,
-            seeds: u(&v["seeds"], "start")?..u(&v["seeds"], "end")?,
+            seeds,
             shard,
             version: s("version")?,
-            result: SweepResult {
-                runs: u(v, "runs")?,
-                targets,
-            },
-            partial: v["partial"].as_bool().unwrap_or(false),
+            result: SweepResult { runs, targets },
+            partial,
         })
     }
 }
@@ -243,7 +286,8 @@ impl SweepReport {
 pub fn merge(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>, String> {
     let (first_name, first) = files.first().ok_or("no files to merge")?;
     let n = first.first().and_then(|r| r.shard).map_or(1, |s| s.n);
-    let mut seen = vec![false; n as usize];
+    // The shards seen (a set, not an n-sized table: n comes from the file).
+    let mut seen = std::collections::BTreeSet::new();
     let mut merged: Vec<SweepReport> = first.clone();
     for r in merged.iter_mut() {
         r.shard = None;
@@ -285,12 +329,20 @@ pub fn merge(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>, S
             m.result = std::mem::take(&mut m.result).merge(r.result.clone());
         }
         let k = reports.first().and_then(|r| r.shard).map_or(1, |s| s.k);
-        if std::mem::replace(&mut seen[(k - 1) as usize], true) {
+        if !seen.insert(k) {
             return Err(format!("{name}: shard {k}/{n} given twice"));
         }
     }
-    if let Some(missing) = seen.iter().position(|&s| !s) {
-        return Err(format!("shard {}/{n} is missing", missing + 1));
+    // The first k in 1..=n not seen (the set is sorted).
+    let mut want = 1;
+    for &k in &seen {
+        if k != want {
+            break;
+        }
+        want += 1;
+    }
+    if want <= n {
+        return Err(format!("shard {want}/{n} is missing"));
     }
     Ok(merged)
 }
