@@ -1076,3 +1076,26 @@ fn hand_edited_shards_and_checkpoints_are_refused() {
         &["runs recorded, but 2 finished chunk(s)"],
     );
 }
+
+#[test]
+fn validate_quick_prints_the_table_and_its_json() {
+    // The documented quick mode, end to end (both seed experiments and the R7 curve).
+    let o = fsyncsim(&["validate", "--quick", "--json", "--jobs", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["quick"], true);
+    let rows = v["rows"].as_array().unwrap();
+    for id in [
+        "000-dbench64/throughput",
+        "000-dbench64/max_latency",
+        "000-dbench64/Flush_avg_lat",
+        "001-sysbench/requests_per_s",
+    ] {
+        let r = rows
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("{id}"));
+        assert!(r["model_ci"].is_array(), "two seeds give an interval: {r}");
+        assert!(r["direction_match"].is_boolean());
+    }
+}
