@@ -395,3 +395,28 @@ fn a_shared_mapping_write_stamps_the_inode_without_the_lock_and_fsync_keeps_it()
     assert_eq!(m(&r, "log_syncs"), 3, "{:?}", r.metrics);
     assert_eq!(m(&r, "fsync_skips"), 0);
 }
+
+#[test]
+fn a_directory_fsync_keeps_its_new_entries_and_the_mutant_that_skips_them_breaks_s2() {
+    let sc = scenario(
+        "",
+        &["mkdir /d", "commit"],
+        &[("A", &["create /d/a", "mkdir /d/e", "fsync /d"])],
+        &[],
+    );
+    // The directory with its entries, and the two new inodes (log_new_dir_dentries).
+    let r = run_under(&sc, "linux-5.11");
+    assert_eq!(m(&r, "inode_logs"), 3, "{:?}", r.metrics);
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let broken = Policy::preset("linux-5.11")
+        .unwrap()
+        .with_mutant(models::btrfs::Mutant::DirFsyncLogsItemOnly);
+    let r = run(&sc, &broken, &dev, 1, &Interleaving::Script);
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.invariant == "S2" && v.message.contains("entry 'a' is gone")),
+        "{:?}",
+        r.violations
+    );
+}

@@ -201,6 +201,11 @@ impl Btrfs {
                 path: path.to_string(),
                 names,
                 extents,
+                entries: if st.inodes[&ino].is_dir {
+                    st.entries_of(ino)
+                } else {
+                    Vec::new()
+                },
                 at: self.inner.h.now(),
             };
             if st.keep_history {

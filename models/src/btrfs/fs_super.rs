@@ -55,6 +55,7 @@ impl Btrfs {
                         path: format!("(sync) inode {} as {n} in directory {d}", i.ino),
                         names,
                         extents: i.extents.iter().map(|e| e.id).collect(),
+                        entries: Vec::new(),
                         at: now,
                     })
                 })

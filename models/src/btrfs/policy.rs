@@ -80,15 +80,19 @@ pub enum Mutant {
     /// The commit takes the subvolume's log_mutex while holding tree_log_mutex, the opposite
     /// order of start_log_trans and btrfs_sync_log (deadlocks: S3).
     CommitTakesLogMutex,
+    /// A directory's fsync logs only its inode item: no dir entries, no new dentries'
+    /// inodes (breaks S2: a new name the fsync promised is lost in a crash).
+    DirFsyncLogsItemOnly,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 4] = [
+    pub const ALL: [Mutant; 5] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
         Mutant::CommitTakesLogMutex,
+        Mutant::DirFsyncLogsItemOnly,
     ];
 
     /// Kebab-case name used on the command line.
@@ -98,6 +102,7 @@ impl Mutant {
             Mutant::SyncLogNoPreflush => "sync-log-no-preflush",
             Mutant::SkipLogWhenLoggedBefore => "skip-log-when-logged-before",
             Mutant::CommitTakesLogMutex => "commit-takes-log-mutex",
+            Mutant::DirFsyncLogsItemOnly => "dir-fsync-logs-item-only",
         }
     }
 
@@ -108,6 +113,7 @@ impl Mutant {
             Mutant::SyncLogNoPreflush => "log sync writes its superblock without a preceding cache flush (S2)",
             Mutant::SkipLogWhenLoggedBefore => "fsync skips logging an inode changed since it was last logged (S2)",
             Mutant::CommitTakesLogMutex => "commit takes log_mutex inside tree_log_mutex, the reverse of the log paths (S3)",
+            Mutant::DirFsyncLogsItemOnly => "a directory's fsync logs its inode item but not its entries or new dentries (S2)",
         }
     }
 

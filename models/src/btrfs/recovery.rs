@@ -88,6 +88,12 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
                     LogFact::Extent { extent, .. } => {
                         extents.insert(*extent);
                     }
+                    LogFact::DirEntries { dir, entries } => {
+                        names.retain(|(d, _), _| d != dir);
+                        for (n, i) in entries {
+                            names.insert((*dir, n.clone()), *i);
+                        }
+                    }
                 }
             }
         }
@@ -106,6 +112,16 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
         false
     };
     for rec in &st.fsyncs {
+        // A directory's fsync keeps each entry it had, unless that entry is gone since.
+        for (n, i) in &rec.entries {
+            let live_now = st.live_entry(rec.ino, n) == Some(*i);
+            if live_now && names.get(&(rec.ino, n.clone())) != Some(i) {
+                return Err(format!(
+                    "fsync of directory {} returned at t={}ns, but after a crash now its entry '{n}' is gone",
+                    rec.path, rec.at
+                ));
+            }
+        }
         let now_names = st.names_of(rec.ino);
         if now_names.is_empty() {
             continue; // unlinked since: nothing to keep

@@ -280,6 +280,14 @@ pub enum LogFact {
         /// Extent id.
         extent: u64,
     },
+    /// A directory logged in full (LOG_INODE_ALL): all its entries (DIR_ITEM / DIR_INDEX);
+    /// replay makes them the directory's entries (replay_dir_deletes removes the others).
+    DirEntries {
+        /// The directory.
+        dir: Ino,
+        /// Its entries when logged.
+        entries: Vec<(String, Ino)>,
+    },
 }
 
 /// An fsync that returned success: what must survive a crash.
@@ -293,6 +301,8 @@ pub struct FsyncRecord {
     pub names: Vec<(Ino, String)>,
     /// Extent ids at fsync time.
     pub extents: Vec<u64>,
+    /// For a directory: its entries at fsync time (each must survive unless removed since).
+    pub entries: Vec<(String, Ino)>,
     /// Virtual time it returned.
     pub at: sim::Nanos,
 }
@@ -628,6 +638,14 @@ impl FsState {
     }
 
     /// Removes the live entry (dir, name) in transaction `t`.
+    /// The live entries of directory `dir`: (name, inode), by name.
+    pub fn entries_of(&self, dir: Ino) -> Vec<(String, Ino)> {
+        self.children
+            .get(&dir)
+            .map(|m| m.iter().map(|(n, i)| (n.clone(), *i)).collect())
+            .unwrap_or_default()
+    }
+
     /// `root->last_log_commit` as the kernel keeps it: the last committed log transid (0
     /// before any), where `last_log_commit` here is one past it.
     pub fn root_last_log_commit(&self) -> u64 {

@@ -96,6 +96,23 @@ impl Btrfs {
             }
         };
         self.log_inode(t, ino, log_transid, LogKind::Fsync).await;
+        // log_new_dir_dentries (tree-log.c@v5.10): a fsynced directory's entries that point
+        // at inodes new in this transaction get those inodes logged too (LOG_INODE_EXISTS).
+        let new_children: Vec<Ino> = {
+            let st = self.inner.st.borrow();
+            if st.inodes[&ino].is_dir && !self.mutant(Mutant::DirFsyncLogsItemOnly) {
+                st.entries_of(ino)
+                    .into_iter()
+                    .map(|(_, c)| c)
+                    .filter(|c| st.inodes[c].generation >= bound)
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        };
+        for c in new_children {
+            self.log_inode(t, c, log_transid, LogKind::DirDentry).await;
+        }
         // btrfs_log_all_parents for an inode that lost or gained a name recently (R4 site 4).
         let parents: Vec<Ino> = {
             let st = self.inner.st.borrow();
@@ -245,8 +262,8 @@ impl Btrfs {
             };
             // The oracle's re-log check: already in this transaction's log in full, and
             // not changed since.
-            let relogged =
-                !matches!(kind, LogKind::NewName(_)) && i.logged_full == Some((t, i.change_seq));
+            let relogged = !matches!(kind, LogKind::NewName(_) | LogKind::DirDentry)
+                && i.logged_full == Some((t, i.change_seq));
             (
                 relogged,
                 i.needs_full_sync,
@@ -260,6 +277,13 @@ impl Btrfs {
         let mut cpu = c.log_inode_item;
         let mut bytes = c.log_bytes_inode;
         let mut facts = vec![LogFact::Inode { ino, names, is_dir }];
+        let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
+        if is_dir && matches!(kind, LogKind::Fsync | LogKind::Parent) && !item_only {
+            // LOG_INODE_ALL of a directory copies its dir items and index items.
+            let entries = self.inner.st.borrow().entries_of(ino);
+            bytes += entries.len() as u64 * c.item_bytes_per_dentry;
+            facts.push(LogFact::DirEntries { dir: ino, entries });
+        }
         let mut judgments = Vec::new();
         for e in &extents {
             let old = if full_sync {
@@ -302,7 +326,7 @@ impl Btrfs {
                     LogKind::Fsync => m.relogged_inodes += 1,
                     LogKind::Ancestor => m.relogged_ancestors += 1,
                     LogKind::Parent => m.relogged_dir_items += 1,
-                    LogKind::NewName(_) => {}
+                    LogKind::NewName(_) | LogKind::DirDentry => {}
                 }
             }
             match kind {
@@ -320,7 +344,7 @@ impl Btrfs {
                 what: Judged::Ancestor,
                 versions,
             }),
-            LogKind::Fsync | LogKind::Parent => judgments.push(Judgment {
+            LogKind::Fsync | LogKind::Parent | LogKind::DirDentry => judgments.push(Judgment {
                 transid: t,
                 log_transid,
                 what: Judged::Inode,
@@ -346,7 +370,7 @@ impl Btrfs {
         }
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
-        if !matches!(kind, LogKind::NewName(_)) {
+        if !matches!(kind, LogKind::NewName(_) | LogKind::DirDentry) {
             i.logged_full = Some((t, i.change_seq));
         }
         if kind == LogKind::Fsync {
@@ -589,4 +613,6 @@ pub(super) enum LogKind {
     Parent,
     /// btrfs_log_new_name, with the rename's old directory.
     NewName(Option<Ino>),
+    /// log_new_dir_dentries: a new inode named by a fsynced directory (LOG_INODE_EXISTS).
+    DirDentry,
 }
