@@ -201,33 +201,22 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             want(2, "mkdir PATH")?;
             Op::Mkdir(path(words[1])?)
         }
-        Some("write") => {
-            want(3, "write PATH SIZE")?;
+        Some(w @ ("write" | "mmap-write" | "write-osync")) => {
+            want(3, &format!("{w} PATH SIZE"))?;
             let n = crate::units::parse_size(words[2])?;
             if n == 0 || n > 1 << 40 {
                 return Err("expected a size > 0 and at most 1T".into());
             }
-            Op::Write(path(words[1])?, n)
+            let p = path(words[1])?;
+            match w {
+                "write" => Op::Write(p, n),
+                "mmap-write" => Op::MmapWrite(p, n),
+                _ => Op::WriteOsync(p, n),
+            }
         }
         Some("stat") => {
             want(2, "stat PATH")?;
             Op::Stat(path(words[1])?)
-        }
-        Some("mmap-write") => {
-            want(3, "mmap-write PATH SIZE")?;
-            let n = crate::units::parse_size(words[2])?;
-            if n == 0 || n > 1 << 40 {
-                return Err("expected a size > 0 and at most 1T".into());
-            }
-            Op::MmapWrite(path(words[1])?, n)
-        }
-        Some("write-osync") => {
-            want(3, "write-osync PATH SIZE")?;
-            let n = crate::units::parse_size(words[2])?;
-            if n == 0 || n > 1 << 40 {
-                return Err("expected a size > 0 and at most 1T".into());
-            }
-            Op::WriteOsync(path(words[1])?, n)
         }
         Some("sync") => {
             want(1, "sync")?;

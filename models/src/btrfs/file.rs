@@ -9,7 +9,10 @@ use crate::device::Request;
 use crate::vfs::OpError;
 
 impl Btrfs {
-    pub(super) async fn write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
+    /// What a buffered and a mapped write share: the file (not a directory), the page-copy
+    /// CPU, and the data-space reservation (btrfs_check_data_free_space /
+    /// btrfs_delalloc_reserve_space).
+    async fn dirty_pages(&self, path: &str, bytes: u64) -> Result<Ino, OpError> {
         let ino = self.resolve(path)?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
@@ -19,8 +22,13 @@ impl Btrfs {
             .h
             .cpu(pages * self.inner.costs.write_per_page)
             .await;
-        // btrfs_buffered_write reserves data space first (btrfs_check_data_free_space).
         self.reserve_data(bytes).await?;
+        Ok(ino)
+    }
+
+    /// btrfs_file_write_iter → btrfs_buffered_write: a buffered write of `bytes`.
+    pub(super) async fn write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
+        let ino = self.dirty_pages(path, bytes).await?;
         // No transaction here: update_time_for_write changes the times in memory only
         // (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
         // extent completes (btrfs_finish_ordered_io, in `writeback`).
@@ -42,16 +50,7 @@ impl Btrfs {
     /// last_log_commit = root->last_log_commit. The point between the last two reads is where
     /// a concurrent btrfs_sync_log can move both root fields (a torn read).
     pub(super) async fn mmap_write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
-        let ino = self.resolve(path)?;
-        if self.inner.st.borrow().inodes[&ino].is_dir {
-            return Err(OpError(format!("is a directory: {path}")));
-        }
-        let pages = bytes.div_ceil(self.inner.costs.sectorsize);
-        self.inner
-            .h
-            .cpu(pages * self.inner.costs.write_per_page)
-            .await;
-        self.reserve_data(bytes).await?;
+        let ino = self.dirty_pages(path, bytes).await?;
         {
             let mut st = self.st_mut();
             let (generation, log_transid) = (st.generation, st.log_transid);
