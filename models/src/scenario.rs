@@ -290,7 +290,8 @@ pub fn points_of(op: &Op) -> Vec<String> {
         "trans:completed",
     ];
     match op {
-        Op::Fsync(_) => {
+        // An O_SYNC write ends in btrfs_sync_file: the fsync's points.
+        Op::Fsync(_) | Op::WriteOsync(..) => {
             v.extend(
                 [
                     "fsync:joined",
@@ -307,19 +308,6 @@ pub fn points_of(op: &Op) -> Vec<String> {
         Op::MmapWrite(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
         Op::Rename(..) => v.push("rename:joined".into()),
         Op::Commit | Op::Sync => v.extend(commit.map(String::from)),
-        Op::WriteOsync(..) => {
-            v.extend(
-                [
-                    "fsync:joined",
-                    "fsync:logged",
-                    "fsync:full_commit",
-                    "sync_log:start",
-                    "sync_log:write_super",
-                ]
-                .map(String::from),
-            );
-            v.extend(commit.map(String::from));
-        }
         _ => {}
     }
     v
