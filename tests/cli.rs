@@ -1099,3 +1099,21 @@ fn validate_quick_prints_the_table_and_its_json() {
         assert!(r["direction_match"].is_boolean());
     }
 }
+
+#[test]
+fn invalid_utf8_is_reported_at_its_line() {
+    let dir = std::env::temp_dir().join(format!("fsyncsim-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sc = dir.join("bad.toml");
+    std::fs::write(&sc, b"name = \"x\"\nrace = \"R1\"\ntitle = \"\xff\"\n").unwrap();
+    assert_bad_input(
+        &["run", sc.to_str().unwrap()],
+        &["bad.toml:3:", "invalid UTF-8"],
+    );
+    let dev = dir.join("dev.toml");
+    std::fs::write(&dev, b"preset = \"nvme\"\nname = \"\xfe\"\n").unwrap();
+    assert_bad_input(
+        &["fio", "--device", dev.to_str().unwrap()],
+        &["dev.toml:2:", "invalid UTF-8"],
+    );
+}

@@ -57,9 +57,19 @@ pub fn load_named<T>(
         return Ok(t);
     }
     if spec.ends_with(".toml") || std::path::Path::new(spec).exists() {
-        let text = std::fs::read_to_string(spec).map_err(|e| ScenarioError {
-            location: spec.to_string(),
-            message: format!("cannot read {what} file: {e}"),
+        let text = crate::units::read_text(std::path::Path::new(spec)).map_err(|(line, e)| {
+            ScenarioError {
+                location: if line > 0 {
+                    format!("{spec}:{line}")
+                } else {
+                    spec.to_string()
+                },
+                message: if line > 0 {
+                    e
+                } else {
+                    format!("cannot read {what} file: {e}")
+                },
+            }
         })?;
         return parse(&text, spec);
     }

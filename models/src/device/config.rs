@@ -150,9 +150,17 @@ impl DeviceConfig {
         }
         let path = Path::new(spec);
         if spec.ends_with(".toml") || path.exists() {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-                location: spec.to_string(),
-                message: format!("cannot read device file: {e}"),
+            let text = crate::units::read_text(path).map_err(|(line, e)| ConfigError {
+                location: if line > 0 {
+                    format!("{spec}:{line}")
+                } else {
+                    spec.to_string()
+                },
+                message: if line > 0 {
+                    e
+                } else {
+                    format!("cannot read device file: {e}")
+                },
             })?;
             return Self::from_toml(&text, spec);
         }
