@@ -1117,3 +1117,24 @@ fn invalid_utf8_is_reported_at_its_line() {
         &["dev.toml:2:", "invalid UTF-8"],
     );
 }
+
+#[test]
+fn a_bad_device_file_named_by_a_scenario_is_reported_at_both_lines() {
+    let dir = std::env::temp_dir().join(format!("fsyncsim-devref-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dev = dir.join("qd0.toml");
+    std::fs::write(&dev, "preset = \"nvme\"\nqueue_depth = 0\n").unwrap();
+    let sc = dir.join("sc.toml");
+    std::fs::write(
+        &sc,
+        format!(
+            "name = \"x\"\nrace = \"R7\"\ntitle = \"t\"\nsummary = \"s\"\ndevice = \"{}\"\nsetup = [\"create /f\"]\n[[task]]\nname = \"A\"\nops = [\"fsync /f\"]\n",
+            dev.display()
+        ),
+    )
+    .unwrap();
+    assert_bad_input(
+        &["run", sc.to_str().unwrap()],
+        &["sc.toml:5:", "qd0.toml:2:", "expected an integer >= 1"],
+    );
+}
