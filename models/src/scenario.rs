@@ -57,20 +57,8 @@ pub fn load_named<T>(
         return Ok(t);
     }
     if spec.ends_with(".toml") || std::path::Path::new(spec).exists() {
-        let text = crate::units::read_text(std::path::Path::new(spec)).map_err(|(line, e)| {
-            ScenarioError {
-                location: if line > 0 {
-                    format!("{spec}:{line}")
-                } else {
-                    spec.to_string()
-                },
-                message: if line > 0 {
-                    e
-                } else {
-                    format!("cannot read {what} file: {e}")
-                },
-            }
-        })?;
+        let text = crate::units::read_text(spec, what)
+            .map_err(|(location, message)| ScenarioError { location, message })?;
         return parse(&text, spec);
     }
     Err(ScenarioError {
@@ -203,13 +191,22 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         }
     };
     let op = match words.first().copied() {
-        Some("create") => {
-            want(2, "create PATH")?;
-            Op::Create(path(words[1])?)
-        }
-        Some("mkdir") => {
-            want(2, "mkdir PATH")?;
-            Op::Mkdir(path(words[1])?)
+        Some(
+            w @ ("create" | "mkdir" | "stat" | "setattr" | "writeback" | "fsync" | "unlink"
+            | "rmdir"),
+        ) => {
+            want(2, &format!("{w} PATH"))?;
+            let p = path(words[1])?;
+            match w {
+                "create" => Op::Create(p),
+                "mkdir" => Op::Mkdir(p),
+                "stat" => Op::Stat(p),
+                "setattr" => Op::Setattr(p),
+                "writeback" => Op::Writeback(p),
+                "fsync" => Op::Fsync(p),
+                "unlink" => Op::Unlink(p),
+                _ => Op::Rmdir(p),
+            }
         }
         Some(w @ ("write" | "mmap-write" | "write-osync")) => {
             want(3, &format!("{w} PATH SIZE"))?;
@@ -224,25 +221,9 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
                 _ => Op::WriteOsync(p, n),
             }
         }
-        Some("stat") => {
-            want(2, "stat PATH")?;
-            Op::Stat(path(words[1])?)
-        }
         Some("sync") => {
             want(1, "sync")?;
             Op::Sync
-        }
-        Some("setattr") => {
-            want(2, "setattr PATH")?;
-            Op::Setattr(path(words[1])?)
-        }
-        Some("writeback") => {
-            want(2, "writeback PATH")?;
-            Op::Writeback(path(words[1])?)
-        }
-        Some("fsync") => {
-            want(2, "fsync PATH")?;
-            Op::Fsync(path(words[1])?)
         }
         Some("link") => {
             want(3, "link SRC DST")?;
@@ -251,14 +232,6 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         Some("rename") => {
             want(3, "rename SRC DST")?;
             Op::Rename(path(words[1])?, path(words[2])?)
-        }
-        Some("unlink") => {
-            want(2, "unlink PATH")?;
-            Op::Unlink(path(words[1])?)
-        }
-        Some("rmdir") => {
-            want(2, "rmdir PATH")?;
-            Op::Rmdir(path(words[1])?)
         }
         Some("new-block-group") => {
             want(1, "new-block-group")?;
@@ -539,15 +512,8 @@ impl Scenario {
         };
         let device = match &f.device {
             Some(d) => {
-                DeviceConfig::resolve(d.get_ref()).map_err(|e| {
-                    // Name the device file's own line when the fault is inside it.
-                    let m = if e.location.contains(':') {
-                        format!("device {}: {}", e.location, e.message)
-                    } else {
-                        e.message
-                    };
-                    err(d.span().start, m)
-                })?;
+                DeviceConfig::resolve(d.get_ref())
+                    .map_err(|e| err(d.span().start, e.referenced()))?;
                 d.get_ref().clone()
             }
             None => "nvme".to_string(),
@@ -682,10 +648,9 @@ impl Scenario {
         if self.mount.fs != FsKind::default() {
             t.push_str(&format!("fs = {}\n", q(self.mount.fs.name())));
         }
-        let mut options = self.mount.options.clone();
-        options.commit = None;
-        if options != MountOptions::default() {
-            t.push_str(&format!("mount = {}\n", q(&options.to_text())));
+        // `commit=` was folded into commit_interval when parsed.
+        if self.mount.options != MountOptions::default() {
+            t.push_str(&format!("mount = {}\n", q(&self.mount.options.to_text())));
         }
         t.push_str(&format!("seed = {}\n", self.seed));
         if let Some(c) = self.commit_interval {

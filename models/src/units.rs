@@ -42,15 +42,17 @@ mod tests {
     }
 }
 
-/// Reads a text file; invalid UTF-8 is reported as `(line, message)` at the line of the first
-/// bad byte, other errors as `(0, message)`.
-pub fn read_text(path: &std::path::Path) -> Result<String, (usize, String)> {
-    let bytes = std::fs::read(path).map_err(|e| (0, e.to_string()))?;
+/// Reads the `what` file (scenario, device, …) at `spec`; an error comes back as
+/// (location, message): `spec:line` of the first bad byte for invalid UTF-8, `spec` when the
+/// file cannot be read.
+pub fn read_text(spec: &str, what: &str) -> Result<String, (String, String)> {
+    let bytes = std::fs::read(spec)
+        .map_err(|e| (spec.to_string(), format!("cannot read {what} file: {e}")))?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
         (
-            line,
+            format!("{spec}:{line}"),
             format!("invalid UTF-8 at byte {at}: expected a UTF-8 text file"),
         )
     })

@@ -34,7 +34,8 @@ pub fn name_versions(st: &FsState, ino: Ino) -> Vec<TransId> {
 /// Whether inode `ino` already has items in transaction `t`'s log (so a new name must be
 /// logged to keep that log consistent).
 pub fn in_current_log(st: &FsState, ino: Ino, t: TransId) -> bool {
-    st.inode_item_logged_in.get(&ino) == Some(&t)
+    // Every btrfs_log_inode puts the inode's item in the log and sets logged_trans.
+    st.inodes.get(&ino).is_some_and(|i| i.logged_trans == t)
 }
 
 /// Whether a directory on the path lost a name in the running transaction `t` — the event

@@ -345,8 +345,6 @@ pub struct FsState {
     pub log_dirty_bytes: u64,
     /// Facts logged per (transaction, log sub-transaction) (kept only with the history).
     pub log_facts: BTreeMap<(TransId, u64), Vec<LogFact>>,
-    /// The last transaction whose log received each inode's item (the oracle's index).
-    pub inode_item_logged_in: BTreeMap<Ino, TransId>,
     /// Log sub-transactions that received a new name the log needed (oracle, R1).
     pub log_new_content: BTreeSet<(TransId, u64)>,
     /// Logged entries waiting for the oracle's verdict.
@@ -449,7 +447,6 @@ impl FsState {
             log_root_tree_of: None,
             log_dirty_bytes: 0,
             log_facts: BTreeMap::new(),
-            inode_item_logged_in: BTreeMap::new(),
             log_new_content: BTreeSet::new(),
             judgments: Vec::new(),
             inodes,
@@ -501,7 +498,6 @@ impl FsState {
         self.trans
             .retain(|&t, tr| t >= lc || tr.state != TransState::Completed);
         self.log_facts.retain(|&(t, _), _| t >= lc);
-        self.inode_item_logged_in.retain(|_, &mut t| t >= lc);
         self.log_new_content.retain(|&(t, _)| t >= lc);
         self.dentries.retain(|_, names| {
             names.retain(|_, v| {

@@ -359,8 +359,6 @@ impl Btrfs {
         }
         st.judgments.extend(judgments);
         st.log_dirty_bytes += bytes;
-        // Every log_inode adds the inode's item (the first fact).
-        st.inode_item_logged_in.insert(ino, t);
         if st.keep_history {
             // Facts are read only by crash recovery, which runs only with the history kept.
             st.log_facts

@@ -137,6 +137,18 @@ pub struct ConfigError {
     pub message: String,
 }
 
+impl ConfigError {
+    /// The message a file that names this device shows at its own line: the device file's
+    /// location too, when the fault is inside it.
+    pub fn referenced(self) -> String {
+        if self.location.contains(':') {
+            format!("device {}: {}", self.location, self.message)
+        } else {
+            self.message
+        }
+    }
+}
+
 /// 1-based line of a byte offset.
 pub fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
@@ -150,18 +162,8 @@ impl DeviceConfig {
         }
         let path = Path::new(spec);
         if spec.ends_with(".toml") || path.exists() {
-            let text = crate::units::read_text(path).map_err(|(line, e)| ConfigError {
-                location: if line > 0 {
-                    format!("{spec}:{line}")
-                } else {
-                    spec.to_string()
-                },
-                message: if line > 0 {
-                    e
-                } else {
-                    format!("cannot read device file: {e}")
-                },
-            })?;
+            let text = crate::units::read_text(spec, "device")
+                .map_err(|(location, message)| ConfigError { location, message })?;
             return Self::from_toml(&text, spec);
         }
         Err(ConfigError {

@@ -255,15 +255,8 @@ impl Spec {
         };
         let device = match &f.device {
             Some(d) => {
-                DeviceConfig::resolve(d.get_ref()).map_err(|e| {
-                    // Name the device file's own line when the fault is inside it.
-                    let m = if e.location.contains(':') {
-                        format!("device {}: {}", e.location, e.message)
-                    } else {
-                        e.message
-                    };
-                    err(d.span().start, m)
-                })?;
+                DeviceConfig::resolve(d.get_ref())
+                    .map_err(|e| err(d.span().start, e.referenced()))?;
                 d.get_ref().clone()
             }
             None => "nvme".to_string(),
