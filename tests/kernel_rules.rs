@@ -97,7 +97,50 @@ fn rmdir_marks_the_parent_only_with_the_removed_directorys_own_recent_unlink() {
     );
     let r = run_under(&moved, "linux-5.11");
     assert_eq!(m(&r, "full_commits"), 1);
+    assert_eq!(m(&r, "full_commits.last_unlink_trans.parent"), 1);
+    // The oracle replays the log that would have been written instead: /x/z's name only;
+    // /x/sub/d keeps its committed place, nothing is lost, so the commit was not needed.
+    assert_eq!(m(&r, "unnecessary_full_commits"), 1);
+}
+
+/// check_parent_dirs_for_sync marks for the fsynced directory, the parent and any older
+/// ancestor alike; the oracle finds the full commit necessary only where the log would
+/// replace a directory's entries without knowing where the moved inode went.
+#[test]
+fn full_commit_necessity_depends_on_which_directory_lost_the_name() {
+    let run_one = |ops: &[&str]| {
+        let sc = scenario("", BASE, &[("A", ops)], &[]);
+        run_under(&sc, "linux-5.11")
+    };
+    // The fsynced directory lost /x/y to its subdirectory: logging /x's entries would drop
+    // y, whose new name in /x/sub is nowhere durable.
+    let r = run_one(&["rename /x/y /x/sub/y2", "fsync /x"]);
+    assert_eq!(m(&r, "full_commits.last_unlink_trans.inode"), 1);
     assert_eq!(m(&r, "unnecessary_full_commits"), 0);
+    // Moved to the top directory instead, the log would hold the top directory too
+    // (btrfs_log_all_parents: /x itself lost a name), y2 among its entries: not needed.
+    let r = run_one(&["rename /x/y /y2", "fsync /x"]);
+    assert_eq!(m(&r, "full_commits.last_unlink_trans.inode"), 1);
+    assert_eq!(m(&r, "unnecessary_full_commits"), 1);
+    // A new file's older ancestor lost the name: its log holds no entries of /x.
+    let r = run_one(&[
+        "rename /x/y /y2",
+        "create /x/sub/n",
+        "write /x/sub/n 4k",
+        "fsync /x/sub/n",
+    ]);
+    assert_eq!(m(&r, "full_commits.last_unlink_trans.ancestor"), 1);
+    assert_eq!(m(&r, "unnecessary_full_commits"), 1);
+    // A file renamed out of /x and back in again is logged with all its parents: /x's
+    // entries go in with y's new name, so again nothing would be lost.
+    let r = run_one(&[
+        "rename /x/y /y2",
+        "create /x/n",
+        "rename /x/n /x/sub/n",
+        "fsync /x/sub/n",
+    ]);
+    assert_eq!(m(&r, "full_commits"), 1);
+    assert_eq!(m(&r, "full_commits.last_unlink_trans.ancestor"), 1);
 }
 
 #[test]

@@ -640,3 +640,38 @@ fn format_v2_declares_its_own_race_and_policies() {
     let e = Scenario::parse(&bad, "b.toml").unwrap_err().to_string();
     assert!(e.contains("expected two"), "{e}");
 }
+
+#[test]
+fn every_example_scenario_meets_its_expectations() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/examples");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 2);
+    for p in paths {
+        let sc = Scenario::load(p.to_str().unwrap()).unwrap();
+        for (policy, expect) in [
+            (sc.pre_policy(), &sc.expect_pre),
+            (sc.post_policy(), &sc.expect_post),
+        ] {
+            let r = run_with(&sc, &policy);
+            assert!(r.violations.is_empty(), "{p:?}: {:?}", r.violations);
+            assert!(!expect.is_empty(), "{p:?} has no expectations");
+            assert!(compare(expect, &r).is_empty(), "{p:?}: {:?}", r.metrics);
+        }
+    }
+    // The hole-punch example is what S2 guards: without the hole extent map it fails.
+    let sc = Scenario::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/examples/ops-punch-hole-fast-fsync.toml"
+    ))
+    .unwrap();
+    let broken = sc
+        .post_policy()
+        .with_mutant(models::btrfs::Mutant::PunchHoleLogsNoHole);
+    let r = run_with(&sc, &broken);
+    assert!(r.violations.iter().any(|v| v.invariant == "S2"));
+}

@@ -193,7 +193,7 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
     let op = match words.first().copied() {
         Some(
             w @ ("create" | "mkdir" | "stat" | "setattr" | "writeback" | "fsync" | "unlink"
-            | "rmdir"),
+            | "rmdir" | "fdatasync" | "sync-file-range"),
         ) => {
             want(2, &format!("{w} PATH"))?;
             let p = path(words[1])?;
@@ -205,8 +205,62 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
                 "writeback" => Op::Writeback(p),
                 "fsync" => Op::Fsync(p),
                 "unlink" => Op::Unlink(p),
+                "fdatasync" => Op::Fdatasync(p),
+                "sync-file-range" => Op::SyncFileRange(p),
                 _ => Op::Rmdir(p),
             }
+        }
+        Some("truncate") => {
+            want(3, "truncate PATH SIZE")?;
+            let n = crate::units::parse_size(words[2])?;
+            if n > 1 << 40 {
+                return Err("expected a size of at most 1T".into());
+            }
+            Op::Truncate(path(words[1])?, n)
+        }
+        Some(w @ ("fallocate" | "punch-hole")) => {
+            let usage = if w == "fallocate" {
+                "fallocate PATH OFFSET LEN [keep-size]"
+            } else {
+                "punch-hole PATH OFFSET LEN"
+            };
+            let keep_size = w == "fallocate" && words.len() == 5;
+            if keep_size && words[4] != "keep-size" {
+                return Err(format!("expected '{usage}', got '{}'", words[4]));
+            }
+            want(if keep_size { 5 } else { 4 }, usage)?;
+            let offset = crate::units::parse_size(words[2])?;
+            let len = crate::units::parse_size(words[3])?;
+            if len == 0 || offset > 1 << 40 || len > 1 << 40 {
+                return Err(
+                    "expected an offset of at most 1T and a length > 0 and at most 1T".into(),
+                );
+            }
+            let p = path(words[1])?;
+            if w == "fallocate" {
+                Op::Fallocate {
+                    path: p,
+                    offset,
+                    len,
+                    keep_size,
+                }
+            } else {
+                Op::PunchHole(p, offset, len)
+            }
+        }
+        Some("setxattr") => {
+            want(3, "setxattr PATH NAME")?;
+            let name = words[2];
+            if name.len() > 255 || !name.contains('.') {
+                return Err(format!(
+                    "expected an xattr name with a namespace prefix (user.x), at most 255 bytes, got '{name}'"
+                ));
+            }
+            Op::Setxattr(path(words[1])?, name.to_string())
+        }
+        Some("syncfs") => {
+            want(1, "syncfs")?;
+            Op::Syncfs
         }
         Some(w @ ("write" | "mmap-write" | "write-osync")) => {
             want(3, &format!("{w} PATH SIZE"))?;
@@ -250,9 +304,14 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             Op::Sleep(d)
         }
         Some(other) => {
+            let kinds: Vec<&str> = crate::vfs::op::OPS
+                .iter()
+                .filter_map(|(_, usage, _)| usage.split_whitespace().next())
+                .collect();
             return Err(format!(
-                "unknown operation '{other}': expected one of create, mkdir, write, mmap-write, write-osync, setattr, stat, writeback, fsync, link, rename, unlink, rmdir, new-block-group, commit, sync, sleep"
-            ))
+                "unknown operation '{other}': expected one of {}",
+                kinds.join(", ")
+            ));
         }
         None => return Err("empty operation".into()),
     };
@@ -274,7 +333,7 @@ pub fn points_of(op: &Op) -> Vec<String> {
     ];
     match op {
         // An O_SYNC write ends in btrfs_sync_file: the fsync's points.
-        Op::Fsync(_) | Op::WriteOsync(..) => {
+        Op::Fsync(_) | Op::Fdatasync(_) | Op::WriteOsync(..) => {
             v.extend(
                 [
                     "fsync:joined",
@@ -290,7 +349,12 @@ pub fn points_of(op: &Op) -> Vec<String> {
         Op::Link(..) => v.push("link:joined".into()),
         Op::MmapWrite(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
         Op::Rename(..) => v.push("rename:joined".into()),
-        Op::Commit | Op::Sync => v.extend(commit.map(String::from)),
+        Op::Commit | Op::Sync | Op::Syncfs => v.extend(commit.map(String::from)),
+        Op::Setattr(_)
+        | Op::Setxattr(..)
+        | Op::Truncate(..)
+        | Op::Fallocate { .. }
+        | Op::PunchHole(..) => v.push("set_inode_last_trans:sub_trans_set".into()),
         _ => {}
     }
     v

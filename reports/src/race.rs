@@ -16,6 +16,9 @@ fn metric_rows(m: &Metrics) -> Vec<(String, u64)> {
     for (cause, n) in &m.unnecessary_full_commits_by_cause {
         v.push((format!("unnecessary_full_commits.{cause}"), *n));
     }
+    for (rule, n) in &m.full_commits_by_cause {
+        v.push((format!("full_commits.{rule}"), *n));
+    }
     v.extend(m.wait_rows());
     v
 }
@@ -29,6 +32,10 @@ pub fn metrics_json(m: &Metrics) -> Value {
     o.insert(
         "unnecessary_full_commits_by_cause".into(),
         json!(m.unnecessary_full_commits_by_cause),
+    );
+    o.insert(
+        "full_commits_by_cause".into(),
+        json!(m.full_commits_by_cause),
     );
     for (k, v) in m.wait_rows() {
         o.insert(k, json!(v));

@@ -252,6 +252,25 @@ impl Btrfs {
                 let th = self.join_transaction().await;
                 self.commit(th).await;
             }
+            Op::Truncate(p, size) => self.truncate(p, *size).await?,
+            Op::Fallocate {
+                path,
+                offset,
+                len,
+                keep_size,
+            } => self.fallocate(path, *offset, *len, *keep_size).await?,
+            Op::PunchHole(p, offset, len) => self.punch_hole(p, *offset, *len).await?,
+            Op::Setxattr(p, name) => self.setxattr(p, name).await?,
+            // vfs_fsync_range(datasync = 1): btrfs_sync_file@v5.10/v5.11 only traces it.
+            Op::Fdatasync(p) => self.fsync(p).await?,
+            // ksys_sync_file_range (fs/sync.c@v5.10): filemap writeback and wait; btrfs has
+            // no hook of its own, so ordered extents complete and nothing is logged.
+            Op::SyncFileRange(p) => {
+                let ino = self.resolve(p)?;
+                self.writeback(ino).await;
+            }
+            // sync_filesystem (fs/sync.c@v5.10): writeback, then btrfs_sync_fs(wait = 1).
+            Op::Syncfs => self.sync_fs().await,
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
         }
         self.point(done_label).await;

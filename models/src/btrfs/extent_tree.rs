@@ -47,6 +47,15 @@ impl Btrfs {
             .iter()
             .flat_map(|e| e.pieces.iter().copied())
             .collect();
+        Self::free_pieces(st, pieces, t);
+    }
+
+    /// Frees allocated (block group, bytes) pieces in transaction `t`: pinned until its
+    /// commit, one delayed data ref each.
+    pub(super) fn free_pieces(st: &mut FsState, pieces: Vec<(u64, u64)>, t: TransId) {
+        if pieces.is_empty() {
+            return;
+        }
         for &(bg, len) in &pieces {
             if let Some(b) = st.data.bgs.get_mut(&bg) {
                 b.used -= len;

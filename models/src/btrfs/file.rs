@@ -93,19 +93,29 @@ impl Btrfs {
         self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
         {
             let mut st = self.st_mut();
+            let keep = st.keep_history;
             let pieces = Self::alloc_data_extent(&mut st, bytes);
             st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
             let i = st.inodes.get_mut(&ino).unwrap();
             i.extents.push(Extent {
                 id,
+                offset: i.disk_size,
                 len: bytes,
                 generation: t,
+                item_trans: t,
+                hole: false,
+                prealloc: false,
                 data_token: tok,
                 data_offset: off,
                 pieces,
             });
             i.modified_extents.push(id);
             i.item_trans = t;
+            // btrfs_inode_safe_disk_i_size_write at ordered-extent completion.
+            i.disk_size += bytes;
+            if keep {
+                i.size_hist.push((t, i.disk_size));
+            }
             Self::set_inode_last_trans(&mut st, ino, t);
             let c = &self.inner.costs;
             let leaves = [
@@ -133,15 +143,14 @@ impl Btrfs {
         self.writeback(ino).await;
         // What this fsync promises: the names and extents the inode has once its data is
         // written back (later changes by other tasks are not covered).
-        let (names, extents) = {
+        let (names, extents, size, xattrs) = {
             let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
             (
                 st.names_of(ino),
-                st.inodes[&ino]
-                    .extents
-                    .iter()
-                    .map(|e| e.id)
-                    .collect::<Vec<_>>(),
+                i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
+                i.disk_size,
+                i.xattrs.keys().cloned().collect::<Vec<_>>(),
             )
         };
         // atomic_inc(&root->log_batch), before and after waiting for ordered extents
@@ -200,6 +209,8 @@ impl Btrfs {
                 path: path.to_string(),
                 names,
                 extents,
+                size,
+                xattrs,
                 entries: if st.inodes[&ino].is_dir {
                     st.entries_of(ino)
                 } else {
@@ -219,11 +230,240 @@ impl Btrfs {
     pub(super) fn count_full_commit(&self, _t: TransId, cause: FullCommitCause, necessary: bool) {
         let mut m = self.inner.m.borrow_mut();
         m.full_commits += 1;
+        *m.full_commits_by_cause
+            .entry(cause.rule().to_string())
+            .or_default() += 1;
         if !necessary {
             m.unnecessary_full_commits += 1;
             *m.unnecessary_full_commits_by_cause
                 .entry(cause.name().to_string())
                 .or_default() += 1;
         }
+    }
+}
+
+impl Btrfs {
+    /// btrfs_drop_extents + btrfs_drop_extent_cache (file.c@v5.10) over [start, end) of
+    /// `ino` in transaction `t`: extents inside the range leave the file (their space is
+    /// freed when no piece refers to it); an extent crossing an edge is trimmed into new
+    /// versions whose items are rewritten in `t` and whose maps keep their generation and
+    /// their place on the modified list.
+    pub(super) fn drop_extents(
+        &self,
+        st: &mut FsState,
+        ino: Ino,
+        start: u64,
+        end: u64,
+        t: TransId,
+    ) {
+        let now = self.inner.h.now();
+        let keep = st.keep_history;
+        let mut next_id = st.next_extent;
+        let mut freed = Vec::new();
+        let i = st.inodes.get_mut(&ino).expect("inode");
+        let mut out = Vec::with_capacity(i.extents.len() + 1);
+        for e in std::mem::take(&mut i.extents) {
+            if e.end() <= start || e.offset >= end {
+                out.push(e);
+                continue;
+            }
+            let mut pieces = Some(e.pieces.clone());
+            let mut made = Vec::new();
+            for (off, len) in [
+                (e.offset, start.saturating_sub(e.offset)),
+                (end, e.end().saturating_sub(end)),
+            ] {
+                if len == 0 {
+                    continue;
+                }
+                made.push(Extent {
+                    id: next_id,
+                    offset: off,
+                    len,
+                    generation: e.generation,
+                    item_trans: t,
+                    hole: e.hole,
+                    prealloc: e.prealloc,
+                    data_token: e.data_token,
+                    data_offset: e.data_offset + (off - e.offset),
+                    pieces: pieces.take().unwrap_or_default(),
+                });
+                next_id += 1;
+            }
+            if let Some(p) = pieces {
+                freed.extend(p);
+            }
+            if let Some(pos) = i.modified_extents.iter().position(|&m| m == e.id) {
+                i.modified_extents.remove(pos);
+                i.modified_extents.extend(made.iter().map(|m| m.id));
+            }
+            out.extend(made);
+            if keep {
+                i.dead_extents.push(DeadExtent {
+                    ext: e,
+                    removed: t,
+                    removed_at: now,
+                });
+            }
+        }
+        out.sort_by_key(|e| e.offset);
+        i.extents = out;
+        st.next_extent = next_id;
+        Self::free_pieces(st, freed, t);
+    }
+
+    /// The leaves a change of the inode item and of the file's extent items dirties.
+    fn file_leaves(&self, st: &FsState, ino: Ino) -> Vec<blocks::Leaf> {
+        let c = &self.inner.costs;
+        let i = &st.inodes[&ino];
+        std::iter::once(blocks::inode_leaf(c, ino))
+            .chain(i.extents.iter().map(|e| blocks::extent_leaf(c, e.id)))
+            .take(1 + 8)
+            .collect()
+    }
+
+    /// btrfs_fallocate (file.c@v5.10) with mode 0 or FALLOC_FL_KEEP_SIZE: waits for ordered
+    /// extents in the range, reserves data space, then __btrfs_prealloc_file_range
+    /// (inode.c@v5.10) allocates a preallocated extent for each hole of the range in a
+    /// started transaction (its extent map, generation = transid, goes on the modified
+    /// list) and, without KEEP_SIZE, moves i_size to the range's end.
+    pub(super) async fn fallocate(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u64,
+        keep_size: bool,
+    ) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        if self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("is a directory: {path}")));
+        }
+        self.writeback(ino).await;
+        let end = offset + len;
+        let holes: Vec<(u64, u64)> = {
+            let st = self.inner.st.borrow();
+            let mut holes = Vec::new();
+            let mut cur = offset;
+            for e in st.inodes[&ino].extents.iter().filter(|e| !e.hole) {
+                if e.end() <= cur || e.offset >= end {
+                    continue;
+                }
+                if e.offset > cur {
+                    holes.push((cur, e.offset - cur));
+                }
+                cur = cur.max(e.end());
+            }
+            if cur < end {
+                holes.push((cur, end - cur));
+            }
+            holes
+        };
+        let bytes: u64 = holes.iter().map(|h| h.1).sum();
+        if bytes > 0 {
+            self.reserve_data(bytes).await?;
+        }
+        let th = self.start_transaction().await;
+        let t = th.id;
+        self.inner
+            .h
+            .cpu(self.inner.costs.btree_item * (1 + holes.len() as u64))
+            .await;
+        {
+            let mut st = self.st_mut();
+            for (off, l) in holes {
+                // Punched holes inside the range give way to the new extent.
+                self.drop_extents(&mut st, ino, off, off + l, t);
+                let pieces = Self::alloc_data_extent(&mut st, l);
+                st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+                let id = st.next_extent;
+                st.next_extent += 1;
+                // Its disk_bytenr: allocated, never written.
+                let disk = st.next_offset;
+                st.next_offset += l.next_multiple_of(4096);
+                let i = st.inodes.get_mut(&ino).unwrap();
+                i.extents.push(Extent {
+                    id,
+                    offset: off,
+                    len: l,
+                    generation: t,
+                    item_trans: t,
+                    hole: false,
+                    prealloc: true,
+                    data_token: 0,
+                    data_offset: disk,
+                    pieces,
+                });
+                i.extents.sort_by_key(|e| e.offset);
+                i.modified_extents.push(id);
+            }
+            let keep = st.keep_history;
+            let i = st.inodes.get_mut(&ino).unwrap();
+            if !keep_size && end > i.disk_size {
+                i.disk_size = end;
+                if keep {
+                    i.size_hist.push((t, end));
+                }
+            }
+            i.item_trans = t;
+            let leaves = self.file_leaves(&st, ino);
+            Self::dirty(&mut st, t, &leaves);
+        }
+        self.set_inode_last_trans_point(ino, t).await;
+        self.end(th);
+        Ok(())
+    }
+
+    /// btrfs_punch_hole (file.c@v5.10): waits for ordered extents in the range, then in a
+    /// started transaction drops the extents inside it (btrfs_punch_hole_range →
+    /// btrfs_drop_extents) and fill_holes puts a hole extent map (generation = transid) on
+    /// the modified list, so a fast fsync logs the hole and replay drops the old data.
+    /// i_size does not change; a range past it is cut at it.
+    pub(super) async fn punch_hole(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        if self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("is a directory: {path}")));
+        }
+        self.writeback(ino).await;
+        let end = (offset + len).min(self.inner.st.borrow().inodes[&ino].disk_size);
+        if end <= offset {
+            return Ok(());
+        }
+        let th = self.start_transaction().await;
+        let t = th.id;
+        self.inner.h.cpu(self.inner.costs.btree_item * 2).await;
+        {
+            let mut st = self.st_mut();
+            self.drop_extents(&mut st, ino, offset, end, t);
+            if !self.mutant(Mutant::PunchHoleLogsNoHole) {
+                let id = st.next_extent;
+                st.next_extent += 1;
+                let i = st.inodes.get_mut(&ino).unwrap();
+                i.extents.push(Extent {
+                    id,
+                    offset,
+                    len: end - offset,
+                    generation: t,
+                    item_trans: t,
+                    hole: true,
+                    prealloc: false,
+                    data_token: 0,
+                    data_offset: 0,
+                    pieces: Vec::new(),
+                });
+                i.extents.sort_by_key(|e| e.offset);
+                i.modified_extents.push(id);
+            }
+            st.inodes.get_mut(&ino).unwrap().item_trans = t;
+            let leaves = self.file_leaves(&st, ino);
+            Self::dirty(&mut st, t, &leaves);
+        }
+        self.set_inode_last_trans_point(ino, t).await;
+        self.end(th);
+        Ok(())
     }
 }

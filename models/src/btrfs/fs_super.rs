@@ -55,6 +55,8 @@ impl Btrfs {
                         path: format!("(sync) inode {} as {n} in directory {d}", i.ino),
                         names,
                         extents: i.extents.iter().map(|e| e.id).collect(),
+                        size: i.disk_size,
+                        xattrs: i.xattrs.keys().cloned().collect(),
                         entries: Vec::new(),
                         at: now,
                     })

@@ -39,6 +39,10 @@ impl Btrfs {
                     extents: Vec::new(),
                     modified_extents: Vec::new(),
                     dirty_bytes: 0,
+                    disk_size: 0,
+                    size_hist: Vec::new(),
+                    dead_extents: Vec::new(),
+                    xattrs: Default::default(),
                     change_seq: 0,
                     logged_full: None,
                 },
@@ -130,7 +134,7 @@ impl Btrfs {
                 leaves.push(blocks::inode_leaf(c, old_dir));
             }
             if rename {
-                st.remove_dentry(old_dir, &old_name, t);
+                st.remove_dentry(old_dir, &old_name, t, self.inner.h.now());
                 // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
                 // only when the parents differ (tree-log.c:btrfs_record_unlink_dir@v5.10):
                 // the inode always, the old directory unless it or the inode is already
@@ -142,7 +146,6 @@ impl Btrfs {
                     let ino_logged = st.inodes[&ino].logged_trans == t;
                     if !dir_logged && !ino_logged {
                         st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
-                        st.trans.get_mut(&t).unwrap().removals_in.insert(old_dir);
                     }
                 }
                 Self::set_inode_last_trans(&mut st, old_dir, t);
@@ -153,6 +156,10 @@ impl Btrfs {
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::set_inode_last_trans(&mut st, new_dir, t);
             Self::dirty(&mut st, t, &leaves);
+        }
+        if rename {
+            // __btrfs_unlink_inode of the old name (inode.c@v5.10).
+            self.del_name_in_log(t, ino, old_dir, &old_name).await;
         }
         // btrfs_log_new_name (R1).
         self.log_new_name(t, ino, rename.then_some(old_dir)).await;
@@ -194,7 +201,7 @@ impl Btrfs {
                 blocks::dentry_leaf(c, &st, parent, &name),
                 blocks::inode_leaf(c, parent),
             ];
-            st.remove_dentry(parent, &name, t);
+            st.remove_dentry(parent, &name, t, self.inner.h.now());
             if dir {
                 // btrfs_rmdir (inode.c@v5.10/v5.11) does not call btrfs_record_unlink_dir:
                 // the parent inherits the removed directory's own last_unlink_trans, and
@@ -203,7 +210,6 @@ impl Btrfs {
                 if removed >= t {
                     st.inodes.get_mut(&parent).unwrap().last_unlink_trans = removed;
                 }
-                st.trans.get_mut(&t).unwrap().removals_in.insert(parent);
             } else {
                 // btrfs_unlink → btrfs_record_unlink_dir(for_rename = 0): the inode always;
                 // the directory never (tree-log.c@v5.10).
@@ -223,6 +229,8 @@ impl Btrfs {
             Self::set_inode_last_trans(&mut st, parent, t);
             Self::dirty(&mut st, t, &leaves);
         }
+        // __btrfs_unlink_inode (inode.c@v5.10), for unlink and rmdir alike.
+        self.del_name_in_log(t, ino, parent, &name).await;
         self.end(th);
         Ok(())
     }
@@ -238,9 +246,58 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
-            Self::set_inode_last_trans(&mut st, ino, t);
             Self::dirty(&mut st, t, &[blocks::inode_leaf(&self.inner.costs, ino)]);
         }
+        self.set_inode_last_trans_point(ino, t).await;
+        self.end(th);
+        Ok(())
+    }
+
+    /// btrfs_setattr with ATTR_SIZE → btrfs_setsize (inode.c@v5.10). Growing: a started
+    /// transaction updates i_size in the item (no extents; the range reads as a hole).
+    /// Shrinking: btrfs_truncate waits for ordered extents past the new size, sets
+    /// BTRFS_INODE_NEEDS_FULL_SYNC ("so if we truncate and then write and fsync we normally
+    /// would just write the extents that changed, which is a problem if we need to first
+    /// truncate that entire inode") and btrfs_truncate_inode_items drops the extents past it.
+    /// The model writes the dirty tail back first in both cases.
+    pub(super) async fn truncate(&self, path: &str, size: u64) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        if self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("is a directory: {path}")));
+        }
+        self.writeback(ino).await;
+        let th = self.start_transaction().await;
+        let t = th.id;
+        self.inner.h.cpu(self.inner.costs.btree_item * 2).await;
+        {
+            let mut st = self.st_mut();
+            let old = st.inodes[&ino].disk_size;
+            if size < old {
+                self.drop_extents(&mut st, ino, size, u64::MAX, t);
+                st.inodes.get_mut(&ino).unwrap().needs_full_sync = true;
+            }
+            let keep = st.keep_history;
+            let i = st.inodes.get_mut(&ino).unwrap();
+            i.disk_size = size;
+            if keep {
+                i.size_hist.push((t, size));
+            }
+            i.item_trans = t;
+            let mut leaves = vec![blocks::inode_leaf(&self.inner.costs, ino)];
+            if size < old {
+                let c = &self.inner.costs;
+                leaves.extend(
+                    st.inodes[&ino]
+                        .extents
+                        .iter()
+                        .rev()
+                        .take(4)
+                        .map(|e| blocks::extent_leaf(c, e.id)),
+                );
+            }
+            Self::dirty(&mut st, t, &leaves);
+        }
+        self.set_inode_last_trans_point(ino, t).await;
         self.end(th);
         Ok(())
     }

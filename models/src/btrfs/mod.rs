@@ -19,6 +19,7 @@ pub mod space_info;
 pub mod state;
 pub mod transaction;
 pub mod tree_log;
+pub mod xattr;
 
 pub use crate::vfs::{Metrics, OpLatency, Violation};
 pub use costs::Costs;

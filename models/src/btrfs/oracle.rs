@@ -7,10 +7,12 @@
 //! the extent — belongs to a transaction whose commit superblock is already on disk, so
 //! recovery finds it without the log. A new name (link, rename) is needed in the log only if
 //! the inode or the directory it left already has entries in the running transaction's log.
-//! A fallback to a full commit is necessary only if the running transaction holds an event a
-//! log cannot express. Crash recovery itself is in `recovery.rs`.
+//! A fallback to a full commit is necessary only if logging instead would lose an inode's
+//! names after a crash (`log_would_lose_names`, replaying the log with what would have been
+//! logged). Crash recovery itself is in `recovery.rs`.
 
 use super::ctree::Btrfs;
+use super::recovery;
 use super::state::*;
 
 /// Whether the version changed in transaction `x` is captured on disk: the superblock write
@@ -38,12 +40,31 @@ pub fn in_current_log(st: &FsState, ino: Ino, t: TransId) -> bool {
     st.inodes.get(&ino).is_some_and(|i| i.logged_trans == t)
 }
 
-/// Whether a directory on the path lost a name in the running transaction `t` — the event
-/// that a log cannot express and that makes a full commit necessary.
-pub fn removal_in_current_trans(st: &FsState, dirs: &[Ino], t: TransId) -> bool {
-    st.trans
-        .get(&t)
-        .is_some_and(|tr| dirs.iter().any(|d| tr.removals_in.contains(d)))
+/// Whether logging `facts` (what btrfs_log_inode_parent would have logged for `ino`
+/// instead of falling back to a full commit), on top of what transaction `t`'s log already
+/// holds, would leave a namespace recovery cannot stand behind: an inode reachable in the
+/// committed tree and still named now becomes unreachable (its old entry replaced by a log
+/// that does not know where it went), or `ino` itself is unreachable. That is the event a
+/// log cannot express; only then is the kernel's full commit necessary. Without the history
+/// (long workload runs) the log's earlier content is not kept and only `facts` are replayed.
+pub fn log_would_lose_names(st: &FsState, t: TransId, ino: Ino, facts: &[LogFact]) -> bool {
+    let base = t.saturating_sub(1);
+    let base_names = recovery::names_at(st, base);
+    let mut names = base_names.clone();
+    let mut from_log = std::collections::BTreeSet::new();
+    let logged = st
+        .log_facts
+        .range((t, 0)..=(t, u64::MAX))
+        .flat_map(|(_, v)| v.iter());
+    for f in logged.chain(facts) {
+        recovery::replay_names(&mut names, &base_names, &mut from_log, f);
+    }
+    let before = recovery::reachable_set(&base_names);
+    let after = recovery::reachable_set(&names);
+    !after.contains(&ino)
+        || before
+            .iter()
+            .any(|i| !after.contains(i) && st.live.contains_key(i))
 }
 
 /// Whether transaction `t` is marked for full commits by a real event (a new block group,

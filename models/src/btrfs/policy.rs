@@ -83,16 +83,29 @@ pub enum Mutant {
     /// A directory's fsync logs only its inode item: no dir entries, no new dentries'
     /// inodes (breaks S2: a new name the fsync promised is lost in a crash).
     DirFsyncLogsItemOnly,
+    /// Unlink and rename leave the removed name in a log that holds the directory or the
+    /// inode (no btrfs_del_dir_entries_in_log / btrfs_del_inode_ref_in_log): replay brings
+    /// the name back (breaks S2).
+    UnlinkKeepsLoggedNames,
+    /// A hole punch adds no hole extent map to the modified list (fill_holes skipped): a
+    /// fast fsync leaves the old data in the punched range (breaks S2).
+    PunchHoleLogsNoHole,
+    /// A fast fsync logs the inode without its xattrs (btrfs_log_all_xattrs skipped):
+    /// an xattr set before a returned fsync is lost (breaks S2).
+    FsyncSkipsXattrs,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 5] = [
+    pub const ALL: [Mutant; 8] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
         Mutant::CommitTakesLogMutex,
         Mutant::DirFsyncLogsItemOnly,
+        Mutant::UnlinkKeepsLoggedNames,
+        Mutant::PunchHoleLogsNoHole,
+        Mutant::FsyncSkipsXattrs,
     ];
 
     /// Kebab-case name used on the command line.
@@ -103,6 +116,9 @@ impl Mutant {
             Mutant::SkipLogWhenLoggedBefore => "skip-log-when-logged-before",
             Mutant::CommitTakesLogMutex => "commit-takes-log-mutex",
             Mutant::DirFsyncLogsItemOnly => "dir-fsync-logs-item-only",
+            Mutant::UnlinkKeepsLoggedNames => "unlink-keeps-logged-names",
+            Mutant::PunchHoleLogsNoHole => "punch-hole-logs-no-hole",
+            Mutant::FsyncSkipsXattrs => "fsync-skips-xattrs",
         }
     }
 
@@ -114,6 +130,9 @@ impl Mutant {
             Mutant::SkipLogWhenLoggedBefore => "fsync skips logging an inode changed since it was last logged (S2)",
             Mutant::CommitTakesLogMutex => "commit takes log_mutex inside tree_log_mutex, the reverse of the log paths (S3)",
             Mutant::DirFsyncLogsItemOnly => "a directory's fsync logs its inode item but not its entries or new dentries (S2)",
+            Mutant::UnlinkKeepsLoggedNames => "unlink and rename leave the removed name in the log (no btrfs_del_dir_entries_in_log / btrfs_del_inode_ref_in_log) (S2)",
+            Mutant::PunchHoleLogsNoHole => "a hole punch puts no hole extent map on the modified list: a fast fsync keeps the old data (S2)",
+            Mutant::FsyncSkipsXattrs => "an fsync logs the inode without its xattrs (S2)",
         }
     }
 

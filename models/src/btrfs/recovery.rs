@@ -26,6 +26,7 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
                 transid,
                 log_transid,
                 base,
+                ..
             },
             _,
         )) => (base, Some((transid, log_transid))),
@@ -54,49 +55,87 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             _ => {}
         }
     }
-    // The namespace and extents as of the committed generation.
-    let mut names: BTreeMap<(Ino, String), Ino> = BTreeMap::new();
-    for ((dir, name), versions) in st.all_dentries() {
-        if let Some(d) = versions
-            .iter()
-            .rev()
-            .find(|d| d.created <= base && d.removed.is_none_or(|r| r > base))
-        {
-            names.insert((dir, name.to_string()), d.ino);
-        }
-    }
-    let mut extents: BTreeSet<u64> = st
-        .inodes
-        .values()
-        .flat_map(|i| i.extents.iter())
-        .filter(|e| e.generation <= base)
-        .map(|e| e.id)
-        .collect();
-    // Log replay.
+    // The namespace as of the committed generation.
+    let mut names = names_at(st, base);
+    let base_names = names.clone();
+    // Files: extents as of the committed generation (data only; holes are absence), sizes
+    // and xattrs.
+    let mut files: BTreeMap<Ino, FileImage> = BTreeMap::new();
+    let file_of = |ino: Ino| -> FileImage { FileImage::at_base(st, ino, base) };
+    // Log replay, in log order.
+    let mut log_sync_at = None;
+    let mut from_log: BTreeSet<(Ino, String)> = BTreeSet::new();
     if let Some((t, k)) = log {
+        log_sync_at = st.writes.iter().rev().find_map(|(w, _)| match *w {
+            WriteKind::LogSuper {
+                transid,
+                log_transid,
+                at,
+                ..
+            } if transid == t && log_transid == k => Some(at),
+            _ => None,
+        });
         for (_, facts) in st.log_facts.range((t, 0)..=(t, k)) {
             for f in facts {
                 match f {
-                    LogFact::Inode { ino, names: ns, .. } => {
-                        // Replaying an inode's refs makes its names exactly the logged set
-                        // (add_inode_ref drops refs the log no longer has).
-                        names.retain(|_, i| i != ino);
-                        for n in ns {
-                            names.insert(n.clone(), *ino);
+                    LogFact::Inode {
+                        ino, size, xattrs, ..
+                    } => {
+                        replay_names(&mut names, &base_names, &mut from_log, f);
+                        let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
+                        if let Some(size) = size {
+                            // replay_one_buffer: truncate to the logged i_size first.
+                            fi.size = *size;
+                            fi.drop_range(*size, u64::MAX);
+                        }
+                        if let Some(x) = xattrs {
+                            // replay_xattr_deletes: the logged set is the inode's set.
+                            fi.xattrs = x.iter().cloned().collect();
                         }
                     }
-                    LogFact::Extent { extent, .. } => {
-                        extents.insert(*extent);
-                    }
-                    LogFact::DirEntries { dir, entries } => {
-                        names.retain(|(d, _), _| d != dir);
-                        for (n, i) in entries {
-                            names.insert((*dir, n.clone()), *i);
+                    LogFact::Extent { ino, extent } => {
+                        let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
+                        if let Some(e) = find_extent(st, *ino, *extent) {
+                            // replay_one_extent: drop the range, insert the item.
+                            fi.drop_range(e.offset, e.end());
+                            if !e.hole {
+                                fi.segs.insert(e.offset, e.clone());
+                            }
                         }
+                    }
+                    LogFact::DirEntries { .. }
+                    | LogFact::DelEntry { .. }
+                    | LogFact::DelRef { .. } => {
+                        replay_names(&mut names, &base_names, &mut from_log, f);
                     }
                 }
             }
         }
+    }
+    // A name the log replay brought in must not be one removed before the log was synced.
+    if let Some(sync_at) = log_sync_at {
+        for key in &from_log {
+            let Some(&ino) = names.get(key) else { continue };
+            let versions = st.dentry(key.0, &key.1);
+            let removed_before = versions.is_some_and(|v| {
+                let mine: Vec<_> = v.iter().filter(|d| d.ino == ino).collect();
+                !mine.is_empty()
+                    && mine
+                        .iter()
+                        .all(|d| d.removed_at.is_some_and(|r| r <= sync_at))
+            });
+            if removed_before {
+                return Err(format!(
+                    "the name '{}' in directory {} was removed before the log was synced at t={sync_at}ns, but log replay brings it back",
+                    key.1, key.0
+                ));
+            }
+        }
+    }
+    // Inode -> its recovered names, for reachability.
+    let mut parents: BTreeMap<Ino, Ino> = BTreeMap::new();
+    for ((dir, _), ino) in &names {
+        parents.entry(*ino).or_insert(*dir);
     }
     let reachable = |start: Ino| -> bool {
         let mut cur = start;
@@ -104,8 +143,8 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             if cur == ROOT_INO {
                 return true;
             }
-            match names.iter().find(|(_, &i)| i == cur) {
-                Some(((dir, _), _)) => cur = *dir,
+            match parents.get(&cur) {
+                Some(dir) => cur = *dir,
                 None => return false,
             }
         }
@@ -138,25 +177,262 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             ));
         }
         let inode = &st.inodes[&rec.ino];
+        if inode.is_dir {
+            continue;
+        }
+        let fi = files
+            .get(&rec.ino)
+            .cloned()
+            .unwrap_or_else(|| file_of(rec.ino));
         for id in &rec.extents {
             let Some(e) = inode.extents.iter().find(|e| e.id == *id) else {
                 continue;
             };
-            if !extents.contains(id) {
+            if e.hole {
+                continue;
+            }
+            if !fi.covers(e) {
                 return Err(format!(
-                    "fsync of {} returned at t={}ns, but after a crash now its extent {id} ({} bytes) is not in the tree",
-                    rec.path, rec.at, e.len
+                    "fsync of {} returned at t={}ns, but after a crash now its extent {id} ({} bytes at {}) is not in the tree",
+                    rec.path, rec.at, e.len, e.offset
                 ));
             }
-            if !durable(e.data_token) {
+            if !e.prealloc && !durable(e.data_token) {
                 return Err(format!(
                     "fsync of {} returned at t={}ns, but after a crash now the data of its extent {id} is lost",
                     rec.path, rec.at
                 ));
             }
         }
+        // Data the file no longer had when the fsync returned must not come back.
+        for s in fi.segs.values() {
+            let dropped_before = inode
+                .dead_extents
+                .iter()
+                .any(|d| d.ext.id == s.id && d.removed_at <= rec.at);
+            if !dropped_before {
+                continue;
+            }
+            // The same bytes may live on in trimmed pieces of the extent: only bytes the
+            // file does not map now count.
+            let mut cur = s.offset;
+            let mut gap = None;
+            for e in inode.extents.iter().filter(|e| !e.hole && same_bytes(e, s)) {
+                if e.end() <= cur || e.offset >= s.end() {
+                    continue;
+                }
+                if e.offset > cur {
+                    gap = Some((cur, e.offset));
+                    break;
+                }
+                cur = e.end();
+            }
+            let gap = gap.or((cur < s.end()).then_some((cur, s.end())));
+            if let Some((a, b)) = gap {
+                return Err(format!(
+                    "fsync of {} returned at t={}ns, but after a crash now bytes {a}..{b} hold data the file had dropped before it (extent {})",
+                    rec.path, rec.at, s.id
+                ));
+            }
+        }
+        if inode.disk_size == rec.size && fi.size != rec.size {
+            return Err(format!(
+                "fsync of {} returned at t={}ns with size {}, but after a crash now the size is {}",
+                rec.path, rec.at, rec.size, fi.size
+            ));
+        }
+        for x in &rec.xattrs {
+            if inode.xattrs.contains_key(x) && !fi.xattrs.contains(x) {
+                return Err(format!(
+                    "fsync of {} returned at t={}ns, but after a crash now its xattr {x} is gone",
+                    rec.path, rec.at
+                ));
+            }
+        }
     }
     Ok(())
+}
+
+/// The names of the committed tree (generation `base`): (directory, name) → inode.
+pub(super) fn names_at(st: &FsState, base: TransId) -> BTreeMap<(Ino, String), Ino> {
+    let mut names = BTreeMap::new();
+    for ((dir, name), versions) in st.all_dentries() {
+        if let Some(d) = versions
+            .iter()
+            .rev()
+            .find(|d| d.created <= base && d.removed.is_none_or(|r| r > base))
+        {
+            names.insert((dir, name.to_string()), d.ino);
+        }
+    }
+    names
+}
+
+/// Replays what one log fact does to the namespace (btrfs_recover_log_trees@v5.10):
+/// an inode's refs become exactly its logged names (add_inode_ref drops refs the log no
+/// longer has); a directory logged in full gets exactly its logged entries
+/// (replay_dir_deletes); a name deleted from the log comes from the committed tree again,
+/// or not at all when the log replaced its directory. `from_log` collects the names the
+/// log put in.
+pub(super) fn replay_names(
+    names: &mut BTreeMap<(Ino, String), Ino>,
+    base_names: &BTreeMap<(Ino, String), Ino>,
+    from_log: &mut BTreeSet<(Ino, String)>,
+    f: &LogFact,
+) {
+    match f {
+        LogFact::Inode { ino, names: ns, .. } => {
+            names.retain(|_, i| i != ino);
+            for n in ns {
+                names.insert(n.clone(), *ino);
+                from_log.insert(n.clone());
+            }
+        }
+        LogFact::DirEntries { dir, entries } => {
+            names.retain(|(d, _), _| d != dir);
+            for (n, i) in entries {
+                names.insert((*dir, n.clone()), *i);
+                from_log.insert((*dir, n.clone()));
+            }
+        }
+        LogFact::DelEntry { dir, name } | LogFact::DelRef { dir, name, .. } => {
+            let key = (*dir, name.clone());
+            if from_log.remove(&key) {
+                names.remove(&key);
+                let dir_replaced = matches!(f, LogFact::DelEntry { .. });
+                if let (false, Some(&i)) = (dir_replaced, base_names.get(&key)) {
+                    names.insert(key, i);
+                }
+            }
+        }
+        LogFact::Extent { .. } => {}
+    }
+}
+
+/// Inodes reachable from the top directory through `names`.
+pub(super) fn reachable_set(names: &BTreeMap<(Ino, String), Ino>) -> BTreeSet<Ino> {
+    let mut children: BTreeMap<Ino, Vec<Ino>> = BTreeMap::new();
+    for ((dir, _), ino) in names {
+        children.entry(*dir).or_default().push(*ino);
+    }
+    let mut seen = BTreeSet::from([ROOT_INO]);
+    let mut stack = vec![ROOT_INO];
+    while let Some(d) = stack.pop() {
+        for &c in children.get(&d).map(Vec::as_slice).unwrap_or(&[]) {
+            if seen.insert(c) {
+                stack.push(c);
+            }
+        }
+    }
+    seen
+}
+
+/// A regular file as recovery sees it: data extents by offset, size, xattr names.
+#[derive(Clone, Debug)]
+struct FileImage {
+    segs: BTreeMap<u64, Extent>,
+    size: u64,
+    xattrs: BTreeSet<String>,
+}
+
+impl FileImage {
+    /// The file as of committed generation `base`: extent versions whose items were
+    /// written by then and not dropped by then, the size of the item then, its xattrs.
+    fn at_base(st: &FsState, ino: Ino, base: TransId) -> FileImage {
+        let Some(i) = st.inodes.get(&ino) else {
+            return FileImage {
+                segs: BTreeMap::new(),
+                size: 0,
+                xattrs: BTreeSet::new(),
+            };
+        };
+        let live = i.extents.iter().filter(|e| e.item_trans <= base);
+        let dead = i
+            .dead_extents
+            .iter()
+            .filter(|d| d.ext.item_trans <= base && d.removed > base)
+            .map(|d| &d.ext);
+        let segs = live
+            .chain(dead)
+            .filter(|e| !e.hole)
+            .map(|e| (e.offset, e.clone()))
+            .collect();
+        let size = i
+            .size_hist
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= base)
+            .map_or(0, |(_, s)| *s);
+        FileImage {
+            segs,
+            size,
+            xattrs: i
+                .xattrs
+                .iter()
+                .filter(|(_, t)| **t <= base)
+                .map(|(n, _)| n.clone())
+                .collect(),
+        }
+    }
+
+    /// Whether the image maps all of `e`'s range to `e`'s bytes.
+    fn covers(&self, e: &Extent) -> bool {
+        let mut cur = e.offset;
+        for s in self.segs.range(..e.end()).map(|(_, s)| s) {
+            if s.end() <= cur {
+                continue;
+            }
+            if s.offset > cur || !same_bytes(s, e) {
+                return false;
+            }
+            cur = s.end();
+            if cur >= e.end() {
+                return true;
+            }
+        }
+        cur >= e.end()
+    }
+
+    /// Drops [start, end), trimming extents that cross an edge.
+    fn drop_range(&mut self, start: u64, end: u64) {
+        let hit: Vec<u64> = self
+            .segs
+            .values()
+            .filter(|e| e.offset < end && e.end() > start)
+            .map(|e| e.offset)
+            .collect();
+        for off in hit {
+            let e = self.segs.remove(&off).expect("present");
+            if e.offset < start {
+                let mut left = e.clone();
+                left.len = start - e.offset;
+                self.segs.insert(left.offset, left);
+            }
+            if e.end() > end {
+                let mut right = e.clone();
+                right.data_offset += end - e.offset;
+                right.len = e.end() - end;
+                right.offset = end;
+                self.segs.insert(end, right);
+            }
+        }
+    }
+}
+
+/// Whether two extent versions map file offsets to the same disk bytes (pieces of one
+/// extent trimmed or split keep the disk location of each byte).
+fn same_bytes(a: &Extent, b: &Extent) -> bool {
+    a.data_token == b.data_token
+        && a.data_offset.wrapping_sub(a.offset) == b.data_offset.wrapping_sub(b.offset)
+}
+
+/// An extent version of `ino` by id, live or dropped.
+fn find_extent(st: &FsState, ino: Ino, id: u64) -> Option<&Extent> {
+    let i = st.inodes.get(&ino)?;
+    i.extents
+        .iter()
+        .find(|e| e.id == id)
+        .or_else(|| i.dead_extents.iter().map(|d| &d.ext).find(|e| e.id == id))
 }
 
 impl Btrfs {

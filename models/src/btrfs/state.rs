@@ -59,8 +59,9 @@ pub enum TransState {
 /// Why a log attempt had to fall back to a full transaction commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FullCommitCause {
-    /// `btrfs_must_commit_transaction` on an ancestor with a recent `last_unlink_trans` (R4).
-    UnlinkTrans,
+    /// `btrfs_must_commit_transaction` on a directory with a recent `last_unlink_trans`
+    /// (R4), and which one it was.
+    UnlinkTrans(UnlinkRelation),
     /// `last_trans_log_full_commit > last_trans_committed` in `btrfs_log_inode_parent` (R5).
     StaleFullCommitCheck,
     /// `btrfs_need_log_full_commit(trans)`: the transaction is marked (new block group, or an
@@ -68,11 +69,33 @@ pub enum FullCommitCause {
     LogFullCommitFlag,
 }
 
+/// Which directory's `last_unlink_trans` made check_parent_dirs_for_sync mark the
+/// transaction, relative to the fsynced inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum UnlinkRelation {
+    /// The fsynced inode is that directory.
+    Inode,
+    /// The fsynced inode's parent.
+    Parent,
+    /// An older ancestor (the log would hold no entries of it).
+    Ancestor,
+}
+
 impl FullCommitCause {
+    /// The rule with its detail, e.g. `last_unlink_trans.parent`.
+    pub fn rule(self) -> &'static str {
+        match self {
+            FullCommitCause::UnlinkTrans(UnlinkRelation::Inode) => "last_unlink_trans.inode",
+            FullCommitCause::UnlinkTrans(UnlinkRelation::Parent) => "last_unlink_trans.parent",
+            FullCommitCause::UnlinkTrans(UnlinkRelation::Ancestor) => "last_unlink_trans.ancestor",
+            other => other.name(),
+        }
+    }
+
     /// JSON key.
     pub fn name(self) -> &'static str {
         match self {
-            FullCommitCause::UnlinkTrans => "last_unlink_trans",
+            FullCommitCause::UnlinkTrans(_) => "last_unlink_trans",
             FullCommitCause::StaleFullCommitCheck => "stale_log_full_commit_check",
             FullCommitCause::LogFullCommitFlag => "log_full_commit_flag",
         }
@@ -98,9 +121,6 @@ pub struct Transaction {
     pub dirty: BTreeSet<crate::btrfs::ctree_blocks::Leaf>,
     /// Whether its superblock write has completed.
     pub super_done: bool,
-    /// Directories that lost a name in this transaction (unlink, rmdir, rename): the event
-    /// that makes logging them unsafe. Recorded for the oracle.
-    pub removals_in: BTreeSet<Ino>,
     /// A real event (new block group) forced every log in this transaction to a full commit.
     pub forced_by_event: bool,
     /// Delayed data refs queued in it (an extent allocated or freed: one
@@ -116,18 +136,47 @@ pub struct Transaction {
 /// An extent map of a file (`struct extent_map`) and its on-disk data.
 #[derive(Clone, Debug)]
 pub struct Extent {
-    /// Model id.
+    /// Model id (an extent version: trimming or splitting one makes new ids).
     pub id: u64,
+    /// File offset.
+    pub offset: u64,
     /// Bytes.
     pub len: u64,
-    /// Transaction whose ordered-extent completion inserted the file extent item.
+    /// Extent map generation: the transaction whose ordered-extent completion (or
+    /// fallocate, or hole punch) created it; a split or trimmed piece keeps it
+    /// (btrfs_drop_extent_cache@v5.10).
     pub generation: TransId,
+    /// Transaction that wrote its file extent item as it is now (a trimmed piece's item is
+    /// rewritten by btrfs_drop_extents in the transaction that trimmed it).
+    pub item_trans: TransId,
+    /// A hole (punched: no data, replay drops the range) rather than data.
+    pub hole: bool,
+    /// Preallocated (fallocate): space allocated, no data written (reads return zeros).
+    pub prealloc: bool,
     /// Device token of the data write.
     pub data_token: u64,
     /// Device offset of the data write.
     pub data_offset: u64,
     /// Where its bytes were allocated: (block group, bytes) pieces.
     pub pieces: Vec<(u64, u64)>,
+}
+
+impl Extent {
+    /// One past the last byte it covers.
+    pub fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
+/// An extent version no longer in the file: dropped whole, or replaced by trimmed pieces.
+#[derive(Clone, Debug)]
+pub struct DeadExtent {
+    /// The version as it was.
+    pub ext: Extent,
+    /// Transaction that dropped it.
+    pub removed: TransId,
+    /// Virtual time it was dropped.
+    pub removed_at: sim::Nanos,
 }
 
 /// A data block group (`struct btrfs_block_group`): its size and what is allocated in it.
@@ -195,8 +244,17 @@ pub struct Inode {
     pub extents: Vec<Extent>,
     /// Extent ids on the modified-extents list (not yet logged).
     pub modified_extents: Vec<u64>,
-    /// Dirty page-cache bytes not yet written back.
+    /// Dirty page-cache bytes not yet written back (appended after `disk_size`).
     pub dirty_bytes: u64,
+    /// `disk_i_size`: the size in the inode item (i_size is this plus `dirty_bytes`).
+    pub disk_size: u64,
+    /// (transaction, disk_size) at each change of the item's size, oldest first (crash
+    /// recovery reads the size as of the committed generation).
+    pub size_hist: Vec<(TransId, u64)>,
+    /// Extent versions dropped from the file (kept only with the history).
+    pub dead_extents: Vec<DeadExtent>,
+    /// Extended attributes: name → transaction that set it (BTRFS_XATTR_ITEM_KEY items).
+    pub xattrs: BTreeMap<String, TransId>,
     /// Bumped by every change of the inode: item, names, entries, extents (the oracle's
     /// version of it within a transaction).
     pub change_seq: u64,
@@ -214,6 +272,8 @@ pub struct Dentry {
     pub created: TransId,
     /// Transaction that removed it.
     pub removed: Option<TransId>,
+    /// Virtual time it was removed.
+    pub removed_at: Option<sim::Nanos>,
 }
 
 /// What a device write carries (the token is an index into `FsState::writes`).
@@ -258,6 +318,9 @@ pub enum WriteKind {
         log_transid: u64,
         /// Generation in the superblock copy (the last commit whose superblock was filled).
         base: TransId,
+        /// Virtual time the log sync issued it (names removed before it must not come back
+        /// from this log).
+        at: sim::Nanos,
     },
 }
 
@@ -272,8 +335,29 @@ pub enum LogFact {
         names: Vec<(Ino, String)>,
         /// Whether it is a directory.
         is_dir: bool,
+        /// A regular file's i_size (replay drops extents beyond it first,
+        /// tree-log.c:replay_one_buffer@v5.10).
+        size: Option<u64>,
+        /// Its xattr names when logged in full (btrfs_log_all_xattrs), or None.
+        xattrs: Option<Vec<String>>,
     },
-    /// A file extent item.
+    /// btrfs_del_dir_entries_in_log: an entry removed from a directory the log holds.
+    DelEntry {
+        /// The directory.
+        dir: Ino,
+        /// The removed name.
+        name: String,
+    },
+    /// btrfs_del_inode_ref_in_log: a name removed from an inode the log holds.
+    DelRef {
+        /// The inode.
+        ino: Ino,
+        /// The directory of the removed name.
+        dir: Ino,
+        /// The removed name.
+        name: String,
+    },
+    /// A file extent item (data, prealloc or hole).
     Extent {
         /// Inode.
         ino: Ino,
@@ -301,6 +385,10 @@ pub struct FsyncRecord {
     pub names: Vec<(Ino, String)>,
     /// Extent ids at fsync time.
     pub extents: Vec<u64>,
+    /// A regular file's size in its inode item at fsync time.
+    pub size: u64,
+    /// Xattr names at fsync time.
+    pub xattrs: Vec<String>,
     /// For a directory: its entries at fsync time (each must survive unless removed since).
     pub entries: Vec<(String, Ino)>,
     /// Virtual time it returned.
@@ -406,6 +494,10 @@ impl FsState {
                 extents: Vec::new(),
                 modified_extents: Vec::new(),
                 dirty_bytes: 0,
+                disk_size: 0,
+                size_hist: Vec::new(),
+                dead_extents: Vec::new(),
+                xattrs: BTreeMap::new(),
                 change_seq: 0,
                 logged_full: None,
             },
@@ -422,7 +514,6 @@ impl FsState {
                 dirty_blocks: 0,
                 dirty: BTreeSet::new(),
                 super_done: true,
-                removals_in: BTreeSet::new(),
                 pinned: Vec::new(),
                 delayed_refs: 0,
                 forced_by_event: false,
@@ -630,6 +721,7 @@ impl FsState {
                 ino,
                 created: t,
                 removed: None,
+                removed_at: None,
             });
     }
 
@@ -655,7 +747,7 @@ impl FsState {
         }
     }
 
-    pub fn remove_dentry(&mut self, dir: Ino, name: &str, t: TransId) {
+    pub fn remove_dentry(&mut self, dir: Ino, name: &str, t: TransId, at: sim::Nanos) {
         self.bump(dir);
         let d = self
             .dentries
@@ -665,6 +757,7 @@ impl FsState {
             .filter(|d| d.removed.is_none())
             .expect("removing a live entry");
         d.removed = Some(t);
+        d.removed_at = Some(at);
         let ino = d.ino;
         if self.inodes.get(&ino).is_none_or(|i| i.is_dir) {
             self.dir_cache.borrow_mut().clear();

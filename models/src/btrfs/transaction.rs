@@ -93,7 +93,6 @@ impl Btrfs {
                                 dirty_blocks: 0,
                                 dirty: Default::default(),
                                 super_done: false,
-                                removals_in: Default::default(),
                                 pinned: Vec::new(),
                                 delayed_refs: 0,
                                 forced_by_event: false,
@@ -133,6 +132,26 @@ impl Btrfs {
         i.last_sub_trans = log_transid;
         i.last_log_commit = last_log_commit;
         i.change_seq += 1;
+    }
+
+    /// btrfs_set_inode_last_trans (btrfs_inode.h@v5.10) as btrfs_update_inode runs it for
+    /// setattr, setxattr, truncate, fallocate and hole punching: last_trans and
+    /// last_sub_trans = root->log_transid, then last_log_commit = root->last_log_commit.
+    /// The two root fields are read without root->log_mutex; the named point between the
+    /// reads is where a btrfs_sync_log of another task can move both (a torn read).
+    pub(super) async fn set_inode_last_trans_point(&self, ino: Ino, t: TransId) {
+        {
+            let mut st = self.st_mut();
+            let log_transid = st.log_transid;
+            let i = st.inodes.get_mut(&ino).expect("inode");
+            i.last_trans = t;
+            i.last_sub_trans = log_transid;
+            i.change_seq += 1;
+        }
+        self.point("set_inode_last_trans:sub_trans_set").await;
+        let mut st = self.st_mut();
+        let last_log_commit = st.root_last_log_commit();
+        st.inodes.get_mut(&ino).expect("inode").last_log_commit = last_log_commit;
     }
 
     /// btrfs_cow_block on each leaf a change touches: the leaf joins the transaction's

@@ -38,8 +38,12 @@ impl Btrfs {
     /// (or the inode itself, for a directory) up to the top is checked by
     /// btrfs_must_commit_transaction, which marks the whole transaction for a full commit
     /// (btrfs_set_log_full_commit) when its `last_unlink_trans` is recent. Returns the
-    /// oracle's verdict on the mark (necessary or not) when it marked.
-    pub(super) fn check_parent_dirs_for_sync(&self, t: TransId, ino: Ino) -> Option<bool> {
+    /// oracle's verdict on the mark (necessary or not) and which rule marked, when it marked.
+    pub(super) fn check_parent_dirs_for_sync(
+        &self,
+        t: TransId,
+        ino: Ino,
+    ) -> Option<(bool, UnlinkRelation)> {
         let bound = self.recent_bound(t);
         let dirs: Vec<Ino> = {
             let st = self.inner.st.borrow();
@@ -53,20 +57,76 @@ impl Btrfs {
                 .chain(Self::ancestors(&st, ino))
                 .collect()
         };
-        let must = {
+        let marked = {
             let st = self.inner.st.borrow();
-            dirs.iter().any(|d| st.inodes[d].last_unlink_trans >= bound)
+            dirs.iter()
+                .copied()
+                .find(|d| st.inodes[d].last_unlink_trans >= bound)
         };
-        if !must {
-            return None;
-        }
-        let necessary = oracle::removal_in_current_trans(&self.inner.st.borrow(), &dirs, t);
+        let marked = marked?;
+        // Which rule fired: the fsynced directory itself, the inode's parent, or an older
+        // ancestor (the log holds the entries of the first two only).
+        let relation = if marked == ino {
+            UnlinkRelation::Inode
+        } else if dirs.iter().position(|&d| d == marked) == Some(usize::from(dirs[0] == ino)) {
+            UnlinkRelation::Parent
+        } else {
+            UnlinkRelation::Ancestor
+        };
+        let necessary = {
+            let st = self.inner.st.borrow();
+            let facts = self.would_log(&st, t, ino);
+            oracle::log_would_lose_names(&st, t, ino, &facts)
+        };
         let mut st = self.st_mut();
         if st.last_trans_log_full_commit != t {
             st.last_trans_log_full_commit = t;
             st.trans.get_mut(&t).unwrap().marked_unnecessarily = !necessary;
         }
-        Some(necessary)
+        Some((necessary, relation))
+    }
+
+    /// The namespace facts btrfs_log_inode_parent would log for `ino` in transaction `t`
+    /// had it not fallen back (the oracle's counterfactual): the inode with its names (and
+    /// entries, for a directory), a directory's new children, all parents when it lost a
+    /// name recently, and new ancestors.
+    pub(super) fn would_log(&self, st: &FsState, t: TransId, ino: Ino) -> Vec<LogFact> {
+        let bound = self.recent_bound(t);
+        let inode_fact = |i: Ino| LogFact::Inode {
+            ino: i,
+            names: st.names_of(i),
+            is_dir: st.inodes[&i].is_dir,
+            size: None,
+            xattrs: None,
+        };
+        let mut facts = vec![inode_fact(ino)];
+        let me = &st.inodes[&ino];
+        if me.is_dir {
+            facts.push(LogFact::DirEntries {
+                dir: ino,
+                entries: st.entries_of(ino),
+            });
+            for (_, c) in st.entries_of(ino) {
+                if st.inodes[&c].generation >= bound {
+                    facts.push(inode_fact(c));
+                }
+            }
+        }
+        if me.last_unlink_trans >= bound {
+            for (d, _) in st.names_of(ino) {
+                facts.push(inode_fact(d));
+                facts.push(LogFact::DirEntries {
+                    dir: d,
+                    entries: st.entries_of(d),
+                });
+            }
+        }
+        for dir in Self::ancestors(st, ino) {
+            if dir != ROOT_INO && st.inodes[&dir].generation >= t {
+                facts.push(inode_fact(dir));
+            }
+        }
+        facts
     }
 
     /// btrfs_log_inode_parent.
@@ -83,8 +143,8 @@ impl Btrfs {
         }
         let bound = self.recent_bound(t);
         let ancestors = Self::ancestors(&self.inner.st.borrow(), ino);
-        if let Some(necessary) = self.check_parent_dirs_for_sync(t, ino) {
-            self.count_full_commit(t, FullCommitCause::UnlinkTrans, necessary);
+        if let Some((necessary, relation)) = self.check_parent_dirs_for_sync(t, ino) {
+            self.count_full_commit(t, FullCommitCause::UnlinkTrans(relation), necessary);
             return LogResult::FullCommit;
         }
         let log_transid = match self.start_log_trans(t).await {
@@ -276,7 +336,28 @@ impl Btrfs {
         };
         let mut cpu = c.log_inode_item;
         let mut bytes = c.log_bytes_inode;
-        let mut facts = vec![LogFact::Inode { ino, names, is_dir }];
+        let (size, xattrs) = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
+            // all xattrs"); LOG_INODE_EXISTS copies the item and refs only.
+            let all = matches!(kind, LogKind::Fsync | LogKind::Parent)
+                && !self.mutant(Mutant::FsyncSkipsXattrs);
+            (
+                (!is_dir).then_some(i.disk_size),
+                all.then(|| i.xattrs.keys().cloned().collect::<Vec<_>>()),
+            )
+        };
+        if let Some(x) = &xattrs {
+            bytes += x.len() as u64 * c.item_bytes_per_dentry;
+        }
+        let mut facts = vec![LogFact::Inode {
+            ino,
+            names,
+            is_dir,
+            size,
+            xattrs,
+        }];
         let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
         if is_dir && matches!(kind, LogKind::Fsync | LogKind::Parent) && !item_only {
             // LOG_INODE_ALL of a directory copies its dir items and index items.
@@ -287,8 +368,9 @@ impl Btrfs {
         let mut judgments = Vec::new();
         for e in &extents {
             let old = if full_sync {
-                // copy_items: a full sync copies only items of the running transaction.
-                e.generation < t
+                // copy_items: a full sync copies only items in leaves changed in the running
+                // transaction (an extent trimmed in it has its item rewritten in it).
+                e.item_trans < t
             } else if self.has(Fix::R2) {
                 // btrfs_log_changed_extents, the generation test R2 changes.
                 e.generation < t
@@ -298,16 +380,24 @@ impl Btrfs {
             if old {
                 continue;
             }
-            let csum = e.len.div_ceil(c.sectorsize) * c.csum_per_block;
+            // A hole or a preallocated extent has no checksums (csum items cover written
+            // data only).
+            let csum = if e.hole || e.prealloc {
+                0
+            } else {
+                e.len.div_ceil(c.sectorsize) * c.csum_per_block
+            };
             cpu += c.log_extent_item + csum * c.log_csum_per_byte;
             bytes += c.log_bytes_extent + csum;
             facts.push(LogFact::Extent { ino, extent: e.id });
-            versions.push(e.generation);
+            // The item as it is now (a trimmed piece's item is of the transaction that
+            // trimmed it).
+            versions.push(e.item_trans);
             judgments.push(Judgment {
                 transid: t,
                 log_transid,
                 what: Judged::Extent { csum },
-                versions: vec![e.generation],
+                versions: vec![e.item_trans],
             });
         }
         {
@@ -382,6 +472,69 @@ impl Btrfs {
             // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
             i.last_log_commit = i.last_sub_trans;
         }
+    }
+
+    /// inode_logged (tree-log.c@v5.10): logged in this transaction, or changed in it with
+    /// the full-sync flag set (it may have been logged before being evicted and reloaded).
+    pub(super) fn inode_logged(st: &FsState, ino: Ino, t: TransId) -> bool {
+        st.inodes
+            .get(&ino)
+            .is_some_and(|i| i.logged_trans == t || (i.last_trans == t && i.needs_full_sync))
+    }
+
+    /// btrfs_del_inode_ref_in_log + btrfs_del_dir_entries_in_log (tree-log.c@v5.10), called
+    /// by __btrfs_unlink_inode (unlink, rmdir, rename's old name): a name removed from an
+    /// inode or a directory the log holds is removed from the log too, under
+    /// join_running_log_trans (root->log_mutex, then log_writers until done).
+    pub(super) async fn del_name_in_log(&self, t: TransId, ino: Ino, dir: Ino, name: &str) {
+        if self.mutant(Mutant::UnlinkKeepsLoggedNames) {
+            return;
+        }
+        let (ino_logged, dir_logged) = {
+            let st = self.inner.st.borrow();
+            (
+                Self::inode_logged(&st, ino, t),
+                Self::inode_logged(&st, dir, t),
+            )
+        };
+        if !ino_logged && !dir_logged {
+            return;
+        }
+        // join_running_log_trans: -ENOENT (nothing to do) unless the log tree exists.
+        {
+            let _g = self.inner.log_mutex.lock().await;
+            let mut st = self.st_mut();
+            if st.log_tree_of != Some(t) {
+                return;
+            }
+            st.log_writers += 1;
+        }
+        self.inner.h.cpu(self.inner.costs.btree_item).await;
+        {
+            let mut st = self.st_mut();
+            let k = st.log_transid;
+            let mut facts = Vec::new();
+            if ino_logged {
+                facts.push(LogFact::DelRef {
+                    ino,
+                    dir,
+                    name: name.to_string(),
+                });
+            }
+            if dir_logged {
+                facts.push(LogFact::DelEntry {
+                    dir,
+                    name: name.to_string(),
+                });
+            }
+            st.log_dirty_bytes += facts.len() as u64 * self.inner.costs.item_bytes_per_dentry;
+            // The removal changes what replaying this log produces: its sync is needed.
+            st.log_new_content.insert((t, k));
+            if st.keep_history {
+                st.log_facts.entry((t, k)).or_default().extend(facts);
+            }
+        }
+        self.end_log_trans();
     }
 
     /// btrfs_log_new_name (tree-log.c@v5.10/v5.11; link, rename): a non-directory gets
@@ -567,11 +720,13 @@ impl Btrfs {
         // superblock is issued.
         let necessary = self.judge(t, Some(log_transid));
         let base = self.inner.st.borrow().super_generation;
+        let at = self.inner.h.now();
         let (tok, off) = self.st_mut().new_write(
             WriteKind::LogSuper {
                 transid: t,
                 log_transid,
                 base,
+                at,
             },
             4096,
         );

@@ -35,6 +35,9 @@ pub struct Metrics {
     pub unnecessary_full_commits: u64,
     /// Unnecessary fallbacks split by cause.
     pub unnecessary_full_commits_by_cause: BTreeMap<String, u64>,
+    /// All fallbacks split by the rule that made them (`last_unlink_trans.inode|parent|
+    /// ancestor`, `log_full_commit_flag`, `stale_log_full_commit_check`).
+    pub full_commits_by_cause: BTreeMap<String, u64>,
     /// Transaction commits (all, including periodic and explicit).
     pub transaction_commits: u64,
     /// Times log start waited for tree_log_mutex (R6).
@@ -148,6 +151,9 @@ impl Metrics {
                 }
             }
         }
+        if let Some(rule) = name.strip_prefix("full_commits.") {
+            return Some(self.full_commits_by_cause.get(rule).copied().unwrap_or(0));
+        }
         if let Some(cause) = name.strip_prefix("unnecessary_full_commits.") {
             return Some(
                 self.unnecessary_full_commits_by_cause
@@ -178,7 +184,7 @@ impl Metrics {
             "csum_bytes" => "checksum bytes logged",
             "ancestor_logs" => "ancestor directories logged",
             "log_syncs" => "log syncs (a superblock written for a log)",
-            "full_commits" => "fsyncs that fell back to a full transaction commit",
+            "full_commits" => "fsyncs that fell back to a full transaction commit; .RULE splits them (last_unlink_trans.inode|parent|ancestor, log_full_commit_flag, stale_log_full_commit_check)",
             "transaction_commits" => "transaction commits (all: fsync fallbacks, kthread, explicit)",
             "sync_log_super_waits" => "times a log sync waited for tree_log_mutex before its superblock",
             "sync_log_super_wait_ns" => "nanoseconds a log sync waited for tree_log_mutex before its superblock",

@@ -38,6 +38,29 @@ pub enum Op {
     NewBlockGroup,
     /// Commit the running transaction (btrfs_commit_transaction, e.g. sync(2)).
     Commit,
+    /// truncate(2) / ftruncate to a size (shrink or grow).
+    Truncate(String, u64),
+    /// fallocate(2) mode 0 (or FALLOC_FL_KEEP_SIZE): preallocate [offset, offset + len).
+    Fallocate {
+        /// File.
+        path: String,
+        /// Range start.
+        offset: u64,
+        /// Range length.
+        len: u64,
+        /// FALLOC_FL_KEEP_SIZE.
+        keep_size: bool,
+    },
+    /// fallocate(2) FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE over [offset, offset + len).
+    PunchHole(String, u64, u64),
+    /// setxattr(2) of the named attribute.
+    Setxattr(String, String),
+    /// fdatasync(2).
+    Fdatasync(String),
+    /// sync_file_range(2) with WAIT_BEFORE | WRITE | WAIT_AFTER over the whole file.
+    SyncFileRange(String),
+    /// syncfs(2) on this filesystem.
+    Syncfs,
     /// Sleep.
     Sleep(Nanos),
 }
@@ -83,6 +106,13 @@ impl Op {
             Op::Rmdir(_) => "rmdir",
             Op::NewBlockGroup => "new-block-group",
             Op::Commit => "commit",
+            Op::Truncate(..) => "truncate",
+            Op::Fallocate { .. } => "fallocate",
+            Op::PunchHole(..) => "punch-hole",
+            Op::Setxattr(..) => "setxattr",
+            Op::Fdatasync(_) => "fdatasync",
+            Op::SyncFileRange(_) => "sync-file-range",
+            Op::Syncfs => "syncfs",
             Op::Sleep(_) => "sleep",
         )
     }
@@ -110,12 +140,29 @@ impl std::fmt::Display for Op {
             | Op::Writeback(p)
             | Op::Fsync(p)
             | Op::Unlink(p)
+            | Op::Fdatasync(p)
+            | Op::SyncFileRange(p)
             | Op::Rmdir(p) => write!(f, "{k} {p}"),
+            Op::Truncate(p, n) => write!(f, "{k} {p} {}", size_text(*n)),
+            Op::Fallocate {
+                path,
+                offset,
+                len,
+                keep_size,
+            } => {
+                write!(f, "{k} {path} {} {}", size_text(*offset), size_text(*len))?;
+                if *keep_size {
+                    write!(f, " keep-size")?;
+                }
+                Ok(())
+            }
+            Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
+            Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
             Op::Write(p, n) | Op::WriteOsync(p, n) | Op::MmapWrite(p, n) => {
                 write!(f, "{k} {p} {}", size_text(*n))
             }
             Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
-            Op::NewBlockGroup | Op::Commit | Op::Sync => write!(f, "{k}"),
+            Op::NewBlockGroup | Op::Commit | Op::Sync | Op::Syncfs => write!(f, "{k}"),
             Op::Sleep(d) => write!(f, "{k} {d}ns"),
         }
     }
@@ -126,7 +173,7 @@ impl std::fmt::Display for Op {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 17] = [
+pub const OPS: [(&str, &str, &str); 24] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -143,5 +190,12 @@ pub const OPS: [(&str, &str, &str); 17] = [
     ("sync", "sync", "sync(2): sync_inodes_sb writes back every dirty file, then btrfs_sync_fs attaches (btrfs_attach_transaction_barrier) and commits"),
     ("stat /f", "stat PATH", "stat(2): path lookup and getattr, no transaction"),
     ("write-osync /f 4k", "write-osync PATH SIZE", "write(2) on an O_SYNC descriptor: the buffered write, then generic_write_sync → btrfs_sync_file"),
+    ("truncate /f 4k", "truncate PATH SIZE", "btrfs_setsize: growing updates i_size; shrinking (btrfs_truncate) drops extents past SIZE and sets NEEDS_FULL_SYNC"),
+    ("fallocate /f 0 1m", "fallocate PATH OFFSET LEN [keep-size]", "btrfs_fallocate → __btrfs_prealloc_file_range: a preallocated extent per hole of the range (modified list), i_size to the end unless keep-size"),
+    ("punch-hole /f 0 4k", "punch-hole PATH OFFSET LEN", "btrfs_punch_hole: btrfs_drop_extents over the range, fill_holes puts a hole extent map on the modified list"),
+    ("setxattr /f user.a", "setxattr PATH NAME", "btrfs_setxattr_trans: an xattr item and btrfs_update_inode in a started transaction; LOG_INODE_ALL logs every xattr"),
+    ("fdatasync /f", "fdatasync PATH", "btrfs_sync_file(datasync = 1): 5.10 and 5.11 ignore datasync, so the same path as fsync"),
+    ("sync-file-range /f", "sync-file-range PATH", "sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER): writeback and wait, no log, no flush (fs/sync.c)"),
+    ("syncfs", "syncfs", "syncfs(2) → sync_filesystem: writeback of every dirty file, then btrfs_sync_fs(wait = 1) commits"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
 ];
