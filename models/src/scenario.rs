@@ -350,11 +350,6 @@ pub fn points_of(op: &Op) -> Vec<String> {
         Op::MmapWrite(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
         Op::Rename(..) => v.push("rename:joined".into()),
         Op::Commit | Op::Sync | Op::Syncfs => v.extend(commit.map(String::from)),
-        Op::Setattr(_)
-        | Op::Setxattr(..)
-        | Op::Truncate(..)
-        | Op::Fallocate { .. }
-        | Op::PunchHole(..) => v.push("set_inode_last_trans:sub_trans_set".into()),
         _ => {}
     }
     v

@@ -408,7 +408,7 @@ impl Btrfs {
             let leaves = self.file_leaves(&st, ino);
             Self::dirty(&mut st, t, &leaves);
         }
-        self.set_inode_last_trans_point(ino, t).await;
+        Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
     }
@@ -462,7 +462,7 @@ impl Btrfs {
             let leaves = self.file_leaves(&st, ino);
             Self::dirty(&mut st, t, &leaves);
         }
-        self.set_inode_last_trans_point(ino, t).await;
+        Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
     }

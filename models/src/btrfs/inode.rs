@@ -248,7 +248,7 @@ impl Btrfs {
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
             Self::dirty(&mut st, t, &[blocks::inode_leaf(&self.inner.costs, ino)]);
         }
-        self.set_inode_last_trans_point(ino, t).await;
+        Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
     }
@@ -297,7 +297,7 @@ impl Btrfs {
             }
             Self::dirty(&mut st, t, &leaves);
         }
-        self.set_inode_last_trans_point(ino, t).await;
+        Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
     }

@@ -125,6 +125,12 @@ impl Btrfs {
     /// last_trans = transid, last_sub_trans = root->log_transid, and last_log_commit =
     /// root->last_log_commit (the kernel's root field is the last committed log transid;
     /// `FsState::last_log_commit` is one past it, hence `root_last_log_commit`).
+    /// Atomic here, as in the kernel: the three stores run under inode->lock (a spinlock, so
+    /// the task cannot be preempted between the two unlocked reads of the root), and
+    /// btrfs_sync_log moves those root fields a log write apart (log_transid++ before
+    /// writing the log, last_log_commit after), so no task can read one before and one
+    /// after. btrfs_page_mkwrite@v5.10 does the same reads without the spinlock: that
+    /// window is the point `page_mkwrite:last_sub_trans_set`.
     pub(super) fn set_inode_last_trans(st: &mut FsState, ino: Ino, t: TransId) {
         let (log_transid, last_log_commit) = (st.log_transid, st.root_last_log_commit());
         let i = st.inodes.get_mut(&ino).expect("inode");
@@ -132,26 +138,6 @@ impl Btrfs {
         i.last_sub_trans = log_transid;
         i.last_log_commit = last_log_commit;
         i.change_seq += 1;
-    }
-
-    /// btrfs_set_inode_last_trans (btrfs_inode.h@v5.10) as btrfs_update_inode runs it for
-    /// setattr, setxattr, truncate, fallocate and hole punching: last_trans and
-    /// last_sub_trans = root->log_transid, then last_log_commit = root->last_log_commit.
-    /// The two root fields are read without root->log_mutex; the named point between the
-    /// reads is where a btrfs_sync_log of another task can move both (a torn read).
-    pub(super) async fn set_inode_last_trans_point(&self, ino: Ino, t: TransId) {
-        {
-            let mut st = self.st_mut();
-            let log_transid = st.log_transid;
-            let i = st.inodes.get_mut(&ino).expect("inode");
-            i.last_trans = t;
-            i.last_sub_trans = log_transid;
-            i.change_seq += 1;
-        }
-        self.point("set_inode_last_trans:sub_trans_set").await;
-        let mut st = self.st_mut();
-        let last_log_commit = st.root_last_log_commit();
-        st.inodes.get_mut(&ino).expect("inode").last_log_commit = last_log_commit;
     }
 
     /// btrfs_cow_block on each leaf a change touches: the leaf joins the transaction's

@@ -21,7 +21,7 @@ impl Btrfs {
             i.item_trans = t;
             Self::dirty(&mut st, t, &[blocks::inode_leaf(&self.inner.costs, ino)]);
         }
-        self.set_inode_last_trans_point(ino, t).await;
+        Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
     }
