@@ -189,7 +189,7 @@ pub const OPS: [(&str, &str, &str); 24] = [
     ("commit", "commit", "btrfs_commit_transaction of the running transaction (joins it)"),
     ("sync", "sync", "sync(2): sync_inodes_sb writes back every dirty file, then btrfs_sync_fs attaches (btrfs_attach_transaction_barrier) and commits"),
     ("stat /f", "stat PATH", "stat(2): path lookup and getattr, no transaction"),
-    ("write-osync /f 4k", "write-osync PATH SIZE", "write(2) on an O_SYNC descriptor: the buffered write, then generic_write_sync → btrfs_sync_file"),
+    ("write-osync /f 4k", "write-osync PATH SIZE", "write(2) on an O_SYNC (or O_DSYNC: 5.10/5.11 ignore datasync) descriptor: the buffered write, then generic_write_sync → btrfs_sync_file"),
     ("truncate /f 4k", "truncate PATH SIZE", "btrfs_setsize: growing updates i_size; shrinking (btrfs_truncate) drops extents past SIZE and sets NEEDS_FULL_SYNC"),
     ("fallocate /f 0 1m", "fallocate PATH OFFSET LEN [keep-size]", "btrfs_fallocate → __btrfs_prealloc_file_range: a preallocated extent per hole of the range (modified list), i_size to the end unless keep-size"),
     ("punch-hole /f 0 4k", "punch-hole PATH OFFSET LEN", "btrfs_punch_hole: btrfs_drop_extents over the range, fill_holes puts a hole extent map on the modified list"),
