@@ -262,6 +262,14 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             want(1, "syncfs")?;
             Op::Syncfs
         }
+        Some("fill-metadata") => {
+            want(2, "fill-metadata SIZE")?;
+            let n = crate::units::parse_size(words[1])?;
+            if n == 0 || n > 1 << 40 {
+                return Err("expected a size > 0 and at most 1T".into());
+            }
+            Op::FillMetadata(n)
+        }
         Some(w @ ("write" | "mmap-write" | "write-osync")) => {
             want(3, &format!("{w} PATH SIZE"))?;
             let n = crate::units::parse_size(words[2])?;

@@ -42,6 +42,9 @@ pub fn metrics() -> String {
     t.push_str(
         "unnecessary_full_commits.CAUSE  per cause: last_unlink_trans, stale_log_full_commit_check, log_full_commit_flag\n",
     );
+    t.push_str(
+        "full_commits.RULE  all fallbacks per rule: last_unlink_trans.inode|parent|ancestor, stale_log_full_commit_check, log_full_commit_flag\n",
+    );
     for c in models::vfs::WAIT_CLASSES {
         t.push_str(&format!(
             "{c}_count, {c}_ns  waits on {c} and their total time, all tasks\n"
@@ -57,7 +60,16 @@ pub fn policies() -> String {
         let fixes: Vec<&str> = models::btrfs::Policy::preset(p)
             .map(|x| x.fixes.iter().map(|f| f.name()).collect())
             .unwrap_or_default();
-        t.push_str(&format!("  {p:<12} fixes {}\n", fixes.join(",")));
+        let space: Vec<&str> = models::btrfs::Policy::preset(p)
+            .and_then(|x| x.preempt)
+            .map(|s| s.iter().map(|q| q.name()).collect())
+            .unwrap_or_default();
+        let worker = match models::btrfs::Policy::preset(p).and_then(|x| x.preempt) {
+            None => "no preemptive reclaim worker".to_string(),
+            Some(_) if space.is_empty() => "preemptive reclaim worker".to_string(),
+            Some(_) => format!("preemptive reclaim worker with {}", space.join(",")),
+        };
+        t.push_str(&format!("  {p:<12} fixes {}; {worker}\n", fixes.join(",")));
     }
     t.push_str("fixes (--fix/--without R, or :+R/:-R after a preset):\n");
     for f in Fix::ALL {
@@ -66,6 +78,10 @@ pub fn policies() -> String {
     t.push_str("mutants (--mutant NAME, or :+NAME):\n");
     for m in Mutant::ALL {
         t.push_str(&format!("  {:<30} {}\n", m.name(), m.description()));
+    }
+    t.push_str("preemptive flushing changes (seed 004; :+NAME/:-NAME after a preset):\n");
+    for q in models::btrfs::policy::SpacePatch::ALL {
+        t.push_str(&format!("  {:<20} {}\n", q.name(), q.title()));
     }
     t.push_str("switches:\n  --super-committed  waiters of another task's commit return at SUPER_COMMITTED (5.12)\n");
     t

@@ -73,6 +73,23 @@ pub struct Costs {
     /// The data block group mkfs makes: 8 MiB (mkfs.btrfs's summary on a fresh device:
     /// "Data single 8.00MiB").
     pub mkfs_data_chunk: u64,
+    /// CPU per delayed ref a space flush runs (one extent-tree update: `btree_item`'s 2 us).
+    pub delayed_ref: Nanos,
+    /// CPU of one pass of a space flusher's loop: summing the percpu delalloc/ordered
+    /// counters and the block reserves before deciding (guess: 2 us).
+    pub preempt_loop: Nanos,
+    /// Metadata chunk size: 1 GiB on a device over 50 GiB, else 256 MiB
+    /// (volumes.c:init_alloc_chunk_ctl_policy_regular@v5.12); DUP takes twice on the device.
+    pub meta_chunk_size: u64,
+    /// The metadata block group mkfs makes: 256 MiB DUP (mkfs.btrfs's summary on a fresh
+    /// device: "Metadata DUP 256.00MiB").
+    pub mkfs_meta_chunk: u64,
+    /// Tree blocks a fresh filesystem uses (guess: 16 blocks of the root, extent, chunk,
+    /// device, fs, csum, uuid, free-space trees).
+    pub mkfs_meta_used: u64,
+    /// The global block reserve's cap: 512 MiB (block-rsv.c:btrfs_update_global_block_rsv
+    /// @v5.12).
+    pub global_rsv_max: u64,
 }
 
 impl Default for Costs {
@@ -102,13 +119,19 @@ impl Default for Costs {
             fs_size: 1 << 40,
             data_chunk_size: 1 << 30,
             mkfs_data_chunk: 8 << 20,
+            delayed_ref: 2 * US,
+            preempt_loop: 2 * US,
+            meta_chunk_size: 1 << 30,
+            mkfs_meta_chunk: 256 << 20,
+            mkfs_meta_used: 16 * (16 << 10),
+            global_rsv_max: 512 << 20,
         }
     }
 }
 
 impl Costs {
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 24] = [
+    pub const FIELDS: [&'static str; 30] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -133,6 +156,12 @@ impl Costs {
         "fs_size",
         "data_chunk_size",
         "mkfs_data_chunk",
+        "delayed_ref",
+        "preempt_loop",
+        "meta_chunk_size",
+        "mkfs_meta_chunk",
+        "mkfs_meta_used",
+        "global_rsv_max",
     ];
 
     /// Sets one field by name; false if there is no such field.
@@ -177,6 +206,12 @@ impl Costs {
             "fs_size" => &mut self.fs_size,
             "data_chunk_size" => &mut self.data_chunk_size,
             "mkfs_data_chunk" => &mut self.mkfs_data_chunk,
+            "delayed_ref" => &mut self.delayed_ref,
+            "preempt_loop" => &mut self.preempt_loop,
+            "meta_chunk_size" => &mut self.meta_chunk_size,
+            "mkfs_meta_chunk" => &mut self.mkfs_meta_chunk,
+            "mkfs_meta_used" => &mut self.mkfs_meta_used,
+            "global_rsv_max" => &mut self.global_rsv_max,
             _ => return None,
         };
         Some(f)

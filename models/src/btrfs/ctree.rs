@@ -54,6 +54,8 @@ pub(super) struct Inner {
     pub(super) log_commit_wait: WaitQueue,
     /// fs_info->chunk_mutex (chunk allocation).
     pub(super) chunk_mutex: Mutex,
+    /// Tasks waiting for a metadata reservation ticket (`ticket->wait`).
+    pub(super) ticket_wait: WaitQueue,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -74,6 +76,12 @@ impl Btrfs {
     /// A freshly made filesystem (generation 999 committed) on `dev`.
     pub fn new(h: &Handle, dev: Device, policy: Policy, costs: Costs) -> Self {
         let (mkfs_data, fs_size) = (costs.mkfs_data_chunk.min(costs.fs_size), costs.fs_size);
+        let (meta, meta_used, item, rsv_max) = (
+            costs.mkfs_meta_chunk,
+            costs.mkfs_meta_used,
+            costs.nodesize * 8 * 2,
+            costs.global_rsv_max,
+        );
         Btrfs {
             inner: Rc::new(Inner {
                 h: h.clone(),
@@ -93,7 +101,14 @@ impl Btrfs {
                         },
                     );
                     st.data.next_bg = 1;
-                    st.data.unallocated = fs_size - mkfs;
+                    // mkfs's metadata block group (DUP: two copies on the device), its
+                    // trees, and the global reserve they size.
+                    st.data.unallocated = (fs_size - mkfs).saturating_sub(2 * meta);
+                    st.meta.total = meta;
+                    st.meta.nodesize = item / 16;
+                    st.meta.used = meta_used;
+                    st.meta.clamp = 1;
+                    Btrfs::update_global_rsv(&mut st, item * 13, rsv_max);
                     st
                 }),
                 st_version: std::cell::Cell::new(0),
@@ -115,6 +130,7 @@ impl Btrfs {
                 log_writers_wait: WaitQueue::new(h, "wait_log_writers"),
                 log_commit_wait: WaitQueue::new(h, "wait_log_commit"),
                 chunk_mutex: Mutex::new(h, "chunk_mutex"),
+                ticket_wait: WaitQueue::new(h, "metadata_ticket"),
             }),
         }
     }
@@ -271,6 +287,7 @@ impl Btrfs {
             }
             // sync_filesystem (fs/sync.c@v5.10): writeback, then btrfs_sync_fs(wait = 1).
             Op::Syncfs => self.sync_fs().await,
+            Op::FillMetadata(n) => self.fill_metadata(*n),
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
         }
         self.point(done_label).await;

@@ -23,6 +23,15 @@ impl Btrfs {
             .cpu(pages * self.inner.costs.write_per_page)
             .await;
         self.reserve_data(bytes).await?;
+        // btrfs_delalloc_reserve_metadata (delalloc-space.c@v5.10): a new outstanding extent
+        // reserves its insert (one item) and an inode update (one item) until its ordered
+        // extent completes; a file's appended dirty range is one extent.
+        if self.inner.st.borrow().inodes[&ino].dirty_bytes == 0 {
+            let rsv = self.meta_items(2);
+            self.reserve_metadata(rsv).await?;
+            *self.st_mut().meta.delalloc_rsv.entry(ino).or_default() += rsv;
+        }
+        self.st_mut().meta.delalloc_bytes += bytes;
         Ok(ino)
     }
 
@@ -75,6 +84,11 @@ impl Btrfs {
         if bytes == 0 {
             return;
         }
+        {
+            let mut st = self.st_mut();
+            st.meta.delalloc_bytes -= bytes;
+            st.meta.ordered_bytes += bytes;
+        }
         let id = {
             let mut st = self.st_mut();
             let id = st.next_extent;
@@ -124,7 +138,11 @@ impl Btrfs {
                 blocks::csum_leaf(c, off),
             ];
             Self::dirty(&mut st, t, &leaves);
+            st.meta.ordered_bytes -= bytes;
         }
+        // The ordered extent is done: its delalloc metadata goes back.
+        let rsv = self.st_mut().meta.delalloc_rsv.remove(&ino).unwrap_or(0);
+        self.release_metadata(rsv);
         self.end(th);
     }
 
@@ -362,7 +380,8 @@ impl Btrfs {
         if bytes > 0 {
             self.reserve_data(bytes).await?;
         }
-        let th = self.start_transaction().await;
+        // insert_prealloc_file_extent: the inode, the removed range, the new extent (3).
+        let th = self.start_transaction_items(3).await?;
         let t = th.id;
         self.inner
             .h
@@ -433,7 +452,8 @@ impl Btrfs {
         if end <= offset {
             return Ok(());
         }
-        let th = self.start_transaction().await;
+        // btrfs_punch_hole: rsv_count 3 without NO_HOLES (file.c@v5.10).
+        let th = self.start_transaction_items(3).await?;
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.btree_item * 2).await;
         {

@@ -11,7 +11,8 @@ impl Btrfs {
         if self.inner.st.borrow().live_entry(dir, &name).is_some() {
             return Err(OpError(format!("file exists: {path}")));
         }
-        let th = self.start_transaction().await;
+        // btrfs_create / btrfs_mkdir (inode.c@v5.10): btrfs_start_transaction(root, 5).
+        let th = self.start_transaction_items(5).await?;
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
         if self.inner.st.borrow().live_entry(dir, &name).is_some() {
@@ -100,7 +101,10 @@ impl Btrfs {
                 }
             }
         }
-        let th = self.start_transaction().await;
+        // btrfs_rename: trans_num_items = 11; btrfs_link: 5 (inode.c@v5.10).
+        let th = self
+            .start_transaction_items(if rename { 11 } else { 5 })
+            .await?;
         let t = th.id;
         let (kind, joined) = if rename {
             ("rename", "rename:joined")
@@ -186,7 +190,9 @@ impl Btrfs {
                 return Err(OpError(format!("directory not empty: {path}")));
             }
         }
-        let th = self.start_transaction().await;
+        // __unlink_start_trans (inode.c@v5.10): 5 items, falling back to the global
+        // reserve (modelled as the plain reservation).
+        let th = self.start_transaction_items(5).await?;
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
         if self.inner.st.borrow().live_entry(parent, &name) != Some(ino) {
@@ -216,8 +222,13 @@ impl Btrfs {
                 st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
                 if st.names_of(ino).is_empty() {
                     // The last name is gone: eviction truncates the data (btrfs_evict_inode
-                    // → btrfs_truncate_inode_items), pinned in this transaction.
+                    // → btrfs_truncate_inode_items), pinned in this transaction, and drops
+                    // its dirty pages with their delalloc reservation.
                     Self::free_data_extents(&mut st, ino, t);
+                    let dirty = st.inodes[&ino].dirty_bytes;
+                    st.meta.delalloc_bytes -= dirty;
+                    let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
+                    st.meta.may_use -= rsv;
                     // Dropping the extent items and checksums dirties their leaves.
                     for e in &st.inodes[&ino].extents {
                         leaves.push(blocks::extent_leaf(c, e.id));
@@ -266,7 +277,11 @@ impl Btrfs {
             return Err(OpError(format!("is a directory: {path}")));
         }
         self.writeback(ino).await;
-        let th = self.start_transaction().await;
+        // btrfs_truncate: btrfs_start_transaction(root, 2); growing (btrfs_setsize): 1.
+        let shrink = size < self.inner.st.borrow().inodes[&ino].disk_size;
+        let th = self
+            .start_transaction_items(if shrink { 2 } else { 1 })
+            .await?;
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.btree_item * 2).await;
         {

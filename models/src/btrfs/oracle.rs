@@ -109,6 +109,7 @@ impl Btrfs {
 
     /// Judges every entry still pending (at the end of a run).
     pub fn finish(&self) {
+        self.judge_preempt(None);
         let ts: std::collections::BTreeSet<TransId> = self
             .inner
             .st

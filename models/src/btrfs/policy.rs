@@ -153,6 +153,93 @@ pub enum Kernel {
     V5_11,
 }
 
+/// One change to btrfs's preemptive metadata flushing (seed 004, F1): Josef Bacik's seven
+/// patches merged for 5.14, and two 5.15 follow-ups kept apart (../shared/MODELS-J1-F1-H1.md
+/// F1.6; fs/btrfs/space-info.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SpacePatch {
+    /// 1/7: check `work_busy()` before need_preemptive_reclaim (CPU only).
+    CheckWorkerFirst,
+    /// 2/7: maybe_clamp_preempt only when a ticket starts an async episode.
+    ClampOnce,
+    /// 3/7: the global reserve counts in the "almost full" test (U+R+G ≥ 98 %).
+    GlobalRsvFull,
+    /// 4/7: the global reserve is taken out of the free space in the threshold.
+    GlobalRsvThresh,
+    /// 5/7: the global reserve is not counted in the preemptive "used" amount.
+    GlobalRsvUsed,
+    /// 6/7: ordered counted at half before comparing with delalloc.
+    HalfOrdered,
+    /// 7/7: preemptive delalloc flushing starts once, without waiting for ordered extents.
+    OneShotDelalloc,
+    /// 5.15 follow-up 93c60b17f2b5: the "almost full" test at 90 %.
+    Full90,
+    /// 5.15 follow-up 114623979405: no preemptive flushing when the global reserve is the
+    /// majority of what is used.
+    GlobalMajority,
+}
+
+impl SpacePatch {
+    /// All, in order.
+    pub const ALL: [SpacePatch; 9] = [
+        SpacePatch::CheckWorkerFirst,
+        SpacePatch::ClampOnce,
+        SpacePatch::GlobalRsvFull,
+        SpacePatch::GlobalRsvThresh,
+        SpacePatch::GlobalRsvUsed,
+        SpacePatch::HalfOrdered,
+        SpacePatch::OneShotDelalloc,
+        SpacePatch::Full90,
+        SpacePatch::GlobalMajority,
+    ];
+
+    /// The seven patches of the 5.14 series.
+    pub const SERIES: [SpacePatch; 7] = [
+        SpacePatch::CheckWorkerFirst,
+        SpacePatch::ClampOnce,
+        SpacePatch::GlobalRsvFull,
+        SpacePatch::GlobalRsvThresh,
+        SpacePatch::GlobalRsvUsed,
+        SpacePatch::HalfOrdered,
+        SpacePatch::OneShotDelalloc,
+    ];
+
+    /// Switch name (`:+NAME` / `:-NAME` after a preset).
+    pub fn name(self) -> &'static str {
+        match self {
+            SpacePatch::CheckWorkerFirst => "check-worker-first",
+            SpacePatch::ClampOnce => "clamp-once",
+            SpacePatch::GlobalRsvFull => "global-rsv-full",
+            SpacePatch::GlobalRsvThresh => "global-rsv-thresh",
+            SpacePatch::GlobalRsvUsed => "global-rsv-used",
+            SpacePatch::HalfOrdered => "half-ordered",
+            SpacePatch::OneShotDelalloc => "one-shot-delalloc",
+            SpacePatch::Full90 => "full-90",
+            SpacePatch::GlobalMajority => "global-majority",
+        }
+    }
+
+    /// The patch title, as posted.
+    pub fn title(self) -> &'static str {
+        match self {
+            SpacePatch::CheckWorkerFirst => "btrfs: check worker before need_preemptive_reclaim",
+            SpacePatch::ClampOnce => "btrfs: only clamp the first time we have to start flushing",
+            SpacePatch::GlobalRsvFull => "btrfs: take into account global rsv in need_preemptive_reclaim",
+            SpacePatch::GlobalRsvThresh => "btrfs: use the global rsv size in the preemptive thresh calculation",
+            SpacePatch::GlobalRsvUsed => "btrfs: don't include the global rsv size in the preemptive used amount",
+            SpacePatch::HalfOrdered => "btrfs: only ignore delalloc if delalloc is much smaller than ordered",
+            SpacePatch::OneShotDelalloc => "btrfs: handle preemptive delalloc flushing slightly differently",
+            SpacePatch::Full90 => "5.15 follow-up 93c60b17f2b5: the almost-full test at 90 % instead of 98 %",
+            SpacePatch::GlobalMajority => "5.15 follow-up 114623979405: do not do preemptive flushing if the majority is global rsv",
+        }
+    }
+
+    /// Parses a switch name.
+    pub fn parse(s: &str) -> Option<SpacePatch> {
+        SpacePatch::ALL.into_iter().find(|p| p.name() == s.trim())
+    }
+}
+
 /// The kernel behaviour a run simulates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
@@ -167,10 +254,20 @@ pub struct Policy {
     pub super_committed: bool,
     /// The release the rest of the behaviour follows.
     pub kernel: Kernel,
+    /// The preemptive metadata reclaim worker (5.12+) with the F1 changes applied; None
+    /// before 5.12 (no preemptive worker).
+    pub preempt: Option<BTreeSet<SpacePatch>>,
 }
 
 /// Policy preset names.
-pub const PRESETS: [&str; 3] = ["linux-5.10", "linux-5.11", "linux-5.12"];
+pub const PRESETS: [&str; 6] = [
+    "linux-5.10",
+    "linux-5.11",
+    "linux-5.12",
+    "linux-5.13",
+    "linux-5.14",
+    "linux-5.15",
+];
 
 impl Policy {
     /// A preset: `linux-5.10` (R7 fixed, R1–R6 not), `linux-5.11` (all fixed) or
@@ -181,8 +278,18 @@ impl Policy {
             "linux-5.11" => (Fix::ALL.into(), Kernel::V5_11, false),
             // 5.12: "btrfs: make concurrent fsyncs wait less when waiting for a transaction
             // commit" adds TRANS_STATE_SUPER_COMMITTED (fs/btrfs/transaction.h@v5.12).
-            "linux-5.12" => (Fix::ALL.into(), Kernel::V5_11, true),
+            "linux-5.12" | "linux-5.13" | "linux-5.14" | "linux-5.15" => {
+                (Fix::ALL.into(), Kernel::V5_11, true)
+            }
             _ => return None,
+        };
+        // The preemptive worker arrives in 5.12 (576fa34830af); the seven F1 patches in
+        // 5.14; the two follow-ups in 5.15 (MODELS-J1-F1-H1.md F1.1).
+        let preempt = match name {
+            "linux-5.12" | "linux-5.13" => Some(BTreeSet::new()),
+            "linux-5.14" => Some(SpacePatch::SERIES.into()),
+            "linux-5.15" => Some(SpacePatch::ALL.into()),
+            _ => None,
         };
         Some(Policy {
             name: name.to_string(),
@@ -190,6 +297,7 @@ impl Policy {
             mutants: BTreeSet::new(),
             super_committed,
             kernel,
+            preempt,
         })
     }
 
@@ -238,6 +346,22 @@ impl Policy {
             p.name = format!("{} +SUPER_COMMITTED", p.name);
         }
         p
+    }
+
+    /// Whether a preemptive-flushing change is applied.
+    pub fn space(&self, p: SpacePatch) -> bool {
+        self.preempt.as_ref().is_some_and(|s| s.contains(&p))
+    }
+
+    /// This policy with a preemptive-flushing change added (`+`) or removed (`-`).
+    pub fn with_space(&self, p: SpacePatch, on: bool) -> Policy {
+        let mut q = self.clone();
+        let set = q.preempt.get_or_insert_with(BTreeSet::new);
+        let changed = if on { set.insert(p) } else { set.remove(&p) };
+        if changed {
+            q.name = format!("{} {}{}", q.name, if on { "+" } else { "-" }, p.name());
+        }
+        q
     }
 
     /// "R1,R2,…" of the applied fixes.

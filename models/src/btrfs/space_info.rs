@@ -1,7 +1,11 @@
 //! fs/btrfs/space-info.c and delalloc-space.c: reserving data space for buffered writes
-//! (`bytes_may_use`), and what happens when the data space_info is full.
+//! (`bytes_may_use`), and what happens when the data space_info is full; metadata
+//! reservations with tickets, the async reclaim and the preemptive reclaim worker (5.12+,
+//! seed 004's seven patches and two follow-ups as policy switches).
 
 use super::ctree::Btrfs;
+use super::policy::{Policy, SpacePatch};
+use super::state::*;
 use crate::vfs::OpError;
 
 impl Btrfs {
@@ -46,5 +50,541 @@ impl Btrfs {
             self.commit(th).await;
             committed = true;
         }
+    }
+}
+
+/// A flush_space state (enum btrfs_flush_state, fs/btrfs/ctree.h@v5.12), in the order the
+/// async reclaim walks them; FORCE_COMMIT_TRANS is the preemptive worker's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushState {
+    /// FLUSH_DELAYED_ITEMS_NR.
+    DelayedItemsNr,
+    /// FLUSH_DELAYED_ITEMS.
+    DelayedItems,
+    /// FLUSH_DELAYED_REFS_NR.
+    DelayedRefsNr,
+    /// FLUSH_DELAYED_REFS.
+    DelayedRefs,
+    /// FLUSH_DELALLOC.
+    Delalloc,
+    /// FLUSH_DELALLOC_WAIT.
+    DelallocWait,
+    /// ALLOC_CHUNK.
+    AllocChunk,
+    /// ALLOC_CHUNK_FORCE.
+    AllocChunkForce,
+    /// RUN_DELAYED_IPUTS.
+    RunDelayedIputs,
+    /// COMMIT_TRANS.
+    CommitTrans,
+    /// FORCE_COMMIT_TRANS.
+    ForceCommitTrans,
+}
+
+/// The async reclaim's walk (btrfs_async_reclaim_metadata_space@v5.12).
+const ASYNC_STATES: [FlushState; 10] = [
+    FlushState::DelayedItemsNr,
+    FlushState::DelayedItems,
+    FlushState::DelayedRefsNr,
+    FlushState::DelayedRefs,
+    FlushState::Delalloc,
+    FlushState::DelallocWait,
+    FlushState::AllocChunk,
+    FlushState::AllocChunkForce,
+    FlushState::RunDelayedIputs,
+    FlushState::CommitTrans,
+];
+
+/// calc_available_free_space (space-info.c@v5.12) for FLUSH_ALL: the unallocated device
+/// space over the metadata profile's factor (DUP: 2), shifted right by 3.
+fn available(st: &FsState) -> u64 {
+    (st.data.unallocated / 2) >> 3
+}
+
+/// btrfs_can_overcommit (space-info.c@v5.12).
+fn can_overcommit(st: &FsState, bytes: u64) -> bool {
+    st.meta.in_use() + bytes < st.meta.total + available(st)
+}
+
+/// need_preemptive_reclaim (space-info.c@v5.12/5.13, MODELS-J1-F1-H1.md F1.6), with the
+/// F1 changes the policy applies.
+pub fn need_preemptive_reclaim(st: &FsState, p: &Policy) -> bool {
+    let m = &st.meta;
+    let g = m.global_rsv;
+    let pct = if p.space(SpacePatch::Full90) { 90 } else { 98 };
+    let full_used = m.used
+        + m.reserved
+        + if p.space(SpacePatch::GlobalRsvFull) {
+            g
+        } else {
+            0
+        };
+    if full_used as u128 * 100 >= m.total as u128 * pct {
+        return false;
+    }
+    if m.reclaim_size != 0 {
+        return false;
+    }
+    if p.space(SpacePatch::GlobalMajority) {
+        let used = m.may_use + m.pinned;
+        if g >= used || used - g <= 128 << 20 {
+            return false;
+        }
+    }
+    let taken = m.used
+        + m.reserved
+        + m.readonly
+        + if p.space(SpacePatch::GlobalRsvThresh) {
+            g
+        } else {
+            0
+        };
+    let free = m.total.saturating_sub(taken);
+    let thresh = (available(st) + free) >> m.clamp.clamp(1, 8);
+    let ordered = if p.space(SpacePatch::HalfOrdered) {
+        m.ordered_bytes / 2
+    } else {
+        m.ordered_bytes
+    };
+    let used = m.pinned
+        + if ordered >= m.delalloc_bytes {
+            m.delayed_refs + m.delayed_block
+        } else if p.space(SpacePatch::GlobalRsvUsed) {
+            m.may_use.saturating_sub(g)
+        } else {
+            m.may_use
+        };
+    used >= thresh
+}
+
+impl Btrfs {
+    /// btrfs_calc_insert_metadata_size (ctree.h@v5.12): nodesize × BTRFS_MAX_LEVEL (8) × 2
+    /// per item.
+    pub(super) fn meta_items(&self, items: u64) -> u64 {
+        self.inner.costs.nodesize * 8 * 2 * items
+    }
+
+    /// __reserve_bytes (space-info.c@v5.12) for a FLUSH_ALL metadata reservation: granted
+    /// if no ticket waits and it fits or may overcommit; else a ticket in FIFO order, the
+    /// async reclaim started if it is not running, and the caller waits until the ticket is
+    /// granted or fails (ENOSPC). A granted reservation may queue the preemptive worker.
+    pub(super) async fn reserve_metadata(&self, bytes: u64) -> Result<(), OpError> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let ticket = {
+            let mut st = self.st_mut();
+            let fits = st.meta.tickets.is_empty()
+                && (st.meta.in_use() + bytes <= st.meta.total || can_overcommit(&st, bytes));
+            if fits {
+                st.meta.may_use += bytes;
+                None
+            } else {
+                let id = st.meta.next_ticket;
+                st.meta.next_ticket += 1;
+                st.meta.tickets.push_back(Ticket { id, bytes });
+                st.meta.reclaim_size += bytes;
+                st.meta.ticket_in_trans = Some(st.generation);
+                let clamp_once = self.space(SpacePatch::ClampOnce);
+                let start = !st.meta.flush;
+                if !clamp_once || start {
+                    Self::maybe_clamp_preempt(&mut st);
+                }
+                if start {
+                    st.meta.flush = true;
+                }
+                Some((id, start))
+            }
+        };
+        let Some((id, start)) = ticket else {
+            self.maybe_queue_preempt();
+            return Ok(());
+        };
+        self.inner.m.borrow_mut().metadata_tickets += 1;
+        if start {
+            let fs = self.clone();
+            self.inner.h.spawn_daemon(
+                "btrfs-async-reclaim",
+                async move { fs.async_reclaim().await },
+            );
+        }
+        loop {
+            if let Some(granted) = self.st_mut().meta.done.remove(&id) {
+                return if granted {
+                    Ok(())
+                } else {
+                    Err(OpError("no space left on device (metadata)".into()))
+                };
+            }
+            self.inner.ticket_wait.wait().await;
+        }
+    }
+
+    /// Returns metadata bytes to the space_info and grants what waits
+    /// (btrfs_space_info_free_bytes_may_use → btrfs_try_granting_tickets, strict FIFO).
+    pub(super) fn release_metadata(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let mut st = self.st_mut();
+        st.meta.may_use = st.meta.may_use.saturating_sub(bytes);
+        if Self::grant_tickets(&mut st) {
+            drop(st);
+            self.inner.ticket_wait.notify_all();
+        }
+    }
+
+    /// The oracle's verdict on preemptive flushes done up to transaction `upto` (all, when
+    /// None): a flush was unnecessary when no reservation had to wait for space in its
+    /// transaction — the space it made was never needed.
+    pub(super) fn judge_preempt(&self, upto: Option<TransId>) {
+        let mut st = self.st_mut();
+        let keys: Vec<TransId> = st
+            .meta
+            .preempt_flushes_in
+            .keys()
+            .copied()
+            .filter(|&k| upto.is_none_or(|u| k <= u))
+            .collect();
+        let mut unnecessary = 0;
+        for k in keys {
+            let n = st.meta.preempt_flushes_in.remove(&k).unwrap_or(0);
+            if st.meta.ticket_in_trans != Some(k) {
+                unnecessary += n;
+            }
+        }
+        drop(st);
+        self.inner.m.borrow_mut().unnecessary_preempt_flushes += unnecessary;
+    }
+
+    /// btrfs_try_granting_tickets after a commit unpinned space.
+    pub(super) fn grant_tickets_pub(st: &mut FsState) -> bool {
+        Self::grant_tickets(st)
+    }
+
+    /// btrfs_try_granting_tickets: serves the queue head while it fits.
+    fn grant_tickets(st: &mut FsState) -> bool {
+        let mut any = false;
+        while let Some(t) = st.meta.tickets.front() {
+            let bytes = t.bytes;
+            if !(st.meta.in_use() + bytes <= st.meta.total || can_overcommit(st, bytes)) {
+                break;
+            }
+            let t = st.meta.tickets.pop_front().expect("front");
+            st.meta.may_use += bytes;
+            st.meta.reclaim_size -= bytes;
+            st.meta.tickets_id += 1;
+            st.meta.done.insert(t.id, true);
+            any = true;
+        }
+        any
+    }
+
+    /// maybe_clamp_preempt (space-info.c@v5.12): more delalloc than ordered means the
+    /// preemptive flushing is not keeping up; make its threshold stricter.
+    fn maybe_clamp_preempt(st: &mut FsState) {
+        if st.meta.ordered_bytes < st.meta.delalloc_bytes {
+            st.meta.clamp = (st.meta.clamp + 1).min(8);
+        }
+    }
+
+    fn space(&self, p: SpacePatch) -> bool {
+        self.inner.policy.space(p)
+    }
+
+    /// After a granted metadata reservation: queue the preemptive worker if
+    /// need_preemptive_reclaim and it is not already running (5.12+).
+    fn maybe_queue_preempt(&self) {
+        if self.inner.policy.preempt.is_none() {
+            return;
+        }
+        let go = {
+            let st = self.inner.st.borrow();
+            !st.meta.preempt_busy && need_preemptive_reclaim(&st, &self.inner.policy)
+        };
+        if go {
+            self.st_mut().meta.preempt_busy = true;
+            let fs = self.clone();
+            self.inner
+                .h
+                .spawn_daemon("btrfs-preempt-reclaim", async move {
+                    fs.preempt_reclaim().await
+                });
+        }
+    }
+
+    /// btrfs_preempt_reclaim_metadata_space (space-info.c@v5.12, F1.5): while
+    /// need_preemptive_reclaim, pick what holds the most reservations and flush a quarter of
+    /// it; one loop with no ticket relaxes the clamp.
+    async fn preempt_reclaim(&self) {
+        let mut loops = 0u64;
+        loop {
+            let (state, to_reclaim) = {
+                let st = self.inner.st.borrow();
+                if !need_preemptive_reclaim(&st, &self.inner.policy) {
+                    break;
+                }
+                let m = &st.meta;
+                let mut rsvs = m.global_rsv + m.delayed_block + m.delayed_refs + m.trans;
+                let delalloc_size = m.may_use.saturating_sub(rsvs);
+                rsvs -= m.global_rsv;
+                let (state, bytes) = if delalloc_size > rsvs {
+                    (FlushState::Delalloc, delalloc_size)
+                } else if m.pinned > m.delayed_block + m.delayed_refs {
+                    (FlushState::ForceCommitTrans, m.pinned)
+                } else if m.delayed_block > m.delayed_refs {
+                    (FlushState::DelayedItemsNr, m.delayed_block)
+                } else {
+                    (FlushState::DelayedRefsNr, m.delayed_refs)
+                };
+                (state, (bytes >> 2).max(self.meta_items(1)))
+            };
+            loops += 1;
+            {
+                let mut st = self.st_mut();
+                // Keyed by the running (or, between transactions, the last) transaction.
+                let t = st.generation;
+                *st.meta.preempt_flushes_in.entry(t).or_default() += 1;
+                let mut m = self.inner.m.borrow_mut();
+                m.preempt_flushes += 1;
+                match state {
+                    FlushState::Delalloc => m.preempt_delalloc_flushes += 1,
+                    FlushState::ForceCommitTrans => m.preempt_commits += 1,
+                    _ => m.preempt_delayed_flushes += 1,
+                }
+            }
+            // Summing the percpu counters and the reserves each loop.
+            self.inner.h.cpu(self.inner.costs.preempt_loop).await;
+            self.flush_space(state, to_reclaim, true).await;
+        }
+        let mut st = self.st_mut();
+        if loops == 1 && st.meta.tickets.is_empty() {
+            st.meta.clamp = st.meta.clamp.saturating_sub(1).max(1);
+        }
+        st.meta.preempt_busy = false;
+    }
+
+    /// btrfs_async_reclaim_metadata_space (space-info.c@v5.12, F1.4): walk the flush
+    /// states from the cheapest while tickets wait; progress restarts the walk; after the
+    /// third commit without progress every ticket fails.
+    async fn async_reclaim(&self) {
+        self.inner.m.borrow_mut().async_reclaim_episodes += 1;
+        let mut i = 0usize;
+        let mut commit_cycles = 0u32;
+        loop {
+            let (empty, last_id, to_reclaim) = {
+                let st = self.inner.st.borrow();
+                (
+                    st.meta.tickets.is_empty(),
+                    st.meta.tickets_id,
+                    st.meta.reclaim_size,
+                )
+            };
+            if empty {
+                self.st_mut().meta.flush = false;
+                return;
+            }
+            let state = ASYNC_STATES[i];
+            self.inner.h.cpu(self.inner.costs.preempt_loop).await;
+            self.flush_space(state, to_reclaim, false).await;
+            let (empty, id) = {
+                let st = self.inner.st.borrow();
+                (st.meta.tickets.is_empty(), st.meta.tickets_id)
+            };
+            if empty {
+                self.st_mut().meta.flush = false;
+                return;
+            }
+            if id != last_id {
+                i = 0;
+                continue;
+            }
+            if state == FlushState::CommitTrans {
+                commit_cycles += 1;
+                if commit_cycles > 2 {
+                    // maybe_fail_all_tickets.
+                    let mut st = self.st_mut();
+                    while let Some(t) = st.meta.tickets.pop_front() {
+                        st.meta.reclaim_size -= t.bytes;
+                        st.meta.done.insert(t.id, false);
+                    }
+                    st.meta.flush = false;
+                    drop(st);
+                    self.inner.ticket_wait.notify_all();
+                    return;
+                }
+                i = 0;
+                continue;
+            }
+            i += 1;
+            if ASYNC_STATES[i] == FlushState::AllocChunkForce && commit_cycles == 0 {
+                i += 1;
+            }
+        }
+    }
+
+    /// flush_space (space-info.c@v5.12) for one state.
+    async fn flush_space(&self, state: FlushState, to_reclaim: u64, for_preempt: bool) {
+        let item = self.meta_items(1);
+        match state {
+            FlushState::DelayedItemsNr | FlushState::DelayedItems => {
+                let bytes = {
+                    let st = self.inner.st.borrow();
+                    if state == FlushState::DelayedItemsNr {
+                        st.meta.delayed_block.min(2 * to_reclaim)
+                    } else {
+                        st.meta.delayed_block
+                    }
+                };
+                self.inner
+                    .h
+                    .cpu(bytes.div_ceil(item) * self.inner.costs.btree_item)
+                    .await;
+                self.st_mut().meta.delayed_block -= bytes;
+                self.release_metadata(bytes);
+            }
+            FlushState::DelayedRefsNr | FlushState::DelayedRefs => {
+                let bytes = {
+                    let st = self.inner.st.borrow();
+                    if state == FlushState::DelayedRefsNr {
+                        st.meta.delayed_refs.min(to_reclaim)
+                    } else {
+                        st.meta.delayed_refs
+                    }
+                };
+                self.inner
+                    .h
+                    .cpu(bytes.div_ceil(item) * self.inner.costs.delayed_ref)
+                    .await;
+                self.st_mut().meta.delayed_refs -= bytes;
+                self.release_metadata(bytes);
+            }
+            FlushState::Delalloc | FlushState::DelallocWait => {
+                self.shrink_delalloc(to_reclaim, for_preempt).await;
+            }
+            FlushState::AllocChunk | FlushState::AllocChunkForce => {
+                self.alloc_meta_chunk().await;
+            }
+            FlushState::RunDelayedIputs => {}
+            FlushState::CommitTrans | FlushState::ForceCommitTrans => {
+                if let Some(th) = self.attach_transaction().await {
+                    self.inner.m.borrow_mut().space_commits += 1;
+                    self.commit(th).await;
+                } else {
+                    // Nothing running to commit: the kernel's attach returns -ENOENT.
+                    self.inner.h.sleep(self.inner.costs.jiffy).await;
+                }
+            }
+        }
+    }
+
+    /// shrink_delalloc (space-info.c@v5.12): write back dirty data, the inodes in order,
+    /// until the reservations they hold cover `to_reclaim`, up to three rounds (one for the
+    /// preemptive worker with 7/7); with nothing to write it waits one jiffy (the kernel
+    /// waits for ordered extents or sleeps).
+    async fn shrink_delalloc(&self, to_reclaim: u64, for_preempt: bool) {
+        let rounds = if for_preempt && self.space(SpacePatch::OneShotDelalloc) {
+            1
+        } else {
+            3
+        };
+        for _ in 0..rounds {
+            let inodes: Vec<Ino> = {
+                let st = self.inner.st.borrow();
+                let mut got = 0;
+                st.meta
+                    .delalloc_rsv
+                    .iter()
+                    .take_while(|(_, &b)| {
+                        let more = got < to_reclaim;
+                        got += b;
+                        more
+                    })
+                    .map(|(&i, _)| i)
+                    .collect()
+            };
+            if inodes.is_empty() {
+                self.inner.h.sleep(self.inner.costs.jiffy).await;
+                return;
+            }
+            self.inner.m.borrow_mut().delalloc_flushed_inodes += inodes.len() as u64;
+            for ino in inodes {
+                if self.inner.st.borrow().inodes.contains_key(&ino) {
+                    self.writeback(ino).await;
+                }
+            }
+            if self.inner.st.borrow().meta.tickets.is_empty() && !for_preempt {
+                return;
+            }
+        }
+    }
+
+    /// ALLOC_CHUNK for metadata: a DUP chunk of `meta_chunk_size` from the unallocated
+    /// space (two copies), made under the running transaction like a data chunk
+    /// (btrfs_make_block_group marks it for full commits).
+    async fn alloc_meta_chunk(&self) {
+        let size = self.inner.costs.meta_chunk_size;
+        if self.inner.st.borrow().data.unallocated < 2 * size {
+            self.inner.h.sleep(self.inner.costs.jiffy).await;
+            return;
+        }
+        let th = self.join_transaction().await;
+        self.inner.h.cpu(self.inner.costs.btree_item * 4).await;
+        {
+            let mut st = self.st_mut();
+            if st.data.unallocated >= 2 * size {
+                st.data.unallocated -= 2 * size;
+                st.meta.total += size;
+                Self::mark_new_block_group(&mut st, th.id);
+                Self::grant_tickets(&mut st);
+            }
+        }
+        self.inner.m.borrow_mut().meta_block_groups_created += 1;
+        self.end(th);
+        self.inner.ticket_wait.notify_all();
+    }
+
+    /// The `fill-metadata SIZE` setup step: SIZE bytes of existing tree blocks counted as
+    /// used metadata (an aged filesystem), metadata chunks allocated for them, and what is
+    /// left of the device given to data so no chunk can be allocated any more (a full
+    /// filesystem, the setting of seed 004's report). The global reserve follows the trees.
+    pub(super) fn fill_metadata(&self, bytes: u64) {
+        let size = self.inner.costs.meta_chunk_size;
+        let mut st = self.st_mut();
+        st.meta.used += bytes;
+        while st.meta.used > st.meta.total && st.data.unallocated >= 2 * size {
+            st.data.unallocated -= 2 * size;
+            st.meta.total += size;
+        }
+        st.meta.total = st.meta.total.max(st.meta.used);
+        let left = st.data.unallocated;
+        if left > 0 {
+            let id = st.data.next_bg;
+            st.data.next_bg += 1;
+            st.data.bgs.insert(
+                id,
+                BlockGroup {
+                    size: left,
+                    used: 0,
+                    pinned: 0,
+                    unused_marked: false,
+                },
+            );
+            st.data.unallocated = 0;
+        }
+        Self::update_global_rsv(
+            &mut st,
+            self.meta_items(13),
+            self.inner.costs.global_rsv_max,
+        );
+    }
+
+    /// btrfs_update_global_block_rsv (block-rsv.c@v5.12): size = the trees' bytes, at least
+    /// 13 items, at most 512 MiB; kept full, so its bytes are in may_use.
+    pub(super) fn update_global_rsv(st: &mut FsState, min: u64, max: u64) {
+        let size = st.meta.used.clamp(min, max);
+        let old = st.meta.global_rsv;
+        st.meta.may_use = st.meta.may_use - old + size;
+        st.meta.global_rsv = size;
     }
 }

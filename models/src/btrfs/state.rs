@@ -128,6 +128,8 @@ pub struct Transaction {
     pub delayed_refs: u64,
     /// Data extents freed in it: (block group, bytes), unpinned when its commit completes.
     pub pinned: Vec<(u64, u64)>,
+    /// Metadata bytes pinned in it (old copies of the leaves it COWed).
+    pub meta_pinned: u64,
     /// Set when this transaction was marked log-full-commit by a decision the oracle judged
     /// unnecessary (R4), so later fallbacks it causes are unnecessary too.
     pub marked_unnecessarily: bool,
@@ -214,6 +216,76 @@ impl DataSpace {
     /// `btrfs_space_info_used(.., true)`: used + pinned + may_use.
     pub fn in_use(&self) -> u64 {
         self.bgs.values().map(|b| b.used + b.pinned).sum::<u64>() + self.may_use
+    }
+}
+
+/// A metadata reservation waiting in `space_info->tickets` (`struct reserve_ticket`).
+#[derive(Clone, Debug)]
+pub struct Ticket {
+    /// Queue order.
+    pub id: u64,
+    /// Bytes wanted.
+    pub bytes: u64,
+}
+
+/// The metadata `space_info` (fs/btrfs/space-info.h@v5.12) with its reservations: the
+/// counters `__reserve_bytes` and the flushers read (MODELS-J1-F1-H1.md F1.2).
+#[derive(Clone, Debug, Default)]
+pub struct MetaSpace {
+    /// Tree block size (nodesize).
+    pub nodesize: u64,
+    /// `total_bytes` of the metadata block groups.
+    pub total: u64,
+    /// `bytes_used`: tree blocks.
+    pub used: u64,
+    /// `bytes_reserved`.
+    pub reserved: u64,
+    /// `bytes_pinned`: old tree-block copies freed in a running transaction.
+    pub pinned: u64,
+    /// `bytes_readonly`.
+    pub readonly: u64,
+    /// `bytes_may_use`, including the global reserve's `global_rsv`.
+    pub may_use: u64,
+    /// The global block reserve's size (kept full, so also its reserved bytes).
+    pub global_rsv: u64,
+    /// Reserved by delayed inode items (`delayed_block_rsv.reserved`).
+    pub delayed_block: u64,
+    /// Reserved for delayed refs (`delayed_refs_rsv.reserved`).
+    pub delayed_refs: u64,
+    /// Reserved by open transaction handles (`trans_block_rsv.reserved`).
+    pub trans: u64,
+    /// `fs_info->delalloc_bytes`: dirty data not yet under writeback.
+    pub delalloc_bytes: u64,
+    /// `fs_info->ordered_bytes`: data under writeback.
+    pub ordered_bytes: u64,
+    /// `reclaim_size`: bytes the queued tickets want.
+    pub reclaim_size: u64,
+    /// `tickets` (FIFO).
+    pub tickets: std::collections::VecDeque<Ticket>,
+    /// `tickets_id`: bumped per granted ticket.
+    pub tickets_id: u64,
+    /// Next ticket id.
+    pub next_ticket: u64,
+    /// `flush`: an async reclaim episode is running.
+    pub flush: bool,
+    /// `clamp` (1..=8): the preemptive threshold's shift.
+    pub clamp: u32,
+    /// The preemptive worker is running (`work_busy`).
+    pub preempt_busy: bool,
+    /// A ticket was queued in the running transaction (the oracle for preemptive flushes).
+    pub ticket_in_trans: Option<TransId>,
+    /// Preemptive flushes done in each transaction, judged when it commits.
+    pub preempt_flushes_in: BTreeMap<TransId, u64>,
+    /// Tickets served: id → granted (true) or failed with ENOSPC (false).
+    pub done: BTreeMap<u64, bool>,
+    /// Delalloc metadata reserved per inode (one outstanding extent and its inode update).
+    pub delalloc_rsv: BTreeMap<Ino, u64>,
+}
+
+impl MetaSpace {
+    /// btrfs_space_info_used(s, true).
+    pub fn in_use(&self) -> u64 {
+        self.used + self.reserved + self.pinned + self.readonly + self.may_use
     }
 }
 
@@ -453,6 +525,8 @@ pub struct FsState {
     >,
     /// Data space: block groups, reservations, unallocated device space.
     pub data: DataSpace,
+    /// Metadata space and its reservations.
+    pub meta: MetaSpace,
     /// Commits since the last `compact`.
     pub commits_since_compact: u32,
     /// Virtual time of the last `compact`.
@@ -515,6 +589,7 @@ impl FsState {
                 dirty: BTreeSet::new(),
                 super_done: true,
                 pinned: Vec::new(),
+                meta_pinned: 0,
                 delayed_refs: 0,
                 forced_by_event: false,
                 marked_unnecessarily: false,
@@ -546,6 +621,7 @@ impl FsState {
             children: BTreeMap::new(),
             dir_cache: Default::default(),
             data: DataSpace::default(),
+            meta: MetaSpace::default(),
             commits_since_compact: 0,
             last_compact: 0,
             writes: Vec::new(),

@@ -4,6 +4,7 @@ use super::ctree::{Btrfs, COMPACT_EVERY, COMPACT_INTERVAL};
 use super::policy::Mutant;
 use super::state::*;
 use crate::device::Request;
+use crate::vfs::OpError;
 
 /// A transaction handle (`struct btrfs_trans_handle`): the transaction it joined and
 /// whether it counts in `num_extwriters` (TRANS_START and TRANS_ATTACH handles,
@@ -17,6 +18,8 @@ pub struct Trans {
     /// `trans->in_fsync`: the handle of an fsync (5.12 lets it stop waiting for a commit at
     /// SUPER_COMMITTED).
     pub in_fsync: bool,
+    /// Metadata bytes reserved for it (`trans->bytes_reserved`), released when it ends.
+    pub reserved: u64,
 }
 
 /// How a caller reaches the running transaction (`enum btrfs_trans_type`).
@@ -34,11 +37,23 @@ pub(super) enum JoinKind {
 }
 
 impl Btrfs {
-    /// btrfs_start_transaction (TRANS_START).
+    /// btrfs_start_transaction(root, 0) (TRANS_START).
     pub(super) async fn start_transaction(&self) -> Trans {
         self.join_kind(JoinKind::Start)
             .await
             .expect("start creates")
+    }
+
+    /// btrfs_start_transaction(root, items): reserves `items` × the insert size of
+    /// metadata (FLUSH_ALL, may wait in a ticket) before joining; the handle gives back what
+    /// it holds when it ends.
+    pub(super) async fn start_transaction_items(&self, items: u64) -> Result<Trans, OpError> {
+        let bytes = self.meta_items(items);
+        self.reserve_metadata(bytes).await?;
+        self.st_mut().meta.trans += bytes;
+        let mut th = self.start_transaction().await;
+        th.reserved = bytes;
+        Ok(th)
     }
 
     /// btrfs_join_transaction (TRANS_JOIN): btrfs_dirty_inode, btrfs_finish_ordered_io.
@@ -73,6 +88,7 @@ impl Btrfs {
                             id: t,
                             ext,
                             in_fsync: false,
+                            reserved: 0,
                         });
                     }
                     Some(_) => {}
@@ -94,6 +110,7 @@ impl Btrfs {
                                 dirty: Default::default(),
                                 super_done: false,
                                 pinned: Vec::new(),
+                                meta_pinned: 0,
                                 delayed_refs: 0,
                                 forced_by_event: false,
                                 marked_unnecessarily: false,
@@ -103,6 +120,7 @@ impl Btrfs {
                             id: t,
                             ext,
                             in_fsync: false,
+                            reserved: 0,
                         });
                     }
                 }
@@ -117,7 +135,9 @@ impl Btrfs {
         let tr = st.trans.get_mut(&th.id).expect("transaction");
         tr.writers -= 1;
         tr.extwriters -= u32::from(th.ext);
+        st.meta.trans -= th.reserved;
         drop(st);
+        self.release_metadata(th.reserved);
         self.inner.writers_wait.notify_all();
     }
 
@@ -142,9 +162,16 @@ impl Btrfs {
 
     /// btrfs_cow_block on each leaf a change touches: the leaf joins the transaction's
     /// dirty set once.
+    /// The old copy of each newly COWed leaf is pinned until the commit (metadata
+    /// `bytes_pinned`).
     pub(super) fn dirty(st: &mut FsState, t: TransId, leaves: &[crate::btrfs::ctree_blocks::Leaf]) {
+        let nodesize = st.meta.nodesize;
         let tr = st.trans.get_mut(&t).expect("transaction");
+        let before = tr.dirty.len();
         tr.dirty.extend(leaves.iter().copied());
+        let new = (tr.dirty.len() - before) as u64 * nodesize;
+        tr.meta_pinned += new;
+        st.meta.pinned += new;
     }
 
     /// btrfs_commit_transaction, called with a handle on `th.id`.
@@ -284,6 +311,13 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             Self::unpin_data(&mut st, t);
+            // Metadata unpin, then the oracle's verdict on the preemptive flushes done in
+            // this transaction: unnecessary if no reservation had to wait in it.
+            let pinned = std::mem::take(&mut st.trans.get_mut(&t).unwrap().meta_pinned);
+            st.meta.pinned -= pinned;
+            if Self::grant_tickets_pub(&mut st) {
+                self.inner.ticket_wait.notify_all();
+            }
             self.delete_unused_bgs(&mut st);
             st.last_trans_committed = st.last_trans_committed.max(t);
             let tr = st.trans.get_mut(&t).unwrap();
@@ -305,6 +339,7 @@ impl Btrfs {
         }
         self.inner.commit_wait.notify_all();
         self.inner.writers_wait.notify_all();
+        self.judge_preempt(Some(t));
         self.point("trans:completed").await;
     }
 }

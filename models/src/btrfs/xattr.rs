@@ -11,7 +11,7 @@ impl Btrfs {
     /// every xattr (tree-log.c:btrfs_log_all_xattrs@v5.10).
     pub(super) async fn setxattr(&self, path: &str, name: &str) -> Result<(), OpError> {
         let ino = self.resolve(path)?;
-        let th = self.start_transaction().await;
+        let th = self.start_transaction_items(2).await?;
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.btree_item * 2).await;
         {

@@ -72,14 +72,35 @@ pub struct Metrics {
     pub relogged_ancestors: u64,
     /// Parent directories (btrfs_log_all_parents) logged again, unchanged since.
     pub relogged_dir_items: u64,
+    /// Metadata reservations that had to wait in a ticket.
+    pub metadata_tickets: u64,
+    /// Async metadata reclaim episodes (a ticket started the flusher).
+    pub async_reclaim_episodes: u64,
+    /// Passes of the preemptive reclaim worker (each flushes something).
+    pub preempt_flushes: u64,
+    /// Preemptive passes that flushed delalloc.
+    pub preempt_delalloc_flushes: u64,
+    /// Preemptive passes that committed the transaction.
+    pub preempt_commits: u64,
+    /// Preemptive passes that ran delayed items or refs.
+    pub preempt_delayed_flushes: u64,
+    /// Preemptive passes in a transaction no metadata ticket waited in (the space was not needed).
+    pub unnecessary_preempt_flushes: u64,
+    /// Transaction commits a space flusher made.
+    pub space_commits: u64,
+    /// Inodes written back by a space flusher (shrink_delalloc).
+    pub delalloc_flushed_inodes: u64,
+    /// Metadata block groups made by a space flusher's ALLOC_CHUNK.
+    pub meta_block_groups_created: u64,
     /// Per lock and wait queue of the filesystem (`WAIT_CLASSES`): (waits, nanoseconds
     /// waited), over all tasks; reported as `<name>_count` and `<name>_ns`.
     pub waits: BTreeMap<String, (u64, u64)>,
 }
 
 /// The filesystem locks and wait queues whose waits every run reports.
-pub const WAIT_CLASSES: [&str; 11] = [
+pub const WAIT_CLASSES: [&str; 12] = [
     "wait_current_trans",
+    "metadata_ticket",
     "wait_for_commit",
     "wait_writers",
     "wait_log_writers",
@@ -126,6 +147,19 @@ impl Metrics {
             ("relogged_inodes", self.relogged_inodes),
             ("relogged_ancestors", self.relogged_ancestors),
             ("relogged_dir_items", self.relogged_dir_items),
+            ("metadata_tickets", self.metadata_tickets),
+            ("async_reclaim_episodes", self.async_reclaim_episodes),
+            ("preempt_flushes", self.preempt_flushes),
+            ("preempt_delalloc_flushes", self.preempt_delalloc_flushes),
+            ("preempt_commits", self.preempt_commits),
+            ("preempt_delayed_flushes", self.preempt_delayed_flushes),
+            (
+                "unnecessary_preempt_flushes",
+                self.unnecessary_preempt_flushes,
+            ),
+            ("space_commits", self.space_commits),
+            ("delalloc_flushed_inodes", self.delalloc_flushed_inodes),
+            ("meta_block_groups_created", self.meta_block_groups_created),
         ]
     }
 
@@ -198,6 +232,16 @@ impl Metrics {
             "relogged_inodes" => "inodes logged in full again, unchanged since they entered this transaction's log",
             "relogged_ancestors" => "ancestor directories logged again, unchanged since they entered this log",
             "relogged_dir_items" => "parent directories logged again (btrfs_log_all_parents), unchanged since",
+            "metadata_tickets" => "metadata reservations that waited in a ticket (space_info full)",
+            "async_reclaim_episodes" => "async metadata reclaim episodes started by a ticket",
+            "preempt_flushes" => "passes of the preemptive metadata reclaim worker (5.12+), all kinds",
+            "preempt_delalloc_flushes" => "preemptive passes that wrote back delalloc",
+            "preempt_commits" => "preemptive passes that committed the transaction (FORCE_COMMIT_TRANS)",
+            "preempt_delayed_flushes" => "preemptive passes that ran delayed items or delayed refs",
+            "unnecessary_preempt_flushes" => "preemptive passes in a transaction in which no reservation had to wait (judged at its commit)",
+            "space_commits" => "transaction commits made by a space flusher (COMMIT_TRANS, FORCE_COMMIT_TRANS)",
+            "delalloc_flushed_inodes" => "inodes written back by shrink_delalloc",
+            "meta_block_groups_created" => "metadata block groups made by ALLOC_CHUNK",
             n if n.ends_with("_count") || n.ends_with("_ns") => {
                 "waits on that lock or wait queue (count) and the time they took (ns), all tasks"
             }

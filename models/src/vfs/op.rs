@@ -61,6 +61,9 @@ pub enum Op {
     SyncFileRange(String),
     /// syncfs(2) on this filesystem.
     Syncfs,
+    /// Setup: count this many bytes of existing tree blocks as used metadata and give the
+    /// rest of the device to data (an aged, full filesystem).
+    FillMetadata(u64),
     /// Sleep.
     Sleep(Nanos),
 }
@@ -113,6 +116,7 @@ impl Op {
             Op::Fdatasync(_) => "fdatasync",
             Op::SyncFileRange(_) => "sync-file-range",
             Op::Syncfs => "syncfs",
+            Op::FillMetadata(_) => "fill-metadata",
             Op::Sleep(_) => "sleep",
         )
     }
@@ -158,6 +162,7 @@ impl std::fmt::Display for Op {
             }
             Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
             Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
+            Op::FillMetadata(n) => write!(f, "{k} {}", size_text(*n)),
             Op::Write(p, n) | Op::WriteOsync(p, n) | Op::MmapWrite(p, n) => {
                 write!(f, "{k} {p} {}", size_text(*n))
             }
@@ -173,7 +178,7 @@ impl std::fmt::Display for Op {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 24] = [
+pub const OPS: [(&str, &str, &str); 25] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -197,5 +202,6 @@ pub const OPS: [(&str, &str, &str); 24] = [
     ("fdatasync /f", "fdatasync PATH", "btrfs_sync_file(datasync = 1): 5.10 and 5.11 ignore datasync, so the same path as fsync"),
     ("sync-file-range /f", "sync-file-range PATH", "sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER): writeback and wait, no log, no flush (fs/sync.c)"),
     ("syncfs", "syncfs", "syncfs(2) → sync_filesystem: writeback of every dirty file, then btrfs_sync_fs(wait = 1) commits"),
+    ("fill-metadata 900m", "fill-metadata SIZE", "setup for space scenarios: SIZE of existing tree blocks counted as used metadata (chunks allocated for them), the rest of the device given to data, the global reserve resized (an aged, full filesystem)"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
 ];

@@ -4,6 +4,7 @@
 
 use super::fsload::{run, WorkloadResult};
 use super::spec::Spec;
+use crate::btrfs::policy::SpacePatch;
 use crate::btrfs::{Fix, Mutant, Policy};
 use crate::device::DeviceConfig;
 use rayon::prelude::*;
@@ -32,9 +33,12 @@ pub fn parse_policy(s: &str) -> Result<Policy, String> {
             ("-", Some(f), _) => p.without(f),
             ("+", Some(f), _) => p.with(f),
             ("+", None, Some(mu)) => p.with_mutant(mu),
+            (sign @ ("+" | "-"), None, None) if SpacePatch::parse(name).is_some() => {
+                p.with_space(SpacePatch::parse(name).expect("checked"), sign == "+")
+            }
             _ => {
                 return Err(format!(
-                    "invalid policy modifier ':{m}' in '{s}': expected :-R1..:-R7, :+R1..:+R7, :+MUTANT or :+super_committed"
+                    "invalid policy modifier ':{m}' in '{s}': expected :-R1..:-R7, :+R1..:+R7, :+MUTANT, :+super_committed or :±SPACE_PATCH (fsyncsim list --policies)"
                 ))
             }
         };

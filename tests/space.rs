@@ -1,0 +1,164 @@
+//! Metadata space (seed 004, F1): need_preemptive_reclaim before and after each of the
+//! seven patches, ticket reservations, the async reclaim's flush states and ENOSPC.
+
+use models::btrfs::policy::SpacePatch;
+use models::btrfs::space_info::need_preemptive_reclaim;
+use models::btrfs::state::FsState;
+use models::btrfs::Policy;
+use models::device::DeviceConfig;
+use models::scenario::{run, Interleaving, RunResult, Scenario};
+
+const MIB: u64 = 1 << 20;
+
+/// The state of the F1 example: 3.25 GiB of metadata chunks, 2.4 GiB used, the 512 MiB
+/// global reserve in may_use, no unallocated space, dirty data not yet under writeback.
+fn full_fs() -> FsState {
+    let mut st = FsState::mkfs();
+    st.data.unallocated = 0;
+    let m = &mut st.meta;
+    m.total = 3328 * MIB;
+    m.used = 2400 * MIB;
+    m.global_rsv = 512 * MIB;
+    m.may_use = 512 * MIB + 2 * MIB;
+    m.delalloc_bytes = 4 * MIB;
+    m.clamp = 1;
+    st
+}
+
+fn pre() -> Policy {
+    Policy::preset("linux-5.13").unwrap()
+}
+
+#[test]
+fn the_global_reserve_makes_the_513_heuristic_flush_and_patch_5_stops_it() {
+    let st = full_fs();
+    // used = may_use (514 MiB) ≥ thresh = 928 MiB >> 1 = 464 MiB.
+    assert!(need_preemptive_reclaim(&st, &pre()));
+    assert!(!need_preemptive_reclaim(
+        &st,
+        &pre().with_space(SpacePatch::GlobalRsvUsed, true)
+    ));
+    assert!(!need_preemptive_reclaim(
+        &st,
+        &Policy::preset("linux-5.14").unwrap()
+    ));
+    // Patch 4 alone only lowers the threshold: (928 − 512) >> 1 = 208 MiB, still exceeded.
+    assert!(need_preemptive_reclaim(
+        &st,
+        &pre().with_space(SpacePatch::GlobalRsvThresh, true)
+    ));
+}
+
+#[test]
+fn the_almost_full_test_counts_the_global_reserve_with_patch_3_and_at_90_percent_in_515() {
+    let mut st = full_fs();
+    st.meta.used = 2900 * MIB; // 87 % of total; 87 % + 15 % global reserve ≥ 98 %
+    assert!(need_preemptive_reclaim(&st, &pre()));
+    assert!(!need_preemptive_reclaim(
+        &st,
+        &pre().with_space(SpacePatch::GlobalRsvFull, true)
+    ));
+    st.meta.used = 3030 * MIB; // 91 %
+    assert!(!need_preemptive_reclaim(
+        &st,
+        &pre().with_space(SpacePatch::Full90, true)
+    ));
+    // A queued ticket: the async reclaim owns the flushing.
+    let mut st = full_fs();
+    st.meta.reclaim_size = 1;
+    assert!(!need_preemptive_reclaim(&st, &pre()));
+}
+
+#[test]
+fn with_more_ordered_than_delalloc_only_the_delayed_reserves_count_and_patch_6_halves_ordered() {
+    let mut st = full_fs();
+    st.meta.ordered_bytes = 6 * MIB; // ≥ delalloc: used = pinned + delayed refs + items
+    assert!(!need_preemptive_reclaim(&st, &pre()));
+    // 6/7: ordered counts half (3 MiB < 4 MiB of delalloc), so may_use counts again.
+    assert!(need_preemptive_reclaim(
+        &st,
+        &pre().with_space(SpacePatch::HalfOrdered, true)
+    ));
+}
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::parse(text, "space.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn run_on(sc: &Scenario, p: &Policy) -> RunResult {
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    run(sc, p, &dev, 1, &Interleaving::Script)
+}
+
+fn creates(n: usize) -> String {
+    (0..n)
+        .map(|i| format!("\"create /d/f{i}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn a_full_metadata_space_queues_tickets_that_the_async_reclaim_serves_by_writing_back() {
+    // 2800 MiB used of 3.25 GiB, the global reserve 512 MiB: 15.75 MiB left. Each file with
+    // dirty data holds 2 items (512 KiB) of delalloc metadata until its writeback, so the
+    // 40 files of two writers outgrow it; the waiting reservation's ticket starts the async
+    // reclaim, whose FLUSH_DELALLOC writes files back and hands their reservations over.
+    let writes = |t: &str| {
+        (0..40)
+            .map(|i| format!("\"write /d/{t}{i} 4k\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sc = scenario(&format!(
+        "name = \"t\"\nrace = \"F1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"mkdir /d\", {}, {}, \"commit\", \"fill-metadata 2800m\"]\n[[task]]\nname = \"A\"\nops = [{}]\n[[task]]\nname = \"B\"\nops = [{}]\n[policies]\nbefore = \"linux-5.13\"\nafter = \"linux-5.14\"\n",
+        creates(40).replace("/d/f", "/d/a"),
+        creates(40).replace("/d/f", "/d/b"),
+        writes("a"),
+        writes("b")
+    ));
+    for p in [sc.pre_policy(), sc.post_policy()] {
+        let r = run_on(&sc, &p);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        let m = |n: &str| r.metrics.get(n).unwrap();
+        assert!(m("metadata_tickets") > 0, "{:?}", r.metrics);
+        assert!(m("async_reclaim_episodes") > 0);
+        assert!(m("delalloc_flushed_inodes") > 0);
+        assert!(m("metadata_ticket_ns") > 0, "waiters were timed");
+    }
+}
+
+#[test]
+fn nothing_left_to_flush_fails_the_ticket_with_enospc_after_three_commits() {
+    // Free metadata below the global reserve plus one create: nothing a flush frees helps.
+    let sc = scenario(
+        "name = \"t\"\nrace = \"F1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"mkdir /d\", \"commit\", \"fill-metadata 2815m\"]\n[[task]]\nname = \"A\"\nops = [\"create /d/x\"]\n[policies]\nbefore = \"linux-5.13\"\nafter = \"linux-5.14\"\n",
+    );
+    let r = run_on(&sc, &sc.pre_policy());
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.message.contains("no space left on device (metadata)")),
+        "{:?}",
+        r.violations
+    );
+    assert_eq!(r.metrics.get("metadata_tickets"), Some(1));
+    assert_eq!(r.metrics.get("async_reclaim_episodes"), Some(1));
+}
+
+#[test]
+fn the_f1_example_is_deterministic_and_only_the_pre_series_flushes() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/examples/f1-preempt-flush-nonstop.toml"
+    );
+    let sc = Scenario::load(path).unwrap();
+    let a = run_on(&sc, &sc.pre_policy());
+    let b = run_on(&sc, &sc.pre_policy());
+    assert_eq!(a.trace_hash, b.trace_hash);
+    assert!(a.metrics.get("preempt_flushes").unwrap() > 0);
+    let post = run_on(&sc, &sc.post_policy());
+    assert_eq!(post.metrics.get("preempt_flushes"), Some(0));
+    // Patch 7 alone flushes in smaller bites: more passes, not fewer.
+    let p7 = run_on(&sc, &pre().with_space(SpacePatch::OneShotDelalloc, true));
+    assert!(p7.metrics.get("preempt_flushes") >= a.metrics.get("preempt_flushes"));
+}
