@@ -320,6 +320,8 @@ pub fn validate_with(
             });
         }
     }
+    // Seed 002 (scrub with and without the readahead framework): its own rows.
+    rows.extend(crate::btrfs::scrub::seed002_rows(quick, seeds)?);
     let curves = vec![r7_curve(curve_dur, jobs, progress)?];
     Ok(Validation {
         quick,

@@ -157,6 +157,21 @@ pub struct Layout {
     pub roots: [usize; 3],
 }
 
+/// Leaves COWed by the deletion transaction, in COW order.
+struct Cow {
+    order: Vec<(Tree, usize)>,
+    done: [Vec<bool>; 3],
+}
+
+impl Cow {
+    fn touch(&mut self, t: Tree, l: usize) {
+        if !self.done[t as usize][l] {
+            self.done[t as usize][l] = true;
+            self.order.push((t, l));
+        }
+    }
+}
+
 /// Splits a sorted run of items (key, bytes) into leaves of at most `cap` bytes.
 fn pack(items: &[(u64, u64)], cap: u64) -> Vec<(u64, u64, u64)> {
     // (lo key, hi key, first-item key for ordering)
@@ -254,50 +269,42 @@ impl Layout {
         let leaf_of = |ls: &[(u64, u64, u64)], key: u64| -> usize {
             ls.partition_point(|l| l.0 <= key).saturating_sub(1)
         };
-        let mut cow_order: Vec<(Tree, usize)> = Vec::new();
-        let mut cowed: [Vec<bool>; 3] = [
-            vec![false; ext_leaves.len()],
-            vec![false; csum_leaves.len()],
-            vec![false; fs_leaves.len()],
-        ];
+        let mut cow = Cow {
+            order: Vec::new(),
+            done: [
+                vec![false; ext_leaves.len()],
+                vec![false; csum_leaves.len()],
+                vec![false; fs_leaves.len()],
+            ],
+        };
         // (a) unlinks in random order touch fs leaves.
         for &i in &deleted_in_order {
-            let l = leaf_of(&fs_leaves, i as u64);
-            if !cowed[2][l] {
-                cowed[2][l] = true;
-                cow_order.push((Tree::Fs, l));
-            }
+            cow.touch(Tree::Fs, leaf_of(&fs_leaves, i as u64));
         }
         // (b) delayed refs at commit, ascending bytenr: metadata items of the COWed blocks
         // first (their keys are in the metadata chunk), then each freed data extent's extent
         // item and csums.
         let first_meta_leaves = leaf_of(&ext_leaves, meta_logical + n_meta_blocks * NODESIZE);
         for l in 0..=first_meta_leaves {
-            if !cowed[0][l] {
-                cowed[0][l] = true;
-                cow_order.push((Tree::Extent, l));
-            }
+            cow.touch(Tree::Extent, l);
         }
         let mut freed: Vec<usize> = deleted_in_order.clone();
         freed.sort_unstable();
         for i in freed {
             let e = files[i];
-            let l = leaf_of(&ext_leaves, e.logical);
-            if !cowed[0][l] {
-                cowed[0][l] = true;
-                cow_order.push((Tree::Extent, l));
-            }
+            cow.touch(Tree::Extent, leaf_of(&ext_leaves, e.logical));
             let (a, b) = (
                 leaf_of(&csum_leaves, e.logical),
                 leaf_of(&csum_leaves, e.logical + e.len - 1),
             );
             for l in a..=b {
-                if !cowed[1][l] {
-                    cowed[1][l] = true;
-                    cow_order.push((Tree::Csum, l));
-                }
+                cow.touch(Tree::Csum, l);
             }
         }
+        let Cow {
+            order: cow_order,
+            done: cowed,
+        } = cow;
 
         // Blocks: leaves per tree, level-1 nodes over them, a root.
         let mut blocks: Vec<Block> = Vec::new();

@@ -386,3 +386,102 @@ pub fn compare(
 pub fn tree_bytes(r: &ScrubResult) -> u64 {
     r.tree_blocks * NODESIZE
 }
+
+/// Mean and (with ≥ 2 values) a Student-t 95 % interval.
+fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n.max(1.0);
+    if v.len() < 2 {
+        return (mean, None);
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    let h = crate::workload::compare::t975(v.len() - 1) * (var / n).sqrt();
+    (mean, Some((mean - h, mean + h)))
+}
+
+/// Seed 002's rows for `fsyncsim validate`: the rate and duration changes from the framework
+/// (v5.16) to path readahead (v5.17), and the framework's absolute rate and duration, over
+/// `seeds` filesystems (seeds 1..=n) on `hdd-smr-5400`; `quick` scrubs a quarter of the
+/// files (the rate compares; the duration level then does not and is left out).
+pub fn seed002_rows(quick: bool, seeds: u64) -> Result<Vec<crate::validate::Row>, String> {
+    use crate::validate::Row;
+    let device = DeviceConfig::resolve("hdd-smr-5400").map_err(|e| e.to_string())?;
+    let base = LayoutParams::default();
+    let layout = LayoutParams {
+        files: if quick { base.files / 4 } else { base.files },
+        ..base
+    };
+    let pol = [ScrubPolicy::ReadaFramework, ScrubPolicy::PathReada];
+    let mut runs = Vec::new();
+    for seed in 1..=seeds.max(1) {
+        let r = compare(&layout, &device, seed, &pol)?;
+        runs.push((r[0].clone(), r[1].clone()));
+    }
+    let seed_tag = "002".to_string();
+    let change = |f: &dyn Fn(&ScrubResult) -> f64| -> Vec<f64> {
+        runs.iter()
+            .map(|(a, b)| (f(b) / f(a) - 1.0) * 100.0)
+            .collect()
+    };
+    let rate = |r: &ScrubResult| r.rate_mib_s();
+    let dur = |r: &ScrubResult| r.duration as f64 / 1e9;
+    let mut rows = Vec::new();
+    for (id, what, seed_value, vals) in [
+        (
+            "002-scrub/rate",
+            "scrub rate change, reada → path-reada (hdd-smr-5400)",
+            (seed002::RATE_AFTER / seed002::RATE_BEFORE - 1.0) * 100.0,
+            change(&rate),
+        ),
+        (
+            "002-scrub/duration",
+            "scrub duration change, reada → path-reada (the seed's \"-5.67 %\")",
+            (seed002::DURATION_AFTER / seed002::DURATION_BEFORE - 1.0) * 100.0,
+            change(&dur),
+        ),
+    ] {
+        let (mean, ci) = mean_ci(&vals);
+        rows.push(Row {
+            id: id.into(),
+            seed: seed_tag.clone(),
+            figure: what.into(),
+            seed_value,
+            model_value: mean,
+            model_ci: ci,
+            unit: "%".into(),
+            direction_match: Some((mean >= 0.0) == (seed_value >= 0.0)),
+            ratio: mean / seed_value,
+        });
+    }
+    let mut levels = vec![(
+        "002-scrub/rate/level",
+        "scrub rate under reada, MiB/s",
+        seed002::RATE_BEFORE,
+        runs.iter().map(|(a, _)| rate(a)).collect::<Vec<_>>(),
+        "MiB/s",
+    )];
+    if !quick {
+        levels.push((
+            "002-scrub/duration/level",
+            "scrub duration under reada, s",
+            seed002::DURATION_BEFORE,
+            runs.iter().map(|(a, _)| dur(a)).collect(),
+            "s",
+        ));
+    }
+    for (id, what, seed_value, vals, unit) in levels {
+        let (mean, ci) = mean_ci(&vals);
+        rows.push(Row {
+            id: id.into(),
+            seed: seed_tag.clone(),
+            figure: what.into(),
+            seed_value,
+            model_value: mean,
+            model_ci: ci,
+            unit: unit.into(),
+            direction_match: None,
+            ratio: mean / seed_value,
+        });
+    }
+    Ok(rows)
+}
