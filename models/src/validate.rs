@@ -321,7 +321,7 @@ pub fn validate_with(
         }
     }
     // Seed 002 (scrub with and without the readahead framework): its own rows.
-    rows.extend(crate::btrfs::scrub::seed002_rows(quick, seeds)?);
+    rows.extend(crate::btrfs::scrub::seed002_rows(seeds)?);
     let curves = vec![r7_curve(curve_dur, jobs, progress)?];
     Ok(Validation {
         quick,

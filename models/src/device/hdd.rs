@@ -20,6 +20,12 @@ use serde::Deserialize;
 use sim::Nanos;
 use std::collections::VecDeque;
 
+/// ASPTF's weight W on the time a request has waited (guess: drives do not publish their
+/// aging; with W = 0.03 a request that a stream keeps overtaking, whose own positioning costs
+/// up to a revolution plus a long seek (≈ 30 ms), is served within about a second, while
+/// under random load (waits of a few hundred ms) the positioning differences still decide).
+pub const SPTF_AGE_WEIGHT: f64 = 0.03;
+
 /// How the drive orders the commands in its NCQ queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -367,7 +373,11 @@ impl Hdd {
                 }
                 let limit = s.consumed + self.m.readahead_bytes.0;
                 let stopped_at = s.t0 + (limit - s.e0) as f64 / s.rate;
-                if offset >= s.seg_start && offset <= limit && t <= stopped_at {
+                // Ahead on the stream's path (within its read-ahead, or within one turn of
+                // where the head is): the head gets there by reading on, and what it passes
+                // stays in the buffer. Repositioning would reach it no sooner.
+                let reach = limit.max(p + self.zone_of(p).track_bytes);
+                if offset >= s.seg_start && offset <= reach && t <= stopped_at {
                     let ready = s.t0 + (end - s.e0) as f64 / s.rate;
                     return Plan {
                         ns: (ready - t).max(oh) as Nanos,
@@ -405,7 +415,23 @@ impl Hdd {
         let end = offset + len;
         let t = now as f64;
         match p.kind {
-            PlanKind::Hit => self.stats.cache_hits += 1,
+            PlanKind::Hit => {
+                self.stats.cache_hits += 1;
+                // A hit on the running stream's path keeps its read-ahead going (the drive
+                // follows the host's sequential pattern by LBA), unless it already stopped.
+                if let Some(s) = self.stream {
+                    let limit = s.consumed + self.m.readahead_bytes.0;
+                    let stopped_at = s.t0 + (limit - s.e0) as f64 / s.rate;
+                    let p = self.stream_pos(&s, t);
+                    let reach = limit.max(p + self.zone_of(p).track_bytes);
+                    let on_path = offset >= s.seg_start && offset <= reach;
+                    if on_path && end > s.consumed && t <= stopped_at {
+                        if let Some(s) = &mut self.stream {
+                            s.consumed = end;
+                        }
+                    }
+                }
+            }
             PlanKind::Stream => {
                 self.stats.stream_hits += 1;
                 if let Some(s) = &mut self.stream {
@@ -433,11 +459,17 @@ impl Hdd {
                 self.head_cyl = self.locate(end.saturating_sub(1)).0;
                 self.head_cyl = self.locate(end.saturating_sub(1)).0;
                 if read {
+                    // Pre-read: after the seek the head reads whatever passes under it while
+                    // it waits for the target sector, back to the start of the target's track
+                    // (the "pre/post read" of the WD20SPZX manual's read cache).
+                    let z = *self.zone_of(offset);
+                    let track_start = offset - (offset - z.start) % z.track_bytes;
+                    let pre = (rot * z.rate) as u64;
                     self.stream = Some(Stream {
                         e0: offset,
                         t0: transfer_start,
-                        rate: self.zone_of(offset).rate,
-                        seg_start: offset,
+                        rate: z.rate,
+                        seg_start: offset.saturating_sub(pre).max(track_start),
                         consumed: end,
                     });
                 }
@@ -460,11 +492,24 @@ impl Hdd {
         }
     }
 
-    /// The NCQ ordering cost of a queued request (lower is served first; FIFO: None).
-    pub fn order_cost(&self, now: Nanos, offset: u64, len: u64, read: bool) -> Option<u64> {
+    /// The NCQ ordering cost of a queued request that has waited `waited` ns in the drive
+    /// (lower is served first; FIFO: None). SPTF is aged (ASPTF, Worthington, Ganger & Patt,
+    /// SIGMETRICS 1994: T_eff = T_pos − W·T_wait) so that a request the stream keeps
+    /// overtaking is not starved.
+    pub fn order_cost(
+        &self,
+        now: Nanos,
+        offset: u64,
+        len: u64,
+        read: bool,
+        waited: Nanos,
+    ) -> Option<u64> {
         match self.m.ncq {
             NcqOrder::Fifo => None,
-            NcqOrder::Sptf => Some(self.plan(now, offset, len, read).ns),
+            NcqOrder::Sptf => {
+                let pos = self.plan(now, offset, len, read).ns as f64;
+                Some((pos - SPTF_AGE_WEIGHT * waited as f64).max(0.0) as u64)
+            }
             NcqOrder::Clook => {
                 let head = self
                     .stream

@@ -347,11 +347,12 @@ impl State {
         if let Some(m) = mech.as_ref() {
             if m.mechanics().ncq != hdd::NcqOrder::Fifo {
                 return sched.dispatch_by(now, &|q: &Queued| {
-                    let r = slots[q.id as usize].as_ref().expect("live request").req;
-                    if r.op == Op::Flush {
+                    let f = slots[q.id as usize].as_ref().expect("live request");
+                    if f.req.op == Op::Flush {
                         return 0;
                     }
-                    m.order_cost(now, r.offset, r.len, r.op == Op::Read)
+                    let waited = now - f.done.issued;
+                    m.order_cost(now, f.req.offset, f.req.len, f.req.op == Op::Read, waited)
                         .unwrap_or(0)
                 });
             }
