@@ -2,7 +2,9 @@
 //! its random half-turn): a seek curve with a square-root and a linear region, a platter angle
 //! that advances with virtual time, zoned bit recording (media rate and track size by LBA),
 //! the drive's read-ahead / segmented read cache, and the order in which the drive serves its
-//! NCQ queue (FIFO, SPTF, C-LOOK).
+//! NCQ queue (FIFO, aged SPTF, C-LOOK). A read that misses repositions the head; the drive
+//! then also keeps what passed under the head on the target track while it waited (pre-read)
+//! and reads on past the request (read-ahead) while the host keeps reading along.
 //!
 //! Sources: Ruemmler & Wilkes, "An introduction to disk drive modeling", IEEE Computer 27(3),
 //! 1994 (seek curve: √ region up to a knee, linear beyond; HP 97560 knee at 383 of 1962
@@ -19,6 +21,10 @@ use super::dist::NonNeg;
 use serde::Deserialize;
 use sim::Nanos;
 use std::collections::VecDeque;
+
+/// A seek over more cylinders than this counts as long in `HddStats` (about 4 GB on the
+/// `hdd-smr-5400` preset: between scrub's metadata chunk and a data chunk beyond it).
+pub const LONG_SEEK_CYLINDERS: u64 = 1000;
 
 /// ASPTF's weight W on the time a request has waited (guess: drives do not publish their
 /// aging; with W = 0.03 a request that a stream keeps overtaking, whose own positioning costs
@@ -194,7 +200,7 @@ pub struct HddStats {
     pub stream_hits: u64,
     /// Accesses that repositioned the head.
     pub misses: u64,
-    /// Seeks longer than 1 % of the stroke.
+    /// Seeks over more than `LONG_SEEK_CYLINDERS`.
     pub long_seeks: u64,
     /// Total seek time, ns.
     pub seek_ns: u128,
@@ -448,7 +454,7 @@ impl Hdd {
                 self.stats.misses += 1;
                 self.stats.seek_ns += seek as u128;
                 self.stats.rotation_ns += rot as u128;
-                if cyl.abs_diff(self.head_cyl) as f64 > self.seek.cylinders / 100.0 {
+                if cyl.abs_diff(self.head_cyl) > LONG_SEEK_CYLINDERS {
                     self.stats.long_seeks += 1;
                 }
                 self.retire_stream(t);
