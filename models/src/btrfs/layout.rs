@@ -172,27 +172,17 @@ impl Cow {
     }
 }
 
-/// Splits a sorted run of items (key, bytes) into leaves of at most `cap` bytes.
-fn pack(items: &[(u64, u64)], cap: u64) -> Vec<(u64, u64, u64)> {
-    // (lo key, hi key, first-item key for ordering)
+/// Splits a sorted run of items (key, bytes) into leaves of at most `cap` bytes; returns each
+/// leaf's first key.
+fn pack(items: &[(u64, u64)], cap: u64) -> Vec<u64> {
     let mut out = Vec::new();
     let mut used = 0;
-    let mut lo = None;
-    let mut last = 0;
     for &(k, b) in items {
-        if used + b > cap && lo.is_some() {
-            out.push((lo.unwrap_or(0), k, lo.unwrap_or(0)));
-            lo = None;
+        if out.is_empty() || used + b > cap {
+            out.push(k);
             used = 0;
         }
-        if lo.is_none() {
-            lo = Some(k);
-        }
         used += b;
-        last = k;
-    }
-    if let Some(l) = lo {
-        out.push((l, last + 1, l));
     }
     out
 }
@@ -266,9 +256,8 @@ impl Layout {
         // are unchanged).
 
         // Which leaves the deletion COWs, and in what order.
-        let leaf_of = |ls: &[(u64, u64, u64)], key: u64| -> usize {
-            ls.partition_point(|l| l.0 <= key).saturating_sub(1)
-        };
+        let leaf_of =
+            |ls: &[u64], key: u64| -> usize { ls.partition_point(|&l| l <= key).saturating_sub(1) };
         let mut cow = Cow {
             order: Vec::new(),
             done: [
@@ -328,6 +317,8 @@ impl Layout {
                 parent: None,
                 slot: 0,
             });
+            let cap = node_cap.max(2);
+            let first_key = |i: usize| if i == 0 { 0 } else { ls[i] };
             let mut node_ids = vec![root];
             if n_nodes > 1 {
                 node_ids.clear();
@@ -337,47 +328,33 @@ impl Layout {
                         tree: t,
                         level: 1,
                         bytenr: 0,
-                        lo: 0,
-                        hi: 0,
+                        lo: first_key(k * cap),
+                        hi: ls.get((k + 1) * cap).copied().unwrap_or(u64::MAX),
                         parent: Some(root),
                         slot: k,
                     });
                 }
             }
-            for (i, l) in ls.iter().enumerate() {
-                let node = node_ids[(i / node_cap.max(2)).min(node_ids.len() - 1)];
-                let slot = i % node_cap.max(2);
+            for i in 0..ls.len() {
                 leaves[t as usize].push(blocks.len());
-                let hi = ls.get(i + 1).map_or(u64::MAX, |n| n.0);
                 blocks.push(Block {
                     tree: t,
                     level: 0,
                     bytenr: 0,
-                    lo: if i == 0 { 0 } else { l.0 },
-                    hi,
-                    parent: Some(node),
-                    slot,
+                    lo: first_key(i),
+                    hi: ls.get(i + 1).copied().unwrap_or(u64::MAX),
+                    parent: Some(node_ids[(i / cap).min(node_ids.len() - 1)]),
+                    slot: i % cap,
                 });
-            }
-        }
-        for b in 0..blocks.len() {
-            if blocks[b].level > 0 {
-                let kids: Vec<usize> = (0..blocks.len())
-                    .filter(|&c| blocks[c].parent == Some(b))
-                    .collect();
-                if let (Some(&f), Some(&l)) = (kids.first(), kids.last()) {
-                    blocks[b].lo = blocks[f].lo;
-                    blocks[b].hi = blocks[l].hi;
-                }
             }
         }
 
         // Region A: population order of every leaf; COWed ones leave holes there.
         let pop_key = |t: Tree, l: usize| -> u64 {
             match t {
-                Tree::Extent => ext_leaves[l].0.max(data_start),
-                Tree::Csum => csum_leaves[l].0,
-                Tree::Fs => files[(fs_leaves[l].0 as usize).min(files.len() - 1)].logical,
+                Tree::Extent => ext_leaves[l].max(data_start),
+                Tree::Csum => csum_leaves[l],
+                Tree::Fs => files[(fs_leaves[l] as usize).min(files.len() - 1)].logical,
             }
         };
         let mut pop: Vec<(u64, u8, usize)> = Vec::new();

@@ -19,7 +19,7 @@
 //!   transaction-commit pause (the filesystem is idle), `btrfs_inc_block_group_ro` per chunk,
 //!   the system chunk (16 MiB), the bandwidth limit, block-layer merging of adjacent bios.
 
-use super::layout::{ChunkKind, Extent, Layout, LayoutParams, Tree, NODESIZE};
+use super::layout::{ChunkKind, Extent, Layout, LayoutParams, Tree};
 use super::reada::{MetaIo, MetaStats};
 use crate::device::hdd::HddStats;
 use crate::device::{Device, DeviceConfig, Request};
@@ -382,23 +382,6 @@ pub fn compare(
         .collect()
 }
 
-/// Bytes of tree blocks one copy of the metadata holds.
-pub fn tree_bytes(r: &ScrubResult) -> u64 {
-    r.tree_blocks * NODESIZE
-}
-
-/// Mean and (with ≥ 2 values) a Student-t 95 % interval.
-fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n.max(1.0);
-    if v.len() < 2 {
-        return (mean, None);
-    }
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let h = crate::workload::compare::t975(v.len() - 1) * (var / n).sqrt();
-    (mean, Some((mean - h, mean + h)))
-}
-
 /// Seed 002's rows for `fsyncsim validate`: the rate and duration changes from the framework
 /// (v5.16) to path readahead (v5.17), and the framework's absolute rate and duration, over
 /// `seeds` filesystems (seeds 1..=n) on `hdd-smr-5400`, at the seed's full file count (a
@@ -437,7 +420,7 @@ pub fn seed002_rows(seeds: u64) -> Result<Vec<crate::validate::Row>, String> {
             change(&dur),
         ),
     ] {
-        let (mean, ci) = mean_ci(&vals);
+        let (mean, ci) = crate::validate::mean_ci(&vals);
         rows.push(Row {
             id: id.into(),
             seed: seed_tag.clone(),
@@ -467,7 +450,7 @@ pub fn seed002_rows(seeds: u64) -> Result<Vec<crate::validate::Row>, String> {
         ),
     ];
     for (id, what, seed_value, vals, unit) in levels {
-        let (mean, ci) = mean_ci(&vals);
+        let (mean, ci) = crate::validate::mean_ci(&vals);
         rows.push(Row {
             id: id.into(),
             seed: seed_tag.clone(),
