@@ -363,6 +363,17 @@ impl Hdd {
         (s.e0 + ((now - s.t0) * s.rate) as u64).min(limit)
     }
 
+    /// Whether `offset` lies ahead on the running stream's path at `t`: within its read-ahead
+    /// or within one turn of the head, and the stream has not stopped. The head gets there by
+    /// reading on (what it passes stays in the buffer); repositioning would be no sooner.
+    fn on_stream_path(&self, s: &Stream, t: f64, offset: u64) -> bool {
+        let limit = s.consumed + self.m.readahead_bytes.0;
+        let stopped_at = s.t0 + (limit - s.e0) as f64 / s.rate;
+        let p = self.stream_pos(s, t);
+        let reach = limit.max(p + self.zone_of(p).track_bytes);
+        offset >= s.seg_start && offset <= reach && t <= stopped_at
+    }
+
     /// What serving `[offset, offset + len)` at `now` would cost (reads consult the cache).
     pub fn plan(&self, now: Nanos, offset: u64, len: u64, read: bool) -> Plan {
         let t = now as f64;
@@ -377,13 +388,7 @@ impl Hdd {
                         kind: PlanKind::Hit,
                     };
                 }
-                let limit = s.consumed + self.m.readahead_bytes.0;
-                let stopped_at = s.t0 + (limit - s.e0) as f64 / s.rate;
-                // Ahead on the stream's path (within its read-ahead, or within one turn of
-                // where the head is): the head gets there by reading on, and what it passes
-                // stays in the buffer. Repositioning would reach it no sooner.
-                let reach = limit.max(p + self.zone_of(p).track_bytes);
-                if offset >= s.seg_start && offset <= reach && t <= stopped_at {
+                if self.on_stream_path(s, t, offset) {
                     let ready = s.t0 + (end - s.e0) as f64 / s.rate;
                     return Plan {
                         ns: (ready - t).max(oh) as Nanos,
@@ -425,16 +430,10 @@ impl Hdd {
                 self.stats.cache_hits += 1;
                 // A hit on the running stream's path keeps its read-ahead going (the drive
                 // follows the host's sequential pattern by LBA), unless it already stopped.
-                if let Some(s) = self.stream {
-                    let limit = s.consumed + self.m.readahead_bytes.0;
-                    let stopped_at = s.t0 + (limit - s.e0) as f64 / s.rate;
-                    let p = self.stream_pos(&s, t);
-                    let reach = limit.max(p + self.zone_of(p).track_bytes);
-                    let on_path = offset >= s.seg_start && offset <= reach;
-                    if on_path && end > s.consumed && t <= stopped_at {
-                        if let Some(s) = &mut self.stream {
-                            s.consumed = end;
-                        }
+                if let Some(mut s) = self.stream {
+                    if end > s.consumed && self.on_stream_path(&s, t, offset) {
+                        s.consumed = end;
+                        self.stream = Some(s);
                     }
                 }
             }
