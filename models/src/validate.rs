@@ -223,7 +223,7 @@ impl Lengths {
 }
 
 /// Mean and (with ≥ 2 values) a Student-t 95 % interval.
-fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
+pub(crate) fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n.max(1.0);
     if v.len() < 2 {
@@ -320,6 +320,8 @@ pub fn validate_with(
             });
         }
     }
+    // Seed 002 (scrub with and without the readahead framework): its own rows.
+    rows.extend(crate::btrfs::scrub::seed002_rows(seeds)?);
     let curves = vec![r7_curve(curve_dur, jobs, progress)?];
     Ok(Validation {
         quick,

@@ -5,12 +5,12 @@ use models::device::DeviceConfig;
 /// A table of device presets.
 pub fn text(cfgs: &[DeviceConfig]) -> String {
     let mut s = format!(
-        "{:<10} {:>6} {:>6} {:>5} {:>6} {:>10} {:>10} {:>10} {:>8}\n",
+        "{:<12} {:>6} {:>6} {:>5} {:>6} {:>10} {:>10} {:>10} {:>8}\n",
         "preset", "queues", "depth", "par", "cache", "read_us", "write_us", "fua_us", "hdd"
     );
     for c in cfgs {
         s.push_str(&format!(
-            "{:<10} {:>6} {:>6} {:>5} {:>6} {:>10.1} {:>10.1} {:>10.1} {:>8}\n",
+            "{:<12} {:>6} {:>6} {:>5} {:>6} {:>10.1} {:>10.1} {:>10.1} {:>8}\n",
             c.name,
             c.hw_queues,
             c.queue_depth,

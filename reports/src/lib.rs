@@ -9,6 +9,7 @@ pub mod latency;
 pub mod output;
 pub mod plot;
 pub mod race;
+pub mod scrub;
 pub mod sweep;
 pub mod validate;
 pub mod vocab;

@@ -71,6 +71,10 @@ pub struct HddGeometry {
     pub capacity_bytes: Positive,
     /// Cylinders.
     pub cylinders: Positive,
+    /// Mechanics (seek curve with a knee, tracked rotation, zones, drive cache, NCQ order);
+    /// absent: the single √ curve and a random rotational delay of up to one turn.
+    #[serde(default)]
+    pub mech: Option<super::hdd::HddMechanics>,
 }
 
 /// Everything that defines a simulated block device.
@@ -264,6 +268,12 @@ impl DeviceConfig {
                     location: key_line("hdd"),
                     message: "expected rpm > 0 and seek_min_ms <= seek_max_ms".to_string(),
                 });
+            }
+            if let Some(m) = &g.mech {
+                m.validate().map_err(|message| ConfigError {
+                    location: key_line("[hdd.mech"),
+                    message,
+                })?;
             }
             cfg.hdd = Some(g);
         }

@@ -19,6 +19,7 @@
 pub mod cache;
 pub mod config;
 pub mod dist;
+pub mod hdd;
 pub mod iosched;
 pub mod presets;
 
@@ -277,6 +278,7 @@ struct State {
     host_queue: VecDeque<u64>,
     in_system: u64,
     head_cyl: u64,
+    mech: Option<hdd::Hdd>,
     histograms: bool,
     link_free: Nanos,
     now: Nanos,
@@ -336,6 +338,44 @@ impl State {
         (seek_ms * 1e6 + rot_ns) as Nanos
     }
 
+    /// The next request: the drive's NCQ order when its mechanics reorder, else the
+    /// scheduler's.
+    fn dispatch(&mut self, head: u64, now: Nanos) -> Option<Queued> {
+        let State {
+            mech, slots, sched, ..
+        } = self;
+        if let Some(m) = mech.as_ref() {
+            if m.mechanics().ncq != hdd::NcqOrder::Fifo {
+                return sched.dispatch_by(now, &|q: &Queued| {
+                    let f = slots[q.id as usize].as_ref().expect("live request");
+                    if f.req.op == Op::Flush {
+                        return 0;
+                    }
+                    let waited = now - f.done.issued;
+                    m.order_cost(now, f.req.offset, f.req.len, f.req.op == Op::Read, waited)
+                        .unwrap_or(0)
+                });
+            }
+        }
+        sched.dispatch(head, now)
+    }
+
+    /// Service time through the HDD mechanics (reads and write-through writes), or None.
+    fn mech_service(&mut self, req: &Request, transfer: Nanos) -> Option<Nanos> {
+        let through = req.op == Op::Read
+            || (req.op == Op::Write && !req.preflush && (req.fua || !self.cfg.write_cache));
+        if !through {
+            return None;
+        }
+        let now = self.now;
+        let m = self.mech.as_mut()?;
+        let media = m.access(now, req.offset, req.len, req.op == Op::Read);
+        self.head_cyl = m.head_cyl();
+        // The drive moves the data over the link once it is in its buffer; the media keeps
+        // streaming meanwhile (the next request's data time is absolute in the stream).
+        Some(self.link(now + media, transfer) - now)
+    }
+
     /// Reserves the host link for `transfer` ns from `ready` on; returns when it ends.
     fn link(&mut self, ready: Nanos, transfer: Nanos) -> Nanos {
         let start = ready.max(self.link_free);
@@ -348,6 +388,11 @@ impl State {
         let f = self.slots[id as usize].as_ref().expect("live request");
         let (req, cover) = (f.req, f.cover);
         let transfer = (req.len as f64 * self.cfg.transfer_ns_per_byte) as Nanos;
+        if self.mech.is_some() {
+            if let Some(t) = self.mech_service(&req, transfer) {
+                return t;
+            }
+        }
         let now = self.now;
         let mut t: Nanos = 0;
         if req.op == Op::Flush || req.preflush {
@@ -448,6 +493,7 @@ impl Device {
     ) -> Self {
         let h = sim.handle();
         let name = cfg.name.clone();
+        let mech = cfg.hdd.and_then(|g| g.mech.map(|m| hdd::Hdd::new(&g, m)));
         let sched = iosched::by_name(&cfg.scheduler).unwrap_or_else(|| {
             Box::new(iosched::NoneFifo::default()) // validated at parse time
         });
@@ -461,6 +507,7 @@ impl Device {
             host_queue: VecDeque::new(),
             in_system: 0,
             head_cyl: 0,
+            mech,
             histograms: true,
             link_free: 0,
             now: 0,
@@ -576,7 +623,7 @@ impl Device {
             let next = {
                 let mut st = inner.state.borrow_mut();
                 let head = st.head_cyl;
-                st.sched.dispatch(head, now)
+                st.dispatch(head, now)
             };
             let Some(q) = next else {
                 inner.idle.wait().await;
@@ -733,6 +780,11 @@ impl Device {
     /// The configuration.
     pub fn config(&self) -> DeviceConfig {
         self.inner.state.borrow().cfg.clone()
+    }
+
+    /// Counters of the HDD mechanics (None unless the geometry has `mech`).
+    pub fn hdd_stats(&self) -> Option<hdd::HddStats> {
+        self.inner.state.borrow().mech.as_ref().map(|m| m.stats())
     }
 
     /// Whether the device rotates (what the block layer reports as `rotational`).

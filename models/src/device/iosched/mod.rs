@@ -35,6 +35,12 @@ pub trait IoScheduler {
     fn add(&mut self, r: Queued);
     /// The next request to serve, given the head position (HDDs) and current time.
     fn dispatch(&mut self, head: u64, now: sim::Nanos) -> Option<Queued>;
+    /// The queued request of least `cost` (ties: the scheduler's order), for a drive that
+    /// reorders its NCQ queue; schedulers that cannot choose serve in their own order.
+    fn dispatch_by(&mut self, now: sim::Nanos, cost: &dyn Fn(&Queued) -> u64) -> Option<Queued> {
+        let _ = cost;
+        self.dispatch(0, now)
+    }
     /// Requests queued.
     fn len(&self) -> usize;
     /// Whether nothing is queued.

@@ -18,6 +18,11 @@ impl IoScheduler for NoneFifo {
         self.q.pop_front()
     }
 
+    fn dispatch_by(&mut self, _now: sim::Nanos, cost: &dyn Fn(&Queued) -> u64) -> Option<Queued> {
+        let i = (0..self.q.len()).min_by_key(|&i| (cost(&self.q[i]), i))?;
+        self.q.remove(i)
+    }
+
     fn len(&self) -> usize {
         self.q.len()
     }

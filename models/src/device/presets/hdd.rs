@@ -40,6 +40,7 @@ pub fn config() -> DeviceConfig {
             seek_max_ms: NonNeg(10.627),
             capacity_bytes: Positive(9_100_000_000),
             cylinders: Positive(6_962),
+            mech: None,
         }),
         scheduler: "none".into(),
     }

@@ -2,6 +2,7 @@
 //! Values marked (guess) are starting points to override from a device TOML file.
 
 mod hdd;
+pub mod hdd_smr_5400;
 mod nvme;
 mod sas_ssd;
 mod sata_ssd;
@@ -9,7 +10,7 @@ mod sata_ssd;
 use super::config::DeviceConfig;
 
 /// Preset names accepted by `--device`.
-pub const NAMES: [&str; 4] = ["nvme", "sas-ssd", "sata-ssd", "hdd"];
+pub const NAMES: [&str; 5] = ["nvme", "sas-ssd", "sata-ssd", "hdd", "hdd-smr-5400"];
 
 /// The preset with this name.
 pub fn by_name(name: &str) -> Option<DeviceConfig> {
@@ -18,6 +19,7 @@ pub fn by_name(name: &str) -> Option<DeviceConfig> {
         "sas-ssd" => Some(sas_ssd::config()),
         "sata-ssd" => Some(sata_ssd::config()),
         "hdd" => Some(hdd::config()),
+        "hdd-smr-5400" => Some(hdd_smr_5400::config()),
         _ => None,
     }
 }

@@ -1,0 +1,178 @@
+//! Output of `fsyncsim scrub`: btrfs-progs' `scrub status` fields per run, the model's
+//! counters, and the side-by-side comparison with seed 002's figures.
+
+use models::btrfs::scrub::{seed002, ScrubResult};
+use serde_json::{json, Value};
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// H:MM:SS of whole seconds, as btrfs-progs prints a duration.
+pub fn hms(secs: u64) -> String {
+    format!("{}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
+}
+
+/// One run: the `scrub status` block, then the model's counters.
+pub fn text(r: &ScrubResult) -> String {
+    let mut s = format!(
+        "scrub device {} policy {} ({}), seed {} (virtual time)\n",
+        r.device,
+        r.policy.name(),
+        r.policy.kernel(),
+        r.seed
+    );
+    s.push_str("Status:           finished\n");
+    s.push_str(&format!("Duration:         {}\n", hms(r.whole_seconds())));
+    s.push_str(&format!(
+        "Total to scrub:   {:.2}GiB\n",
+        r.total_to_scrub as f64 / GIB
+    ));
+    s.push_str(&format!(
+        "Bytes scrubbed:   {:.2}GiB\n",
+        r.bytes_scrubbed as f64 / GIB
+    ));
+    s.push_str(&format!(
+        "Rate:             {:.2}MiB/s\n",
+        r.progs_rate_mib_s()
+    ));
+    s.push_str("Error summary:    no errors found\n");
+    s.push_str(&format!(
+        "model: {:.3} s, {:.2} MiB/s exact; {} data extents ({:.2} GiB), {} tree blocks \
+         ({} extent leaves, {} csum leaves); {} bios\n",
+        r.duration as f64 / 1e9,
+        r.rate_mib_s(),
+        r.data_extents,
+        r.data_bytes as f64 / GIB,
+        r.tree_blocks,
+        r.extent_leaves,
+        r.csum_leaves,
+        r.bios
+    ));
+    s.push_str(&format!(
+        "metadata reads: {} sync, {} path readahead, {} readahead framework; scrub thread \
+         waited {:.3} s for tree blocks\n",
+        r.meta.sync_reads,
+        r.meta.path_reada,
+        r.meta.framework_reads,
+        r.meta.blocked_ns as f64 / 1e9
+    ));
+    if let Some(h) = &r.hdd {
+        s.push_str(&format!(
+            "disk: {} repositionings ({} long seeks), seek {:.3} s, rotation {:.3} s; \
+             {} read-ahead stream hits, {} cache hits\n",
+            h.misses,
+            h.long_seeks,
+            h.seek_ns as f64 / 1e9,
+            h.rotation_ns as f64 / 1e9,
+            h.stream_hits,
+            h.cache_hits
+        ));
+    }
+    s
+}
+
+/// A comparison: each run's status block, then one table against seed 002.
+pub fn compare_text(runs: &[ScrubResult]) -> String {
+    let mut s = String::new();
+    for r in runs {
+        s.push_str(&text(r));
+        s.push('\n');
+    }
+    let mut lines = vec![vec![
+        "policy".to_string(),
+        "kernel".into(),
+        "duration".into(),
+        "rate MiB/s".into(),
+        "seed duration".into(),
+        "seed rate MiB/s".into(),
+    ]];
+    let seed = |i: usize| match i {
+        0 => (seed002::DURATION_BEFORE, seed002::RATE_BEFORE),
+        1 => (seed002::DURATION_AFTER, seed002::RATE_AFTER),
+        _ => (f64::NAN, f64::NAN),
+    };
+    for (i, r) in runs.iter().enumerate() {
+        let (sd, sr) = seed(i);
+        lines.push(vec![
+            r.policy.name().into(),
+            r.policy.kernel().into(),
+            format!("{:.2} s", r.duration as f64 / 1e9),
+            format!("{:.2}", r.rate_mib_s()),
+            if sd.is_finite() {
+                format!("{sd:.2} s")
+            } else {
+                "-".into()
+            },
+            if sr.is_finite() {
+                format!("{sr:.2}")
+            } else {
+                "-".into()
+            },
+        ]);
+    }
+    if runs.len() >= 2 {
+        let (a, b) = (&runs[0], &runs[1]);
+        let dd = (b.duration as f64 / a.duration as f64 - 1.0) * 100.0;
+        let dr = (b.rate_mib_s() / a.rate_mib_s() - 1.0) * 100.0;
+        lines.push(vec![
+            format!("{} → {}", a.policy.name(), b.policy.name()),
+            "change".into(),
+            format!("{dd:+.2} %"),
+            format!("{dr:+.2} %"),
+            format!(
+                "{:+.2} %",
+                (seed002::DURATION_AFTER / seed002::DURATION_BEFORE - 1.0) * 100.0
+            ),
+            format!(
+                "{:+.2} %",
+                (seed002::RATE_AFTER / seed002::RATE_BEFORE - 1.0) * 100.0
+            ),
+        ]);
+    }
+    s.push_str(&crate::workload::pipe_table(&lines));
+    s
+}
+
+/// `--json`: one object per run.
+pub fn json(runs: &[ScrubResult]) -> Value {
+    json!({
+        "runs": runs.iter().map(|r| json!({
+            "policy": r.policy.name(),
+            "kernel": r.policy.kernel(),
+            "device": r.device,
+            "seed": r.seed,
+            "duration_ns": r.duration,
+            "duration": hms(r.whole_seconds()),
+            "total_to_scrub_bytes": r.total_to_scrub,
+            "bytes_scrubbed": r.bytes_scrubbed,
+            "data_bytes": r.data_bytes,
+            "rate_mib_s": r.rate_mib_s(),
+            "progs_rate_mib_s": r.progs_rate_mib_s(),
+            "data_extents": r.data_extents,
+            "tree_blocks": r.tree_blocks,
+            "extent_leaves": r.extent_leaves,
+            "csum_leaves": r.csum_leaves,
+            "bios": r.bios,
+            "meta": {
+                "sync_reads": r.meta.sync_reads,
+                "path_reada": r.meta.path_reada,
+                "framework_reads": r.meta.framework_reads,
+                "blocked_ns": r.meta.blocked_ns,
+            },
+            "hdd": r.hdd.map(|h| json!({
+                "misses": h.misses,
+                "long_seeks": h.long_seeks,
+                "seek_ns": h.seek_ns as u64,
+                "rotation_ns": h.rotation_ns as u64,
+                "stream_hits": h.stream_hits,
+                "cache_hits": h.cache_hits,
+            })),
+        })).collect::<Vec<_>>(),
+        "seed002": {
+            "rate_before_mib_s": seed002::RATE_BEFORE,
+            "rate_after_mib_s": seed002::RATE_AFTER,
+            "duration_before_s": seed002::DURATION_BEFORE,
+            "duration_after_s": seed002::DURATION_AFTER,
+            "bytes_mib": seed002::BYTES_MIB,
+        },
+    })
+}
