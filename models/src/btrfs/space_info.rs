@@ -423,9 +423,26 @@ impl Btrfs {
         }
     }
 
-    /// flush_space (space-info.c@v5.12) for one state.
+    /// flush_space (space-info.c@v5.12) for one state. For the preemptive worker, a state
+    /// with nothing to do costs one jiffy (the kernel's loop would spin on cond_resched), so
+    /// a worker that cannot make progress still lets virtual time pass.
     async fn flush_space(&self, state: FlushState, to_reclaim: u64, for_preempt: bool) {
         let item = self.meta_items(1);
+        let idle = {
+            let m = &self.inner.st.borrow().meta;
+            match state {
+                FlushState::DelayedItemsNr | FlushState::DelayedItems => m.delayed_block == 0,
+                FlushState::DelayedRefsNr | FlushState::DelayedRefs => m.delayed_refs == 0,
+                FlushState::RunDelayedIputs => true,
+                _ => false,
+            }
+        };
+        if idle {
+            if for_preempt {
+                self.inner.h.sleep(self.inner.costs.jiffy).await;
+            }
+            return;
+        }
         match state {
             FlushState::DelayedItemsNr | FlushState::DelayedItems => {
                 let bytes = {
