@@ -902,14 +902,20 @@ fn main() -> ExitCode {
         }
     };
     if let Err(msg) = limits::check(&cli.command) {
-        out::error(format_args!("error: {msg}"), true);
+        out::error(
+            format_args!("error: {}", models::units::one_line(&msg)),
+            true,
+        );
         return ExitCode::from(out::code::LIMIT);
     }
     match run(cli) {
         Ok(Verdict::Clean) => ExitCode::from(out::code::OK),
         Ok(Verdict::Failed) => ExitCode::from(out::code::FAILED),
         Err(Failure(msg)) => {
-            out::error(format_args!("error: {msg}"), true);
+            out::error(
+                format_args!("error: {}", models::units::one_line(&msg)),
+                true,
+            );
             ExitCode::from(out::code::BAD_INPUT)
         }
     }

@@ -214,11 +214,16 @@ fn mutated(corpus: Vec<String>) -> impl Strategy<Value = String> {
     ]
 }
 
-/// An error is one line, and its location is `origin` or `origin:LINE` with LINE within the
-/// text (plus one, for an error at its end).
-fn located(location: &str, message: &str, origin: &str, text: &str) -> Result<(), TestCaseError> {
-    let shown = format!("{location}: {message}");
-    prop_assert!(!shown.contains('\n'), "not one line: {shown:?}");
+/// An error is one line as shown (its `Display`), and its location is `origin` or
+/// `origin:LINE` with LINE within the text (plus one, for an error at its end).
+fn located(
+    shown: &str,
+    location: &str,
+    message: &str,
+    origin: &str,
+    text: &str,
+) -> Result<(), TestCaseError> {
+    prop_assert!(!shown.contains(['\n', '\r']), "not one line: {shown:?}");
     prop_assert!(!message.is_empty(), "empty message: {shown:?}");
     let lines = text.split('\n').count() + 1;
     let ok = location == origin
@@ -237,14 +242,22 @@ fn located(location: &str, message: &str, origin: &str, text: &str) -> Result<()
 #[test]
 fn scenario_parser_never_panics_and_locates_its_errors() {
     let corpus = corpus(&[".", "examples"]);
+    let errors = std::cell::Cell::new(0u32);
     runner(256)
         .run(&mutated(corpus), |text| {
             if let Err(e) = Scenario::parse(&text, "fuzz.toml") {
-                located(&e.location, &e.message, "fuzz.toml", &text)?;
+                errors.set(errors.get() + 1);
+                located(&e.to_string(), &e.location, &e.message, "fuzz.toml", &text)?;
             }
             Ok(())
         })
         .unwrap();
+    // The mutations reach the error paths (and not only them).
+    assert!(
+        errors.get() > 0 && errors.get() < cases(256),
+        "{} errors",
+        errors.get()
+    );
 }
 
 #[test]
@@ -253,7 +266,7 @@ fn workload_parser_never_panics_and_locates_its_errors() {
     runner(256)
         .run(&mutated(corpus), |text| {
             if let Err(e) = Spec::parse(&text, "fuzz.toml") {
-                located(&e.location, &e.message, "fuzz.toml", &text)?;
+                located(&e.to_string(), &e.location, &e.message, "fuzz.toml", &text)?;
             }
             Ok(())
         })
@@ -266,7 +279,7 @@ fn device_parser_never_panics_and_locates_its_errors() {
     runner(256)
         .run(&mutated(corpus), |text| {
             if let Err(e) = DeviceConfig::from_toml(&text, "fuzz.toml") {
-                located(&e.location, &e.message, "fuzz.toml", &text)?;
+                located(&e.to_string(), &e.location, &e.message, "fuzz.toml", &text)?;
             }
             Ok(())
         })
@@ -419,10 +432,10 @@ fn checkpoint_reader_never_panics_and_refuses_any_edit() {
 }
 
 /// Parses, renders with `to_toml`, parses again: the same scenario (all but where it came
-/// from and its line numbers), and the same text.
-fn round_trips(text: &str) -> Result<(), TestCaseError> {
+/// from and its line numbers), and the same text. Returns whether `text` parsed at all.
+fn round_trips(text: &str) -> Result<bool, TestCaseError> {
     let Ok(a) = Scenario::parse(text, "a.toml") else {
-        return Ok(());
+        return Ok(false);
     };
     let t1 = a.to_toml(&[]);
     let b = Scenario::parse(&t1, "b.toml")
@@ -439,14 +452,13 @@ fn round_trips(text: &str) -> Result<(), TestCaseError> {
         format!("{s:?}")
     };
     prop_assert_eq!(strip(&a), strip(&b));
-    Ok(())
+    Ok(true)
 }
 
 #[test]
 fn builtin_and_example_scenarios_round_trip_through_to_toml() {
     for text in corpus(&[".", "examples"]) {
-        assert!(Scenario::parse(&text, "a.toml").is_ok());
-        round_trips(&text).unwrap();
+        assert!(round_trips(&text).unwrap());
     }
 }
 
@@ -490,13 +502,30 @@ fn random_op_lists_round_trip_through_to_toml() {
         prop::sample::select(vec!["R1", "R4", "R7", "X9"]),
         prop::option::of(prop::sample::select(vec!["nvme", "hdd", "sas-ssd"])),
     );
+    let (tried, parsed) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
     runner(128)
         .run(&strategy, |(setup, tasks, race, device)| {
+            tried.set(tried.get() + 1);
             let mut t =
                 format!("name = \"fuzz\"\nrace = \"{race}\"\ntitle = \"t\"\nsummary = \"s\"\n");
             if let Some(d) = device {
                 t.push_str(&format!("device = \"{d}\"\n"));
             }
+            // Every path the operations name exists (parse checks that some operation
+            // creates it); the random setup follows.
+            let base = [
+                "mkdir /d",
+                "mkdir /d/e",
+                "create /a",
+                "create /b",
+                "create /d/x",
+            ];
+            let setup: Vec<String> = base
+                .iter()
+                .map(|s| s.to_string())
+                .chain(setup)
+                .chain(["create /d/e/y".to_string()])
+                .collect();
             t.push_str(&format!(
                 "setup = [{}]\n",
                 setup.iter().map(q).collect::<Vec<_>>().join(", ")
@@ -510,7 +539,17 @@ fn random_op_lists_round_trip_through_to_toml() {
             if race == "X9" {
                 t.push_str("[policies]\nbefore = \"linux-5.10\"\nafter = \"linux-5.11\"\n");
             }
-            round_trips(&t)
+            if round_trips(&t)? {
+                parsed.set(parsed.get() + 1);
+            }
+            Ok(())
         })
         .unwrap();
+    // The property is about scenarios that parse: most generated ones must.
+    assert!(
+        parsed.get() * 2 > tried.get(),
+        "{} of {} parsed",
+        parsed.get(),
+        tried.get()
+    );
 }

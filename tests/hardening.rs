@@ -409,3 +409,26 @@ fn replay_shrink_and_check_print_json() {
         "{v}"
     );
 }
+
+#[test]
+fn a_value_with_a_line_break_is_quoted_on_one_line() {
+    // Found by tests/fuzz.rs: a TOML string's `\n` was echoed into the error verbatim.
+    let dir = temp_dir("nl");
+    let w = dir.join("w.toml");
+    let dbench = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/workloads/dbench.toml"),
+    )
+    .unwrap();
+    let edited = dbench.replace("ReadX = \"938ns\"", "ReadX = \"938\\ns\"");
+    assert_ne!(edited, dbench);
+    let line = edited.lines().position(|l| l.contains("938\\ns")).unwrap() + 1;
+    std::fs::write(&w, edited).unwrap();
+    assert_one_line(
+        2,
+        &["workload", w.to_str().unwrap()],
+        &[&format!("w.toml:{line}"), "938\\ns"],
+    );
+    let d = dir.join("d.toml");
+    std::fs::write(&d, "preset = \"nv\\nme\"\n").unwrap();
+    assert_one_line(2, &["fio", "--device", d.to_str().unwrap()], &["nv\\nme"]);
+}
