@@ -75,6 +75,48 @@ impl CompareSeeds {
 mod tests {
     use super::*;
 
+    /// Every flag of every subcommand, given each of a few values, parses or is refused, and
+    /// never panics (clap panics at parse time when a field's type and its parser disagree,
+    /// as `--cpus` did).
+    #[test]
+    fn no_flag_value_panics_the_parser() {
+        use clap::{CommandFactory, Parser};
+        let cli = crate::Cli::command();
+        let values = [
+            "1",
+            "0",
+            "-1",
+            "unlimited",
+            "3..5",
+            "1/2",
+            "4k",
+            "1s",
+            "x",
+            "",
+        ];
+        let mut tried = 0;
+        for sub in cli.get_subcommands() {
+            let name = sub.get_name().to_string();
+            let positionals: Vec<String> = sub
+                .get_positionals()
+                .filter(|a| a.is_required_set())
+                .map(|_| "x".to_string())
+                .collect();
+            for arg in sub.get_opts() {
+                let Some(long) = arg.get_long() else { continue };
+                for v in values {
+                    let mut argv = vec!["fsyncsim".to_string(), name.clone()];
+                    argv.extend(positionals.iter().cloned());
+                    argv.push(format!("--{long}={v}"));
+                    let r = std::panic::catch_unwind(|| crate::Cli::try_parse_from(&argv).is_ok());
+                    assert!(r.is_ok(), "{argv:?} panicked");
+                    tried += 1;
+                }
+            }
+        }
+        assert!(tried > 100, "{tried}");
+    }
+
     #[test]
     fn compare_seeds_take_a_range_or_a_count() {
         assert_eq!(

@@ -22,16 +22,20 @@ pub const SWEEP_RUNS_PER_CPU_SECOND: f64 = 71_000.0;
 /// start.
 pub const MAX_WORKLOAD_EVENTS: f64 = 1e11;
 
-/// Engine events per client (or thread) per virtual second of a workload. Measured with
-/// `fsyncsim workload dbench --clients 8 --duration 20s --warmup 4s --json` (`events` /
-/// (8 × 24 s) = 12,150) and `sysbench-fileio --threads 4 --duration 60s` (≈ 6,400) and
-/// `fs-mark --threads 4 --duration 20s` (≈ 9,700) on this machine; the largest, dbench's,
-/// is used with some margin.
-pub const WORKLOAD_EVENTS_PER_CLIENT_SECOND: f64 = 13_000.0;
+/// Engine events per client (or thread) per virtual second of a workload: the largest of
+/// these, measured on this machine as the `events` of `fsyncsim workload NAME … --json`
+/// (task resumptions; deterministic) divided by clients × (duration + warmup):
+/// fs-mark 1 thread 5 s: 355,101 / 5 = 71,020; dbench 1 client 5 s + 1 s: 51,981;
+/// dbench 8 clients: 41,062; fs-mark 4 threads: 36,613; dbench 64 clients: 19,868;
+/// sysbench-fileio 4 threads: 8,958; dbench --sync-open 32 clients on sas-ssd: 7,896.
+/// Fewer clients contend less for the simulated CPUs and run more operations each, so a
+/// large run's estimate is pessimistic (3.6× for dbench at 64 clients).
+pub const WORKLOAD_EVENTS_PER_CLIENT_SECOND: f64 = 72_000.0;
 
-/// Workload events per CPU-second. Measured: the dbench run above took 0.49 s wall for
-/// 2.33 M events ⇒ ≈ 4.8 M events per CPU-second.
-pub const WORKLOAD_EVENTS_PER_CPU_SECOND: f64 = 4.8e6;
+/// Workload events per CPU-second: `fsyncsim workload dbench --clients 64 --duration 300s`
+/// took 139.5 s wall, release build (README, "Measured figures"), for 64 × 360 s × 19,868
+/// = 458 M events ⇒ ≈ 3.3 M events per CPU-second.
+pub const WORKLOAD_EVENTS_PER_CPU_SECOND: f64 = 3.3e6;
 
 /// Most requests one `bench` may run.
 pub const MAX_BENCH_REQUESTS: f64 = 1e10;
@@ -45,8 +49,9 @@ pub const BENCH_REQUESTS_PER_CPU_SECOND: f64 = 4.1e6;
 pub const MAX_FIO_BYTES: f64 = 4.0 * (1u64 << 30) as f64;
 
 /// Bytes per in-flight `fio` request (one simulated task with its future, RNG stream and
-/// device request). Measured: peak RSS (`/usr/bin/time -v`) of `fsyncsim fio --iodepth 65536
-/// --runtime 1ms` minus that of `--iodepth 1`, divided by 65,535 ≈ 1.1 KiB; rounded up.
+/// device request). Measured: peak RSS (`/usr/bin/time -f %M`) of `fsyncsim fio --iodepth
+/// 65536 --runtime 1ms` (111,568 KB) minus that of `--iodepth 1` (16,068 KB), divided by
+/// 65,535 ≈ 1.46 KiB; rounded up.
 pub const FIO_BYTES_PER_REQUEST: f64 = 1536.0;
 
 /// The refusal, if the command would exceed a limit and `--force` was not given.

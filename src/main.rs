@@ -30,7 +30,8 @@ macro_rules! exit_codes {
          2  bad input: flags, files, an output path that is not a regular file (a directory\n     \
          for --out DIR), a scenario that cannot play (a stuck script, a failing setup;\n     \
          a sweep in which every seed fails to play)\n  \
-         3  a resource limit refused the request"
+         3  a resource limit refused the request (sweep, workload, compare, bench, fio: one line\n     \
+         naming the flags and the estimate; --force runs anyway)"
     };
 }
 
@@ -119,12 +120,12 @@ enum Command {
     Shrink(ShrinkArgs),
     /// Run a filesystem workload (dbench, sysbench-fileio, fs-mark) under one policy.
     #[command(
-        after_help = "Without --policy: linux-5.11, with --fix/--without/--mutant applied to it.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events (clients x\n(duration + warmup) x 13,000 per client-second); --force runs anyway.\n\nExamples:\n  fsyncsim workload dbench --clients 8 --duration 30s\n  fsyncsim workload dbench --policy linux-5.10 --sync-open --device sas-ssd --clients 32\n  fsyncsim workload sysbench-fileio --without R7 --duration 60s --json"
+        after_help = "Without --policy: linux-5.11, with --fix/--without/--mutant applied to it.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events (clients x\n(duration + warmup) x 72,000 per client-second); --force runs anyway.\n\nExamples:\n  fsyncsim workload dbench --clients 8 --duration 30s\n  fsyncsim workload dbench --policy linux-5.10 --sync-open --device sas-ssd --clients 32\n  fsyncsim workload sysbench-fileio --without R7 --duration 60s --json"
     )]
     Workload(WorkloadArgs),
     /// Compare two kernel policies on a workload: dbench/fsperf tables, attribution, plots.
     #[command(
-        after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers;\nwithout --baseline/--current: linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 13,000 per client-second);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024"
+        after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers;\nwithout --baseline/--current: linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 72,000 per client-second);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024"
     )]
     Compare(CompareArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -419,21 +420,26 @@ struct LoadArgs {
     /// CPU cores the simulated CPU time runs on, round robin (`unlimited`: no contention;
     /// default: the workload's `cpus`).
     #[arg(long, value_parser = parse_cpus)]
-    cpus: Option<Option<u64>>,
+    cpus: Option<Cpus>,
     /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
     #[arg(long)]
     force: bool,
 }
 
+/// `--cpus`: N cores, or None for `unlimited`. (A newtype: clap reads `Option<Option<T>>`
+/// as a flag with an optional value, and panicked on every `--cpus`.)
+#[derive(Clone, Copy, Debug)]
+struct Cpus(Option<u64>);
+
 /// `--cpus N` (1..=4096) or `unlimited`.
-fn parse_cpus(s: &str) -> Result<Option<u64>, String> {
+fn parse_cpus(s: &str) -> Result<Cpus, String> {
     match s {
-        "unlimited" => Ok(None),
+        "unlimited" => Ok(Cpus(None)),
         _ => s
             .parse::<u64>()
             .ok()
             .filter(|n| (1..=4096).contains(n))
-            .map(Some)
+            .map(|n| Cpus(Some(n)))
             .ok_or_else(|| format!("expected 1..=4096 or 'unlimited', got '{s}'")),
     }
 }
@@ -455,7 +461,7 @@ impl LoadArgs {
         if self.sync_open {
             spec.sync_open = true;
         }
-        if let Some(c) = self.cpus {
+        if let Some(Cpus(c)) = self.cpus {
             spec.cpus = c;
         }
         let dev = DeviceConfig::resolve(self.device.as_deref().unwrap_or(&spec.device))

@@ -432,3 +432,27 @@ fn a_value_with_a_line_break_is_quoted_on_one_line() {
     std::fs::write(&d, "preset = \"nv\\nme\"\n").unwrap();
     assert_one_line(2, &["fio", "--device", d.to_str().unwrap()], &["nv\\nme"]);
 }
+
+#[test]
+fn cpus_takes_a_count_or_unlimited_without_panicking() {
+    for cpus in ["2", "unlimited"] {
+        let o = fsyncsim(&[
+            "workload",
+            "dbench",
+            "--clients",
+            "1",
+            "--duration",
+            "0.05s",
+            "--warmup",
+            "0s",
+            "--cpus",
+            cpus,
+        ]);
+        assert!(o.status.success(), "--cpus {cpus}: {}", stderr(&o));
+    }
+    assert_one_line(
+        2,
+        &["workload", "dbench", "--cpus", "0"],
+        &["--cpus", "unlimited"],
+    );
+}

@@ -32,6 +32,11 @@ pub fn seal(meta: &Value, progress: Value) -> Value {
 /// Reads a checkpoint's text (`path` names it in errors) and verifies both checksums:
 /// returns its `meta` and its `progress` entries, or a one-line error.
 pub fn open(text: &str, path: &str) -> Result<(Value, Vec<Value>), String> {
+    open_inner(text, path).map_err(|e| models::units::one_line(&e).into_owned())
+}
+
+/// [`open`], its errors as built (they quote the file's strings).
+fn open_inner(text: &str, path: &str) -> Result<(Value, Vec<Value>), String> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         let what = if e.is_eof() {
             "truncated"

@@ -319,6 +319,11 @@ fn check_target(
 /// report per policy, each validated ([`SweepReport::from_json`]), written by this version,
 /// all of the same scenario, seed range, strategy and shard, each policy once.
 pub fn read_shards(name: &str, text: &str) -> Result<Vec<SweepReport>, String> {
+    read_shards_inner(name, text).map_err(|e| models::units::one_line(&e).into_owned())
+}
+
+/// [`read_shards`], its errors as built (they quote the file's strings).
+fn read_shards_inner(name: &str, text: &str) -> Result<Vec<SweepReport>, String> {
     let v: Value = serde_json::from_str(text)
         .map_err(|e| format!("{name}:{}: not sweep JSON: {e}", e.line()))?;
     let reports = v
@@ -358,6 +363,11 @@ pub fn read_shards(name: &str, text: &str) -> Result<Vec<SweepReport>, String> {
 /// Merges the shards of one sweep (all policies) into what one unsharded sweep reports.
 /// Each input is one file's list of reports (one per policy).
 pub fn merge(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>, String> {
+    merge_inner(files).map_err(|e| models::units::one_line(&e).into_owned())
+}
+
+/// [`merge`], its errors as built (they quote the files' strings).
+fn merge_inner(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>, String> {
     let (first_name, first) = files.first().ok_or("no files to merge")?;
     let n = first.first().and_then(|r| r.shard).map_or(1, |s| s.n);
     // The shards seen (a set, not an n-sized table: n comes from the file).
