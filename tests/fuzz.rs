@@ -553,3 +553,86 @@ fn random_op_lists_round_trip_through_to_toml() {
         tried.get()
     );
 }
+
+/// Strings like flag values: numbers at the edges, units, separators, unicode.
+fn flag_value() -> impl Strategy<Value = String> {
+    const PARTS: &[&str] = &[
+        "0",
+        "1",
+        "9",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-",
+        ".",
+        "..",
+        "/",
+        "=",
+        ",",
+        ":",
+        "+",
+        "e",
+        "k",
+        "KiB",
+        "T",
+        "s",
+        "ms",
+        "us",
+        "ns",
+        "m",
+        "h",
+        "R1",
+        "R8",
+        "linux-5.11",
+        "linux-5.10",
+        "queue_depth",
+        "clients",
+        "cpus",
+        "unlimited",
+        "S1",
+        "invariant:",
+        " ",
+        "é",
+        "\u{0}",
+        "inf",
+        "nan",
+    ];
+    prop_oneof![
+        3 => prop::collection::vec(prop::sample::select(PARTS), 0..8).prop_map(|p| p.concat()),
+        1 => "\\PC{0,24}",
+    ]
+}
+
+#[test]
+fn flag_value_parsers_never_panic_and_errors_are_one_line() {
+    type Parser = fn(&str) -> Result<(), String>;
+    let parsers: &[(&str, Parser)] = &[
+        ("seeds", |s| models::sweep::parse_seeds(s).map(drop)),
+        ("shard", |s| models::sweep::Shard::parse(s).map(drop)),
+        ("size", |s| models::units::parse_size(s).map(drop)),
+        ("duration", |s| sim::parse_duration(s).map(drop)),
+        ("commit", |s| {
+            models::vfs::parse_commit_interval(s).map(drop)
+        }),
+        ("vary", |s| {
+            models::workload::compare::parse_vary(s).map(drop)
+        }),
+        ("policy", |s| {
+            models::workload::compare::parse_policy(s).map(drop)
+        }),
+        ("target", |s| models::shrink::Target::parse(s).map(drop)),
+        ("op", |s| models::scenario::parse_op(s).map(drop)),
+    ];
+    runner(256)
+        .run(&flag_value(), |v| {
+            for (name, parse) in parsers {
+                if let Err(e) = parse(&v) {
+                    // A value with a line break is quoted as given; main shows it escaped.
+                    let clean = !v.contains(char::is_control);
+                    prop_assert!(!e.is_empty(), "{name} {v:?}: empty error");
+                    prop_assert!(!clean || !e.contains('\n'), "{name} {v:?}: {e:?}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}

@@ -456,3 +456,13 @@ fn cpus_takes_a_count_or_unlimited_without_panicking() {
         &["--cpus", "unlimited"],
     );
 }
+
+#[test]
+fn a_policy_modifier_that_is_not_ascii_is_bad_input() {
+    // Found by tests/fuzz.rs: `:é` was split inside the character and panicked.
+    assert_one_line(
+        2,
+        &["compare", "dbench", "--baseline", "linux-5.11:é"],
+        &["--baseline", "invalid policy modifier ':é'"],
+    );
+}
