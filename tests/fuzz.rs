@@ -493,9 +493,82 @@ fn op_line() -> impl Strategy<Value = String> {
     })
 }
 
+/// A scenario file of random operations over paths its setup creates.
+fn random_scenario_text(
+    setup: &[String],
+    tasks: &[Vec<String>],
+    race: &str,
+    device: Option<&str>,
+) -> String {
+    let q = |s: &String| format!("{s:?}");
+    let mut t = format!("name = \"fuzz\"\nrace = \"{race}\"\ntitle = \"t\"\nsummary = \"s\"\n");
+    if let Some(d) = device {
+        t.push_str(&format!("device = \"{d}\"\n"));
+    }
+    // Every path the operations name exists (parse checks that some operation creates it);
+    // the random setup follows.
+    let base = [
+        "mkdir /d",
+        "mkdir /d/e",
+        "create /a",
+        "create /b",
+        "create /d/x",
+    ];
+    let setup: Vec<String> = base
+        .iter()
+        .map(|s| s.to_string())
+        .chain(setup.iter().cloned())
+        .chain(["create /d/e/y".to_string()])
+        .collect();
+    t.push_str(&format!(
+        "setup = [{}]\n",
+        setup.iter().map(q).collect::<Vec<_>>().join(", ")
+    ));
+    for (i, ops) in tasks.iter().enumerate() {
+        t.push_str(&format!(
+            "[[task]]\nname = \"T{i}\"\nops = [{}]\n",
+            ops.iter().map(q).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if race == "X9" {
+        t.push_str("[policies]\nbefore = \"linux-5.10\"\nafter = \"linux-5.11\"\n");
+    }
+    t
+}
+
+#[test]
+fn random_scenarios_play_or_fail_cleanly_under_both_policies() {
+    let strategy = (
+        prop::collection::vec(op_line(), 0..6),
+        prop::collection::vec(prop::collection::vec(op_line(), 1..6), 1..4),
+        any::<u64>(),
+    );
+    runner(48)
+        .run(&strategy, |(setup, tasks, seed)| {
+            let t = random_scenario_text(&setup, &tasks, "R1", None);
+            let Ok(sc) = Scenario::parse(&t, "fuzz.toml") else {
+                return Ok(());
+            };
+            let dev = DeviceConfig::resolve(&sc.device).unwrap();
+            for p in [sc.pre_policy(), sc.post_policy()] {
+                for how in [
+                    models::scenario::Interleaving::Script,
+                    models::scenario::Interleaving::Random,
+                ] {
+                    // No panic; whatever fails is reported as a violation with a message.
+                    let r = models::scenario::run(&sc, &p, &dev, seed, &how);
+                    for v in &r.violations {
+                        prop_assert!(!v.message.is_empty(), "{}: empty message\n{t}", v.invariant);
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
 #[test]
 fn random_op_lists_round_trip_through_to_toml() {
-    let q = |s: &String| format!("{s:?}");
     let strategy = (
         prop::collection::vec(op_line(), 0..6),
         prop::collection::vec(prop::collection::vec(op_line(), 1..6), 1..4),
@@ -506,39 +579,7 @@ fn random_op_lists_round_trip_through_to_toml() {
     runner(128)
         .run(&strategy, |(setup, tasks, race, device)| {
             tried.set(tried.get() + 1);
-            let mut t =
-                format!("name = \"fuzz\"\nrace = \"{race}\"\ntitle = \"t\"\nsummary = \"s\"\n");
-            if let Some(d) = device {
-                t.push_str(&format!("device = \"{d}\"\n"));
-            }
-            // Every path the operations name exists (parse checks that some operation
-            // creates it); the random setup follows.
-            let base = [
-                "mkdir /d",
-                "mkdir /d/e",
-                "create /a",
-                "create /b",
-                "create /d/x",
-            ];
-            let setup: Vec<String> = base
-                .iter()
-                .map(|s| s.to_string())
-                .chain(setup)
-                .chain(["create /d/e/y".to_string()])
-                .collect();
-            t.push_str(&format!(
-                "setup = [{}]\n",
-                setup.iter().map(q).collect::<Vec<_>>().join(", ")
-            ));
-            for (i, ops) in tasks.iter().enumerate() {
-                t.push_str(&format!(
-                    "[[task]]\nname = \"T{i}\"\nops = [{}]\n",
-                    ops.iter().map(q).collect::<Vec<_>>().join(", ")
-                ));
-            }
-            if race == "X9" {
-                t.push_str("[policies]\nbefore = \"linux-5.10\"\nafter = \"linux-5.11\"\n");
-            }
+            let t = random_scenario_text(&setup, &tasks, race, device);
             if round_trips(&t)? {
                 parsed.set(parsed.get() + 1);
             }
