@@ -1078,7 +1078,8 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     let pols = policies_from(&sc, &a.pol, false);
     let shard = a.shard.unwrap_or(models::sweep::Shard::ALL);
     let strategy = a.strat.interleaving();
-    let owned = (a.seeds.end - a.seeds.start + shard.n - shard.k) / shard.n;
+    let len = a.seeds.end - a.seeds.start;
+    let owned = len / shard.n + u64::from(shard.k - 1 < len % shard.n);
     // A progress bar on a terminal only; nothing else reads the clock.
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         indicatif::ProgressBar::new(owned * pols.len() as u64)
@@ -1442,6 +1443,13 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             }
         }
         Command::Fio(a) => {
+            // Job j addresses bytes j × size .. (j + 1) × size of the device.
+            if u64::from(a.numjobs).checked_mul(a.size).is_none() {
+                return Err(Failure(format!(
+                    "--size {} × --numjobs {}: the jobs' regions end beyond 2^64 bytes; expected a smaller --size",
+                    a.size, a.numjobs
+                )));
+            }
             let cfg = DeviceConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
             let p = fio::FioParams {
                 rw: a.rw,

@@ -466,3 +466,69 @@ fn a_policy_modifier_that_is_not_ascii_is_bad_input() {
         &["--baseline", "invalid policy modifier ':é'"],
     );
 }
+
+#[test]
+fn fio_regions_beyond_two_to_the_64_bytes_are_bad_input() {
+    // Job j's offsets are j × --size + …: they overflowed (a panic in debug builds).
+    assert_one_line(
+        2,
+        &[
+            "fio",
+            "--numjobs",
+            "2",
+            "--size",
+            "18446744073709551615",
+            "--runtime",
+            "1ms",
+        ],
+        &["--size 18446744073709551615 × --numjobs 2"],
+    );
+    let o = fsyncsim(&["fio", "--size", "18446744073709551615", "--runtime", "1ms"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_sweep_may_end_at_the_last_seed() {
+    // The chunk end lo + 4096 overflowed for a range ending near 2^64 - 1.
+    let m = u64::MAX;
+    for shard in [None, Some("3/7")] {
+        let range = format!("{}..{m}", m - 10);
+        let mut args = vec![
+            "sweep",
+            "r1-link-rename-logged-trans",
+            "--seeds",
+            &range,
+            "--json",
+        ];
+        if let Some(s) = shard {
+            args.extend(["--shard", s]);
+        }
+        let o = fsyncsim(&args);
+        assert!(o.status.success(), "{shard:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        // Shard 3/7 of 10 seeds: offsets 2 and 9.
+        let want = if shard.is_some() { 2 } else { 10 };
+        assert_eq!(v[0]["runs"], want, "{shard:?}");
+    }
+    // --force past the limit counts a shard's seeds without overflowing (and stops after one
+    // chunk here, as if interrupted).
+    let all = format!("0..{m}");
+    let o = fsyncsim(&[
+        "sweep",
+        "r1-link-rename-logged-trans",
+        "--seeds",
+        &all,
+        "--shard",
+        "1/2",
+        "--force",
+        "--stop-after-chunks",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v[0]["runs"].as_u64(), v[0]["partial"].as_bool()),
+        (Some(2048), Some(true))
+    );
+}
