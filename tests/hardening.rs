@@ -532,3 +532,119 @@ fn a_sweep_may_end_at_the_last_seed() {
         (Some(2048), Some(true))
     );
 }
+
+#[test]
+fn extreme_values_end_in_an_exit_code_never_a_panic() {
+    let m = u64::MAX.to_string();
+    let near = format!("{}..{m}", u64::MAX - 3);
+    let r1 = "r1-link-rename-logged-trans";
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", r1, "--seed", &m],
+        vec!["run", r1, "--explore", "--seed", &m, "--prefix", &m],
+        vec![
+            "run",
+            r1,
+            "--explore",
+            "--strategy",
+            "pct",
+            "--depth",
+            "100",
+            "--seed",
+            &m,
+        ],
+        vec!["sweep", r1, "--seeds", &near, "--strategy", "urw"],
+        vec!["replay", r1, "--seed", &m],
+        vec!["shrink", r1, "--seed", &m, "--target", "S1"],
+        vec![
+            "workload",
+            "dbench",
+            "--seed",
+            &m,
+            "--clients",
+            "1",
+            "--duration",
+            "0.01s",
+            "--warmup",
+            "0s",
+        ],
+        vec![
+            "workload",
+            "fs-mark",
+            "--seed",
+            &m,
+            "--threads",
+            "1",
+            "--duration",
+            "0.01s",
+            "--warmup",
+            "0s",
+        ],
+        vec![
+            "compare",
+            "dbench",
+            "--seed",
+            &m,
+            "--clients",
+            "1",
+            "--duration",
+            "0.01s",
+            "--warmup",
+            "0s",
+        ],
+        vec![
+            "compare",
+            "dbench",
+            "--seeds",
+            &near,
+            "--clients",
+            "1",
+            "--duration",
+            "0.01s",
+            "--warmup",
+            "0s",
+        ],
+        vec!["bench", "--seed", &m, "--requests", "10"],
+        vec!["fio", "--seed", &m, "--runtime", "1ms"],
+        vec![
+            "fio",
+            "--rw",
+            "write",
+            "--fsync",
+            "4294967295",
+            "--runtime",
+            "1ms",
+        ],
+        vec![
+            "fio",
+            "--rw",
+            "randrw",
+            "--bs",
+            "1",
+            "--size",
+            "1",
+            "--runtime",
+            "1ms",
+        ],
+        vec![
+            "fio",
+            "--device",
+            "hdd",
+            "--rw",
+            "randwrite",
+            "--size",
+            &m,
+            "--runtime",
+            "1ms",
+        ],
+        vec!["fio", "--bs", &m, "--runtime", "1ms"],
+    ];
+    for args in cases {
+        let o = fsyncsim(&args);
+        let err = stderr(&o);
+        assert!(
+            matches!(o.status.code(), Some(0..=3)) && !err.contains("panicked"),
+            "{args:?}: {:?} {err}",
+            o.status.code()
+        );
+    }
+}
