@@ -542,10 +542,12 @@ fn random_scenarios_play_or_fail_cleanly_under_both_policies() {
         prop::collection::vec(op_line(), 0..6),
         prop::collection::vec(prop::collection::vec(op_line(), 1..6), 1..4),
         any::<u64>(),
+        prop::sample::select(vec!["R1", "R4", "R6", "X9"]),
+        prop::option::of(prop::sample::select(vec!["hdd", "sata-ssd"])),
     );
     runner(48)
-        .run(&strategy, |(setup, tasks, seed)| {
-            let t = random_scenario_text(&setup, &tasks, "R1", None);
+        .run(&strategy, |(setup, tasks, seed, race, device)| {
+            let t = random_scenario_text(&setup, &tasks, race, device);
             let Ok(sc) = Scenario::parse(&t, "fuzz.toml") else {
                 return Ok(());
             };
