@@ -2,6 +2,8 @@
 //! Every write to stdout and stderr goes through `out` (src/out.rs), which also holds the
 //! exit codes.
 
+mod flags;
+mod limits;
 mod out;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -28,7 +30,8 @@ macro_rules! exit_codes {
          2  bad input: flags, files, an output path that is not a regular file (a directory\n     \
          for --out DIR), a scenario that cannot play (a stuck script, a failing setup;\n     \
          a sweep in which every seed fails to play)\n  \
-         3  a resource limit refused the request"
+         3  a resource limit refused the request (sweep, workload, compare, bench, fio: one line\n     \
+         naming the flags and the estimate; --force runs anyway)"
     };
 }
 
@@ -52,7 +55,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Measure the engine's speed on a fixed closed-loop model (64 clients, 32 slots).
-    #[command(after_help = "Examples:\n  fsyncsim bench\n  fsyncsim bench --lock --json")]
+    #[command(
+        after_help = "Resource limit: refuses (exit 3) above 1e10 requests; --force runs anyway.\n\nExamples:\n  fsyncsim bench\n  fsyncsim bench --lock --json"
+    )]
     Bench(BenchArgs),
     /// Scrub a populated btrfs on one simulated device (seed 002: with and without the
     /// readahead framework).
@@ -62,7 +67,7 @@ enum Command {
     Scrub(ScrubArgs),
     /// Run a fio-like synthetic load against a simulated device.
     #[command(
-        after_help = "Examples:\n  fsyncsim fio --device nvme --rw randread --bs 4k --iodepth 32\n  fsyncsim fio --device hdd --rw randwrite --fsync 1 --runtime 10s --json\n  fsyncsim fio --device my-ssd.toml --rw randrw --numjobs 4"
+        after_help = "Resource limit: refuses (exit 3) when --iodepth x --numjobs requests in flight would take\nmore than 4.0 GiB (1.5 KiB each); --force runs anyway.\n\nExamples:\n  fsyncsim fio --device nvme --rw randread --bs 4k --iodepth 32\n  fsyncsim fio --device hdd --rw randwrite --fsync 1 --runtime 10s --json\n  fsyncsim fio --device my-ssd.toml --rw randrw --numjobs 4"
     )]
     Fio(FioArgs),
     /// List the device presets and their main parameters.
@@ -98,7 +103,7 @@ enum Command {
     /// waste metric or invariant.
     #[command(
         after_help = concat!(
-            "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy.\nResults are identical for any --jobs. Exits 1 when any seed hits an invariant.\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json\n\n",
+            "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy;\n--fix/--without/--mutant alone apply to linux-5.11. --seeds defaults to 0..1000.\nResults are identical for any --jobs. Exits 1 when any seed hits an invariant.\nResource limit: refuses (exit 3) above 1e8 runs (seeds of this shard x policies);\n--force runs anyway. --resume verifies state.json's checksums (exit 2 if edited).\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json\n\n",
             exit_codes!()
         )
     )]
@@ -106,7 +111,7 @@ enum Command {
     /// Re-run one explored seed exactly (as a sweep ran it) and print its timeline.
     #[command(
         after_help = concat!(
-            "Exits 1 when an invariant fires in the replayed run.\n\nExamples:\n  fsyncsim replay r1-link-rename-logged-trans --seed 2 --without R1\n  fsyncsim replay r3-ancestor-created-previous-trans --seed 112 --strategy pct --trace t.txt\n\n",
+            "Without --policy: linux-5.11, with --fix/--without/--mutant applied to it.\nExits 1 when an invariant fires in the replayed run.\n\nExamples:\n  fsyncsim replay r1-link-rename-logged-trans --seed 2 --without R1\n  fsyncsim replay r3-ancestor-created-previous-trans --seed 112 --strategy pct --trace t.txt\n\n",
             exit_codes!()
         )
     )]
@@ -121,12 +126,12 @@ enum Command {
     Shrink(ShrinkArgs),
     /// Run a filesystem workload (dbench, sysbench-fileio, fs-mark) under one policy.
     #[command(
-        after_help = "Without policy flags: linux-5.11.\n\nExamples:\n  fsyncsim workload dbench --clients 8 --duration 30s\n  fsyncsim workload dbench --policy linux-5.10 --sync-open --device sas-ssd --clients 32\n  fsyncsim workload sysbench-fileio --without R7 --duration 60s --json"
+        after_help = "Without --policy: linux-5.11, with --fix/--without/--mutant applied to it.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events (clients x\n(duration + warmup) x 72,000 per client-second); --force runs anyway.\n\nExamples:\n  fsyncsim workload dbench --clients 8 --duration 30s\n  fsyncsim workload dbench --policy linux-5.10 --sync-open --device sas-ssd --clients 32\n  fsyncsim workload sysbench-fileio --without R7 --duration 60s --json"
     )]
     Workload(WorkloadArgs),
     /// Compare two kernel policies on a workload: dbench/fsperf tables, attribution, plots.
     #[command(
-        after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers.\nBoth sides run the same seeds (common random numbers), in parallel.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024"
+        after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers;\nwithout --baseline/--current: linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 72,000 per client-second);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024"
     )]
     Compare(CompareArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -160,7 +165,7 @@ enum Command {
     /// Run scenarios and compare with their expectations; exit 1 on any mismatch.
     #[command(
         after_help = concat!(
-            "Examples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml\n\n",
+            "Each file runs under its two policies: pre/post (linux-5.11 without and with its fix) or\nthe two its [policies] declares.\n\nExamples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml\n\n",
             exit_codes!()
         )
     )]
@@ -170,6 +175,9 @@ enum Command {
         /// Accept a file with no [expect.*] at all (otherwise it fails: nothing was checked).
         #[arg(long)]
         allow_empty: bool,
+        /// Print JSON: [{scenario, race, origin, pass, problems}].
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -294,6 +302,9 @@ struct SweepArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -313,6 +324,9 @@ struct ReplayArgs {
     /// Also write the full event trace to this file.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// Print JSON (the run as `run --json` prints it, with its seed) instead of the timeline.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -335,6 +349,9 @@ struct ShrinkArgs {
     /// Write the scenario file here (default: print it).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Print JSON (sizes, values, and the scenario file as `toml`) instead of the summary.
+    #[arg(long)]
+    json: bool,
 }
 
 fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
@@ -360,6 +377,14 @@ fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
         &reports::sweep::policy_flags(&p),
     )
     .map_err(Failure)?;
+    if let (true, Some(path)) = (a.json, &a.out) {
+        reports::output::write_atomic(path, s.toml.as_bytes())
+            .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?;
+    }
+    if a.json {
+        outln!("{:#}", reports::race::shrink_json(&s, &a.target.name()));
+        return Ok(());
+    }
     match &a.out {
         Some(path) => {
             reports::output::write_atomic(path, s.toml.as_bytes())
@@ -401,18 +426,26 @@ struct LoadArgs {
     /// CPU cores the simulated CPU time runs on, round robin (`unlimited`: no contention;
     /// default: the workload's `cpus`).
     #[arg(long, value_parser = parse_cpus)]
-    cpus: Option<Option<u64>>,
+    cpus: Option<Cpus>,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    force: bool,
 }
 
+/// `--cpus`: N cores, or None for `unlimited`. (A newtype: clap reads `Option<Option<T>>`
+/// as a flag with an optional value, and panicked on every `--cpus`.)
+#[derive(Clone, Copy, Debug)]
+struct Cpus(Option<u64>);
+
 /// `--cpus N` (1..=4096) or `unlimited`.
-fn parse_cpus(s: &str) -> Result<Option<u64>, String> {
+fn parse_cpus(s: &str) -> Result<Cpus, String> {
     match s {
-        "unlimited" => Ok(None),
+        "unlimited" => Ok(Cpus(None)),
         _ => s
             .parse::<u64>()
             .ok()
             .filter(|n| (1..=4096).contains(n))
-            .map(Some)
+            .map(|n| Cpus(Some(n)))
             .ok_or_else(|| format!("expected 1..=4096 or 'unlimited', got '{s}'")),
     }
 }
@@ -434,7 +467,7 @@ impl LoadArgs {
         if self.sync_open {
             spec.sync_open = true;
         }
-        if let Some(c) = self.cpus {
+        if let Some(Cpus(c)) = self.cpus {
             spec.cpus = c;
         }
         let dev = DeviceConfig::resolve(self.device.as_deref().unwrap_or(&spec.device))
@@ -537,10 +570,11 @@ struct CompareArgs {
     /// Current policy.
     #[arg(long, default_value = "linux-5.11", value_parser = models::workload::compare::parse_policy)]
     current: Policy,
-    /// Seeds per side; differences are paired seed by seed.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10000))]
-    seeds: u64,
-    /// First seed (default: the workload's).
+    /// Seeds per side, a range A..B (B exclusive) or a count N (the N seeds from --seed on);
+    /// differences are paired seed by seed.
+    #[arg(long, default_value = "1", value_parser = flags::CompareSeeds::parse)]
+    seeds: flags::CompareSeeds,
+    /// First seed when --seeds is a count (default: the workload's).
     #[arg(long)]
     seed: Option<u64>,
     /// One row per value of a workload or device parameter, e.g. queue_depth=32,254,1024.
@@ -552,9 +586,10 @@ struct CompareArgs {
     /// Write results.json, latency/cdf/attribution plots (PNG, SVG) and trace.json here.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Also write a Chrome trace (trace.json in --out) of the current policy's first run.
-    #[arg(long)]
-    trace: bool,
+    /// Also write a Chrome trace of the current policy's first run: to FILE, or without
+    /// FILE to trace.json in --out.
+    #[arg(long, num_args = 0..=1, value_name = "FILE")]
+    trace: Option<Option<PathBuf>>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -601,22 +636,32 @@ fn validate(a: ValidateArgs) -> Result<(), Failure> {
 fn compare(a: CompareArgs) -> Result<(), Failure> {
     use models::workload::{compare as cmp, fsload};
     let (spec, dev) = a.load.load()?;
-    if a.trace && a.out.is_none() {
-        return Err(Failure(
-            "--trace writes trace.json into --out DIR: give --out".into(),
-        ));
+    // --trace FILE, or --trace alone: trace.json in --out.
+    let trace_path =
+        match (&a.trace, &a.out) {
+            (None, _) => None,
+            (Some(Some(f)), _) => Some(f.clone()),
+            (Some(None), Some(d)) => Some(d.join("trace.json")),
+            (Some(None), None) => return Err(Failure(
+                "--trace without FILE writes trace.json into --out DIR: give --out or --trace FILE"
+                    .into(),
+            )),
+        };
+    if let (Some(Some(f)), _) = (&a.trace, &a.out) {
+        out_file("--trace", f)?;
     }
     if let Some(d) = &a.out {
         out_dir("--out", d)?;
     }
+    let seeds = a.seeds.count();
     let jobs = a.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
-    let seed = a.seed.unwrap_or(spec.seed);
+    let seed = a.seeds.first(a.seed, spec.seed).map_err(Failure)?;
     let points = a.vary.as_ref().map_or(1, |(_, v)| v.len() as u64);
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new(points * a.seeds * 2)
+        indicatif::ProgressBar::new(points * seeds * 2)
     } else {
         indicatif::ProgressBar::hidden()
     };
@@ -632,7 +677,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         &a.baseline,
         &a.current,
         seed,
-        a.seeds,
+        seeds,
         a.vary.as_ref(),
         jobs,
         &|| bar.inc(1),
@@ -648,36 +693,40 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         let first = &pairs[0];
         reports::workload::write_plots(&first.baseline[0], &first.current[0], d)
             .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
-        if a.trace {
-            let path = d.join("trace.json");
-            let title = format!("{} under {} (seed {seed})", spec.name, a.current.name);
-            let writer = reports::chrome::ChromeTrace::create(&path, &title)
-                .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?;
-            let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
-            let w2 = writer.clone();
-            let ops = spec.kind.ops();
-            let sink: fsload::TraceSink = Box::new(move |h, recs, slices| {
-                let named: Vec<(sim::TaskId, &str, u64, u64)> = slices
-                    .iter()
-                    .map(|&(t, op, s, e)| (t, ops[op], s, e))
-                    .collect();
-                match w2.borrow_mut().as_mut() {
-                    Some(w) => w.push(h, recs, &named),
-                    None => Ok(()),
-                }
-            });
-            // The same configuration the plots show: the first point.
-            let (tspec, tdev) = cmp::first_point(&spec, &dev, a.vary.as_ref()).map_err(Failure)?;
-            let run = fsload::run(&tspec, &a.current, &tdev, seed, Some(sink));
-            let w = writer.borrow_mut().take().expect("writer");
-            match run {
-                Ok(_) => w
-                    .finish()
-                    .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?,
-                Err(e) => {
-                    w.abandon();
-                    return Err(Failure(e));
-                }
+    }
+    if let Some(path) = &trace_path {
+        let flag = if matches!(a.trace, Some(Some(_))) {
+            "--trace"
+        } else {
+            "--out"
+        };
+        let title = format!("{} under {} (seed {seed})", spec.name, a.current.name);
+        let writer = reports::chrome::ChromeTrace::create(path, &title)
+            .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?;
+        let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
+        let w2 = writer.clone();
+        let ops = spec.kind.ops();
+        let sink: fsload::TraceSink = Box::new(move |h, recs, slices| {
+            let named: Vec<(sim::TaskId, &str, u64, u64)> = slices
+                .iter()
+                .map(|&(t, op, s, e)| (t, ops[op], s, e))
+                .collect();
+            match w2.borrow_mut().as_mut() {
+                Some(w) => w.push(h, recs, &named),
+                None => Ok(()),
+            }
+        });
+        // The same configuration the plots show: the first point.
+        let (tspec, tdev) = cmp::first_point(&spec, &dev, a.vary.as_ref()).map_err(Failure)?;
+        let run = fsload::run(&tspec, &a.current, &tdev, seed, Some(sink));
+        let w = writer.borrow_mut().take().expect("writer");
+        match run {
+            Ok(_) => w
+                .finish()
+                .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?,
+            Err(e) => {
+                w.abandon();
+                return Err(Failure(e));
             }
         }
     }
@@ -722,7 +771,11 @@ fn replay(a: ReplayArgs) -> Result<Verdict, Failure> {
         reports::output::write_atomic(path, (r.trace.join("\n") + "\n").as_bytes())
             .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
     }
-    out!("{}", reports::race::timeline(&sc, &r, a.seed));
+    if a.json {
+        outln!("{:#}", reports::race::replay_json(&sc, &r, a.seed));
+    } else {
+        out!("{}", reports::race::timeline(&sc, &r, a.seed));
+    }
     Ok(verdict([&r]))
 }
 
@@ -762,6 +815,9 @@ struct BenchArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -799,6 +855,9 @@ struct FioArgs {
     /// Print fio-style JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    force: bool,
 }
 
 fn parse_rw(s: &str) -> Result<fio::RwMode, String> {
@@ -854,11 +913,21 @@ fn main() -> ExitCode {
             return ExitCode::from(out::code::BAD_INPUT);
         }
     };
+    if let Err(msg) = limits::check(&cli.command) {
+        out::error(
+            format_args!("error: {}", models::units::one_line(&msg)),
+            true,
+        );
+        return ExitCode::from(out::code::LIMIT);
+    }
     match run(cli) {
         Ok(Verdict::Clean) => ExitCode::from(out::code::OK),
         Ok(Verdict::Failed) => ExitCode::from(out::code::FAILED),
         Err(Failure(msg)) => {
-            out::error(format_args!("error: {msg}"), true);
+            out::error(
+                format_args!("error: {}", models::units::one_line(&msg)),
+                true,
+            );
             ExitCode::from(out::code::BAD_INPUT)
         }
     }
@@ -1015,7 +1084,8 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     let pols = policies_from(&sc, &a.pol, false);
     let shard = a.shard.unwrap_or(models::sweep::Shard::ALL);
     let strategy = a.strat.interleaving();
-    let owned = (a.seeds.end - a.seeds.start + shard.n - shard.k) / shard.n;
+    let len = a.seeds.end - a.seeds.start;
+    let owned = len / shard.n + u64::from(shard.k - 1 < len % shard.n);
     // A progress bar on a terminal only; nothing else reads the clock.
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         indicatif::ProgressBar::new(owned * pols.len() as u64)
@@ -1045,19 +1115,24 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         let path = d.join("state.json");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| Failure(format!("--resume {}: {e}", path.display())))?;
-        let state: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Failure(format!("{}:{}: {e}", path.display(), e.line())))?;
-        if state["meta"] != meta {
+        // Both checksums first: an edited or truncated file is refused as a whole.
+        let (state_meta, state_progress) =
+            reports::checkpoint::open(&text, &path.display().to_string()).map_err(Failure)?;
+        if state_meta != meta {
             return Err(Failure(format!(
-                "--resume {}: it holds a sweep with other arguments ({}); rerun with those",
+                "--resume {}: it holds a sweep with other arguments ({state_meta}); rerun with those",
                 d.display(),
-                state["meta"]
             )));
         }
-        for (slot, p) in progress
-            .iter_mut()
-            .zip(state["progress"].as_array().into_iter().flatten())
-        {
+        if state_progress.len() != progress.len() {
+            return Err(Failure(format!(
+                "{}: {} policies in progress, expected {}: the file was edited or is corrupt",
+                path.display(),
+                state_progress.len(),
+                progress.len()
+            )));
+        }
+        for (slot, p) in progress.iter_mut().zip(&state_progress) {
             let report = reports::sweep::SweepReport::from_json(&p["report"])
                 .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
             // The counts must be exactly those of the chunks the file says are done.
@@ -1215,19 +1290,7 @@ fn merge(files: &[PathBuf], json: bool) -> Result<(), Failure> {
     for f in files {
         let name = f.display().to_string();
         let text = std::fs::read_to_string(f).map_err(|e| Failure(format!("{name}: {e}")))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Failure(format!("{name}:{}: not sweep JSON: {e}", e.line())))?;
-        let reports = v
-            .as_array()
-            .ok_or_else(|| {
-                Failure(format!(
-                    "{name}: expected the JSON array `fsyncsim sweep --json` prints"
-                ))
-            })?
-            .iter()
-            .map(reports::sweep::SweepReport::from_json)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Failure(format!("{name}: {e}")))?;
+        let reports = reports::sweep::read_shards(&name, &text).map_err(Failure)?;
         inputs.push((name, reports));
     }
     let merged = reports::sweep::merge(&inputs).map_err(Failure)?;
@@ -1258,7 +1321,7 @@ fn write_state(
             serde_json::json!({"done_chunks": done, "report": rep.json()})
         })
         .collect();
-    let state = serde_json::json!({"meta": meta, "progress": per});
+    let state = reports::checkpoint::seal(meta, serde_json::Value::Array(per));
     let path = dir.join("state.json");
     reports::output::write_atomic(&path, format!("{state:#}\n").as_bytes())
         .map_err(|e| format!("{} {}: {e}", dir_flag(a), path.display()))
@@ -1267,7 +1330,7 @@ fn write_state(
 /// Runs each scenario pre- and post-fix and compares with its expectations: Failed (exit 1)
 /// on any mismatch. A scenario that cannot play (a stuck script) is bad input, as in `run`:
 /// every scenario runs before anything is printed.
-fn check(specs: &[String], allow_empty: bool) -> Result<Verdict, Failure> {
+fn check(specs: &[String], allow_empty: bool, json: bool) -> Result<Verdict, Failure> {
     let mut results = Vec::new();
     for sc in load_scenarios(specs)? {
         let dev = device_for(&sc, &None)?;
@@ -1292,6 +1355,13 @@ fn check(specs: &[String], allow_empty: bool) -> Result<Verdict, Failure> {
         results.push((sc, problems));
     }
     let mut verdict = Verdict::Clean;
+    if results.iter().any(|(_, p)| !p.is_empty()) {
+        verdict = Verdict::Failed;
+    }
+    if json {
+        outln!("{:#}", reports::race::check_json(&results));
+        return Ok(verdict);
+    }
     for (sc, problems) in results {
         if problems.is_empty() {
             outln!("PASS {} [{}]", sc.name, sc.race);
@@ -1361,7 +1431,8 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         Command::Check {
             scenarios,
             allow_empty,
-        } => return check(&scenarios, allow_empty),
+            json,
+        } => return check(&scenarios, allow_empty, json),
         Command::Bench(a) => {
             let p = bench::BenchParams {
                 lock: a.lock,
@@ -1378,6 +1449,13 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             }
         }
         Command::Fio(a) => {
+            // Job j addresses bytes j × size .. (j + 1) × size of the device.
+            if u64::from(a.numjobs).checked_mul(a.size).is_none() {
+                return Err(Failure(format!(
+                    "--size {} × --numjobs {}: the jobs' regions end beyond 2^64 bytes; expected a smaller --size",
+                    a.size, a.numjobs
+                )));
+            }
             let cfg = DeviceConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
             let p = fio::FioParams {
                 rw: a.rw,

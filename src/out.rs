@@ -26,11 +26,7 @@ pub mod code {
     pub const FAILED: u8 = 1;
     /// Bad input: flags, files, a scenario that cannot play.
     pub const BAD_INPUT: u8 = 2;
-    /// A resource limit refused the request.
-    #[allow(
-        dead_code,
-        reason = "defined by issue 14; no command enforces a limit yet"
-    )]
+    /// A resource limit refused the request (src/limits.rs; `--force` overrides it).
     pub const LIMIT: u8 = 3;
 }
 

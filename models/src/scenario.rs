@@ -72,7 +72,7 @@ pub fn load_named<T>(
 
 /// A bad scenario or workload file: `file:line: what was expected`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {message}")]
+#[error("{}: {}", crate::units::one_line(.location), crate::units::one_line(.message))]
 pub struct ScenarioError {
     /// `file:line`.
     pub location: String,

@@ -159,7 +159,8 @@ pub fn sweep_chunked(
             return Ok((done, false));
         }
         let lo = seeds.start + done * CHUNK;
-        let hi = (lo + CHUNK).min(seeds.end);
+        // Saturating: a range may end at 2^64 - 1.
+        let hi = lo.saturating_add(CHUNK).min(seeds.end);
         // Shard ownership is relative to the whole range's start.
         let part = sweep_owned(
             sc,

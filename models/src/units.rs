@@ -57,3 +57,19 @@ pub fn read_text(spec: &str, what: &str) -> Result<String, (String, String)> {
         )
     })
 }
+
+/// `s` on one line: line breaks and other control characters a file's value can carry
+/// (a TOML string with `\n`) are shown escaped, so that an error quoting it stays one line.
+pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    s.chars()
+        .map(|c| match c {
+            '\t' => c.to_string(),
+            c if c.is_control() => c.escape_default().to_string(),
+            c => c.to_string(),
+        })
+        .collect::<String>()
+        .into()
+}

@@ -292,3 +292,45 @@ pub fn shrink_summary(s: &models::shrink::Shrunk, target: &str) -> String {
     ));
     t
 }
+
+/// `fsyncsim replay --json`: the scenario's one run (as `run --json` prints it) and the seed.
+pub fn replay_json(sc: &Scenario, r: &RunResult, seed: u64) -> Value {
+    let mut v = json(sc, std::slice::from_ref(r));
+    v["seed"] = json!(seed);
+    v
+}
+
+/// `fsyncsim shrink --json`: the sizes before and after, the target's values and the
+/// scenario file.
+pub fn shrink_json(s: &models::shrink::Shrunk, target: &str) -> Value {
+    let size = |z: &models::shrink::Size| json!({"tasks": z.tasks, "operations": z.ops, "decisions": z.decisions});
+    json!({
+        "scenario": s.scenario.name,
+        "target": target,
+        "explored_value": s.value.0,
+        "scripted_value": s.value.1,
+        "candidate_runs": s.runs,
+        "before": size(&s.before),
+        "after": size(&s.after),
+        "full_script": s.full_script,
+        "toml": s.toml,
+    })
+}
+
+/// `fsyncsim check --json`: per scenario, whether it passed and the mismatches.
+pub fn check_json(results: &[(Scenario, Vec<String>)]) -> Value {
+    Value::Array(
+        results
+            .iter()
+            .map(|(sc, problems)| {
+                json!({
+                    "scenario": sc.name,
+                    "race": sc.race,
+                    "origin": sc.origin,
+                    "pass": problems.is_empty(),
+                    "problems": problems,
+                })
+            })
+            .collect(),
+    )
+}

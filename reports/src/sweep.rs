@@ -258,6 +258,7 @@ impl SweepReport {
                     seeds.start, seeds.end
                 ));
             }
+            check_target(name, t, seeds.start, shard)?;
         }
         Ok(SweepReport {
             scenario: s("scenario")?,
@@ -281,9 +282,92 @@ impl SweepReport {
     }
 }
 
+/// The checks of one target's counts that need no other file: a known target, a first seed
+/// no later than the shortest, both owned by the shard.
+fn check_target(
+    name: &str,
+    t: &TargetStats,
+    start: u64,
+    shard: Option<Shard>,
+) -> Result<(), String> {
+    let known = models::sweep::WASTE_TARGETS.contains(&name) || name.starts_with("invariant:");
+    if !known {
+        return Err(format!(
+            "target {name}: expected a waste metric ({}) or invariant:NAME",
+            models::sweep::WASTE_TARGETS.join(", ")
+        ));
+    }
+    let (first, (_, shortest)) = (t.first_seed.unwrap_or(0), t.shortest.unwrap_or((0, 0)));
+    if first > shortest || (t.hits == 1 && first != shortest) {
+        return Err(format!(
+            "target {name}: first seed {first} and shortest seed {shortest} cannot both hold ({} hits)",
+            t.hits
+        ));
+    }
+    if let Some(sh) = shard {
+        if !sh.owns(start, first) || !sh.owns(start, shortest) {
+            return Err(format!(
+                "target {name}: seeds {first} and {shortest} are not all of shard {}/{}",
+                sh.k, sh.n
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads one `fsyncsim sweep --json` output (`name` names it in errors): the array of one
+/// report per policy, each validated ([`SweepReport::from_json`]), written by this version,
+/// all of the same scenario, seed range, strategy and shard, each policy once.
+pub fn read_shards(name: &str, text: &str) -> Result<Vec<SweepReport>, String> {
+    read_shards_inner(name, text).map_err(|e| models::units::one_line(&e).into_owned())
+}
+
+/// [`read_shards`], its errors as built (they quote the file's strings).
+fn read_shards_inner(name: &str, text: &str) -> Result<Vec<SweepReport>, String> {
+    let v: Value = serde_json::from_str(text)
+        .map_err(|e| format!("{name}:{}: not sweep JSON: {e}", e.line()))?;
+    let reports = v
+        .as_array()
+        .ok_or_else(|| format!("{name}: expected the JSON array `fsyncsim sweep --json` prints"))?
+        .iter()
+        .enumerate()
+        .map(|(i, r)| SweepReport::from_json(r).map_err(|e| format!("{name}: [{i}]: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = reports
+        .first()
+        .ok_or_else(|| format!("{name}: an empty array: no sweep in it"))?;
+    let mut policies = std::collections::BTreeSet::new();
+    for (i, r) in reports.iter().enumerate() {
+        if r.version != VERSION {
+            return Err(format!(
+                "{name}: [{i}]: written by fsyncsim {}; this is {VERSION}: merge with the version that wrote it",
+                r.version
+            ));
+        }
+        if r.scenario != first.scenario
+            || r.seeds != first.seeds
+            || r.strategy != first.strategy
+            || r.shard != first.shard
+        {
+            return Err(format!(
+                "{name}: [{i}]: another scenario, seed range, strategy or shard than [0]: not one sweep's output"
+            ));
+        }
+        if !policies.insert(r.policy.clone()) {
+            return Err(format!("{name}: [{i}]: policy {} twice", r.policy));
+        }
+    }
+    Ok(reports)
+}
+
 /// Merges the shards of one sweep (all policies) into what one unsharded sweep reports.
 /// Each input is one file's list of reports (one per policy).
 pub fn merge(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>, String> {
+    merge_inner(files).map_err(|e| models::units::one_line(&e).into_owned())
+}
+
+/// [`merge`], its errors as built (they quote the files' strings).
+fn merge_inner(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>, String> {
     let (first_name, first) = files.first().ok_or("no files to merge")?;
     let n = first.first().and_then(|r| r.shard).map_or(1, |s| s.n);
     // The shards seen (a set, not an n-sized table: n comes from the file).

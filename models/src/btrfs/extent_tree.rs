@@ -42,10 +42,15 @@ impl Btrfs {
     /// Frees an inode's data extents in transaction `t` (btrfs_free_extent → pinned until
     /// the commit of `t` unpins them).
     pub(super) fn free_data_extents(st: &mut FsState, ino: Ino, t: TransId) {
-        let pieces: Vec<(u64, u64)> = st.inodes[&ino]
+        // Taken, not copied: a task that still has the unlinked file open may truncate or
+        // fallocate it afterwards, and must not free the same pieces again.
+        let pieces: Vec<(u64, u64)> = st
+            .inodes
+            .get_mut(&ino)
+            .expect("inode")
             .extents
-            .iter()
-            .flat_map(|e| e.pieces.iter().copied())
+            .iter_mut()
+            .flat_map(|e| std::mem::take(&mut e.pieces))
             .collect();
         Self::free_pieces(st, pieces, t);
     }

@@ -133,7 +133,7 @@ struct DeviceFile {
 
 /// A bad device description: where and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {message}")]
+#[error("{}: {}", crate::units::one_line(.location), crate::units::one_line(.message))]
 pub struct ConfigError {
     /// `file:line` or the flag.
     pub location: String,

@@ -23,7 +23,8 @@ pub fn parse_policy(s: &str) -> Result<Policy, String> {
         )
     })?;
     for m in parts {
-        let (sign, name) = m.split_at(m.len().min(1));
+        // The first character, whatever its width (`:é` panicked at a byte index).
+        let (sign, name) = m.split_at(m.chars().next().map_or(0, char::len_utf8));
         p = match (sign, Fix::parse(name), Mutant::parse(name)) {
             ("+", _, _) if name == "super_committed" => p.with_super_committed(),
             ("-", _, _) if name == "super_committed" => Policy {
