@@ -225,7 +225,7 @@ impl Btrfs {
                     // → btrfs_truncate_inode_items), pinned in this transaction, and drops
                     // its dirty pages with their delalloc reservation.
                     Self::free_data_extents(&mut st, ino, t);
-                    let dirty = st.inodes[&ino].dirty_bytes;
+                    let dirty = std::mem::take(&mut st.inodes.get_mut(&ino).unwrap().dirty_bytes);
                     st.meta.delalloc_bytes -= dirty;
                     let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
                     st.meta.may_use -= rsv;
