@@ -56,6 +56,22 @@ pub const MAX_FIO_BYTES: f64 = 4.0 * (1u64 << 30) as f64;
 /// 65,535 ≈ 1.46 KiB; rounded up.
 pub const FIO_BYTES_PER_REQUEST: f64 = 1536.0;
 
+/// Most requests one `fio` run may complete.
+pub const MAX_FIO_REQUESTS: f64 = 1e10;
+
+/// `fio` requests per virtual second: per request in flight, 24,400 (the `nvme` preset at
+/// `--iodepth 1 --numjobs 4`: 97,322 requests in 1 s for 4 in flight), up to the 1 M a
+/// device saturates at (the `nvme` preset at `--iodepth 32` and `1024`, `--numjobs 4`:
+/// 961,628 and 965,596). The engine runs about 5.4 M such requests per CPU-second (965,596
+/// in 0.18 s).
+pub const FIO_REQUESTS_PER_INFLIGHT_SECOND: f64 = 24_400.0;
+
+/// The device-saturation cap of the estimate above.
+pub const FIO_REQUESTS_PER_SECOND_MAX: f64 = 1e6;
+
+/// `fio` requests per CPU-second (see `FIO_REQUESTS_PER_INFLIGHT_SECOND`).
+pub const FIO_REQUESTS_PER_CPU_SECOND: f64 = 5.4e6;
+
 /// The refusal, if the command would exceed a limit and `--force` was not given.
 pub fn check(cmd: &Command) -> Result<(), String> {
     match cmd {
@@ -215,6 +231,20 @@ fn bench(a: &BenchArgs) -> Result<(), String> {
 
 fn fio(a: &FioArgs) -> Result<(), String> {
     let inflight = f64::from(a.iodepth) * f64::from(a.numjobs);
+    let secs = a.runtime as f64 / 1e9;
+    let requests =
+        secs * (inflight * FIO_REQUESTS_PER_INFLIGHT_SECOND).min(FIO_REQUESTS_PER_SECOND_MAX);
+    if requests > MAX_FIO_REQUESTS {
+        return refuse(
+            &format!("--runtime {}s", sci(secs)),
+            format!(
+                "about {} requests, estimated {} CPU-hours",
+                sci(requests),
+                cpu_hours(requests, FIO_REQUESTS_PER_CPU_SECOND)
+            ),
+            format!("{} requests", sci(MAX_FIO_REQUESTS)),
+        );
+    }
     let bytes = inflight * FIO_BYTES_PER_REQUEST;
     if bytes <= MAX_FIO_BYTES {
         return Ok(());

@@ -67,7 +67,7 @@ enum Command {
     Scrub(ScrubArgs),
     /// Run a fio-like synthetic load against a simulated device.
     #[command(
-        after_help = "Resource limit: refuses (exit 3) when --iodepth x --numjobs requests in flight would take\nmore than 4.0 GiB (1.5 KiB each); --force runs anyway.\n\nExamples:\n  fsyncsim fio --device nvme --rw randread --bs 4k --iodepth 32\n  fsyncsim fio --device hdd --rw randwrite --fsync 1 --runtime 10s --json\n  fsyncsim fio --device my-ssd.toml --rw randrw --numjobs 4"
+        after_help = "Resource limits: refuses (exit 3) when --iodepth x --numjobs requests in flight would take\nmore than 4.0 GiB (1.5 KiB each), or when --runtime would complete more than 1e10 requests\n(24,400 per request in flight and virtual second, at most 1e6 per second); --force runs anyway.\n\nExamples:\n  fsyncsim fio --device nvme --rw randread --bs 4k --iodepth 32\n  fsyncsim fio --device hdd --rw randwrite --fsync 1 --runtime 10s --json\n  fsyncsim fio --device my-ssd.toml --rw randrw --numjobs 4"
     )]
     Fio(FioArgs),
     /// List the device presets and their main parameters.

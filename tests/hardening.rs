@@ -164,6 +164,16 @@ fn runs_above_a_resource_limit_are_refused_with_exit_3_unless_forced() {
         ],
         &["floppy"],
     );
+    // fio's run time: 2,562,047 h of virtual time at up to 1e6 requests per second.
+    assert_one_line(
+        3,
+        &["fio", "--runtime", "2562047h"],
+        &[
+            "--runtime 9.2e9s",
+            "requests",
+            "refusing above 1e10 requests",
+        ],
+    );
     // Within the limits nothing changes.
     let o = fsyncsim(&["bench", "--requests", "1000"]);
     assert!(o.status.success(), "{}", stderr(&o));
