@@ -143,6 +143,33 @@ pub struct Row {
     pub ratio: f64,
 }
 
+impl Row {
+    /// A row from the model's samples: their mean and 95 % interval against the seed's
+    /// value; `change` rows (in %) also say whether the signs agree.
+    pub fn from_samples(
+        id: String,
+        seed: String,
+        figure: String,
+        seed_value: f64,
+        samples: &[f64],
+        unit: &str,
+        change: bool,
+    ) -> Row {
+        let (mean, ci) = mean_ci(samples);
+        Row {
+            id,
+            seed,
+            figure,
+            seed_value,
+            model_value: mean,
+            model_ci: ci,
+            unit: unit.into(),
+            direction_match: change.then_some((mean >= 0.0) == (seed_value >= 0.0)),
+            ratio: mean / seed_value,
+        }
+    }
+}
+
 /// One point of a curve.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CurvePoint {
@@ -285,18 +312,15 @@ pub fn validate_with(
             if diffs.is_empty() {
                 continue;
             }
-            let (mean, ci) = mean_ci(&diffs);
-            rows.push(Row {
-                id: format!("{}/{}", e.id, m.name()),
-                seed: e.seed.split(' ').next().unwrap_or("").to_string(),
-                figure: format!("{} change, {} → {}", m.name(), e.baseline, e.current),
-                seed_value: seed_change,
-                model_value: mean,
-                model_ci: ci,
-                unit: "%".into(),
-                direction_match: Some((mean >= 0.0) == (seed_change >= 0.0)),
-                ratio: mean / seed_change,
-            });
+            rows.push(Row::from_samples(
+                format!("{}/{}", e.id, m.name()),
+                e.seed.split(' ').next().unwrap_or("").to_string(),
+                format!("{} change, {} → {}", m.name(), e.baseline, e.current),
+                seed_change,
+                &diffs,
+                "%",
+                true,
+            ));
         }
         for &m in &e.levels {
             let Some(&(_, sb, _)) = e.figures.iter().find(|f| f.0 == m) else {
@@ -306,18 +330,15 @@ pub fn validate_with(
             if vals.is_empty() {
                 continue;
             }
-            let (mean, ci) = mean_ci(&vals);
-            rows.push(Row {
-                id: format!("{}/{}/level", e.id, m.name()),
-                seed: e.seed.split(' ').next().unwrap_or("").to_string(),
-                figure: format!("{} under {}", m.name(), e.baseline),
-                seed_value: sb,
-                model_value: mean,
-                model_ci: ci,
-                unit: m.unit().into(),
-                direction_match: None,
-                ratio: mean / sb,
-            });
+            rows.push(Row::from_samples(
+                format!("{}/{}/level", e.id, m.name()),
+                e.seed.split(' ').next().unwrap_or("").to_string(),
+                format!("{} under {}", m.name(), e.baseline),
+                sb,
+                &vals,
+                m.unit(),
+                false,
+            ));
         }
     }
     // Seed 002 (scrub with and without the readahead framework): its own rows.

@@ -130,6 +130,12 @@ impl Default for Costs {
 }
 
 impl Costs {
+    /// Metadata reserved per item: btrfs_calc_insert_metadata_size (ctree.h@v5.12),
+    /// nodesize × BTRFS_MAX_LEVEL (8) × 2.
+    pub fn meta_item(&self) -> u64 {
+        self.nodesize * 8 * 2
+    }
+
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
     pub const FIELDS: [&'static str; 30] = [
         "nodesize",

@@ -76,10 +76,11 @@ impl Btrfs {
     /// A freshly made filesystem (generation 999 committed) on `dev`.
     pub fn new(h: &Handle, dev: Device, policy: Policy, costs: Costs) -> Self {
         let (mkfs_data, fs_size) = (costs.mkfs_data_chunk.min(costs.fs_size), costs.fs_size);
-        let (meta, meta_used, item, rsv_max) = (
+        let (meta, meta_used, nodesize, item, rsv_max) = (
             costs.mkfs_meta_chunk,
             costs.mkfs_meta_used,
-            costs.nodesize * 8 * 2,
+            costs.nodesize,
+            costs.meta_item(),
             costs.global_rsv_max,
         );
         Btrfs {
@@ -105,7 +106,7 @@ impl Btrfs {
                     // trees, and the global reserve they size.
                     st.data.unallocated = (fs_size - mkfs).saturating_sub(2 * meta);
                     st.meta.total = meta;
-                    st.meta.nodesize = item / 16;
+                    st.meta.nodesize = nodesize;
                     st.meta.used = meta_used;
                     st.meta.clamp = 1;
                     Btrfs::update_global_rsv(&mut st, item * 13, rsv_max);

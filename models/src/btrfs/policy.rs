@@ -193,16 +193,8 @@ impl SpacePatch {
         SpacePatch::GlobalMajority,
     ];
 
-    /// The seven patches of the 5.14 series.
-    pub const SERIES: [SpacePatch; 7] = [
-        SpacePatch::CheckWorkerFirst,
-        SpacePatch::ClampOnce,
-        SpacePatch::GlobalRsvFull,
-        SpacePatch::GlobalRsvThresh,
-        SpacePatch::GlobalRsvUsed,
-        SpacePatch::HalfOrdered,
-        SpacePatch::OneShotDelalloc,
-    ];
+    /// The seven patches of the 5.14 series (the first seven of `ALL`).
+    pub const SERIES: &'static [SpacePatch] = SpacePatch::ALL.split_at(7).0;
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
     pub fn name(self) -> &'static str {
@@ -287,7 +279,7 @@ impl Policy {
         // 5.14; the two follow-ups in 5.15 (MODELS-J1-F1-H1.md F1.1).
         let preempt = match name {
             "linux-5.12" | "linux-5.13" => Some(BTreeSet::new()),
-            "linux-5.14" => Some(SpacePatch::SERIES.into()),
+            "linux-5.14" => Some(SpacePatch::SERIES.iter().copied().collect()),
             "linux-5.15" => Some(SpacePatch::ALL.into()),
             _ => None,
         };

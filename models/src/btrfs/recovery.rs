@@ -132,24 +132,7 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             }
         }
     }
-    // Inode -> its recovered names, for reachability.
-    let mut parents: BTreeMap<Ino, Ino> = BTreeMap::new();
-    for ((dir, _), ino) in &names {
-        parents.entry(*ino).or_insert(*dir);
-    }
-    let reachable = |start: Ino| -> bool {
-        let mut cur = start;
-        for _ in 0..64 {
-            if cur == ROOT_INO {
-                return true;
-            }
-            match parents.get(&cur) {
-                Some(dir) => cur = *dir,
-                None => return false,
-            }
-        }
-        false
-    };
+    let reachable = reachable_set(&names);
     for rec in &st.fsyncs {
         // A directory's fsync keeps each entry it had, unless that entry is gone since.
         for (n, i) in &rec.entries {
@@ -169,7 +152,7 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             .names
             .iter()
             .chain(now_names.iter())
-            .any(|n| names.get(n) == Some(&rec.ino) && reachable(n.0));
+            .any(|n| names.get(n) == Some(&rec.ino) && reachable.contains(&n.0));
         if !named {
             return Err(format!(
                 "fsync of {} returned at t={}ns, but after a crash now the file has no name",

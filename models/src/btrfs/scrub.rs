@@ -420,18 +420,15 @@ pub fn seed002_rows(seeds: u64) -> Result<Vec<crate::validate::Row>, String> {
             change(&dur),
         ),
     ] {
-        let (mean, ci) = crate::validate::mean_ci(&vals);
-        rows.push(Row {
-            id: id.into(),
-            seed: seed_tag.clone(),
-            figure: what.into(),
+        rows.push(Row::from_samples(
+            id.into(),
+            seed_tag.clone(),
+            what.into(),
             seed_value,
-            model_value: mean,
-            model_ci: ci,
-            unit: "%".into(),
-            direction_match: Some((mean >= 0.0) == (seed_value >= 0.0)),
-            ratio: mean / seed_value,
-        });
+            &vals,
+            "%",
+            true,
+        ));
     }
     let levels = [
         (
@@ -450,18 +447,15 @@ pub fn seed002_rows(seeds: u64) -> Result<Vec<crate::validate::Row>, String> {
         ),
     ];
     for (id, what, seed_value, vals, unit) in levels {
-        let (mean, ci) = crate::validate::mean_ci(&vals);
-        rows.push(Row {
-            id: id.into(),
-            seed: seed_tag.clone(),
-            figure: what.into(),
+        rows.push(Row::from_samples(
+            id.into(),
+            seed_tag.clone(),
+            what.into(),
             seed_value,
-            model_value: mean,
-            model_ci: ci,
-            unit: unit.into(),
-            direction_match: None,
-            ratio: mean / seed_value,
-        });
+            &vals,
+            unit,
+            false,
+        ));
     }
     Ok(rows)
 }

@@ -161,7 +161,7 @@ impl Btrfs {
     /// btrfs_calc_insert_metadata_size (ctree.h@v5.12): nodesize × BTRFS_MAX_LEVEL (8) × 2
     /// per item.
     pub(super) fn meta_items(&self, items: u64) -> u64 {
-        self.inner.costs.nodesize * 8 * 2 * items
+        self.inner.costs.meta_item() * items
     }
 
     /// __reserve_bytes (space-info.c@v5.12) for a FLUSH_ALL metadata reservation: granted
@@ -257,13 +257,8 @@ impl Btrfs {
         self.inner.m.borrow_mut().unnecessary_preempt_flushes += unnecessary;
     }
 
-    /// btrfs_try_granting_tickets after a commit unpinned space.
-    pub(super) fn grant_tickets_pub(st: &mut FsState) -> bool {
-        Self::grant_tickets(st)
-    }
-
     /// btrfs_try_granting_tickets: serves the queue head while it fits.
-    fn grant_tickets(st: &mut FsState) -> bool {
+    pub(super) fn grant_tickets(st: &mut FsState) -> bool {
         let mut any = false;
         while let Some(t) = st.meta.tickets.front() {
             let bytes = t.bytes;

@@ -315,7 +315,7 @@ impl Btrfs {
             // this transaction: unnecessary if no reservation had to wait in it.
             let pinned = std::mem::take(&mut st.trans.get_mut(&t).unwrap().meta_pinned);
             st.meta.pinned -= pinned;
-            if Self::grant_tickets_pub(&mut st) {
+            if Self::grant_tickets(&mut st) {
                 self.inner.ticket_wait.notify_all();
             }
             self.delete_unused_bgs(&mut st);

@@ -57,21 +57,21 @@ impl Btrfs {
                 .chain(Self::ancestors(&st, ino))
                 .collect()
         };
-        let marked = {
-            let st = self.inner.st.borrow();
-            dirs.iter()
-                .copied()
-                .find(|d| st.inodes[d].last_unlink_trans >= bound)
-        };
-        let marked = marked?;
         // Which rule fired: the fsynced directory itself, the inode's parent, or an older
         // ancestor (the log holds the entries of the first two only).
-        let relation = if marked == ino {
-            UnlinkRelation::Inode
-        } else if dirs.iter().position(|&d| d == marked) == Some(usize::from(dirs[0] == ino)) {
-            UnlinkRelation::Parent
-        } else {
-            UnlinkRelation::Ancestor
+        let relation = {
+            let st = self.inner.st.borrow();
+            let marked = dirs
+                .iter()
+                .copied()
+                .find(|d| st.inodes[d].last_unlink_trans >= bound)?;
+            if marked == ino {
+                UnlinkRelation::Inode
+            } else if st.parent_of(ino) == Some(marked) {
+                UnlinkRelation::Parent
+            } else {
+                UnlinkRelation::Ancestor
+            }
         };
         let necessary = {
             let st = self.inner.st.borrow();
