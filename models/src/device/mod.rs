@@ -64,6 +64,15 @@ pub struct Request {
     pub class: IoClass,
     /// The model's token for what is written (for the durable image).
     pub token: u64,
+    /// The submitting task's I/O context (CFQ keeps one sync queue per context; 0 = none,
+    /// e.g. kernel threads that share the async queues).
+    pub ioc: u32,
+    /// REQ_NOIDLE: the submitter will not send more soon, do not idle for it (WRITE_SYNC*).
+    pub noidle: bool,
+    /// REQ_UNPLUG: run the queue right after this request (WRITE_SYNC, 2.6.37).
+    pub unplug: bool,
+    /// REQ_META: filesystem metadata (CFQ prefers it).
+    pub meta: bool,
 }
 
 impl Request {
@@ -103,6 +112,22 @@ impl Request {
         self.class = class;
         self
     }
+    /// Sets the submitter's I/O context.
+    pub fn with_ioc(mut self, ioc: u32) -> Self {
+        self.ioc = ioc;
+        self
+    }
+    /// Sets REQ_NOIDLE and REQ_UNPLUG (2.6.37's WRITE_SYNC = WRITE | SYNC | NOIDLE | UNPLUG).
+    pub fn with_hints(mut self, noidle: bool, unplug: bool) -> Self {
+        self.noidle = noidle;
+        self.unplug = unplug;
+        self
+    }
+    /// Sets REQ_META.
+    pub fn with_meta(mut self, meta: bool) -> Self {
+        self.meta = meta;
+        self
+    }
     fn new(op: Op, offset: u64, len: u64) -> Self {
         Request {
             op,
@@ -112,6 +137,10 @@ impl Request {
             preflush: false,
             class: IoClass::Sync,
             token: 0,
+            ioc: 0,
+            noidle: false,
+            unplug: false,
+            meta: false,
         }
     }
 
