@@ -3,6 +3,8 @@
 
 pub mod btrfs;
 pub mod device;
+pub mod ext4;
+pub mod jbd2;
 pub mod scenario;
 pub mod shrink;
 pub mod sweep;

@@ -270,6 +270,19 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             }
             Op::FillMetadata(n)
         }
+        Some(w @ ("read" | "populate")) => {
+            want(3, &format!("{w} PATH SIZE"))?;
+            let n = crate::units::parse_size(words[2])?;
+            if n == 0 || n > 1 << 40 {
+                return Err("expected a size > 0 and at most 1T".into());
+            }
+            let p = path(words[1])?;
+            if w == "read" {
+                Op::Read(p, n)
+            } else {
+                Op::Populate(p, n)
+            }
+        }
         Some(w @ ("write" | "mmap-write" | "write-osync")) => {
             want(3, &format!("{w} PATH SIZE"))?;
             let n = crate::units::parse_size(words[2])?;
@@ -597,7 +610,9 @@ impl Scenario {
             None => FsKind::default(),
         };
         let options = match &f.mount {
-            Some(v) => MountOptions::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?,
+            Some(v) => {
+                MountOptions::parse_for(fs, v.get_ref()).map_err(|m| err(v.span().start, m))?
+            }
             None => MountOptions::default(),
         };
         if let (Some(_), Some(c)) = (options.commit, &f.commit_interval) {

@@ -20,6 +20,7 @@ fn metric_rows(m: &Metrics) -> Vec<(String, u64)> {
         v.push((format!("full_commits.{rule}"), *n));
     }
     v.extend(m.wait_rows());
+    v.extend(m.journal_rows());
     v
 }
 
@@ -38,6 +39,9 @@ pub fn metrics_json(m: &Metrics) -> Value {
         json!(m.full_commits_by_cause),
     );
     for (k, v) in m.wait_rows() {
+        o.insert(k, json!(v));
+    }
+    for (k, v) in m.journal_rows() {
         o.insert(k, json!(v));
     }
     Value::Object(o)

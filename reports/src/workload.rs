@@ -225,6 +225,9 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
     for (k, v) in r.metrics.scalars() {
         m.push((k.to_string(), v as f64));
     }
+    for (k, v) in r.metrics.journal_rows() {
+        m.push((k, v as f64));
+    }
     m
 }
 
@@ -447,6 +450,9 @@ pub fn json(r: &WorkloadResult) -> Value {
     let mut metrics = Map::new();
     for (k, v) in r.metrics.scalars() {
         metrics.insert(k.to_string(), json!(v));
+    }
+    for (k, v) in r.metrics.journal_rows() {
+        metrics.insert(k, json!(v));
     }
     json!({
         "workload": r.workload,

@@ -290,6 +290,9 @@ impl Btrfs {
             Op::Syncfs => self.sync_fs().await,
             Op::FillMetadata(n) => self.fill_metadata(*n),
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
+            Op::Read(..) | Op::Populate(..) => {
+                return Err(OpError(format!("'{kind}' is not modelled on btrfs")))
+            }
         }
         self.point(done_label).await;
         if self.inner.record_latency.get() {
@@ -327,12 +330,7 @@ impl Btrfs {
 
 /// The last trace lines of the filesystem's tasks (crash-point checks left out).
 pub fn timeline(h: &Handle) -> Vec<String> {
-    let lines: Vec<String> = h
-        .recent_trace(400)
-        .into_iter()
-        .filter(|l| !l.contains(" crash-points "))
-        .collect();
-    lines[lines.len().saturating_sub(40)..].to_vec()
+    crate::vfs::timeline(h)
 }
 
 impl crate::vfs::Filesystem for Btrfs {

@@ -249,10 +249,17 @@ pub struct Policy {
     /// The preemptive metadata reclaim worker (5.12+) with the F1 changes applied; None
     /// before 5.12 (no preemptive worker).
     pub preempt: Option<BTreeSet<SpacePatch>>,
+    /// ext3/ext4: how the journal writes its commits and how ext4's fsync waits (seed 003).
+    pub journal: crate::jbd2::JournalPolicy,
 }
 
-/// Policy preset names.
-pub const PRESETS: [&str; 6] = [
+/// Policy preset names (the 2.6 ones matter for ext3/ext4 runs only).
+pub const PRESETS: [&str; 11] = [
+    "linux-2.6.36",
+    "linux-2.6.37",
+    "linux-2.6.38",
+    "jan-rfc",
+    "linux-2.6.39",
     "linux-5.10",
     "linux-5.11",
     "linux-5.12",
@@ -265,7 +272,28 @@ impl Policy {
     /// A preset: `linux-5.10` (R7 fixed, R1–R6 not), `linux-5.11` (all fixed) or
     /// `linux-5.12` (5.11 with SUPER_COMMITTED waiters).
     pub fn preset(name: &str) -> Option<Policy> {
+        use crate::jbd2::{CommitWriteOp as W, JournalPolicy};
+        // Seed 003 (MODELS-J1-F1-H1.md J1.1): jbd2/jbd commit write type per release;
+        // ext4_sync_file waits only for a commit it started from 2.6.37 to 3.0
+        // (fs/ext4/fsync.c@v2.6.37; "ext4: fix waiting and sending of a barrier in
+        // ext4_sync_file", 3.0).
+        let old = |jbd2: W, jbd: W| JournalPolicy {
+            jbd2,
+            jbd,
+            ext4_fsync_waits_only_if_started: true,
+        };
+        let journal = match name {
+            "linux-2.6.36" => old(W::Write, W::Write),
+            "linux-2.6.37" | "linux-2.6.38" => old(W::WriteSync, W::WriteSync),
+            "jan-rfc" => old(W::WaitedAtLock, W::WaitedAtLock),
+            "linux-2.6.39" => old(W::WriteSync, W::WaitedAtFlush),
+            _ => JournalPolicy::default(),
+        };
         let (fixes, kernel, super_committed): (BTreeSet<Fix>, Kernel, bool) = match name {
+            // btrfs of these releases is not modelled; their btrfs switches are 5.10's.
+            "linux-2.6.36" | "linux-2.6.37" | "linux-2.6.38" | "jan-rfc" | "linux-2.6.39" => {
+                ([Fix::R7].into(), Kernel::V5_10, false)
+            }
             "linux-5.10" => ([Fix::R7].into(), Kernel::V5_10, false),
             "linux-5.11" => (Fix::ALL.into(), Kernel::V5_11, false),
             // 5.12: "btrfs: make concurrent fsyncs wait less when waiting for a transaction
@@ -290,6 +318,7 @@ impl Policy {
             super_committed,
             kernel,
             preempt,
+            journal,
         })
     }
 

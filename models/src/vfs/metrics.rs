@@ -95,6 +95,89 @@ pub struct Metrics {
     /// Per lock and wait queue of the filesystem (`WAIT_CLASSES`): (waits, nanoseconds
     /// waited), over all tasks; reported as `<name>_count` and `<name>_ns`.
     pub waits: BTreeMap<String, (u64, u64)>,
+    /// The ext3/ext4 and journal counters (reported as `ext4.<name>`).
+    pub journal: Option<JournalMetrics>,
+}
+
+/// What the ext3/ext4 model and its journal counted (`ext4.<name>` in reports and
+/// expectations).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JournalMetrics {
+    /// (name, value) in report order.
+    pub rows: Vec<(&'static str, u64)>,
+}
+
+/// The journal counters with what each counts.
+pub const JOURNAL_METRICS: [(&str, &str); 17] = [
+    ("commits", "journal commits finished"),
+    ("sync_commits", "commits whose log writes were REQ_SYNC"),
+    ("async_commits", "commits whose log writes were plain WRITE"),
+    (
+        "waited_async_commits",
+        "commits someone waited for (fsync, sync) that were written as plain WRITE",
+    ),
+    (
+        "timer_commits",
+        "commits the commit timer requested (commit= interval)",
+    ),
+    (
+        "log_blocks",
+        "log blocks written: descriptors, metadata copies, commit blocks",
+    ),
+    ("commit_ns", "ns from T_LOCKED to T_FINISHED, all commits"),
+    ("commit_max_ns", "the longest commit, ns"),
+    (
+        "handle_wait_ns",
+        "ns handles waited to join a transaction (locked, too big, log full)",
+    ),
+    (
+        "commit_wait_ns",
+        "ns callers waited in jbd2_log_wait_commit (commit_wait_ns of fsync and sync)",
+    ),
+    ("commit_waits", "jbd2_log_wait_commit calls that waited"),
+    ("checkpoints", "checkpoints forced by a full log"),
+    (
+        "fsync_flush_only",
+        "ext4 fsyncs that returned after a cache flush without waiting (commit already requested)",
+    ),
+    ("fsync_commit_waits", "fsyncs that waited for a commit"),
+    (
+        "ordered_data_bytes",
+        "data bytes kjournald wrote for data=ordered (ext3)",
+    ),
+    (
+        "reader_stall_ns",
+        "ns readers waited for READ requests (queue + service)",
+    ),
+    ("read_bytes", "bytes read from the device by readers"),
+];
+
+impl JournalMetrics {
+    /// The rows of a journal's counters.
+    pub fn from_stats(s: &crate::jbd2::JournalStats) -> Self {
+        let v = [
+            s.commits,
+            s.sync_commits,
+            s.async_commits,
+            s.waited_async_commits,
+            s.timer_commits,
+            s.log_blocks,
+            s.commit_ns,
+            s.commit_max_ns,
+            s.handle_wait_ns,
+            s.commit_wait_ns,
+            s.commit_waits,
+            s.checkpoints,
+            s.fsync_flush_only,
+            s.fsync_commit_waits,
+            s.ordered_data_bytes,
+            s.reader_stall_ns,
+            s.read_bytes,
+        ];
+        JournalMetrics {
+            rows: JOURNAL_METRICS.iter().map(|(n, _)| *n).zip(v).collect(),
+        }
+    }
 }
 
 /// The filesystem locks and wait queues whose waits every run reports.
@@ -163,6 +246,14 @@ impl Metrics {
         ]
     }
 
+    /// The ext3/ext4 counters as `ext4.<name>` rows (empty for btrfs).
+    pub fn journal_rows(&self) -> Vec<(String, u64)> {
+        self.journal
+            .iter()
+            .flat_map(|j| j.rows.iter().map(|(n, v)| (format!("ext4.{n}"), *v)))
+            .collect()
+    }
+
     /// The wait metrics (`<class>_count`, `<class>_ns`) of every class in `WAIT_CLASSES`.
     pub fn wait_rows(&self) -> Vec<(String, u64)> {
         let mut v = Vec::new();
@@ -184,6 +275,15 @@ impl Metrics {
                     return Some(if ns { t } else { n });
                 }
             }
+        }
+        if let Some(n) = name.strip_prefix("ext4.") {
+            JOURNAL_METRICS.iter().find(|(k, _)| *k == n)?;
+            return Some(
+                self.journal
+                    .as_ref()
+                    .and_then(|j| j.rows.iter().find(|(k, _)| *k == n))
+                    .map_or(0, |(_, v)| *v),
+            );
         }
         if let Some(rule) = name.strip_prefix("full_commits.") {
             return Some(self.full_commits_by_cause.get(rule).copied().unwrap_or(0));

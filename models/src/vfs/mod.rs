@@ -14,6 +14,7 @@ pub use op::{Op, OpError};
 
 use crate::btrfs::{Btrfs, Costs, Policy};
 use crate::device::Device;
+use crate::ext4::Ext4;
 use sim::{Handle, Nanos};
 use std::future::Future;
 
@@ -46,11 +47,19 @@ pub enum FsKind {
     /// btrfs (fs/btrfs, Linux 5.10–5.12).
     #[default]
     Btrfs,
+    /// ext4 on jbd2 (Linux 2.6.36–2.6.39).
+    Ext4,
+    /// ext3 on jbd, data=ordered (Linux 2.6.36–2.6.39).
+    Ext3,
 }
 
 impl FsKind {
     /// Every kind with its file spelling.
-    pub const ALL: [(FsKind, &'static str); 1] = [(FsKind::Btrfs, "btrfs")];
+    pub const ALL: [(FsKind, &'static str); 3] = [
+        (FsKind::Btrfs, "btrfs"),
+        (FsKind::Ext4, "ext4"),
+        (FsKind::Ext3, "ext3"),
+    ];
 
     /// The kind spelled `name` in a file (`fs = "btrfs"`).
     pub fn parse(name: &str) -> Result<FsKind, String> {
@@ -93,9 +102,38 @@ pub struct MountOptions {
     pub ssd: Option<bool>,
     /// `commit=N`: the periodic commit interval (overrides the file's `commit_interval`).
     pub commit: Option<Nanos>,
+    /// ext3/ext4 `data=writeback` (true) or `data=ordered` (false, the default).
+    pub data_writeback: bool,
+    /// ext3/ext4 `barrier=0|1`; None = the kernel's default (ext4 on, ext3 off in 2.6.37).
+    pub barrier: Option<bool>,
 }
 
 impl MountOptions {
+    /// Parses a comma-separated option list (`"ssd,commit=5"`) for filesystem `fs`.
+    pub fn parse_for(fs: FsKind, text: &str) -> Result<MountOptions, String> {
+        let o = Self::parse(text)?;
+        let ext = matches!(fs, FsKind::Ext3 | FsKind::Ext4);
+        if ext && o.ssd.is_some() {
+            return Err(format!(
+                "mount option ssd/nossd is btrfs's: expected data=ordered|writeback, barrier=0|1 or commit=SECONDS for {}",
+                fs.name()
+            ));
+        }
+        if fs == FsKind::Ext3 && o.data_writeback {
+            return Err(
+                "mount option 'data=writeback' is not modelled for ext3: expected data=ordered"
+                    .into(),
+            );
+        }
+        if !ext && (o.data_writeback || o.barrier.is_some()) {
+            return Err(
+                "mount options data= and barrier= are ext3/ext4's: expected ssd, nossd or commit=SECONDS for btrfs"
+                    .into(),
+            );
+        }
+        Ok(o)
+    }
+
     /// Parses a comma-separated option list (`"ssd,commit=5"`).
     pub fn parse(text: &str) -> Result<MountOptions, String> {
         let mut o = MountOptions::default();
@@ -103,6 +141,15 @@ impl MountOptions {
             match opt.split_once('=') {
                 None if opt == "ssd" => o.ssd = Some(true),
                 None if opt == "nossd" => o.ssd = Some(false),
+                None if opt == "barrier" => o.barrier = Some(true),
+                None if opt == "nobarrier" => o.barrier = Some(false),
+                Some(("barrier", "0")) => o.barrier = Some(false),
+                Some(("barrier", "1")) => o.barrier = Some(true),
+                Some(("data", "ordered")) => o.data_writeback = false,
+                Some(("data", "writeback")) => o.data_writeback = true,
+                Some(("data", "journal")) => {
+                    return Err("mount option 'data=journal' is not modelled: expected data=ordered or data=writeback".into())
+                }
                 Some(("commit", v)) => {
                     // The kernel takes whole seconds (fs/btrfs/super.c:btrfs_parse_options).
                     let secs: u32 = v
@@ -116,7 +163,7 @@ impl MountOptions {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown mount option '{opt}': expected ssd, nossd or commit=SECONDS"
+                        "unknown mount option '{opt}': expected ssd, nossd, commit=SECONDS, data=ordered|writeback or barrier=0|1"
                     ))
                 }
             }
@@ -134,6 +181,12 @@ impl MountOptions {
         }
         if let Some(c) = self.commit {
             v.push(format!("commit={}", c / sim::S));
+        }
+        if self.data_writeback {
+            v.push("data=writeback".to_string());
+        }
+        if let Some(b) = self.barrier {
+            v.push(format!("barrier={}", u8::from(b)));
         }
         v.join(",")
     }
@@ -153,6 +206,8 @@ pub struct Mount {
 pub enum Mounted {
     /// btrfs.
     Btrfs(Btrfs),
+    /// ext3 or ext4.
+    Ext4(Ext4),
 }
 
 /// Calls the same method on whichever filesystem is mounted.
@@ -160,8 +215,20 @@ macro_rules! dispatch {
     ($self:expr, $fs:ident => $e:expr) => {
         match $self {
             Mounted::Btrfs($fs) => $e,
+            Mounted::Ext4($fs) => $e,
         }
     };
+}
+
+/// The last trace lines of the filesystem's tasks (crash-point checks left out), for a
+/// violation's timeline.
+pub fn timeline(h: &Handle) -> Vec<String> {
+    let lines: Vec<String> = h
+        .recent_trace(400)
+        .into_iter()
+        .filter(|l| !l.contains(" crash-points "))
+        .collect();
+    lines[lines.len().saturating_sub(40)..].to_vec()
 }
 
 /// The waits on the filesystem's locks and wait queues over a whole run, from the engine's
@@ -187,6 +254,31 @@ impl Mounted {
                 let fs = Btrfs::new(h, dev, policy, costs);
                 fs.set_ssd(ssd);
                 Mounted::Btrfs(fs)
+            }
+            FsKind::Ext4 | FsKind::Ext3 => {
+                let o = &mount.options;
+                let ext3 = mount.fs == FsKind::Ext3;
+                let cfg = crate::ext4::ExtConfig {
+                    variant: if ext3 {
+                        crate::ext4::Variant::Ext3
+                    } else {
+                        crate::ext4::Variant::Ext4
+                    },
+                    fs_size: costs.fs_size,
+                    journal_blocks: 32_768,
+                    commit_interval: o.commit.unwrap_or(5 * sim::S),
+                    barrier: o.barrier.unwrap_or(!ext3),
+                    data_writeback: o.data_writeback,
+                    policy: policy.journal,
+                    syscall: costs.syscall,
+                    per_page: costs.write_per_page,
+                    namespace_op: costs.namespace_op,
+                    writeback_interval: 5 * sim::S,
+                    dirty_expire: 30 * sim::S,
+                };
+                let fs = Ext4::new(h, dev, cfg);
+                fs.start_daemons();
+                Mounted::Ext4(fs)
             }
         }
     }

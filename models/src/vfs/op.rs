@@ -64,6 +64,10 @@ pub enum Op {
     /// Setup: count this many bytes of existing tree blocks as used metadata and give the
     /// rest of the device to data (an aged, full filesystem).
     FillMetadata(u64),
+    /// A sequential buffered read of SIZE bytes from the file's read position.
+    Read(String, u64),
+    /// Setup: a file of SIZE bytes already on disk, committed and not cached.
+    Populate(String, u64),
     /// Sleep.
     Sleep(Nanos),
 }
@@ -117,6 +121,8 @@ impl Op {
             Op::SyncFileRange(_) => "sync-file-range",
             Op::Syncfs => "syncfs",
             Op::FillMetadata(_) => "fill-metadata",
+            Op::Read(..) => "read",
+            Op::Populate(..) => "populate",
             Op::Sleep(_) => "sleep",
         )
     }
@@ -163,7 +169,11 @@ impl std::fmt::Display for Op {
             Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
             Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
             Op::FillMetadata(n) => write!(f, "{k} {}", size_text(*n)),
-            Op::Write(p, n) | Op::WriteOsync(p, n) | Op::MmapWrite(p, n) => {
+            Op::Write(p, n)
+            | Op::WriteOsync(p, n)
+            | Op::MmapWrite(p, n)
+            | Op::Read(p, n)
+            | Op::Populate(p, n) => {
                 write!(f, "{k} {p} {}", size_text(*n))
             }
             Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
@@ -178,7 +188,7 @@ impl std::fmt::Display for Op {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 25] = [
+pub const OPS: [(&str, &str, &str); 27] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -203,5 +213,7 @@ pub const OPS: [(&str, &str, &str); 25] = [
     ("sync-file-range /f", "sync-file-range PATH", "sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER): writeback and wait, no log, no flush (fs/sync.c)"),
     ("syncfs", "syncfs", "syncfs(2) → sync_filesystem: writeback of every dirty file, then btrfs_sync_fs(wait = 1) commits"),
     ("fill-metadata 900m", "fill-metadata SIZE", "setup for space scenarios: SIZE of existing tree blocks counted as used metadata (chunks allocated for them), the rest of the device given to data, the global reserve resized (an aged, full filesystem)"),
+    ("read /f 128k", "read PATH SIZE", "ext3/ext4 only: a sequential buffered read from the file's position; missing pages come in 128 KiB readahead windows, one synchronous READ each from the reader's I/O context"),
+    ("populate /f 1g", "populate PATH SIZE", "ext3/ext4 setup: a file of SIZE already on disk (laid out contiguously, committed, not cached), as a benchmark's layout phase and drop_caches leave it"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
 ];

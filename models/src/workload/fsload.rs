@@ -730,6 +730,28 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
     }
 }
 
+/// A fio buffered sequential reader (rw=read, time_based) of its own laid-out file.
+async fn reader_thread(cx: Ctx, id: u32) {
+    let op = op_index(Kind::FsMark, "read");
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let p = format!("/fio/read{id}");
+    let n = cx.spec.reader_block;
+    loop {
+        if !cx
+            .measure(
+                op,
+                n,
+                &mut before,
+                &mut after,
+                cx.fs(Op::Read(p.clone(), n)),
+            )
+            .await
+        {
+            return;
+        }
+    }
+}
+
 /// The setup each kind needs before the clients start (not measured).
 fn setup_ops(spec: &Spec) -> Vec<Op> {
     let mut ops = Vec::new();
@@ -764,6 +786,12 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
         }
         Kind::FsMark => {
             ops.push(Op::Mkdir("/fsm".into()));
+            if spec.readers > 0 {
+                ops.push(Op::Mkdir("/fio".into()));
+                for r in 0..spec.readers {
+                    ops.push(Op::Populate(format!("/fio/read{r}"), spec.reader_file_size));
+                }
+            }
             for t in 0..spec.clients {
                 ops.push(Op::Mkdir(format!("/fsm/t{t}")));
             }
@@ -880,6 +908,10 @@ pub fn run_with_progress(
                     ),
                     Kind::FsMark => cx.h.spawn(&format!("thread{i}"), fsmark_thread(c, i)),
                 };
+            }
+            for r in 0..cx.spec.readers {
+                let c = cx.clone();
+                cx.h.spawn(&format!("fio{r}"), reader_thread(c, r));
             }
             // Always there, so that a run with a progress bar is the same run as one without.
             let h = cx.h.clone();

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// The workload files shipped inside the binary: (file name, text).
-pub const BUILTIN: [(&str, &str); 3] = [
+pub const BUILTIN: [(&str, &str); 5] = [
     (
         "dbench.toml",
         include_str!("../../../scenarios/workloads/dbench.toml"),
@@ -20,6 +20,14 @@ pub const BUILTIN: [(&str, &str); 3] = [
     (
         "fs-mark.toml",
         include_str!("../../../scenarios/workloads/fs-mark.toml"),
+    ),
+    (
+        "fs-mark-fio-ext4.toml",
+        include_str!("../../../scenarios/workloads/fs-mark-fio-ext4.toml"),
+    ),
+    (
+        "fs-mark-fio-ext3.toml",
+        include_str!("../../../scenarios/workloads/fs-mark-fio-ext3.toml"),
     ),
 ];
 
@@ -57,7 +65,7 @@ impl Kind {
         match self {
             Kind::Dbench => &DBENCH_OPS,
             Kind::SysbenchFileio => &["write", "fsync"],
-            Kind::FsMark => &["create", "write", "fsync", "close", "unlink"],
+            Kind::FsMark => &["create", "write", "fsync", "close", "unlink", "read"],
         }
     }
 }
@@ -111,6 +119,9 @@ struct SpecFile {
     cpu: Option<BTreeMap<String, Spanned<String>>>,
     read_sizes: Option<Vec<Spanned<[i64; 2]>>>,
     write_sizes: Option<Vec<Spanned<[i64; 2]>>>,
+    readers: Option<Spanned<i64>>,
+    reader_file_size: Option<Spanned<String>>,
+    reader_block: Option<Spanned<String>>,
 }
 
 /// A parsed, validated workload.
@@ -158,6 +169,12 @@ pub struct Spec {
     pub read_sizes: Vec<(u64, u64)>,
     /// dbench WriteX sizes: (bytes, weight).
     pub write_sizes: Vec<(u64, u64)>,
+    /// fs_mark: concurrent buffered sequential readers (fio, rw=read), ext3/ext4 only.
+    pub readers: u32,
+    /// Each reader's file (laid out before the run, not cached).
+    pub reader_file_size: u64,
+    /// Bytes per read(2) call (fio's bs; default 4 KiB, fio's default).
+    pub reader_block: u64,
     /// Where it came from.
     pub origin: String,
 }
@@ -273,9 +290,8 @@ impl Spec {
             None => crate::vfs::FsKind::default(),
         };
         let options = match &f.mount {
-            Some(v) => {
-                crate::vfs::MountOptions::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?
-            }
+            Some(v) => crate::vfs::MountOptions::parse_for(fs, v.get_ref())
+                .map_err(|m| err(v.span().start, m))?,
             None => crate::vfs::MountOptions::default(),
         };
         if let (Some(_), Some(c)) = (options.commit, &f.commit_interval) {
@@ -284,11 +300,32 @@ impl Spec {
                 "commit_interval and mount option commit= both given: expected one".into(),
             ));
         }
+        let ext = matches!(fs, crate::vfs::FsKind::Ext3 | crate::vfs::FsKind::Ext4);
+        let given = options
+            .commit
+            .or(f.commit_interval.as_ref().map(|_| commit_interval));
         let commit_interval = options.commit.unwrap_or(commit_interval);
-        // One place holds the interval: `commit=` is folded into it.
+        // One place holds the interval: `commit=` is folded into it (ext3/ext4: into the
+        // mount's commit=, which the journal reads; 5 s when neither is given).
         let options = crate::vfs::MountOptions {
-            commit: None,
+            commit: if ext { given } else { None },
             ..options
+        };
+        let readers = match &f.readers {
+            Some(v) if !ext || kind != Kind::FsMark => {
+                return Err(err(
+                    v.span().start,
+                    "'readers' is for fs-mark workloads on ext3/ext4".into(),
+                ))
+            }
+            Some(v) if (0..=64).contains(v.get_ref()) => *v.get_ref() as u32,
+            Some(v) => {
+                return Err(err(
+                    v.span().start,
+                    format!("invalid readers {}: expected 0..=64", v.get_ref()),
+                ))
+            }
+            None => 0,
         };
         let mount = crate::vfs::Mount { fs, options };
         let cpus = match &f.cpus {
@@ -409,6 +446,9 @@ impl Spec {
             cpus,
             seed: f.seed.unwrap_or(1),
             sync_open: f.sync_open.unwrap_or(false),
+            readers,
+            reader_file_size: size(&f.reader_file_size, "reader_file_size", 4 << 30)?,
+            reader_block: size(&f.reader_block, "reader_block", 4 << 10)?,
             files: count(&f.files, "number of files", 1 << 20, 128)? as u32,
             file_size: size(&f.file_size, "file_size", 64 << 20)?,
             block_size: size(&f.block_size, "block_size", 16 << 10)?,
