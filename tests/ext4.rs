@@ -17,7 +17,10 @@ fn scenario(fs: &str, mount: &str, setup: &[&str], tasks: &[&[&str]]) -> Scenari
         list(setup)
     );
     for (i, ops) in tasks.iter().enumerate() {
-        t.push_str(&format!("[[task]]\nname = \"T{i}\"\nops = [{}]\n", list(ops)));
+        t.push_str(&format!(
+            "[[task]]\nname = \"T{i}\"\nops = [{}]\n",
+            list(ops)
+        ));
     }
     t.push_str("[policies]\nbefore = \"linux-2.6.36\"\nafter = \"linux-2.6.37\"\n");
     Scenario::parse(&t, "e.toml").unwrap_or_else(|e| panic!("{e}\n{t}"))
@@ -30,7 +33,9 @@ fn go(sc: &Scenario, policy: &str) -> RunResult {
 }
 
 fn m(r: &RunResult, name: &str) -> u64 {
-    r.metrics.get(name).unwrap_or_else(|| panic!("no metric {name}"))
+    r.metrics
+        .get(name)
+        .unwrap_or_else(|| panic!("no metric {name}"))
 }
 
 /// One fsync-driven commit: its log writes are REQ_SYNC from 2.6.37 on; 2.6.36 writes
@@ -90,7 +95,12 @@ fn ext4_fsync_of_an_already_requested_commit_returns_early_in_2637() {
     let sc = scenario(
         "ext4",
         "",
-        &["mkdir /d", "create /d/f", "write /d/f 64k", "writeback /d/f"],
+        &[
+            "mkdir /d",
+            "create /d/f",
+            "write /d/f 64k",
+            "writeback /d/f",
+        ],
         &[&["fsync /d/f"], &["fsync /d/f"]],
     );
     let old = go(&sc, "linux-2.6.37");
@@ -112,7 +122,10 @@ fn ext3_without_barriers_loses_a_returned_fsync_on_a_volatile_cache() {
     let ops: &[&str] = &["create /d/f", "write /d/f 16k", "fsync /d/f"];
     let nob = go(&scenario("ext3", "", &["mkdir /d"], &[ops]), "linux-2.6.37");
     assert!(nob.violations.iter().any(|v| v.invariant == "S2"));
-    let b = go(&scenario("ext3", "barrier=1", &["mkdir /d"], &[ops]), "linux-2.6.37");
+    let b = go(
+        &scenario("ext3", "barrier=1", &["mkdir /d"], &[ops]),
+        "linux-2.6.37",
+    );
     assert!(b.violations.is_empty(), "{:?}", b.violations);
 }
 

@@ -22,6 +22,8 @@ pub enum Measure {
     MaxLatency,
     /// Mean latency of one operation kind, ms.
     AvgLat(&'static str),
+    /// Readers' throughput, KiB/s (fio's "bsr" figure).
+    ReaderKiBps,
 }
 
 impl Measure {
@@ -35,6 +37,10 @@ impl Measure {
                 .op(op)
                 .filter(|o| !o.hist.is_empty())
                 .map(|o| o.hist.mean() / 1e6),
+            Measure::ReaderKiBps => r
+                .op("read")
+                .filter(|o| !o.hist.is_empty())
+                .map(|o| o.bytes as f64 / 1024.0 / (r.measured as f64 / 1e9)),
         }
     }
 
@@ -44,6 +50,7 @@ impl Measure {
             Measure::Throughput => "MB/s",
             Measure::PerSecond => "req/s",
             Measure::MaxLatency | Measure::AvgLat(_) => "ms",
+            Measure::ReaderKiBps => "KiB/s",
         }
     }
 
@@ -54,6 +61,7 @@ impl Measure {
             Measure::PerSecond => "requests_per_s".into(),
             Measure::MaxLatency => "max_latency".into(),
             Measure::AvgLat(op) => format!("{op}_avg_lat"),
+            Measure::ReaderKiBps => "reader_kib_per_s".into(),
         }
     }
 }
@@ -116,6 +124,32 @@ pub fn experiments() -> Vec<Experiment> {
             current: "linux-5.11",
             figures: vec![(Measure::PerSecond, 3.39, 16.04)],
             levels: vec![Measure::PerSecond],
+        },
+        // Seed 003 (J1), Jeff Moyer's runs: vanilla (WRITE_SYNC commits) vs Jan Kara's jbd
+        // and jbd2 patches; requests/s is fs_mark's files/s.
+        Experiment {
+            id: "003-fsmark-ext4",
+            seed: "003 (Jeff Moyer, #21): fs_mark 64 KB + fsync, 1 thread, and a fio buffered sequential reader, ext4",
+            workload: "fs-mark-fio-ext4",
+            baseline: "linux-2.6.37",
+            current: "jan-rfc",
+            figures: vec![
+                (Measure::PerSecond, 408.547, 342.813),
+                (Measure::ReaderKiBps, 277_130.0, 294_655.0),
+            ],
+            levels: vec![Measure::PerSecond, Measure::ReaderKiBps],
+        },
+        Experiment {
+            id: "003-fsmark-ext3",
+            seed: "003 (Jeff Moyer, #21): fs_mark 64 KB + fsync, 1 thread, and a fio buffered sequential reader, ext3",
+            workload: "fs-mark-fio-ext3",
+            baseline: "linux-2.6.37",
+            current: "jan-rfc",
+            figures: vec![
+                (Measure::PerSecond, 517.535, 540.34),
+                (Measure::ReaderKiBps, 178_187.0, 182_312.0),
+            ],
+            levels: vec![Measure::PerSecond, Measure::ReaderKiBps],
         },
     ]
 }
@@ -292,6 +326,9 @@ pub fn validate_with(
         if e.workload == "dbench" {
             spec.duration = db_dur;
             spec.warmup = db_warm;
+        } else if e.workload.starts_with("fs-mark") {
+            // Seed 003's blktrace runs lasted 300 s; the same lengths as dbench's.
+            spec.duration = db_dur;
         } else {
             spec.duration = sb_dur;
         }

@@ -7,7 +7,6 @@ use crate::device::{IoClass, Request};
 /// (JBD2_TAG_SIZE32 without the 64bit feature, include/linux/jbd2.h@v2.6.37).
 const TAGS_PER_DESCRIPTOR: u64 = (BLOCK - 12 - 16) / 8;
 
-
 impl Journal {
     /// Commits the running transaction: T_LOCKED (choose the write type, wait for
     /// t_updates), T_FLUSH (the next transaction may start; ordered data), T_COMMIT
