@@ -1,6 +1,7 @@
 //! What fsyncsim simulates: block devices and I/O schedulers (later filesystems) and the
 //! workloads that drive them. Code cites the kernel function, driver or paper it models.
 
+pub mod block;
 pub mod btrfs;
 pub mod device;
 pub mod ext4;

@@ -106,8 +106,10 @@ pub struct DeviceConfig {
     pub tail: Option<TailSpike>,
     /// Rotating-disk geometry (None for SSDs).
     pub hdd: Option<HddGeometry>,
-    /// I/O scheduler name.
+    /// I/O scheduler name (`none` = no request-queue stage; see `crate::block`).
     pub scheduler: String,
+    /// Request-queue and elevator tunables (the `[scheduler]` table).
+    pub sched: crate::block::Tunables,
 }
 
 /// A device TOML file: an optional base preset and any fields to override.
@@ -128,7 +130,7 @@ struct DeviceFile {
     flush: Option<FlushCost>,
     tail: Option<TailSpike>,
     hdd: Option<HddGeometry>,
-    scheduler: Option<String>,
+    scheduler: Option<toml::Value>,
 }
 
 /// A bad device description: where and what was expected.
@@ -277,17 +279,46 @@ impl DeviceConfig {
             }
             cfg.hdd = Some(g);
         }
-        if let Some(s) = file.scheduler {
-            if !super::iosched::NAMES.contains(&s.as_str()) {
-                return Err(ConfigError {
-                    location: key_line("scheduler"),
-                    message: format!(
-                        "unknown I/O scheduler '{s}': expected one of {}",
-                        super::iosched::NAMES.join(", ")
-                    ),
-                });
+        if let Some(v) = file.scheduler {
+            let table = match v {
+                toml::Value::String(name) => crate::block::config::SchedulerTable {
+                    name: Some(name),
+                    ..Default::default()
+                },
+                toml::Value::Table(t) => toml::Value::Table(t)
+                    .try_into::<crate::block::config::SchedulerTable>()
+                    .map_err(|e| ConfigError {
+                        location: key_line("[scheduler"),
+                        message: format!("[scheduler]: {}", e.message().replace('\n', " ")),
+                    })?,
+                other => {
+                    return Err(ConfigError {
+                        location: key_line("scheduler"),
+                        message: format!(
+                            "scheduler = {other}: expected a name ({}) or a [scheduler] table",
+                            crate::block::NAMES.join(", ")
+                        ),
+                    })
+                }
+            };
+            if let Some(s) = &table.name {
+                if !crate::block::NAMES.contains(&s.as_str()) {
+                    return Err(ConfigError {
+                        location: key_line("scheduler"),
+                        message: format!(
+                            "unknown I/O scheduler '{s}': expected one of {}",
+                            crate::block::NAMES.join(", ")
+                        ),
+                    });
+                }
+                cfg.scheduler = s.clone();
             }
-            cfg.scheduler = s;
+            table
+                .apply(&mut cfg.sched)
+                .map_err(|(key, message)| ConfigError {
+                    location: key_line(&key),
+                    message,
+                })?;
         }
         Ok(cfg)
     }

@@ -275,6 +275,8 @@ pub struct DeviceStats {
     pub background_bytes: u64,
     /// Time of the last update.
     pub last_event: Nanos,
+    /// The request queue's and elevator's counters (None with `scheduler = "none"`).
+    pub block: Option<crate::block::BlockStats>,
 }
 
 impl DeviceStats {
@@ -294,7 +296,23 @@ struct InFlight {
     done: IoDone,
     cover: u64,
     finished: bool,
+    /// Block layer: the request-queue request this device request carries (NIL for bios
+    /// and on the `none` path).
+    rq: u32,
+    /// Block layer: the device request's first bio.
+    head: u32,
+    /// Block layer: 0 in the elevator, 1 at the driver, 2 in service (for a late waiter's
+    /// wait class).
+    stage: u8,
+    /// Block layer: a ticket holder will collect it (`submit_nowait`).
+    keep: bool,
 }
+
+/// A request submitted with `Device::submit_nowait`; `Device::wait` collects it (exactly
+/// once).
+#[derive(Debug)]
+#[must_use = "a ticket must be waited for exactly once"]
+pub struct Ticket(u64);
 
 struct State {
     cfg: DeviceConfig,
@@ -312,6 +330,10 @@ struct State {
     link_free: Nanos,
     now: Nanos,
     stats: DeviceStats,
+    /// The request queue and elevator (None with `scheduler = "none"`).
+    blk: Option<crate::block::RequestQueue>,
+    /// Scratch: bios finished by one completion.
+    blk_done: Vec<u32>,
 }
 
 impl State {
@@ -488,6 +510,8 @@ struct Classes {
     service: ClassId,
     flush: ClassId,
     busy: ClassId,
+    /// Waiting in the request queue (block layer only).
+    elevator: ClassId,
 }
 
 struct Inner {
@@ -499,6 +523,8 @@ struct Inner {
     units: std::cell::Cell<u64>,
     units_max: std::cell::Cell<u64>,
     classes: Classes,
+    /// The block layer's unplug and elevator timers' wait queues (None on the `none` path).
+    timers: Option<[WaitQueue; 2]>,
 }
 
 /// A simulated block device shared by the tasks that submit to it.
@@ -547,16 +573,38 @@ impl Device {
                 flushed_bytes: 0,
                 background_bytes: 0,
                 last_event: 0,
+                block: None,
             },
+            blk: crate::block::RequestQueue::new(
+                &cfg.scheduler,
+                &cfg.sched,
+                cfg.hdd.is_some(),
+                cfg.tags(),
+                cfg.write_cache,
+                h.now(),
+            ),
+            blk_done: Vec::new(),
             cfg,
         };
+        let block = state.blk.is_some();
         let classes = Classes {
             host: h.class(&format!("{name}:host_queue")),
             queue: h.class(&format!("{name}:queue")),
             service: h.class(&format!("{name}:service")),
             flush: h.class(&format!("{name}:flush")),
             busy: h.class(&format!("{name}:unit_busy")),
+            elevator: if block {
+                h.class(&format!("{name}:elevator"))
+            } else {
+                ClassId::default()
+            },
         };
+        let timers = block.then(|| {
+            [
+                WaitQueue::new(&h, &format!("{name}:unplug_timer")),
+                WaitQueue::new(&h, &format!("{name}:elevator_timer")),
+            ]
+        });
         let units = state.cfg.parallelism;
         let dev = Device {
             inner: Rc::new(Inner {
@@ -568,9 +616,19 @@ impl Device {
                 name: name.clone(),
                 state: RefCell::new(state),
                 classes,
+                timers,
             }),
         };
         dev.inner.units_max.set(units);
+        if block {
+            for which in 0..2 {
+                let d = dev.clone();
+                let label = ["kblockd_unplug", "elevator_timer"][which];
+                sim.spawn_daemon(&format!("{name}.{label}"), async move {
+                    d.blk_timer(which).await
+                });
+            }
+        }
         dev
     }
 
@@ -597,8 +655,14 @@ impl Device {
         &self.inner.name
     }
 
-    /// Submits a request and waits for its completion.
+    /// Submits a request and waits for its completion. With a block layer (scheduler other
+    /// than `none`) the waiting task unplugs the queue, as `wait_on_buffer` does
+    /// (`sync_buffer` → `blk_run_address_space`, 2.6.37).
     pub async fn submit(&self, req: Request) -> IoDone {
+        if self.inner.timers.is_some() {
+            let t = self.submit_nowait(req);
+            return self.wait(t).await;
+        }
         let me = self.inner.h.current();
         let (id, issued) = self.enqueue(req, Some(me));
         let class = if issued {
@@ -614,7 +678,291 @@ impl Device {
 
     /// Submits a request nobody waits for (open-loop load); its statistics still count.
     pub fn submit_detached(&self, req: Request) {
+        if self.inner.timers.is_some() {
+            self.enqueue_blk(req, false);
+            return;
+        }
         self.enqueue(req, None);
+    }
+
+    /// Submits a request without waiting (`submit_bh`): nothing unplugs the queue but the
+    /// block layer's own rules (REQ_UNPLUG, `unplug_thresh`, the unplug timer). Collect it
+    /// with `wait` exactly once.
+    pub fn submit_nowait(&self, req: Request) -> Ticket {
+        if self.inner.timers.is_some() {
+            return Ticket(self.enqueue_blk(req, true));
+        }
+        let (id, _) = self.enqueue(req, None);
+        self.inner.state.borrow_mut().slots[id as usize]
+            .as_mut()
+            .expect("live request")
+            .keep = true;
+        Ticket(id)
+    }
+
+    /// Waits for a `submit_nowait` request (`wait_on_buffer`): unplugs the queue first, as
+    /// the kernel's waiter does, then parks until the request completes.
+    pub async fn wait(&self, t: Ticket) -> IoDone {
+        let id = t.0;
+        self.unplug();
+        let inner = &self.inner;
+        let class = {
+            let mut st = inner.state.borrow_mut();
+            let f = st.slots[id as usize].as_mut().expect("live ticket");
+            if f.finished {
+                return st.free(id).done;
+            }
+            f.submitter = Some(inner.h.current());
+            match f.stage {
+                0 if inner.timers.is_some() => inner.classes.elevator,
+                0 => inner.classes.host,
+                1 => inner.classes.queue,
+                _ if f.req.op == Op::Flush => inner.classes.flush,
+                _ => inner.classes.service,
+            }
+        };
+        inner.h.park(class).await;
+        let f = inner.state.borrow_mut().free(id);
+        debug_assert!(f.finished);
+        f.done
+    }
+
+    /// Runs a plugged queue now (`generic_unplug_device`); a no-op without a block layer.
+    pub fn unplug(&self) {
+        let run = match self.inner.state.borrow_mut().blk.as_mut() {
+            Some(b) => b.unplug(),
+            None => return,
+        };
+        if run {
+            self.run_queue();
+        }
+    }
+
+    /// Block layer: a new bio goes through `__make_request`; returns its slot.
+    fn enqueue_blk(&self, req: Request, keep: bool) -> u64 {
+        let now = self.inner.h.now();
+        let (id, run, done_now) = {
+            let mut st = self.inner.state.borrow_mut();
+            st.account_area(now);
+            st.in_system += 1;
+            let id = st.alloc(InFlight {
+                req,
+                submitter: None,
+                done: IoDone {
+                    submitted: now,
+                    ..IoDone::default()
+                },
+                cover: 0,
+                finished: false,
+                rq: crate::block::NIL,
+                head: crate::block::NIL,
+                stage: 0,
+                keep,
+            });
+            let blk = st.blk.as_mut().expect("block layer");
+            match blk.make_request(id as u32, &req, now) {
+                crate::block::blk_core::Submitted::Queued { run } => (id, run, false),
+                crate::block::blk_core::Submitted::Done => (id, false, true),
+            }
+        };
+        if done_now {
+            let mut st = self.inner.state.borrow_mut();
+            {
+                let f = st.slots[id as usize].as_mut().expect("live request");
+                f.done.issued = now;
+                f.done.started = now;
+            }
+            let wake = self.finish_bio(&mut st, id as u32, now);
+            debug_assert!(wake.is_none());
+            drop(st);
+            self.after_completion();
+        } else if run {
+            self.run_queue();
+        }
+        self.notify_timers();
+        id
+    }
+
+    /// `__blk_run_queue`: the elevator dispatches while the driver has a free tag.
+    fn run_queue(&self) {
+        let inner = &self.inner;
+        let now = inner.h.now();
+        let mut issued = 0;
+        {
+            let mut st = inner.state.borrow_mut();
+            let st = &mut *st;
+            let Some(blk) = st.blk.as_mut() else {
+                return;
+            };
+            blk.run_begin();
+            while st.tags_free > 0 {
+                let Some(d) = st.blk.as_mut().expect("block layer").next(now) else {
+                    break;
+                };
+                let id = st.alloc(InFlight {
+                    req: d.req,
+                    submitter: None,
+                    done: IoDone {
+                        submitted: now,
+                        ..IoDone::default()
+                    },
+                    cover: 0,
+                    finished: false,
+                    rq: d.rq,
+                    head: d.head,
+                    stage: 1,
+                    keep: false,
+                });
+                let mut b = d.head;
+                while b != crate::block::NIL {
+                    let f = st.slots[b as usize].as_mut().expect("live bio");
+                    if f.stage == 0 {
+                        f.stage = 1;
+                        f.done.issued = now;
+                        if let Some(t) = f.submitter {
+                            inner.h.reclassify(t, inner.classes.queue);
+                        }
+                    }
+                    b = st.blk.as_ref().expect("block layer").next_bio(b);
+                }
+                st.issue(id, now);
+                issued += 1;
+            }
+        }
+        for _ in 0..issued {
+            self.kick_unit();
+        }
+        self.notify_timers();
+    }
+
+    /// Wakes the block layer's timer tasks that have a deadline to sleep towards.
+    fn notify_timers(&self) {
+        let Some(wq) = &self.inner.timers else {
+            return;
+        };
+        let (a, b) = {
+            let st = self.inner.state.borrow();
+            let blk = st.blk.as_ref().expect("block layer");
+            (blk.plug_deadline.is_some(), blk.elv_deadline.is_some())
+        };
+        if a {
+            wq[0].notify_one();
+        }
+        if b {
+            wq[1].notify_one();
+        }
+    }
+
+    /// A block-layer timer task: 0 = the unplug timer, 1 = the elevator's (CFQ idle) timer.
+    async fn blk_timer(&self, which: usize) {
+        let inner = &self.inner;
+        let wq = inner.timers.as_ref().expect("block layer");
+        loop {
+            let now = inner.h.now();
+            let deadline = {
+                let st = inner.state.borrow();
+                let blk = st.blk.as_ref().expect("block layer");
+                [blk.plug_deadline, blk.elv_deadline][which]
+            };
+            match deadline {
+                None => wq[which].wait().await,
+                Some(t) if t > now => inner.h.sleep(t - now).await,
+                Some(_) => {
+                    let run = {
+                        let mut st = inner.state.borrow_mut();
+                        let blk = st.blk.as_mut().expect("block layer");
+                        if which == 0 {
+                            blk.unplug_timeout(now)
+                        } else {
+                            blk.elv_timeout(now)
+                        }
+                    };
+                    if run {
+                        self.run_queue();
+                    }
+                    self.notify_timers();
+                }
+            }
+        }
+    }
+
+    /// Finishes one bio: timestamps, statistics; returns the task to wake.
+    fn finish_bio(&self, st: &mut State, bio: u32, now: Nanos) -> Option<TaskId> {
+        st.account_area(now);
+        st.in_system -= 1;
+        let (req, done, submitter, keep) = {
+            let f = st.slots[bio as usize].as_mut().expect("live bio");
+            f.done.completed = now;
+            f.finished = true;
+            f.stage = 3;
+            (f.req, f.done, f.submitter, f.keep)
+        };
+        let histograms = st.histograms;
+        let k = &mut st.stats.kinds[req.kind() as usize];
+        k.count += 1;
+        k.bytes += req.len;
+        if done.host_wait() > 0 {
+            k.host_waited += 1;
+        }
+        k.host_wait_ns += u128::from(done.host_wait());
+        k.queue_wait_ns += u128::from(done.queue_wait());
+        k.service_ns += u128::from(done.service());
+        if histograms {
+            k.latency
+                .get_or_insert_with(new_histogram)
+                .saturating_record(done.latency());
+        }
+        if submitter.is_none() && !keep {
+            st.free(u64::from(bio));
+        }
+        submitter
+    }
+
+    /// Block layer: a device request completed: cache, its bios, the elevator, the queue.
+    fn complete_blk(&self, id: u64) {
+        let inner = &self.inner;
+        let now = inner.h.now();
+        let mut wake: Vec<TaskId> = Vec::new();
+        {
+            let mut st = inner.state.borrow_mut();
+            let f = st.free(id);
+            if f.req.op == Op::Flush {
+                st.cache.complete_flush(f.cover);
+            }
+            if f.req.op == Op::Write {
+                let mut b = f.head;
+                while b != crate::block::NIL {
+                    let r = st.slots[b as usize].as_ref().expect("live bio").req;
+                    st.cache.complete_write(r.offset, r.len, r.token, f.req.fua);
+                    b = st.blk.as_ref().expect("block layer").next_bio(b);
+                }
+            }
+            st.stats.background_bytes = st.cache.background_bytes;
+            st.tags_free += 1;
+            let mut done = std::mem::take(&mut st.blk_done);
+            done.clear();
+            st.blk
+                .as_mut()
+                .expect("block layer")
+                .completed(f.rq, now, &mut done);
+            for &b in &done {
+                if let Some(t) = self.finish_bio(&mut st, b, now) {
+                    wake.push(t);
+                }
+            }
+            st.blk_done = done;
+        }
+        for t in wake {
+            inner.h.unpark(t);
+        }
+        self.after_completion();
+    }
+
+    fn after_completion(&self) {
+        self.run_queue();
+        if self.inner.state.borrow().in_system == 0 {
+            self.inner.drained.notify_all();
+        }
     }
 
     fn enqueue(&self, req: Request, submitter: Option<TaskId>) -> (u64, bool) {
@@ -631,6 +979,10 @@ impl Device {
             },
             cover: 0,
             finished: false,
+            rq: crate::block::NIL,
+            head: crate::block::NIL,
+            stage: 0,
+            keep: false,
         });
         let issued = st.tags_free > 0;
         if issued {
@@ -664,6 +1016,27 @@ impl Device {
                 let t = st.service_time(q.id);
                 let f = st.slots[q.id as usize].as_mut().expect("live request");
                 f.done.started = now;
+                f.stage = 2;
+                if f.rq != crate::block::NIL {
+                    let (mut b, flush) = (f.head, f.req.op == Op::Flush);
+                    while b != crate::block::NIL {
+                        let f = st.slots[b as usize].as_mut().expect("live bio");
+                        if f.stage == 1 {
+                            f.stage = 2;
+                            f.done.started = now;
+                            if let Some(task) = f.submitter {
+                                let c = if flush || f.req.op == Op::Flush {
+                                    inner.classes.flush
+                                } else {
+                                    inner.classes.service
+                                };
+                                inner.h.reclassify(task, c);
+                            }
+                        }
+                        b = st.blk.as_ref().expect("block layer").next_bio(b);
+                    }
+                }
+                let f = st.slots[q.id as usize].as_mut().expect("live request");
                 if let Some(task) = f.submitter {
                     let c = if f.req.op == Op::Flush {
                         inner.classes.flush
@@ -680,6 +1053,10 @@ impl Device {
     }
 
     fn complete(&self, id: u64) {
+        if self.inner.timers.is_some() {
+            self.complete_blk(id);
+            return;
+        }
         let inner = &self.inner;
         let now = inner.h.now();
         let mut st = inner.state.borrow_mut();
@@ -729,6 +1106,7 @@ impl Device {
                 drop(st);
                 inner.h.unpark(t);
             }
+            None if st.slots[id as usize].as_ref().is_some_and(|f| f.keep) => drop(st),
             None => {
                 st.free(id);
                 drop(st);
@@ -774,7 +1152,11 @@ impl Device {
         let now = self.inner.h.now();
         let mut st = self.inner.state.borrow_mut();
         st.account_area(now);
-        st.stats.clone()
+        let mut s = st.stats.clone();
+        if let Some(b) = st.blk.as_mut() {
+            s.block = Some(b.stats(now));
+        }
+        s
     }
 
     /// What survives a power loss now (offset → newest durable write); None unless the

@@ -43,5 +43,6 @@ pub fn config() -> DeviceConfig {
             mech: None,
         }),
         scheduler: "none".into(),
+        sched: crate::block::Tunables::default(),
     }
 }

@@ -87,5 +87,6 @@ pub fn config() -> DeviceConfig {
             mech: Some(m),
         }),
         scheduler: "none".into(),
+        sched: crate::block::Tunables::default(),
     }
 }

@@ -34,5 +34,6 @@ pub fn config() -> DeviceConfig {
         tail: None,
         hdd: None,
         scheduler: "none".into(),
+        sched: crate::block::Tunables::default(),
     }
 }
