@@ -160,11 +160,20 @@ pub fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
+/// Device files shipped inside the binary, usable by name like a preset.
+pub const BUILTIN_FILES: [(&str, &str); 1] = [(
+    "hdd-cfq",
+    include_str!("../../../scenarios/devices/hdd-cfq.toml"),
+)];
+
 impl DeviceConfig {
     /// Resolves `--device`: a preset name, or a path to a device TOML file.
     pub fn resolve(spec: &str) -> Result<Self, ConfigError> {
         if let Some(cfg) = presets::by_name(spec) {
             return Ok(cfg);
+        }
+        if let Some((name, text)) = BUILTIN_FILES.iter().find(|(n, _)| *n == spec) {
+            return Self::from_toml(text, &format!("scenarios/devices/{name}.toml"));
         }
         let path = Path::new(spec);
         if spec.ends_with(".toml") || path.exists() {
