@@ -357,7 +357,7 @@ fn check_passes_on_the_shipped_races_and_fails_on_a_wrong_expectation() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).matches("PASS ").count(),
-        7
+        models::scenario::BUILTIN.len()
     );
     let bad = temp_file(
         "wrong.toml",

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
 /// The scenarios shipped inside the binary: (file name, text).
-pub const BUILTIN: [(&str, &str); 7] = [
+pub const BUILTIN: [(&str, &str); 9] = [
     (
         "r1-link-rename-logged-trans.toml",
         include_str!("../../scenarios/r1-link-rename-logged-trans.toml"),
@@ -39,6 +39,14 @@ pub const BUILTIN: [(&str, &str); 7] = [
     (
         "r7-fsync-syncs-unchanged-log.toml",
         include_str!("../../scenarios/r7-fsync-syncs-unchanged-log.toml"),
+    ),
+    (
+        "j1a-fsync-waits-for-async-commit.toml",
+        include_str!("../../scenarios/j1a-fsync-waits-for-async-commit.toml"),
+    ),
+    (
+        "j1b-reader-stalled-by-sync-commit.toml",
+        include_str!("../../scenarios/j1b-reader-stalled-by-sync-commit.toml"),
     ),
 ];
 

@@ -50,6 +50,10 @@ pub fn metrics() -> String {
             "{c}_count, {c}_ns  waits on {c} and their total time, all tasks\n"
         ));
     }
+    t.push_str("ext3/ext4 (fs = \"ext3\" | \"ext4\"):\n");
+    for (n, what) in models::vfs::metrics::JOURNAL_METRICS {
+        t.push_str(&format!("ext4.{n}  {what}\n"));
+    }
     t
 }
 
@@ -69,7 +73,18 @@ pub fn policies() -> String {
             Some(_) if space.is_empty() => "preemptive reclaim worker".to_string(),
             Some(_) => format!("preemptive reclaim worker with {}", space.join(",")),
         };
-        t.push_str(&format!("  {p:<12} fixes {}; {worker}\n", fixes.join(",")));
+        let j = models::btrfs::Policy::preset(p).map(|x| x.journal).unwrap_or_default();
+        t.push_str(&format!(
+            "  {p:<12} fixes {}; {worker}; ext4 commits {}, ext3 commits {}{}\n",
+            fixes.join(","),
+            j.jbd2.name(),
+            j.jbd.name(),
+            if j.ext4_fsync_waits_only_if_started {
+                ", ext4 fsync waits only for a commit it started"
+            } else {
+                ""
+            }
+        ));
     }
     t.push_str("fixes (--fix/--without R, or :+R/:-R after a preset):\n");
     for f in Fix::ALL {
