@@ -245,8 +245,8 @@ fn devices_lists_the_presets() {
 fn list_shows_scenarios_and_mutants() {
     let o = fsyncsim(&["list"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(out.lines().count(), 7, "{out}");
-    for r in ["R1", "R2", "R3", "R4", "R5", "R6", "R7"] {
+    assert_eq!(out.lines().count(), models::scenario::BUILTIN.len(), "{out}");
+    for r in ["R1", "R2", "R3", "R4", "R5", "R6", "R7", "J1a", "J1b"] {
         assert!(out.lines().any(|l| l.contains(&format!(" {r} "))), "{out}");
     }
     let o = fsyncsim(&["list", "--mutants"]);
@@ -271,7 +271,7 @@ fn run_without_arguments_replays_all_seven_races_side_by_side() {
         .lines()
         .skip_while(|l| !l.starts_with("scenario "))
         .collect();
-    assert_eq!(summary.len(), 8, "{out}");
+    assert_eq!(summary.len(), models::scenario::BUILTIN.len() + 1, "{out}");
     for row in &summary[1..] {
         let cells: Vec<&str> = row.split_whitespace().collect();
         let (pre, post) = (cells[cells.len() - 2], cells[cells.len() - 1]);
