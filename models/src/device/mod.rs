@@ -334,6 +334,8 @@ struct State {
     blk: Option<crate::block::RequestQueue>,
     /// Scratch: bios finished by one completion.
     blk_done: Vec<u32>,
+    /// Scratch: their waiting tasks.
+    blk_wake: Vec<TaskId>,
 }
 
 impl State {
@@ -578,12 +580,13 @@ impl Device {
             blk: crate::block::RequestQueue::new(
                 &cfg.scheduler,
                 &cfg.sched,
-                cfg.hdd.is_some(),
+                cfg.sched.queue.rotational.unwrap_or(cfg.hdd.is_some()),
                 cfg.tags(),
                 cfg.write_cache,
                 h.now(),
             ),
             blk_done: Vec::new(),
+            blk_wake: Vec::new(),
             cfg,
         };
         let block = state.blk.is_some();
@@ -922,9 +925,11 @@ impl Device {
     fn complete_blk(&self, id: u64) {
         let inner = &self.inner;
         let now = inner.h.now();
-        let mut wake: Vec<TaskId> = Vec::new();
+        let mut wake;
         {
             let mut st = inner.state.borrow_mut();
+            wake = std::mem::take(&mut st.blk_wake);
+            wake.clear();
             let f = st.free(id);
             if f.req.op == Op::Flush {
                 st.cache.complete_flush(f.cover);
@@ -952,9 +957,10 @@ impl Device {
             }
             st.blk_done = done;
         }
-        for t in wake {
+        for &t in &wake {
             inner.h.unpark(t);
         }
+        inner.state.borrow_mut().blk_wake = wake;
         self.after_completion();
     }
 
