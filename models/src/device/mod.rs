@@ -15,6 +15,13 @@
 //! The submitter's wait is attributed, in turn, to `<dev>:host_queue`, `<dev>:queue` and
 //! `<dev>:service` (`<dev>:flush` for flushes), so reports can split I/O latency.
 //! All draws come from the stream `device.<name>`.
+//!
+//! With a scheduler other than `none`, Linux 2.6.37's request queue (`crate::block`) sits in
+//! front of step 1 instead of the host queue: a submitted request is a bio; it is merged into
+//! a queued request or becomes one, waits in the elevator (plugged or not) attributed to
+//! `<dev>:elevator`, and the elevator dispatches to the driver while a tag is free. Per-kind
+//! counters still count bios; `DeviceStats::block` counts requests, merges and the elevator's
+//! decisions.
 
 pub mod cache;
 pub mod config;
@@ -229,9 +236,9 @@ pub struct KindStats {
     pub count: u64,
     /// Bytes transferred.
     pub bytes: u64,
-    /// Requests that waited for a tag.
+    /// Requests that waited for a tag (with a block layer: in the request queue).
     pub host_waited: u64,
-    /// Total ns waited for tags.
+    /// Total ns waited for tags (with a block layer: in the request queue).
     pub host_wait_ns: u128,
     /// Total ns waited for a service unit.
     pub queue_wait_ns: u128,
@@ -350,6 +357,7 @@ impl State {
         self.tags_free -= 1;
         let f = self.slots[id as usize].as_mut().expect("live request");
         f.done.issued = now;
+        f.stage = 1;
         if f.req.op == Op::Flush || f.req.preflush {
             f.cover = self.cache.issue_flush();
         }
