@@ -55,7 +55,7 @@ pub fn json(r: &FioResult) -> Value {
             )
         })
         .collect();
-    json!({
+    let mut v = json!({
         "fio version": concat!("fsyncsim-", env!("CARGO_PKG_VERSION")),
         "jobs": [{
             "jobname": "fsyncsim",
@@ -89,7 +89,11 @@ pub fn json(r: &FioResult) -> Value {
             "background_destaged_bytes": ds.background_bytes,
         },
         "trace_hash": format!("{:#018x}", r.trace_hash),
-    })
+    });
+    if let Some(b) = &ds.block {
+        v["device"]["block"] = crate::block::json(b);
+    }
+    v
 }
 
 fn human_iops(x: f64) -> String {
@@ -146,13 +150,25 @@ pub fn text(r: &FioResult) -> String {
     }
     let ds = &r.device_stats;
     let waited: u64 = ds.kinds.iter().map(|k| k.host_waited).sum();
-    out.push(format!(
-        "  device: {} requests, {} waited for a tag (max host queue {}), {} bytes destaged by flushes",
-        ds.completed(),
-        waited,
-        ds.max_host_queue,
-        ds.flushed_bytes
-    ));
+    if ds.block.is_some() {
+        out.push(format!(
+            "  device: {} requests, {} waited in the request queue, {} bytes destaged by flushes",
+            ds.completed(),
+            waited,
+            ds.flushed_bytes
+        ));
+    } else {
+        out.push(format!(
+            "  device: {} requests, {} waited for a tag (max host queue {}), {} bytes destaged by flushes",
+            ds.completed(),
+            waited,
+            ds.max_host_queue,
+            ds.flushed_bytes
+        ));
+    }
+    if let Some(b) = &ds.block {
+        out.extend(crate::block::text(b));
+    }
     out.push(format!("  trace hash: {:#018x}", r.trace_hash));
     out.join("\n") + "\n"
 }

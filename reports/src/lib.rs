@@ -2,6 +2,7 @@
 //! else in fsyncsim renders output.
 
 pub mod bench;
+pub mod block;
 pub mod checkpoint;
 pub mod chrome;
 pub mod devices;

@@ -83,7 +83,7 @@ impl RequestQueue {
             last_merge: NIL,
             elv,
             q: t.queue.clone(),
-            should_plug: t.queue.plugging && name != "mq-deadline" && !(!rotational && tagged),
+            should_plug: t.queue.plugging && name != "mq-deadline" && (rotational || !tagged),
             rotational,
             plugged: false,
             plug_deadline: None,
@@ -196,9 +196,9 @@ impl RequestQueue {
     }
 
     /// `__generic_unplug_device`: run the queue if it was plugged (always on a
-    /// non-rotational device).
+    /// non-rotational device, and on a queue that never plugs).
     fn generic_unplug(&mut self) -> bool {
-        self.remove_plug() || !self.rotational
+        self.remove_plug() || !self.rotational || !self.should_plug
     }
 
     fn queue_empty(&self) -> bool {

@@ -125,8 +125,11 @@ pub struct Cfq {
     saved_type: Tree,
     last_delayed_sync: i64,
     timer_pending: bool,
+    /// An idle interval is open (armed, no request, not fired or cancelled yet).
+    idle_open: bool,
     idle_since: Nanos,
     acct_last: Nanos,
+    tree_adds: [u64; 3],
 }
 
 fn r(rqs: &Rqs, id: u32) -> &Rq {
@@ -161,8 +164,10 @@ impl Cfq {
             // "we optimistically start assuming sync ops weren't delayed in last second"
             last_delayed_sync: now as i64 - 1_000 * MS,
             timer_pending: false,
+            idle_open: false,
             idle_since: 0,
             acct_last: now,
+            tree_adds: [0; 3],
         };
         c.qs.push(Cfqq::default()); // the shared async queue (BE/4)
         c
@@ -291,6 +296,7 @@ impl Cfq {
         }
         self.tseq += 1;
         let s = self.tseq;
+        self.tree_adds[tree as usize] += 1;
         self.trees[tree as usize].insert((key, s), q);
         self.qm(q).tree = Some((tree, key, s));
     }
@@ -390,11 +396,19 @@ impl Cfq {
         self.rq_queued -= 1;
     }
 
+    /// Ends the open idle interval (the kernel's blkio `idle_time` stops there too).
+    fn idle_end(&mut self, now: Nanos, st: &mut BlockStats) {
+        if self.idle_open {
+            self.idle_open = false;
+            st.idle_ns += u128::from(now - self.idle_since);
+        }
+    }
+
     fn del_timer(&mut self, now: Nanos, st: &mut BlockStats, cx: &mut ElvCtx) {
         if self.timer_pending {
             self.timer_pending = false;
             st.idle_cancelled += 1;
-            st.idle_ns += u128::from(now - self.idle_since);
+            self.idle_end(now, st);
             cx.cancel = true;
         }
     }
@@ -643,7 +657,10 @@ impl Cfq {
             return;
         }
         self.qm(q).wait_request = true;
+        // mod_timer: a still-pending timer (must_dispatch path) is re-armed.
+        self.idle_end(now, st);
         self.timer_pending = true;
+        self.idle_open = true;
         self.idle_since = now;
         st.idle_armed += 1;
         cx.cancel = false;
@@ -811,6 +828,8 @@ impl Elevator for Cfq {
                     self.qm(q).wait_request = false;
                     cx.run = true;
                 } else {
+                    // The timer stays armed; the request goes at the next queue run.
+                    self.idle_end(now, st);
                     self.qm(q).must_dispatch = true;
                 }
             }
@@ -980,7 +999,7 @@ impl Elevator for Cfq {
         }
         self.timer_pending = false;
         st.idle_fired += 1;
-        st.idle_ns += u128::from(now - self.idle_since);
+        self.idle_end(now, st);
         let t = now as i64;
         if let Some(q) = self.active {
             if self.q(q).must_dispatch {
@@ -1008,5 +1027,6 @@ impl Elevator for Cfq {
 
     fn account(&mut self, now: Nanos, st: &mut BlockStats) {
         self.acct(now, st);
+        st.tree_adds = self.tree_adds;
     }
 }

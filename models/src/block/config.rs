@@ -24,6 +24,8 @@ pub struct QueueTunables {
     /// Plugging on (2.6.37 legacy queue); mq-deadline runs without it (blk-mq has no
     /// queue plug).
     pub plugging: bool,
+    /// `queue/rotational` as set through sysfs; None: from the device (an `hdd` geometry).
+    pub rotational: Option<bool>,
 }
 
 /// deadline's tunables (`block/deadline-iosched.c`, v2.6.37; mq-deadline v5.10 has the
@@ -96,6 +98,7 @@ impl Default for Tunables {
                 max_bytes: 512 * 1024,
                 fua: true,
                 plugging: true,
+                rotational: None,
             },
             deadline: dl.clone(),
             mq_deadline: dl,
@@ -129,6 +132,8 @@ pub struct SchedulerTable {
     pub max_sectors_kb: Option<u64>,
     /// Device honours FUA.
     pub fua: Option<bool>,
+    /// `queue/rotational` (0 or 1 in sysfs; here a boolean).
+    pub rotational: Option<bool>,
     /// deadline / mq-deadline: `read_expire` ms.
     pub read_expire: Option<u64>,
     /// deadline / mq-deadline: `write_expire` ms.
@@ -165,7 +170,7 @@ impl SchedulerTable {
     /// Applies the table to `t`; an error names the offending key and what is expected.
     pub fn apply(&self, t: &mut Tunables) -> Result<(), (String, String)> {
         fn pos(key: &str, v: u64) -> Result<u64, (String, String)> {
-            if v >= 1 && v <= 1_000_000_000 {
+            if (1..=1_000_000_000).contains(&v) {
                 Ok(v)
             } else {
                 Err((key.into(), format!("{key} = {v}: expected 1 to 1000000000")))
@@ -189,6 +194,9 @@ impl SchedulerTable {
         }
         if let Some(v) = self.fua {
             t.queue.fua = v;
+        }
+        if let Some(v) = self.rotational {
+            t.queue.rotational = Some(v);
         }
         for d in [&mut t.deadline, &mut t.mq_deadline] {
             if let Some(v) = self.read_expire {

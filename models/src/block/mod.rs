@@ -214,6 +214,8 @@ pub struct BlockStats {
     pub preemptions: u64,
     /// CFQ: preemptions of an async queue by a sync request.
     pub sync_preempts_async: u64,
+    /// CFQ: queues put on a service tree, per tree (ASYNC, SYNC_NOIDLE, SYNC).
+    pub tree_adds: [u64; 3],
     /// CFQ: slices ended (`__cfq_slice_expired`).
     pub slices_expired: u64,
     /// CFQ: idle timer armed (`cfq_arm_slice_timer`).
@@ -222,7 +224,8 @@ pub struct BlockStats {
     pub idle_fired: u64,
     /// CFQ: idle timer cancelled (a request arrived, or the slice ended).
     pub idle_cancelled: u64,
-    /// CFQ: ns from arming the idle timer to its firing or cancellation.
+    /// CFQ: ns from arming the idle timer to its firing, its cancellation, or the arrival of
+    /// the awaited request (the kernel's blkio `idle_time`).
     pub idle_ns: u128,
     /// CFQ: ns during which async requests were queued while sync requests were in flight
     /// at the driver (`cfq_may_dispatch` holds every async queue then).

@@ -15,6 +15,13 @@
 //! The submitter's wait is attributed, in turn, to `<dev>:host_queue`, `<dev>:queue` and
 //! `<dev>:service` (`<dev>:flush` for flushes), so reports can split I/O latency.
 //! All draws come from the stream `device.<name>`.
+//!
+//! With a scheduler other than `none`, Linux 2.6.37's request queue (`crate::block`) sits in
+//! front of step 1 instead of the host queue: a submitted request is a bio; it is merged into
+//! a queued request or becomes one, waits in the elevator (plugged or not) attributed to
+//! `<dev>:elevator`, and the elevator dispatches to the driver while a tag is free. Per-kind
+//! counters still count bios; `DeviceStats::block` counts requests, merges and the elevator's
+//! decisions.
 
 pub mod cache;
 pub mod config;
@@ -229,9 +236,9 @@ pub struct KindStats {
     pub count: u64,
     /// Bytes transferred.
     pub bytes: u64,
-    /// Requests that waited for a tag.
+    /// Requests that waited for a tag (with a block layer: in the request queue).
     pub host_waited: u64,
-    /// Total ns waited for tags.
+    /// Total ns waited for tags (with a block layer: in the request queue).
     pub host_wait_ns: u128,
     /// Total ns waited for a service unit.
     pub queue_wait_ns: u128,
@@ -334,6 +341,8 @@ struct State {
     blk: Option<crate::block::RequestQueue>,
     /// Scratch: bios finished by one completion.
     blk_done: Vec<u32>,
+    /// Scratch: their waiting tasks.
+    blk_wake: Vec<TaskId>,
 }
 
 impl State {
@@ -348,6 +357,7 @@ impl State {
         self.tags_free -= 1;
         let f = self.slots[id as usize].as_mut().expect("live request");
         f.done.issued = now;
+        f.stage = 1;
         if f.req.op == Op::Flush || f.req.preflush {
             f.cover = self.cache.issue_flush();
         }
@@ -578,12 +588,13 @@ impl Device {
             blk: crate::block::RequestQueue::new(
                 &cfg.scheduler,
                 &cfg.sched,
-                cfg.hdd.is_some(),
+                cfg.sched.queue.rotational.unwrap_or(cfg.hdd.is_some()),
                 cfg.tags(),
                 cfg.write_cache,
                 h.now(),
             ),
             blk_done: Vec::new(),
+            blk_wake: Vec::new(),
             cfg,
         };
         let block = state.blk.is_some();
@@ -922,9 +933,11 @@ impl Device {
     fn complete_blk(&self, id: u64) {
         let inner = &self.inner;
         let now = inner.h.now();
-        let mut wake: Vec<TaskId> = Vec::new();
+        let mut wake;
         {
             let mut st = inner.state.borrow_mut();
+            wake = std::mem::take(&mut st.blk_wake);
+            wake.clear();
             let f = st.free(id);
             if f.req.op == Op::Flush {
                 st.cache.complete_flush(f.cover);
@@ -952,9 +965,10 @@ impl Device {
             }
             st.blk_done = done;
         }
-        for t in wake {
+        for &t in &wake {
             inner.h.unpark(t);
         }
+        inner.state.borrow_mut().blk_wake = wake;
         self.after_completion();
     }
 
