@@ -161,10 +161,16 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// Device files shipped inside the binary, usable by name like a preset.
-pub const BUILTIN_FILES: [(&str, &str); 1] = [(
-    "hdd-cfq",
-    include_str!("../../../scenarios/devices/hdd-cfq.toml"),
-)];
+pub const BUILTIN_FILES: [(&str, &str); 2] = [
+    (
+        "hdd-cfq",
+        include_str!("../../../scenarios/devices/hdd-cfq.toml"),
+    ),
+    (
+        "fc-array-cfq",
+        include_str!("../../../scenarios/devices/fc-array-cfq.toml"),
+    ),
+];
 
 impl DeviceConfig {
     /// Resolves `--device`: a preset name, or a path to a device TOML file.
