@@ -123,7 +123,7 @@ impl Journal {
                     .with_token(tok)
                     .with_class(class)
                     .with_hints(sync, unplug)
-                    .with_meta(true)
+                    .with_meta(false) // submit_bh(write_op): no REQ_META in 2.6.37
                     .with_ioc(ioc),
             );
         }
@@ -147,7 +147,7 @@ impl Journal {
         let mut cb = Request::write(off, BLOCK)
             .with_token(tok)
             .with_hints(true, true)
-            .with_meta(true)
+            .with_meta(false) // submit_bh(write_op): no REQ_META in 2.6.37
             .with_ioc(ioc);
         if inner.cfg.barrier {
             cb.preflush = true;
