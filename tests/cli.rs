@@ -245,7 +245,11 @@ fn devices_lists_the_presets() {
 fn list_shows_scenarios_and_mutants() {
     let o = fsyncsim(&["list"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(out.lines().count(), models::scenario::BUILTIN.len(), "{out}");
+    assert_eq!(
+        out.lines().count(),
+        models::scenario::BUILTIN.len(),
+        "{out}"
+    );
     for r in ["R1", "R2", "R3", "R4", "R5", "R6", "R7", "J1a", "J1b"] {
         assert!(out.lines().any(|l| l.contains(&format!(" {r} "))), "{out}");
     }

@@ -73,7 +73,9 @@ pub fn policies() -> String {
             Some(_) if space.is_empty() => "preemptive reclaim worker".to_string(),
             Some(_) => format!("preemptive reclaim worker with {}", space.join(",")),
         };
-        let j = models::btrfs::Policy::preset(p).map(|x| x.journal).unwrap_or_default();
+        let j = models::btrfs::Policy::preset(p)
+            .map(|x| x.journal)
+            .unwrap_or_default();
         t.push_str(&format!(
             "  {p:<12} fixes {}; {worker}; ext4 commits {}, ext3 commits {}{}\n",
             fixes.join(","),

@@ -311,11 +311,7 @@ impl Btrfs {
     }
 
     pub(super) fn split(&self, path: &str) -> Result<(Ino, String), OpError> {
-        let trimmed = path.trim_end_matches('/');
-        let (dir, name) = trimmed.rsplit_once('/').unwrap_or(("", trimmed));
-        if name.is_empty() {
-            return Err(OpError(format!("not a file path: {path}")));
-        }
+        let (dir, name) = crate::vfs::split_path(path)?;
         let d = if dir.is_empty() {
             ROOT_INO
         } else {

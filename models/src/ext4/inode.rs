@@ -207,19 +207,8 @@ impl Ext4 {
                 }
             }
             Variant::Ext3 => {
-                for (off, len, token) in inner.journal.take_data(ino) {
-                    let mut o = 0;
-                    while o < len {
-                        let l = BLOCK.min(len - o);
-                        reqs.push(
-                            Request::write(off + o, BLOCK)
-                                .with_token(token)
-                                .with_class(class)
-                                .with_hints(noidle, false)
-                                .with_ioc(ioc),
-                        );
-                        o += l;
-                    }
+                for b in inner.journal.take_data(ino) {
+                    reqs.extend(crate::jbd2::buffer_writes(b, class, (noidle, false), ioc));
                 }
             }
             _ => {}

@@ -73,21 +73,9 @@ impl Journal {
             let mut reqs = Vec::new();
             let mut bytes = 0;
             for (_ino, bufs) in &data {
-                for &(off, len, token) in bufs {
-                    // One buffer_head (4 KiB) per bio.
-                    let mut o = 0;
-                    while o < len {
-                        let l = BLOCK.min(len - o);
-                        reqs.push(
-                            Request::write(off + o, l)
-                                .with_token(token)
-                                .with_class(class)
-                                .with_hints(sync, unplug)
-                                .with_ioc(ioc),
-                        );
-                        o += l;
-                    }
-                    bytes += len;
+                for &b in bufs {
+                    reqs.extend(super::buffer_writes(b, class, (sync, unplug), ioc));
+                    bytes += b.1;
                 }
             }
             for (ino, _) in &data {

@@ -381,6 +381,23 @@ impl Journal {
     }
 }
 
+/// One WRITE bio per buffer_head (4 KiB) of a data range, as ext3's block_write_full_page
+/// and jbd's journal_submit_data_buffers submit them (`submit_bh` per buffer).
+pub fn buffer_writes(
+    (off, len, token): DataBuf,
+    class: crate::device::IoClass,
+    (noidle, unplug): (bool, bool),
+    ioc: u32,
+) -> impl Iterator<Item = crate::device::Request> {
+    (0..len.div_ceil(BLOCK)).map(move |k| {
+        crate::device::Request::write(off + k * BLOCK, BLOCK.min(len - k * BLOCK))
+            .with_token(token)
+            .with_class(class)
+            .with_hints(noidle, unplug)
+            .with_ioc(ioc)
+    })
+}
+
 /// Submits `reqs` back to back (as submit_bh does for a batch) and waits for all of them:
 /// each request gets a short-lived task that waits for its completion.
 pub async fn submit_and_wait(h: &Handle, dev: &Device, reqs: Vec<crate::device::Request>) {

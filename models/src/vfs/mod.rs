@@ -220,6 +220,17 @@ macro_rules! dispatch {
     };
 }
 
+/// Splits a path into its directory part and last name (`"/d/f"` → `("/d", "f")`; the
+/// root's own directory part is `""`).
+pub fn split_path(path: &str) -> Result<(&str, &str), OpError> {
+    let trimmed = path.trim_end_matches('/');
+    let (dir, name) = trimmed.rsplit_once('/').unwrap_or(("", trimmed));
+    if name.is_empty() {
+        return Err(OpError(format!("not a file path: {path}")));
+    }
+    Ok((dir, name))
+}
+
 /// The last trace lines of the filesystem's tasks (crash-point checks left out), for a
 /// violation's timeline.
 pub fn timeline(h: &Handle) -> Vec<String> {
