@@ -877,15 +877,18 @@ impl Elevator for Cfq {
             m.fifo_time = n.fifo_time;
             m.fifo_seq = n.fifo_seq;
             // remove_request(next) below deletes next's entry; rq re-enters at that key.
-            if self.q(n.cfqq).next_rq == Some(next) {
-                self.qm(n.cfqq).next_rq = Some(rq);
+            // `if (cfqq->next_rq == next)` with cfqq = RQ_CFQQ(rq): rq's own queue.
+            if self.q(x.cfqq).next_rq == Some(next) {
+                self.qm(x.cfqq).next_rq = Some(rq);
             }
             self.remove_request(rqs, next);
             self.qm(x.cfqq).fifo.insert((n.fifo_time, n.fifo_seq), rq);
             return;
         }
-        if self.q(n.cfqq).next_rq == Some(next) {
-            self.qm(n.cfqq).next_rq = Some(rq);
+        // cfq_merged_requests@v2.6.37 checks rq's queue; when next sat in another queue,
+        // cfq_remove_request(next) moves that queue's next_rq on.
+        if self.q(x.cfqq).next_rq == Some(next) {
+            self.qm(x.cfqq).next_rq = Some(rq);
         }
         self.remove_request(rqs, next);
     }
