@@ -302,7 +302,11 @@ impl Ext4 {
         (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
         let s = self.inner.journal.stats();
         m.transaction_commits = s.commits;
-        m.journal = Some(crate::vfs::metrics::JournalMetrics::from_stats(&s));
+        let dev = self.inner.dev.stats();
+        m.journal = Some(crate::vfs::metrics::JournalMetrics::from_stats(
+            &s,
+            dev.block.as_ref(),
+        ));
         m
     }
 

@@ -108,7 +108,7 @@ pub struct JournalMetrics {
 }
 
 /// The journal counters with what each counts.
-pub const JOURNAL_METRICS: [(&str, &str); 17] = [
+pub const JOURNAL_METRICS: [(&str, &str); 24] = [
     ("commits", "journal commits finished"),
     ("sync_commits", "commits whose log writes were REQ_SYNC"),
     ("async_commits", "commits whose log writes were plain WRITE"),
@@ -150,11 +150,37 @@ pub const JOURNAL_METRICS: [(&str, &str); 17] = [
         "ns readers waited for READ requests (queue + service)",
     ),
     ("read_bytes", "bytes read from the device by readers"),
+    (
+        "write_dispatches",
+        "block layer: write requests dispatched to the driver (blktrace D)",
+    ),
+    (
+        "write_merges",
+        "block layer: write bios merged into queued requests (blktrace M/F)",
+    ),
+    (
+        "sync_dispatches",
+        "block layer: sync requests dispatched (reads, REQ_SYNC writes)",
+    ),
+    ("async_dispatches", "block layer: async requests dispatched"),
+    (
+        "cfq_preemptions",
+        "CFQ: active queue preempted by an arriving request",
+    ),
+    (
+        "cfq_idle_ns",
+        "CFQ: ns the idle timer was armed (blkio idle_time)",
+    ),
+    (
+        "cfq_async_blocked_ns",
+        "CFQ: ns async requests waited while sync ones were in flight",
+    ),
 ];
 
 impl JournalMetrics {
-    /// The rows of a journal's counters.
-    pub fn from_stats(s: &crate::jbd2::JournalStats) -> Self {
+    /// The rows of a journal's counters and the device's block-layer counters.
+    pub fn from_stats(s: &crate::jbd2::JournalStats, b: Option<&crate::block::BlockStats>) -> Self {
+        let d = b.cloned().unwrap_or_default();
         let v = [
             s.commits,
             s.sync_commits,
@@ -173,6 +199,13 @@ impl JournalMetrics {
             s.ordered_data_bytes,
             s.reader_stall_ns,
             s.read_bytes,
+            d.dispatches[crate::block::Dir::Write as usize],
+            d.merges[crate::block::Dir::Write as usize],
+            d.sync_dispatches,
+            d.async_dispatches,
+            d.preemptions,
+            u64::try_from(d.idle_ns).unwrap_or(u64::MAX),
+            u64::try_from(d.async_blocked_ns).unwrap_or(u64::MAX),
         ];
         JournalMetrics {
             rows: JOURNAL_METRICS.iter().map(|(n, _)| *n).zip(v).collect(),
