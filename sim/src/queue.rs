@@ -179,7 +179,7 @@ impl TimerQueue {
     }
 
     /// Arms `task`'s timer for absolute time `at`; `now` is a lower bound of every pending time.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, now: u64, at: u64, task: u32) {
         debug_assert!(u64::from(task) <= TASK_MASK && at >= now && now >= self.base);
         let t = task as usize;
@@ -194,7 +194,7 @@ impl TimerQueue {
         self.insert(now, at, task);
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, now: u64, at: u64, task: u32) {
         if at - self.base > self.max_rel {
             self.rebase(now);
@@ -235,7 +235,7 @@ impl TimerQueue {
     /// firing of a timer beyond the key range, which is re-armed here; the caller's clock
     /// must reach `time` either way. Timers due at the same instant come out in the order
     /// they were armed.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, Option<u32>)> {
         if let Some((t, task)) = self.ties.pop_front() {
             return Some((t, Some(task)));

@@ -248,7 +248,7 @@ impl Core {
     }
 
     /// Puts the current task to sleep for `d`, attributing the time to `class`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sleep_current(&mut self, d: Nanos, class: ClassId) {
         let t = self.current;
         let now = self.now;
@@ -1156,7 +1156,7 @@ fn paused_view(c: &Core, next_event: Option<Nanos>) -> ChoiceView<'_> {
 }
 
 /// Makes `t` the running task.
-#[inline]
+#[inline(always)]
 fn dispatch(c: &mut Core, t: TaskId) -> TaskId {
     c.current = t;
     c.dispatches += 1;
@@ -1182,7 +1182,7 @@ fn stuck(c: &Core, reason: String) -> SimError {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn resume_timer(c: &mut Core, t: TaskId) -> TaskId {
     let class = match c.tasks[t as usize].state {
         TaskState::Sleeping(cl) => cl,
