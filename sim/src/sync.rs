@@ -98,13 +98,22 @@ pub struct Lock<'a> {
 
 impl<'a> Future for Lock<'a> {
     type Output = MutexGuard<'a>;
-    #[inline]
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<MutexGuard<'a>> {
         let m = self.m;
         if self.started {
+            // Resumed after the hand-off: nothing to look up.
             return Poll::Ready(MutexGuard { m });
         }
         self.started = true;
+        Self::first_poll(m)
+    }
+}
+
+impl<'a> Lock<'a> {
+    /// Takes the mutex now, or queues the current task for it.
+    #[inline(never)]
+    fn first_poll(m: &'a Mutex) -> Poll<MutexGuard<'a>> {
         let mut g = m.h.core();
         let c: &mut Core = &mut g;
         let (cur, now, id) = (c.current, c.now, m.id);
@@ -265,13 +274,22 @@ pub struct Acquire<'a> {
 
 impl<'a> Future for Acquire<'a> {
     type Output = SemaphorePermit<'a>;
-    #[inline]
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
         let (s, n) = (self.s, self.n);
         if self.started {
+            // Resumed after the grant: nothing to look up.
             return Poll::Ready(SemaphorePermit { s, n });
         }
         self.started = true;
+        Self::first_poll(s, n)
+    }
+}
+
+impl<'a> Acquire<'a> {
+    /// Takes the permits now, or queues the current task for them.
+    #[inline(never)]
+    fn first_poll(s: &'a Semaphore, n: u64) -> Poll<SemaphorePermit<'a>> {
         let mut g = s.h.core();
         let c: &mut Core = &mut g;
         let (cur, now, id) = (c.current, c.now, s.id);

@@ -67,7 +67,7 @@ pub struct BenchResult {
     pub trace_hash: u64,
 }
 
-#[inline]
+#[inline(always)]
 fn exp_ns(rng: &mut Stream, mean: f64) -> Nanos {
     let x: f64 = Exp1.sample(rng);
     (x * mean + 0.5) as Nanos
