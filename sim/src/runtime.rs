@@ -830,10 +830,9 @@ impl Sim {
         self.limit = limit;
     }
 
-    /// Turns the per-task, per-class wait accounts (`Handle::account_of`, `account_into`) on
-    /// (the default) or off, for runs whose reports never read them; resource statistics and
-    /// the trace are kept either way.
+    /// Turns per-task wait accounts (`Handle::account_of`) on (the default) or off.
     pub fn set_wait_accounting(&mut self, on: bool) {
+        // Resource statistics and the trace hash are kept either way.
         self.handle.core().accounting = on;
     }
 

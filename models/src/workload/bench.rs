@@ -175,12 +175,12 @@ pub struct LoopResult {
     pub mean_latency_ns: f64,
 }
 
-/// The base model (no lock) as a single-purpose hand-written event loop: a `BinaryHeap` of
-/// (time, sequence, client) timers, a FIFO of slot waiters and a FIFO of clients granted a
-/// slot at the current instant, with the engine's event order (timers of an instant first,
-/// then wake-ups), the same streams and draws, so it produces the same results. It is what
-/// the engine is measured against; None with `lock` (the loop models the base model only).
+/// The base model as a hand-written event loop with the engine's results (None with `lock`).
 pub fn run_loop(p: &BenchParams) -> Option<LoopResult> {
+    // A `BinaryHeap` of (time, sequence, client) timers, a FIFO of slot waiters and a FIFO of
+    // clients granted a slot at the current instant, with the engine's event order (timers
+    // of an instant first, then wake-ups) and the same streams and draws: what the engine is
+    // measured against. Only the base model (no lock).
     use std::cmp::Reverse;
     use std::collections::{BinaryHeap, VecDeque};
     if p.lock {
