@@ -1,12 +1,13 @@
-//! Whole-model benchmarks (issue 15): the engine's closed-loop model, one race replay, a
-//! chunk of a seed sweep, and one virtual second of dbench with 64 clients on 12 CPUs.
+//! Whole-model benchmarks (issue 15): the engine's closed-loop model (and the same model as a
+//! hand-written loop), one race replay, a chunk of a seed sweep, and one virtual second of
+//! dbench with 64 clients on 12 CPUs.
 //! Results are deterministic; only the wall time varies.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use models::btrfs::Policy;
 use models::device::DeviceConfig;
 use models::scenario::{run, run_with_trace, Interleaving, Scenario};
-use models::workload::bench::{run as bench_run, BenchParams};
+use models::workload::bench::{run as bench_run, run_loop, BenchParams};
 use models::workload::{fsload, spec::Spec};
 use std::hint::black_box;
 
@@ -19,6 +20,10 @@ fn engine(c: &mut Criterion) {
     g.throughput(Throughput::Elements(p.requests * 4));
     g.bench_function("closed_loop_100k_requests", |b| {
         b.iter(|| black_box(bench_run(&p).unwrap().trace_hash))
+    });
+    // The same model as a single-purpose hand-written loop (same results), for the ratio.
+    g.bench_function("hand_written_loop_100k_requests", |b| {
+        b.iter(|| black_box(run_loop(&p).unwrap().sim_ns))
     });
     g.finish();
 }

@@ -398,3 +398,26 @@ fn sleeps_longer_than_the_timer_key_range_fire_on_time_and_in_order() {
         ]
     );
 }
+
+#[test]
+fn bench_hand_written_loop_gives_the_engine_results() {
+    use models::workload::bench::{run, run_loop, BenchParams};
+    for seed in [1, 2, 3] {
+        let p = BenchParams {
+            requests: 50_000,
+            seed,
+            ..Default::default()
+        };
+        let e = run(&p).unwrap();
+        let l = run_loop(&p).unwrap();
+        assert_eq!(
+            (l.requests, l.sim_ns, l.mean_latency_ns),
+            (e.requests, e.sim_ns, e.mean_latency_ns)
+        );
+    }
+    assert!(run_loop(&BenchParams {
+        lock: true,
+        ..Default::default()
+    })
+    .is_none());
+}

@@ -1,6 +1,6 @@
 //! Output of `fsyncsim bench`.
 
-use models::workload::bench::{BenchParams, BenchResult};
+use models::workload::bench::{BenchParams, BenchResult, LoopResult};
 use serde_json::{json, Value};
 
 /// Wall-clock figures measured around a benchmark run (outside the simulation).
@@ -10,8 +10,26 @@ pub struct Wall {
     pub seconds: f64,
 }
 
+/// The hand-written loop's run beside the engine's: its results and wall seconds.
+#[derive(Clone, Debug)]
+pub struct Versus {
+    /// What the loop produced.
+    pub result: LoopResult,
+    /// Its wall-clock seconds.
+    pub seconds: f64,
+}
+
+impl Versus {
+    /// Whether the loop's virtual-time results equal the engine's.
+    pub fn same_results(&self, r: &BenchResult) -> bool {
+        self.result.requests == r.requests
+            && self.result.sim_ns == r.sim_ns
+            && self.result.mean_latency_ns == r.mean_latency_ns
+    }
+}
+
 /// The text report.
-pub fn text(p: &BenchParams, r: &BenchResult, w: Wall) -> String {
+pub fn text(p: &BenchParams, r: &BenchResult, w: Wall, vs: Option<&Versus>) -> String {
     let per = if p.lock { 6 } else { 4 };
     let mut s = String::new();
     s.push_str(&format!(
@@ -24,7 +42,10 @@ pub fn text(p: &BenchParams, r: &BenchResult, w: Wall) -> String {
         r.requests,
         p.seed
     ));
-    s.push_str(&format!("  wall time          {:.3} s\n", w.seconds));
+    s.push_str(&format!(
+        "  wall time          {:.3} s   (the faster of 2 runs)\n",
+        w.seconds
+    ));
     s.push_str(&format!(
         "  requests/s         {:.2} M\n",
         r.requests as f64 / w.seconds / 1e6
@@ -48,11 +69,31 @@ pub fn text(p: &BenchParams, r: &BenchResult, w: Wall) -> String {
         r.sim_ns as f64 / 1e9
     ));
     s.push_str(&format!("  trace hash         {:#018x}\n", r.trace_hash));
+    if let Some(v) = vs {
+        s.push_str(&format!(
+            "  hand-written loop  {:.3} s, {:.1} M events/s, same results: {}\n",
+            v.seconds,
+            r.events as f64 / v.seconds / 1e6,
+            if v.same_results(r) { "yes" } else { "NO" }
+        ));
+        s.push_str(&format!(
+            "  engine / loop      {:.2}x   (events/s; > 1: the engine is faster)\n",
+            v.seconds / w.seconds
+        ));
+    }
     s
 }
 
 /// The JSON report.
-pub fn json(p: &BenchParams, r: &BenchResult, w: Wall) -> Value {
+pub fn json(p: &BenchParams, r: &BenchResult, w: Wall, vs: Option<&Versus>) -> Value {
+    let hand_loop = vs.map(|v| {
+        json!({
+            "wall_seconds": v.seconds,
+            "events_per_second": r.events as f64 / v.seconds,
+            "same_results": v.same_results(r),
+            "engine_speedup": v.seconds / w.seconds,
+        })
+    });
     json!({
         "model": {
             "clients": p.clients,
@@ -72,5 +113,6 @@ pub fn json(p: &BenchParams, r: &BenchResult, w: Wall) -> Value {
         "sim_iops": r.sim_iops,
         "mean_latency_ns": r.mean_latency_ns,
         "trace_hash": format!("{:#018x}", r.trace_hash),
+        "hand_loop": hand_loop,
     })
 }

@@ -118,6 +118,13 @@ impl<K: Copy + Ord> EventQueue<K> {
 const TASK_BITS: u32 = 24;
 const TASK_MASK: u64 = (1 << TASK_BITS) - 1;
 
+/// A task's pending timer: its insertion sequence and absolute due time.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    seq: u64,
+    due: u64,
+}
+
 /// Timers of tasks, popped in (time, insertion sequence) order.
 #[derive(Debug, Clone)]
 pub struct TimerQueue {
@@ -127,8 +134,7 @@ pub struct TimerQueue {
     /// Largest relative time a key can hold.
     max_rel: u64,
     /// Per task: insertion sequence and absolute due time of its pending timer.
-    seq: Vec<u64>,
-    due: Vec<u64>,
+    slots: Vec<Slot>,
     next_seq: u64,
     /// Timers of the current instant, sorted by insertion sequence, not yet popped.
     ties: std::collections::VecDeque<(u64, u32)>,
@@ -155,8 +161,7 @@ impl TimerQueue {
             heap: EventQueue::new(),
             base: 0,
             max_rel: (1u64 << bits) - 1,
-            seq: Vec::new(),
-            due: Vec::new(),
+            slots: Vec::new(),
             next_seq: 0,
             ties: std::collections::VecDeque::new(),
             scratch: Vec::new(),
@@ -174,21 +179,22 @@ impl TimerQueue {
     }
 
     /// Arms `task`'s timer for absolute time `at`; `now` is a lower bound of every pending time.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, now: u64, at: u64, task: u32) {
         debug_assert!(u64::from(task) <= TASK_MASK && at >= now && now >= self.base);
         let t = task as usize;
-        if self.seq.len() <= t {
-            self.seq.resize(t + 1, 0);
-            self.due.resize(t + 1, 0);
+        if self.slots.len() <= t {
+            self.slots.resize(t + 1, Slot::default());
         }
-        self.seq[t] = self.next_seq;
+        self.slots[t] = Slot {
+            seq: self.next_seq,
+            due: at,
+        };
         self.next_seq += 1;
-        self.due[t] = at;
         self.insert(now, at, task);
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, now: u64, at: u64, task: u32) {
         if at - self.base > self.max_rel {
             self.rebase(now);
@@ -229,14 +235,14 @@ impl TimerQueue {
     /// firing of a timer beyond the key range, which is re-armed here; the caller's clock
     /// must reach `time` either way. Timers due at the same instant come out in the order
     /// they were armed.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, Option<u32>)> {
         if let Some((t, task)) = self.ties.pop_front() {
             return Some((t, Some(task)));
         }
         let key = self.heap.pop()?;
         let (time, task) = (self.time_of(key), (key & TASK_MASK) as u32);
-        let due = self.due[task as usize];
+        let due = self.slots[task as usize].due;
         if time < due {
             self.insert(time, due, task);
             return Some((time, None));
@@ -260,14 +266,14 @@ impl TimerQueue {
             }
             self.heap.pop();
             let task = (next & TASK_MASK) as u32;
-            if time < self.due[task as usize] {
-                let due = self.due[task as usize];
+            let due = self.slots[task as usize].due;
+            if time < due {
                 self.insert(time, due, task);
             } else {
                 batch.push((time, task));
             }
         }
-        batch.sort_unstable_by_key(|&(_, t)| self.seq[t as usize]);
+        batch.sort_unstable_by_key(|&(_, t)| self.slots[t as usize].seq);
         self.ties.extend(batch.drain(..));
         self.scratch = batch;
         self.ties.pop_front().expect("at least the first timer")

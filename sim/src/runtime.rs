@@ -188,6 +188,8 @@ pub(crate) struct Core {
     pub(crate) explores_ties: bool,
     spawned: Vec<(TaskId, BoxFuture)>,
     pub(crate) trace: Trace,
+    /// Whether waits are added to the tasks' per-class accounts (`Sim::set_wait_accounting`).
+    pub(crate) accounting: bool,
     stop: bool,
     /// Set while the simulation is dropped: releases by dropped guards are ignored.
     pub(crate) tearing_down: bool,
@@ -218,6 +220,7 @@ impl Core {
             explores_ties: false,
             spawned: Vec::new(),
             trace: Trace::default(),
+            accounting: true,
             stop: false,
             tearing_down: false,
             cpus: None,
@@ -245,7 +248,7 @@ impl Core {
     }
 
     /// Puts the current task to sleep for `d`, attributing the time to `class`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn sleep_current(&mut self, d: Nanos, class: ClassId) {
         let t = self.current;
         let now = self.now;
@@ -272,16 +275,12 @@ impl Core {
     /// Closes the current wait of `t`, adding its duration to the task's account of `class`.
     #[inline]
     fn close_wait(&mut self, t: TaskId, class: ClassId) -> Nanos {
-        let now = self.now;
-        let task = &mut self.tasks[t as usize];
-        let dt = now - task.wait_since;
-        let c = class as usize;
-        if task.acct.len() <= c {
-            task.acct.resize(c + 1, 0);
-        }
-        task.acct[c] += dt;
-        task.wait_since = now;
-        dt
+        close_wait(
+            &mut self.tasks[t as usize],
+            self.now,
+            self.accounting,
+            class,
+        )
     }
 
     /// Makes a waiting task runnable at the current instant, accounting its wait.
@@ -296,10 +295,14 @@ impl Core {
                 return 0;
             }
         };
-        let dt = self.close_wait(t, class);
-        self.tasks[t as usize].state = TaskState::Ready;
-        self.ready.push_back(t);
-        dt
+        wake_task(
+            &mut self.tasks,
+            &mut self.ready,
+            self.now,
+            self.accounting,
+            t,
+            class,
+        )
     }
 
     /// Re-attributes the rest of a parked task's wait to another class (e.g. a device
@@ -386,12 +389,61 @@ impl Core {
     /// Records a grant of `r` to `t` after `waited` ns (0 = uncontended).
     #[inline]
     pub(crate) fn note_grant(&mut self, r: ResId, waited: Option<Nanos>) {
-        let res = &mut self.resources[r as usize];
-        res.acquisitions += 1;
+        self.resources[r as usize].note_grant(waited);
+    }
+}
+
+/// Closes a task's current wait at `now`: its length, added to the task's account of `class`
+/// when `accounting` is on.
+#[inline(always)]
+fn close_wait(task: &mut Task, now: Nanos, accounting: bool, class: ClassId) -> Nanos {
+    let dt = now - task.wait_since;
+    task.wait_since = now;
+    if accounting {
+        match task.acct.get_mut(class as usize) {
+            Some(a) => *a += dt,
+            None => grow_account(&mut task.acct, class, dt),
+        }
+    }
+    dt
+}
+
+/// First wait of a task in a class beyond its account's length.
+#[cold]
+#[inline(never)]
+fn grow_account(acct: &mut Vec<Nanos>, class: ClassId, dt: Nanos) {
+    acct.resize(class as usize + 1, 0);
+    acct[class as usize] += dt;
+}
+
+/// Makes waiting task `t` runnable at `now` (FIFO after the wake-ups before it), closing
+/// its wait in `class`; takes the core's fields apart so primitives can call it while they
+/// hold their resource.
+#[inline(always)]
+pub(crate) fn wake_task(
+    tasks: &mut [Task],
+    ready: &mut VecDeque<TaskId>,
+    now: Nanos,
+    accounting: bool,
+    t: TaskId,
+    class: ClassId,
+) -> Nanos {
+    let task = &mut tasks[t as usize];
+    let dt = close_wait(task, now, accounting, class);
+    task.state = TaskState::Ready;
+    ready.push_back(t);
+    dt
+}
+
+impl Resource {
+    /// Records a grant after `waited` ns (None = uncontended).
+    #[inline(always)]
+    pub(crate) fn note_grant(&mut self, waited: Option<Nanos>) {
+        self.acquisitions += 1;
         if let Some(w) = waited {
-            res.waits += 1;
-            res.wait_ns += w;
-            res.max_wait_ns = res.max_wait_ns.max(w);
+            self.waits += 1;
+            self.wait_ns += w;
+            self.max_wait_ns = self.max_wait_ns.max(w);
         }
     }
 }
@@ -778,6 +830,12 @@ impl Sim {
         self.limit = limit;
     }
 
+    /// Turns per-task wait accounts (`Handle::account_of`) on (the default) or off.
+    pub fn set_wait_accounting(&mut self, on: bool) {
+        // Resource statistics and the trace hash are kept either way.
+        self.handle.core().accounting = on;
+    }
+
     /// Keeps every trace record in memory (the hash is computed either way).
     pub fn keep_trace(&mut self, keep: bool) {
         self.handle.core().trace.keep = keep;
@@ -829,13 +887,7 @@ impl Sim {
 
     fn adopt_spawned(&mut self) {
         let mut c = self.handle.core();
-        for (id, fut) in c.spawned.drain(..) {
-            let i = id as usize;
-            if self.futures.len() <= i {
-                self.futures.resize_with(i + 1, || None);
-            }
-            self.futures[i] = Some(fut);
-        }
+        adopt(&mut self.futures, &mut c);
     }
 
     /// Counters of every resource, in creation order.
@@ -869,15 +921,21 @@ impl Sim {
         let waker = Waker::noop();
         let mut cx = Context::from_waker(waker);
         loop {
-            let next = {
-                let mut c = self.handle.core();
+            // One borrow of the core per resumption: adopt what the last poll spawned, then
+            // pick the next task.
+            let t = {
+                let mut c = self.handle.core.borrow_mut();
+                if !c.spawned.is_empty() {
+                    adopt(&mut self.futures, &mut c);
+                }
                 if c.stop {
-                    None
-                } else {
-                    next_task(&mut c, self.scheduler.as_mut(), self.limit)?
+                    break;
+                }
+                match next_task(&mut c, self.scheduler.as_mut(), self.limit)? {
+                    Some(t) => t,
+                    None => break,
                 }
             };
-            let Some(t) = next else { break };
             let Some(fut) = self.futures[t as usize].as_mut() else {
                 unreachable!("task {t} resumed without a future");
             };
@@ -891,9 +949,6 @@ impl Sim {
                     c.live -= 1;
                 }
             }
-            if !self.handle.core.borrow().spawned.is_empty() {
-                self.adopt_spawned();
-            }
         }
         let c = self.handle.core.borrow();
         Ok(RunSummary {
@@ -905,9 +960,55 @@ impl Sim {
     }
 }
 
+/// Moves the futures of tasks spawned since the last call into the run loop's table.
+#[cold]
+fn adopt(futures: &mut Vec<Option<BoxFuture>>, c: &mut Core) {
+    for (id, fut) in c.spawned.drain(..) {
+        let i = id as usize;
+        if futures.len() <= i {
+            futures.resize_with(i + 1, || None);
+        }
+        futures[i] = Some(fut);
+    }
+}
+
 /// Picks the next task to resume, advancing the clock when the instant is exhausted.
-#[inline]
+#[inline(always)]
 fn next_task(
+    c: &mut Core,
+    scheduler: &mut dyn Scheduler,
+    limit: Nanos,
+) -> Result<Option<TaskId>, SimError> {
+    // The common case — no exploring scheduler, nobody paused at a point — in the order of
+    // `next_task_general`: timers of this instant, then wake-ups, then the next instant.
+    if c.live != 0 && !c.explores_ties && c.paused.is_empty() {
+        loop {
+            let next = c.heap.peek_time();
+            if next != Some(c.now) {
+                if let Some(t) = c.ready.pop_front() {
+                    return Ok(Some(dispatch(c, t)));
+                }
+                match next {
+                    Some(at) if at <= limit => {}
+                    _ => break, // time limit or deadlock: reported below
+                }
+            }
+            match c.heap.pop() {
+                Some((at, Some(t))) => {
+                    c.now = at;
+                    return Ok(Some(resume_timer(c, t)));
+                }
+                Some((at, None)) => c.now = at, // a long timer re-armed itself
+                None => unreachable!("peeked"),
+            }
+        }
+    }
+    next_task_general(c, scheduler, limit)
+}
+
+/// `next_task` in full: exploring schedulers, paused tasks, the time limit, deadlocks.
+#[inline(never)]
+fn next_task_general(
     c: &mut Core,
     scheduler: &mut dyn Scheduler,
     limit: Nanos,
@@ -1054,7 +1155,7 @@ fn paused_view(c: &Core, next_event: Option<Nanos>) -> ChoiceView<'_> {
 }
 
 /// Makes `t` the running task.
-#[inline]
+#[inline(always)]
 fn dispatch(c: &mut Core, t: TaskId) -> TaskId {
     c.current = t;
     c.dispatches += 1;
@@ -1080,7 +1181,7 @@ fn stuck(c: &Core, reason: String) -> SimError {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn resume_timer(c: &mut Core, t: TaskId) -> TaskId {
     let class = match c.tasks[t as usize].state {
         TaskState::Sleeping(cl) => cl,

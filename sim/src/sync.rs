@@ -4,7 +4,7 @@
 //! recorded against the resource (count, total, max) and against the waiting task's account
 //! under the resource's wait class, so reports can attribute latency to each named lock.
 
-use crate::runtime::{Handle, ResId, ResState, TaskId, TaskState};
+use crate::runtime::{wake_task, Core, Handle, ResId, ResState, TaskId, TaskState};
 use crate::trace::TraceKind;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -60,33 +60,32 @@ impl Mutex {
 
     /// Releases the mutex, handing it to the longest waiter. Panics if the caller is not the owner.
     pub fn unlock(&self) {
-        let mut c = self.h.core();
+        let mut g = self.h.core();
+        let c: &mut Core = &mut g;
         if c.tearing_down {
             return;
         }
-        let cur = c.current;
-        let id = self.id;
-        let next = match &mut c.resources[id as usize].state {
-            ResState::Mutex { owner, waiters } => {
-                assert_eq!(
-                    *owner,
-                    Some(cur),
-                    "mutex unlocked by a task that does not own it"
-                );
-                let next = waiters.pop_front();
-                *owner = next;
-                next
-            }
-            _ => unreachable!(),
+        let (cur, now, id) = (c.current, c.now, self.id);
+        let res = &mut c.resources[id as usize];
+        let ResState::Mutex { owner, waiters } = &mut res.state else {
+            unreachable!()
         };
-        c.record(
+        assert_eq!(
+            *owner,
+            Some(cur),
+            "mutex unlocked by a task that does not own it"
+        );
+        let next = waiters.pop_front();
+        *owner = next;
+        c.trace.record(
+            now,
             cur,
             TraceKind::Release(id),
             next.map_or(0, |t| u64::from(t) + 1),
         );
         if let Some(t) = next {
-            let waited = c.wake(t);
-            c.note_grant(id, Some(waited));
+            let waited = wake_task(&mut c.tasks, &mut c.ready, now, c.accounting, t, res.class);
+            res.note_grant(Some(waited));
         }
     }
 }
@@ -99,31 +98,43 @@ pub struct Lock<'a> {
 
 impl<'a> Future for Lock<'a> {
     type Output = MutexGuard<'a>;
-    #[inline]
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<MutexGuard<'a>> {
         let m = self.m;
         if self.started {
+            // Resumed after the hand-off: nothing to look up.
             return Poll::Ready(MutexGuard { m });
         }
         self.started = true;
-        let mut c = m.h.core();
-        let cur = c.current;
-        let id = m.id;
-        let ResState::Mutex { owner, waiters } = &mut c.resources[id as usize].state else {
+        Self::first_poll(m)
+    }
+}
+
+impl<'a> Lock<'a> {
+    /// Takes the mutex now, or queues the current task for it.
+    #[inline(never)]
+    fn first_poll(m: &'a Mutex) -> Poll<MutexGuard<'a>> {
+        let mut g = m.h.core();
+        let c: &mut Core = &mut g;
+        let (cur, now, id) = (c.current, c.now, m.id);
+        let res = &mut c.resources[id as usize];
+        let ResState::Mutex { owner, waiters } = &mut res.state else {
             unreachable!()
         };
         match *owner {
             None => {
                 *owner = Some(cur);
-                c.note_grant(id, None);
-                c.record(cur, TraceKind::Acquire(id), 1);
+                res.acquisitions += 1;
+                c.trace.record(now, cur, TraceKind::Acquire(id), 1);
                 Poll::Ready(MutexGuard { m })
             }
             Some(o) => {
                 assert_ne!(o, cur, "task locks a mutex it already holds");
                 waiters.push_back(cur);
-                c.block_current(TaskState::Blocked(id));
-                c.record(cur, TraceKind::Block(id), 1);
+                let task = &mut c.tasks[cur as usize];
+                task.state = TaskState::Blocked(id);
+                task.wait_since = now;
+                c.trace.record(now, cur, TraceKind::Block(id), 1);
                 Poll::Pending
             }
         }
@@ -210,30 +221,26 @@ impl Semaphore {
 
     /// Returns `n` permits and grants waiters in FIFO order.
     pub fn release_n(&self, n: u64) {
-        let mut c = self.h.core();
+        let mut g = self.h.core();
+        let c: &mut Core = &mut g;
         if c.tearing_down {
             return;
         }
-        let cur = c.current;
-        let id = self.id;
-        if let ResState::Semaphore {
-            permits, capacity, ..
-        } = &mut c.resources[id as usize].state
-        {
-            *permits += n;
-            debug_assert!(*permits <= *capacity, "semaphore released more than taken");
-        }
+        let (cur, now, id) = (c.current, c.now, self.id);
+        let res = &mut c.resources[id as usize];
+        let class = res.class;
+        let ResState::Semaphore {
+            permits,
+            capacity,
+            waiters,
+        } = &mut res.state
+        else {
+            unreachable!()
+        };
+        *permits += n;
+        debug_assert!(*permits <= *capacity, "semaphore released more than taken");
         let mut first_woken = 0;
-        loop {
-            let ResState::Semaphore {
-                permits, waiters, ..
-            } = &mut c.resources[id as usize].state
-            else {
-                unreachable!()
-            };
-            let Some(&(t, want)) = waiters.front() else {
-                break;
-            };
+        while let Some(&(t, want)) = waiters.front() {
             if want > *permits {
                 break;
             }
@@ -242,10 +249,14 @@ impl Semaphore {
             if first_woken == 0 {
                 first_woken = u64::from(t) + 1;
             }
-            let waited = c.wake(t);
-            c.note_grant(id, Some(waited));
+            let waited = wake_task(&mut c.tasks, &mut c.ready, now, c.accounting, t, class);
+            res.acquisitions += 1;
+            res.waits += 1;
+            res.wait_ns += waited;
+            res.max_wait_ns = res.max_wait_ns.max(waited);
         }
-        c.record(cur, TraceKind::Release(id), first_woken);
+        c.trace
+            .record(now, cur, TraceKind::Release(id), first_woken);
     }
 
     /// Returns one permit.
@@ -263,21 +274,31 @@ pub struct Acquire<'a> {
 
 impl<'a> Future for Acquire<'a> {
     type Output = SemaphorePermit<'a>;
-    #[inline]
+    #[inline(always)]
     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<SemaphorePermit<'a>> {
         let (s, n) = (self.s, self.n);
         if self.started {
+            // Resumed after the grant: nothing to look up.
             return Poll::Ready(SemaphorePermit { s, n });
         }
         self.started = true;
-        let mut c = s.h.core();
-        let cur = c.current;
-        let id = s.id;
+        Self::first_poll(s, n)
+    }
+}
+
+impl<'a> Acquire<'a> {
+    /// Takes the permits now, or queues the current task for them.
+    #[inline(never)]
+    fn first_poll(s: &'a Semaphore, n: u64) -> Poll<SemaphorePermit<'a>> {
+        let mut g = s.h.core();
+        let c: &mut Core = &mut g;
+        let (cur, now, id) = (c.current, c.now, s.id);
+        let res = &mut c.resources[id as usize];
         let ResState::Semaphore {
             permits,
             capacity,
             waiters,
-        } = &mut c.resources[id as usize].state
+        } = &mut res.state
         else {
             unreachable!()
         };
@@ -287,13 +308,15 @@ impl<'a> Future for Acquire<'a> {
         );
         if waiters.is_empty() && *permits >= n {
             *permits -= n;
-            c.note_grant(id, None);
-            c.record(cur, TraceKind::Acquire(id), n);
+            res.acquisitions += 1;
+            c.trace.record(now, cur, TraceKind::Acquire(id), n);
             Poll::Ready(SemaphorePermit { s, n })
         } else {
             waiters.push_back((cur, n));
-            c.block_current(TaskState::Blocked(id));
-            c.record(cur, TraceKind::Block(id), n);
+            let task = &mut c.tasks[cur as usize];
+            task.state = TaskState::Blocked(id);
+            task.wait_since = now;
+            c.trace.record(now, cur, TraceKind::Block(id), n);
             Poll::Pending
         }
     }

@@ -871,6 +871,7 @@ impl FsState {
 
     /// The first parent directory of an inode (None for the top directory).
     pub fn parent_of(&self, ino: Ino) -> Option<Ino> {
-        self.names_of(ino).first().map(|(d, _)| *d)
+        // No copy of the names: this runs on every fsync's and rename's parent walk.
+        self.live.get(&ino)?.first().map(|(d, _)| *d)
     }
 }

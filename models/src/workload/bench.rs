@@ -67,7 +67,7 @@ pub struct BenchResult {
     pub trace_hash: u64,
 }
 
-#[inline]
+#[inline(always)]
 fn exp_ns(rng: &mut Stream, mean: f64) -> Nanos {
     let x: f64 = Exp1.sample(rng);
     (x * mean + 0.5) as Nanos
@@ -118,6 +118,8 @@ async fn client(
 /// Runs the benchmark model.
 pub fn run(p: &BenchParams) -> Result<BenchResult, SimError> {
     let mut sim = Sim::new();
+    // Nothing here reads the tasks' per-class wait accounts.
+    sim.set_wait_accounting(false);
     let h = sim.handle();
     let mut streams = RngStreams::new(p.seed);
     let slots = Semaphore::new(&h, "device_slots", p.slots);
@@ -160,4 +162,106 @@ pub fn run_timed(p: &BenchParams) -> Result<(BenchResult, f64), SimError> {
     let start = std::time::Instant::now();
     let r = run(p)?;
     Ok((r, start.elapsed().as_secs_f64()))
+}
+
+/// What the hand-written loop produced: the engine model's virtual-time results.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopResult {
+    /// Requests completed.
+    pub requests: u64,
+    /// Virtual time at the end, ns.
+    pub sim_ns: Nanos,
+    /// Mean latency from asking for a slot to release, ns.
+    pub mean_latency_ns: f64,
+}
+
+/// The base model as a hand-written event loop with the engine's results (None with `lock`).
+pub fn run_loop(p: &BenchParams) -> Option<LoopResult> {
+    // A `BinaryHeap` of (time, sequence, client) timers, a FIFO of slot waiters and a FIFO of
+    // clients granted a slot at the current instant, with the engine's event order (timers
+    // of an instant first, then wake-ups) and the same streams and draws: what the engine is
+    // measured against. Only the base model (no lock).
+    use std::cmp::Reverse;
+    use std::collections::{BinaryHeap, VecDeque};
+    if p.lock {
+        return None;
+    }
+    let mut streams = RngStreams::new(p.seed);
+    let mut think = streams.stream("bench.think");
+    let mut service = streams.stream("bench.service");
+    let n = p.clients as usize;
+    let mut timers: BinaryHeap<Reverse<(Nanos, u64, u32)>> = BinaryHeap::with_capacity(n);
+    let mut waiters: VecDeque<u32> = VecDeque::with_capacity(n);
+    let mut granted: VecDeque<u32> = VecDeque::with_capacity(n);
+    let mut in_service = vec![false; n];
+    let mut start = vec![0 as Nanos; n];
+    let (mut now, mut seq, mut free, mut done, mut latency_sum) = (0, 0u64, p.slots, 0u64, 0u128);
+    for c in 0..p.clients {
+        timers.push(Reverse((exp_ns(&mut think, p.think_mean_ns), seq, c)));
+        seq += 1;
+    }
+    loop {
+        // Timers of the current instant, then the clients granted a slot at it, then the
+        // next instant.
+        let c = match timers.peek() {
+            Some(&Reverse((at, _, _))) if at == now || granted.is_empty() => {
+                let Reverse((at, _, c)) = timers.pop().expect("peeked");
+                now = at;
+                c
+            }
+            _ => match granted.pop_front() {
+                Some(c) => {
+                    // Granted at release: start the service.
+                    let d = exp_ns(&mut service, p.service_mean_ns);
+                    timers.push(Reverse((now + d, seq, c)));
+                    seq += 1;
+                    continue;
+                }
+                None => break,
+            },
+        };
+        let i = c as usize;
+        if in_service[i] {
+            // Service done: release the slot (to the longest waiter), then think.
+            in_service[i] = false;
+            match waiters.pop_front() {
+                Some(w) => {
+                    in_service[w as usize] = true;
+                    granted.push_back(w);
+                }
+                None => free += 1,
+            }
+            done += 1;
+            latency_sum += u128::from(now - start[i]);
+            if done >= p.requests {
+                break;
+            }
+            timers.push(Reverse((now + exp_ns(&mut think, p.think_mean_ns), seq, c)));
+            seq += 1;
+        } else {
+            // Think done: ask for a slot.
+            start[i] = now;
+            if waiters.is_empty() && free > 0 {
+                free -= 1;
+                in_service[i] = true;
+                let d = exp_ns(&mut service, p.service_mean_ns);
+                timers.push(Reverse((now + d, seq, c)));
+                seq += 1;
+            } else {
+                waiters.push_back(c);
+            }
+        }
+    }
+    Some(LoopResult {
+        requests: done,
+        sim_ns: now,
+        mean_latency_ns: latency_sum as f64 / done.max(1) as f64,
+    })
+}
+
+/// Runs the hand-written loop and measures its wall-clock time.
+pub fn run_loop_timed(p: &BenchParams) -> Option<(LoopResult, f64)> {
+    let start = std::time::Instant::now();
+    let r = run_loop(p)?;
+    Some((r, start.elapsed().as_secs_f64()))
 }

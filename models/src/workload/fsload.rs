@@ -133,6 +133,9 @@ struct Recorder {
     /// Wait-class id of waiting for a core (the run queue).
     cpu_wait_class: usize,
     ops: Vec<OpResult>,
+    /// Per operation kind: the latest latency and how many times in a row it was recorded,
+    /// not yet in the histogram (CPU-only operations repeat their cost; `flush_runs`).
+    runs: Vec<(Nanos, u64)>,
     slowest: Vec<SlowOp>,
     files_done: u64,
     tracing: bool,
@@ -140,6 +143,30 @@ struct Recorder {
 }
 
 impl Recorder {
+    /// Adds one latency of operation `op` to its histogram, batching equal consecutive values.
+    #[inline]
+    fn add_latency(&mut self, op: usize, v: Nanos) {
+        let run = &mut self.runs[op];
+        if run.0 == v {
+            run.1 += 1;
+            return;
+        }
+        if run.1 > 0 {
+            self.ops[op].hist.saturating_record_n(run.0, run.1);
+        }
+        *run = (v, 1);
+    }
+
+    /// Puts every batched latency into its histogram.
+    fn flush_runs(&mut self) {
+        for (op, run) in self.runs.iter_mut().enumerate() {
+            if run.1 > 0 {
+                self.ops[op].hist.saturating_record_n(run.0, run.1);
+            }
+            *run = (0, 0);
+        }
+    }
+
     /// Records an operation that is pure CPU time `cost` starting at `start`, of which
     /// `wait` was spent waiting for a core (no engine event of its own: a client's
     /// consecutive CPU-only operations run as one burst, see `PendingCpu`).
@@ -159,8 +186,8 @@ impl Recorder {
         if start < self.from || end > self.to {
             return;
         }
+        self.add_latency(op, (cost + wait).max(1));
         let o = &mut self.ops[op];
-        o.hist.saturating_record((cost + wait).max(1));
         o.bytes += bytes;
         let need = self.cpu_class.max(self.cpu_wait_class) + 1;
         if o.attribution.len() < need {
@@ -187,8 +214,8 @@ impl Recorder {
             return;
         }
         let lat = end - start;
+        self.add_latency(op, lat.max(1));
         let o = &mut self.ops[op];
-        o.hist.saturating_record(lat.max(1));
         o.bytes += bytes;
         if o.attribution.len() < after.len() {
             o.attribution.resize(after.len(), 0);
@@ -858,6 +885,7 @@ pub fn run_with_progress(
         to: Nanos::MAX,
         cpu_class: 0,
         cpu_wait_class: h.class_static("cpu_wait") as usize,
+        runs: vec![(0, 0); spec.kind.ops().len()],
         ops,
         slowest: Vec::new(),
         files_done: 0,
@@ -989,6 +1017,7 @@ pub fn run_with_progress(
     let from = t0 + spec.warmup;
     let measured = h.now().saturating_sub(from).max(1);
     let mut rec = rec.borrow_mut();
+    rec.flush_runs();
     let ops = std::mem::take(&mut rec.ops);
     let slowest = std::mem::take(&mut rec.slowest);
     Ok(WorkloadResult {
