@@ -439,13 +439,16 @@ impl RequestQueue {
         r.offset = b.offset;
         r.len += b.len;
         r.bios += 1;
+        // The kernel's elevators hold the request by its rb node, so attempt_front_merge
+        // finds and removes it wherever it sits; here the sort trees are keyed by offset,
+        // so the request is re-keyed (elv_merged_request's reposition) first.
+        self.elv.merged(&self.rqs, id, old_off);
         // attempt_front_merge.
         if let Some(prev) = self.elv.former(&self.rqs, id) {
             if self.attempt_merge(prev, id) {
                 return;
             }
         }
-        self.elv.merged(&self.rqs, id, old_off);
         self.last_merge = id;
     }
 
