@@ -503,3 +503,57 @@ fn scheduler_files_parse_and_bad_values_name_the_line() {
     let e = DeviceConfig::from_toml("scheduler = 3\n", "d.toml").unwrap_err();
     assert_eq!(e.location, "d.toml:1");
 }
+
+/// Seed 003 in miniature: a sequential sync reader streams (closed loop, 4 in flight) while
+/// a journal commit writes 64 contiguous 4 KiB log blocks (submit all, then wait all) as
+/// WRITE or WRITE_SYNC, from its own I/O context. Returns (commit ns, stats).
+fn commit_under_reads(sched: &str, write_sync: bool) -> (u64, BlockStats) {
+    let mut sim = Sim::new();
+    let mut streams = RngStreams::new(5);
+    let dev = Device::new(&mut sim, device(sched, 31, 1), &mut streams);
+    let log: Log = Rc::default();
+    spawn_stream(&mut sim, &dev, 4, 1 << 40, 400 * MS, 'S', &log);
+    let out = Rc::new(Cell::new(0));
+    let (d, h, o) = (dev.clone(), sim.handle(), out.clone());
+    sim.spawn("jbd2", async move {
+        h.sleep(20 * MS).await;
+        let start = h.now();
+        let mut tickets = Vec::new();
+        for i in 0..64u64 {
+            let req = Request::write((1 << 30) + i * 4 * KIB, 4 * KIB).with_ioc(77);
+            let req = if write_sync {
+                req.with_hints(true, true)
+            } else {
+                req.with_class(IoClass::Async)
+            };
+            tickets.push(d.submit_nowait(req));
+        }
+        for t in tickets.into_iter().rev() {
+            d.wait(t).await;
+        }
+        o.set(h.now() - start);
+    });
+    sim.run().unwrap();
+    (out.get(), block(&dev))
+}
+
+#[test]
+fn under_cfq_a_write_commit_waits_behind_sync_readers_and_write_sync_does_not_merge() {
+    let (t_async, s_async) = commit_under_reads("cfq", false);
+    let (t_sync, s_sync) = commit_under_reads("cfq", true);
+    // As WRITE the log blocks are async: held while the readers' requests are in flight,
+    // ramped by last_delayed_sync; the commit stretches.
+    assert!(s_async.async_blocked_ns > 0, "{s_async:?}");
+    assert!(
+        t_async > 2 * t_sync,
+        "WRITE {t_async} ns vs WRITE_SYNC {t_sync} ns"
+    );
+    // As WRITE_SYNC they are sync and unplugged per bio: more, smaller write dispatches.
+    assert!(
+        s_sync.dispatches[1] > s_async.dispatches[1],
+        "{s_sync:?} {s_async:?}"
+    );
+    // deadline ignores SYNC: only plugging differs, and the commit is not held back.
+    let (t_dl, _) = commit_under_reads("deadline", false);
+    assert!(t_dl < t_async, "deadline {t_dl} ns vs cfq {t_async} ns");
+}
