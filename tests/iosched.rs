@@ -557,3 +557,26 @@ fn under_cfq_a_write_commit_waits_behind_sync_readers_and_write_sync_does_not_me
     let (t_dl, _) = commit_under_reads("deadline", false);
     assert!(t_dl < t_async, "deadline {t_dl} ns vs cfq {t_async} ns");
 }
+
+#[test]
+fn cfq_serves_an_expired_sync_request_from_its_fifo_at_a_slice_start() {
+    // One context streams ascending reads; its own read far behind the head is never the
+    // nearest (cfq_choose_req) and is served only through the queue's FIFO: expired after
+    // fifo_expire_sync (125 ms), checked once per slice (cfq_check_fifo), so at the first
+    // slice start after 125 ms (slices of 100 ms here).
+    let mut sim = Sim::new();
+    let dev = Device::new(&mut sim, device("cfq", 1, 1), &mut RngStreams::new(1));
+    let log: Log = Rc::default();
+    spawn_stream(&mut sim, &dev, 16, 1 << 30, 800 * MS, 'S', &log);
+    let (d, h, l) = (dev.clone(), sim.handle(), log.clone());
+    sim.spawn("lone", async move {
+        h.sleep(MS).await;
+        let r = d.submit(Request::read(0, 4 * KIB).with_ioc(1)).await;
+        l.borrow_mut().push(('L', r));
+    });
+    sim.run().unwrap();
+    let lone = log.borrow().iter().find(|x| x.0 == 'L').unwrap().1;
+    let wait = lone.latency();
+    assert!(wait >= 125 * MS, "served before its FIFO expiry: {wait}");
+    assert!(wait <= 250 * MS, "waited {wait} ns");
+}
