@@ -503,3 +503,80 @@ fn scheduler_files_parse_and_bad_values_name_the_line() {
     let e = DeviceConfig::from_toml("scheduler = 3\n", "d.toml").unwrap_err();
     assert_eq!(e.location, "d.toml:1");
 }
+
+/// Seed 003 in miniature: a sequential sync reader streams (closed loop, 4 in flight) while
+/// a journal commit writes 64 contiguous 4 KiB log blocks (submit all, then wait all) as
+/// WRITE or WRITE_SYNC, from its own I/O context. Returns (commit ns, stats).
+fn commit_under_reads(sched: &str, write_sync: bool) -> (u64, BlockStats) {
+    let mut sim = Sim::new();
+    let mut streams = RngStreams::new(5);
+    let dev = Device::new(&mut sim, device(sched, 31, 1), &mut streams);
+    let log: Log = Rc::default();
+    spawn_stream(&mut sim, &dev, 4, 1 << 40, 400 * MS, 'S', &log);
+    let out = Rc::new(Cell::new(0));
+    let (d, h, o) = (dev.clone(), sim.handle(), out.clone());
+    sim.spawn("jbd2", async move {
+        h.sleep(20 * MS).await;
+        let start = h.now();
+        let mut tickets = Vec::new();
+        for i in 0..64u64 {
+            let req = Request::write((1 << 30) + i * 4 * KIB, 4 * KIB).with_ioc(77);
+            let req = if write_sync {
+                req.with_hints(true, true)
+            } else {
+                req.with_class(IoClass::Async)
+            };
+            tickets.push(d.submit_nowait(req));
+        }
+        for t in tickets.into_iter().rev() {
+            d.wait(t).await;
+        }
+        o.set(h.now() - start);
+    });
+    sim.run().unwrap();
+    (out.get(), block(&dev))
+}
+
+#[test]
+fn under_cfq_a_write_commit_waits_behind_sync_readers_and_write_sync_does_not_merge() {
+    let (t_async, s_async) = commit_under_reads("cfq", false);
+    let (t_sync, s_sync) = commit_under_reads("cfq", true);
+    // As WRITE the log blocks are async: held while the readers' requests are in flight,
+    // ramped by last_delayed_sync; the commit stretches.
+    assert!(s_async.async_blocked_ns > 0, "{s_async:?}");
+    assert!(
+        t_async > 2 * t_sync,
+        "WRITE {t_async} ns vs WRITE_SYNC {t_sync} ns"
+    );
+    // As WRITE_SYNC they are sync and unplugged per bio: more, smaller write dispatches.
+    assert!(
+        s_sync.dispatches[1] > s_async.dispatches[1],
+        "{s_sync:?} {s_async:?}"
+    );
+    // deadline ignores SYNC: only plugging differs, and the commit is not held back.
+    let (t_dl, _) = commit_under_reads("deadline", false);
+    assert!(t_dl < t_async, "deadline {t_dl} ns vs cfq {t_async} ns");
+}
+
+#[test]
+fn cfq_serves_an_expired_sync_request_from_its_fifo_at_a_slice_start() {
+    // One context streams ascending reads; its own read far behind the head is never the
+    // nearest (cfq_choose_req) and is served only through the queue's FIFO: expired after
+    // fifo_expire_sync (125 ms), checked once per slice (cfq_check_fifo), so at the first
+    // slice start after 125 ms (slices of 100 ms here).
+    let mut sim = Sim::new();
+    let dev = Device::new(&mut sim, device("cfq", 1, 1), &mut RngStreams::new(1));
+    let log: Log = Rc::default();
+    spawn_stream(&mut sim, &dev, 16, 1 << 30, 800 * MS, 'S', &log);
+    let (d, h, l) = (dev.clone(), sim.handle(), log.clone());
+    sim.spawn("lone", async move {
+        h.sleep(MS).await;
+        let r = d.submit(Request::read(0, 4 * KIB).with_ioc(1)).await;
+        l.borrow_mut().push(('L', r));
+    });
+    sim.run().unwrap();
+    let lone = log.borrow().iter().find(|x| x.0 == 'L').unwrap().1;
+    let wait = lone.latency();
+    assert!(wait >= 125 * MS, "served before its FIFO expiry: {wait}");
+    assert!(wait <= 250 * MS, "waited {wait} ns");
+}

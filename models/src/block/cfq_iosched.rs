@@ -276,10 +276,9 @@ impl Cfq {
         let tree = self.qtype(q);
         let on = self.q(q).tree;
         let key = if !add_front {
-            let nr = self.nr_cfqq() - i64::from(on.is_some()) + 1;
-            // nr_cfqq counts this queue only once it is on a tree.
-            let nr = if on.is_some() { nr } else { nr - 1 };
-            let k = now + self.slice_offset(q, nr) - self.q(q).slice_resid;
+            // nr_cfqq counts this queue only once it is on a tree (cfq_group_service_tree_add
+            // increments it after the key is computed).
+            let k = now + self.slice_offset(q, self.nr_cfqq()) - self.q(q).slice_resid;
             self.qm(q).slice_resid = 0;
             k
         } else {

@@ -183,11 +183,18 @@ impl SchedulerTable {
                 Err((key.into(), format!("{key} = {v}: expected 0 to 3600000 ms")))
             }
         }
+        fn ms_pos(key: &str, v: u64) -> Result<Nanos, (String, String)> {
+            if (1..=3_600_000).contains(&v) {
+                Ok(v * MS)
+            } else {
+                Err((key.into(), format!("{key} = {v}: expected 1 to 3600000 ms")))
+            }
+        }
         if let Some(v) = self.unplug_thresh {
             t.queue.unplug_thresh = pos("unplug_thresh", v)?;
         }
         if let Some(v) = self.unplug_delay_ms {
-            t.queue.unplug_delay = ms("unplug_delay_ms", pos("unplug_delay_ms", v)?)?;
+            t.queue.unplug_delay = ms_pos("unplug_delay_ms", v)?;
         }
         if let Some(v) = self.max_sectors_kb {
             t.queue.max_bytes = pos("max_sectors_kb", v)?.min(1 << 30) * 1024;
@@ -232,10 +239,10 @@ impl SchedulerTable {
             c.back_seek_penalty = pos("back_seek_penalty", v)?;
         }
         if let Some(v) = self.slice_sync {
-            c.slice_sync = ms("slice_sync", pos("slice_sync", v)?)?;
+            c.slice_sync = ms_pos("slice_sync", v)?;
         }
         if let Some(v) = self.slice_async {
-            c.slice_async = ms("slice_async", pos("slice_async", v)?)?;
+            c.slice_async = ms_pos("slice_async", v)?;
         }
         if let Some(v) = self.slice_async_rq {
             c.slice_async_rq = pos("slice_async_rq", v.into())? as u32;

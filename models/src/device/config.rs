@@ -316,6 +316,15 @@ impl DeviceConfig {
                     })
                 }
             };
+            if table.name.is_none() {
+                return Err(ConfigError {
+                    location: key_line("[scheduler"),
+                    message: format!(
+                        "[scheduler] needs name = one of {}",
+                        crate::block::NAMES.join(", ")
+                    ),
+                });
+            }
             if let Some(s) = &table.name {
                 if !crate::block::NAMES.contains(&s.as_str()) {
                     return Err(ConfigError {
