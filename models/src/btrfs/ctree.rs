@@ -161,6 +161,7 @@ impl Btrfs {
     pub fn metrics(&self) -> Metrics {
         let mut m = self.inner.m.borrow().clone();
         (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
+        self.ticket_wait_metrics(&mut m);
         m
     }
 

@@ -262,6 +262,11 @@ pub struct MetaSpace {
     pub reclaim_size: u64,
     /// `tickets` (FIFO).
     pub tickets: std::collections::VecDeque<Ticket>,
+    /// `priority_tickets` (FIFO; BTRFS_RESERVE_FLUSH_EVICT / FLUSH_LIMIT reservations whose
+    /// callers flush themselves; granted before `tickets`).
+    pub priority_tickets: std::collections::VecDeque<Ticket>,
+    /// Per-ticket wait, ns (created at the first ticket).
+    pub ticket_waits: Option<hdrhistogram::Histogram<u64>>,
     /// `tickets_id`: bumped per granted ticket.
     pub tickets_id: u64,
     /// Next ticket id.
