@@ -107,12 +107,57 @@ pub fn fsmark_summary(r: &WorkloadResult, file_size: u64) -> String {
     t
 }
 
+/// The fio fields fsperf records for a job (FioResultDecoder: write_* from fio's JSON;
+/// lat = clat here, a psync submission has no separate slat), as (name, value).
+pub fn fio_fields(r: &WorkloadResult) -> Vec<(String, f64)> {
+    let Some(o) = r.ops.iter().find(|o| !o.hist.is_empty()) else {
+        return vec![("write_iops".into(), 0.0)];
+    };
+    let secs = r.measured as f64 / 1e9;
+    let h = &o.hist;
+    vec![
+        ("write_io_kbytes".into(), (o.bytes / 1024) as f64),
+        ("write_bw_bytes".into(), o.bytes as f64 / secs),
+        ("write_iops".into(), h.len() as f64 / secs),
+        ("write_clat_ns_p50".into(), h.value_at_quantile(0.50) as f64),
+        ("write_clat_ns_p99".into(), h.value_at_quantile(0.99) as f64),
+        ("write_lat_ns_min".into(), h.min() as f64),
+        ("write_lat_ns_max".into(), h.max() as f64),
+        ("elapsed".into(), secs.round()),
+    ]
+}
+
+/// A fio-like summary line per job group: iops, bandwidth, latency percentiles.
+pub fn fio_summary(r: &WorkloadResult) -> String {
+    let mut t = String::new();
+    for o in &r.ops {
+        if o.hist.is_empty() {
+            continue;
+        }
+        let secs = r.measured as f64 / 1e9;
+        t.push_str(&format!(
+            "  {}: IOPS={:.0}, BW={:.1}MiB/s ({} KiB in {:.1} s); clat (usec): min={:.1}, p50={:.1}, p99={:.1}, max={:.1}\n",
+            o.name,
+            o.hist.len() as f64 / secs,
+            o.bytes as f64 / secs / 1048576.0,
+            o.bytes / 1024,
+            secs,
+            o.hist.min() as f64 / 1e3,
+            o.hist.value_at_quantile(0.5) as f64 / 1e3,
+            o.hist.value_at_quantile(0.99) as f64 / 1e3,
+            o.hist.max() as f64 / 1e3
+        ));
+    }
+    t
+}
+
 /// The table a user of that benchmark expects.
 pub fn table(r: &WorkloadResult, file_size: u64) -> String {
     match r.kind {
         Kind::Dbench => dbench_table(r),
         Kind::SysbenchFileio => sysbench_summary(r),
         Kind::FsMark => fsmark_summary(r, file_size),
+        Kind::Fio => fio_summary(r),
     }
 }
 
@@ -209,6 +254,14 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
         Kind::Dbench => m.push(("throughput_mb_s".to_string(), r.mb_per_s())),
         Kind::SysbenchFileio => m.push(("requests_per_s".to_string(), r.per_s())),
         Kind::FsMark => m.push(("files_per_s".to_string(), r.per_s())),
+        Kind::Fio => {
+            // fsperf's own rows first, then the btrfs counters.
+            m.extend(fio_fields(r));
+            for (k, v) in r.metrics.scalars() {
+                m.push((k.to_string(), v as f64));
+            }
+            return m;
+        }
     }
     m.push(("max_latency_ms".into(), r.max_latency() as f64 / MS));
     for o in &r.ops {
@@ -626,6 +679,7 @@ pub fn headline(r: &WorkloadResult) -> (&'static str, f64) {
         Kind::Dbench => ("MB/sec", r.mb_per_s()),
         Kind::SysbenchFileio => ("reqs/sec", r.per_s()),
         Kind::FsMark => ("files/sec", r.per_s()),
+        Kind::Fio => ("iops", r.per_s()),
     }
 }
 

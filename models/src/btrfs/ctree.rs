@@ -244,6 +244,8 @@ impl Btrfs {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
             Op::Write(p, bytes) => self.write(p, *bytes).await?,
+            Op::WriteRange(p, bytes) => self.write_range(p, *bytes).await?,
+            Op::DirectWrite(p, offset, bytes) => self.direct_write(p, *offset, *bytes).await?,
             Op::Setattr(p) => self.setattr(p).await?,
             // vfs_getattr: the inode is in memory; the lookup and the syscall are the cost.
             Op::Stat(p) => {

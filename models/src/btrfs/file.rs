@@ -13,6 +13,17 @@ impl Btrfs {
     /// CPU, and the data-space reservation (btrfs_check_data_free_space /
     /// btrfs_delalloc_reserve_space).
     async fn dirty_pages(&self, path: &str, bytes: u64) -> Result<Ino, OpError> {
+        self.dirty_pages_range(path, bytes, false).await
+    }
+
+    /// `dirty_pages`; `new_range`: the pages are not adjacent to the file's other dirty
+    /// pages, so they are an outstanding extent of their own (one more insert reserved).
+    async fn dirty_pages_range(
+        &self,
+        path: &str,
+        bytes: u64,
+        new_range: bool,
+    ) -> Result<Ino, OpError> {
         let ino = self.resolve(path)?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
@@ -26,8 +37,13 @@ impl Btrfs {
         // btrfs_delalloc_reserve_metadata (delalloc-space.c@v5.10): a new outstanding extent
         // reserves its insert (one item) and an inode update (one item) until its ordered
         // extent completes; a file's appended dirty range is one extent.
-        if self.inner.st.borrow().inodes[&ino].dirty_bytes == 0 {
-            let rsv = self.meta_items(2);
+        let items = if self.inner.st.borrow().inodes[&ino].dirty_bytes == 0 {
+            2
+        } else {
+            u64::from(new_range)
+        };
+        if items > 0 {
+            let rsv = self.meta_items(items);
             self.reserve_metadata(rsv).await?;
             *self.st_mut().meta.delalloc_rsv.entry(ino).or_default() += rsv;
         }
@@ -37,7 +53,20 @@ impl Btrfs {
 
     /// btrfs_file_write_iter → btrfs_buffered_write: a buffered write of `bytes`.
     pub(super) async fn write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
-        let ino = self.dirty_pages(path, bytes).await?;
+        self.buffered_write(path, bytes, false).await
+    }
+
+    /// A buffered write of `bytes` to a range of the file not adjacent to its other dirty
+    /// pages (fio randwrite): btrfs_delalloc_reserve_metadata reserves one more outstanding
+    /// extent for it (delalloc-space.c@v5.12: count_max_extents per separate delalloc
+    /// range), held until writeback. The model's file still grows by `bytes` and its dirty
+    /// ranges are written back as one extent.
+    pub(super) async fn write_range(&self, path: &str, bytes: u64) -> Result<(), OpError> {
+        self.buffered_write(path, bytes, true).await
+    }
+
+    async fn buffered_write(&self, path: &str, bytes: u64, range: bool) -> Result<(), OpError> {
+        let ino = self.dirty_pages_range(path, bytes, range).await?;
         // No transaction here: update_time_for_write changes the times in memory only
         // (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
         // extent completes (btrfs_finish_ordered_io, in `writeback`).
@@ -142,6 +171,109 @@ impl Btrfs {
         }
         // The ordered extent is done: its delalloc metadata goes back.
         let rsv = self.st_mut().meta.delalloc_rsv.remove(&ino).unwrap_or(0);
+        self.release_metadata(rsv);
+        self.end(th);
+    }
+
+    /// btrfs_direct_write → iomap_dio_rw (file.c, inode.c@v5.12): an O_DIRECT overwrite of
+    /// `bytes` at `offset` inside the file. btrfs_dio_iomap_begin reserves data space and
+    /// the outstanding extent's metadata (btrfs_delalloc_reserve_space; FLUSH_ALL, so it
+    /// may wait in a ticket), btrfs_new_extent_direct allocates a new extent (COW) and adds
+    /// an ordered extent (counted in ordered_bytes, no page cache, no delalloc); the bio goes
+    /// to the device and the call returns when it completes. btrfs_finish_ordered_io then
+    /// runs in the endio-write worker (a task of its own here): it joins the transaction,
+    /// replaces the file extent item (the overwritten extent is freed and pinned until the
+    /// commit), adds the checksums, updates the inode, and releases the metadata.
+    /// Simplification: the file's extent map is not split (the new data's durability is not
+    /// part of the crash check); writes into preallocated extents (NOCOW) are not modelled.
+    pub(super) async fn direct_write(
+        &self,
+        path: &str,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            if i.is_dir {
+                return Err(OpError(format!("is a directory: {path}")));
+            }
+            if offset.saturating_add(bytes) > i.disk_size {
+                return Err(OpError(format!(
+                    "dio-write past the written part of {path} ({} bytes): only overwrites are modelled",
+                    i.disk_size
+                )));
+            }
+        }
+        // Extent map lookup, lock_extent, the ordered extent (one btree-item's CPU).
+        self.inner.h.cpu(self.inner.costs.btree_item).await;
+        self.reserve_data(bytes).await?;
+        let rsv = self.meta_items(2);
+        if let Err(e) = self.reserve_metadata(rsv).await {
+            self.st_mut().data.may_use -= bytes;
+            return Err(e);
+        }
+        let id = {
+            let mut st = self.st_mut();
+            st.meta.ordered_bytes += bytes;
+            let id = st.next_extent;
+            st.next_extent += 1;
+            id
+        };
+        let (tok, off) = self
+            .st_mut()
+            .new_write(WriteKind::Data { ino, extent: id }, bytes);
+        self.inner
+            .dev
+            .submit(Request::write(off, bytes).with_token(tok))
+            .await;
+        let fs = self.clone();
+        self.inner
+            .h
+            .spawn_daemon("btrfs-endio-write", async move {
+                fs.finish_dio_ordered(ino, offset, bytes, id, off, rsv)
+                    .await
+            });
+        Ok(())
+    }
+
+    /// btrfs_finish_ordered_io for a direct-I/O write (inode.c@v5.12), see `direct_write`.
+    async fn finish_dio_ordered(
+        &self,
+        ino: Ino,
+        offset: u64,
+        bytes: u64,
+        id: u64,
+        dev_offset: u64,
+        rsv: u64,
+    ) {
+        let th = self.join_transaction().await;
+        let t = th.id;
+        // insert_reserved_file_extent (with btrfs_drop_extents), the csum items, the inode.
+        self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
+        {
+            let mut st = self.st_mut();
+            let pieces = Self::alloc_data_extent(&mut st, bytes);
+            st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+            // The overwritten extent's bytes: freed, pinned until the commit (the model
+            // frees the same amount from the new pieces; totals are what matter here).
+            Self::free_pieces(&mut st, pieces, t);
+            if st.inodes.contains_key(&ino) {
+                let i = st.inodes.get_mut(&ino).unwrap();
+                i.item_trans = t;
+                Self::set_inode_last_trans(&mut st, ino, t);
+            }
+            let c = &self.inner.costs;
+            let leaves = [
+                blocks::inode_leaf(c, ino),
+                blocks::file_extent_leaf(c, ino, offset),
+                blocks::extent_leaf(c, id),
+                blocks::csum_leaf(c, dev_offset),
+            ];
+            Self::dirty(&mut st, t, &leaves);
+            st.meta.ordered_bytes -= bytes;
+        }
         self.release_metadata(rsv);
         self.end(th);
     }

@@ -298,7 +298,8 @@ impl Btrfs {
             self.priority_reclaim(id, bytes).await;
         }
         loop {
-            if let Some(granted) = self.st_mut().meta.done.remove(&id) {
+            let done = self.st_mut().meta.done.remove(&id);
+            if let Some(granted) = done {
                 let waited = self.inner.h.now() - since;
                 self.st_mut()
                     .meta

@@ -12,6 +12,11 @@ pub enum Op {
     Mkdir(String),
     /// Buffered write of `bytes` at the end of the file.
     Write(String, u64),
+    /// A buffered write of `bytes` to a range not adjacent to the file's other dirty pages
+    /// (a random write: one more outstanding extent).
+    WriteRange(String, u64),
+    /// An O_DIRECT write of `bytes` at `offset` (an overwrite inside the file).
+    DirectWrite(String, u64, u64),
     /// setattr(2) without a size change (chmod, utimes; what dbench's Sfileinfo does).
     Setattr(String),
     /// stat(2): a lookup and the inode's attributes (getattr), nothing written.
@@ -96,6 +101,8 @@ impl Op {
             Op::Create(_) => "create",
             Op::Mkdir(_) => "mkdir",
             Op::Write(..) => "write",
+            Op::WriteRange(..) => "write-range",
+            Op::DirectWrite(..) => "dio-write",
             Op::Setattr(_) => "setattr",
             Op::Stat(_) => "stat",
             Op::WriteOsync(..) => "write-osync",
@@ -163,7 +170,8 @@ impl std::fmt::Display for Op {
             Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
             Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
             Op::FillMetadata(n) => write!(f, "{k} {}", size_text(*n)),
-            Op::Write(p, n) | Op::WriteOsync(p, n) | Op::MmapWrite(p, n) => {
+            Op::DirectWrite(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
+            Op::Write(p, n) | Op::WriteOsync(p, n) | Op::MmapWrite(p, n) | Op::WriteRange(p, n) => {
                 write!(f, "{k} {p} {}", size_text(*n))
             }
             Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),

@@ -114,6 +114,7 @@ impl WorkloadResult {
         match self.kind {
             Kind::SysbenchFileio => self.op("write").map_or(0, |o| o.hist.len()) as f64 / secs,
             Kind::FsMark => self.files_done as f64 / secs,
+            Kind::Fio => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
             Kind::Dbench => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
         }
     }
@@ -730,6 +731,44 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
     }
 }
 
+/// A fio job as fsperf runs it: `rw=randwrite` writes `block_size` at uniformly random
+/// block offsets (norandommap: with replacement) of its `files` files, switching file
+/// after every I/O (fio's default file_service_type=roundrobin), O_DIRECT or buffered
+/// (each write a separate dirty range); `ioengine=filecreate` creates its `files` files
+/// (open O_CREAT + close, no data) and stops.
+async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
+    let k = Kind::Fio;
+    let (w, c) = (op_index(k, "write"), op_index(k, "create"));
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let files = u64::from(cx.spec.files);
+    let bs = cx.spec.block_size;
+    let blocks = (cx.spec.file_size / bs).max(1);
+    for n in 0u64.. {
+        let ok = match cx.spec.rw {
+            super::spec::FioRw::FileCreate => {
+                if n >= files {
+                    return;
+                }
+                let p = format!("/fio/j{id}.{n}");
+                cx.measure(c, 0, &mut before, &mut after, cx.fs(Op::Create(p)))
+                    .await
+            }
+            super::spec::FioRw::RandWrite => {
+                let p = format!("/fio/j{id}.{}", n % files);
+                let op = if cx.spec.direct {
+                    Op::DirectWrite(p, rng.random_range(0..blocks) * bs, bs)
+                } else {
+                    Op::WriteRange(p, bs)
+                };
+                cx.measure(w, bs, &mut before, &mut after, cx.fs(op)).await
+            }
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
 /// The setup each kind needs before the clients start (not measured).
 fn setup_ops(spec: &Spec) -> Vec<Op> {
     let mut ops = Vec::new();
@@ -760,6 +799,28 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
                 // sysbench opens test_file.N with O_CREAT: the seed's fallocated testfile.N
                 // are other names, so the files start empty (sparse).
                 ops.push(Op::Create(format!("/sb/test_file.{j}")));
+            }
+        }
+        Kind::Fio => {
+            ops.push(Op::Mkdir("/fio".into()));
+            if spec.rw == super::spec::FioRw::RandWrite {
+                for j in 0..spec.clients {
+                    for k in 0..spec.files {
+                        let p = format!("/fio/j{j}.{k}");
+                        ops.push(Op::Create(p.clone()));
+                        // fio lays out a job's files before it starts: fallocate (its
+                        // default, --fallocate=native) for direct I/O; fsperf's buffered
+                        // randwrite2xram says --fallocate=none (sparse files).
+                        if spec.direct {
+                            ops.push(Op::Fallocate {
+                                path: p,
+                                offset: 0,
+                                len: spec.file_size,
+                                keep_size: false,
+                            });
+                        }
+                    }
+                }
             }
         }
         Kind::FsMark => {
@@ -879,6 +940,7 @@ pub fn run_with_progress(
                         sysbench_thread(c, shared.clone(), rng),
                     ),
                     Kind::FsMark => cx.h.spawn(&format!("thread{i}"), fsmark_thread(c, i)),
+                    Kind::Fio => cx.h.spawn(&format!("job{i}"), fio_job(c, i, rng)),
                 };
             }
             // Always there, so that a run with a progress bar is the same run as one without.
