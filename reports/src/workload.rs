@@ -107,24 +107,12 @@ pub fn fsmark_summary(r: &WorkloadResult, file_size: u64) -> String {
     t
 }
 
-/// The fio fields fsperf records for a job (FioResultDecoder: write_* from fio's JSON;
-/// lat = clat here, a psync submission has no separate slat), as (name, value).
+/// The fio fields fsperf records (`WorkloadResult::fio_fields`), named as fsperf names them.
 pub fn fio_fields(r: &WorkloadResult) -> Vec<(String, f64)> {
-    let Some(o) = r.ops.iter().find(|o| !o.hist.is_empty()) else {
-        return vec![("write_iops".into(), 0.0)];
-    };
-    let secs = r.measured as f64 / 1e9;
-    let h = &o.hist;
-    vec![
-        ("write_io_kbytes".into(), (o.bytes / 1024) as f64),
-        ("write_bw_bytes".into(), o.bytes as f64 / secs),
-        ("write_iops".into(), h.len() as f64 / secs),
-        ("write_clat_ns_p50".into(), h.value_at_quantile(0.50) as f64),
-        ("write_clat_ns_p99".into(), h.value_at_quantile(0.99) as f64),
-        ("write_lat_ns_min".into(), h.min() as f64),
-        ("write_lat_ns_max".into(), h.max() as f64),
-        ("elapsed".into(), secs.round()),
-    ]
+    r.fio_fields()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
 }
 
 /// A fio-like summary line per job group: iops, bandwidth, latency percentiles.
@@ -827,4 +815,72 @@ pub fn compare_text(
     t.push('\n');
     t.push_str(&attribution_text(c0));
     t
+}
+
+/// `fsyncsim compare fsperf`: per test, `<test> results` and its fsperf table, as fsperf's
+/// compare prints them (seed 004), then the btrfs space counters that explain the rows.
+pub fn fsperf_suite_text(
+    baseline: &models::btrfs::Policy,
+    current: &models::btrfs::Policy,
+    tests: &[(
+        models::workload::spec::Spec,
+        Vec<models::workload::compare::Pair>,
+    )],
+) -> String {
+    let mut t = format!("fsperf tests, {} (baseline) vs {} (current)\n", baseline.name, current.name);
+    for (spec, pairs) in tests {
+        let Some(p) = pairs.first() else { continue };
+        let seeds = p.baseline.len();
+        t.push_str(&format!(
+            "\n{} results{}\n",
+            spec.name,
+            if seeds > 1 {
+                format!(" (mean of {seeds} paired seeds)")
+            } else {
+                String::new()
+            }
+        ));
+        let rows = compare_rows(&p.baseline, &p.current);
+        let (fio, btrfs): (Vec<CompareRow>, Vec<CompareRow>) = rows
+            .into_iter()
+            .partition(|r| FSPERF_FIO_ROWS.contains(&r.metric.as_str()));
+        t.push_str(&fsperf_all_rows(&fio));
+        let moved: Vec<CompareRow> = btrfs
+            .into_iter()
+            .filter(|r| r.baseline != r.current)
+            .collect();
+        if !moved.is_empty() {
+            t.push_str("btrfs counters that differ:\n");
+            t.push_str(&fsperf_all_rows(&moved));
+        }
+    }
+    t
+}
+
+/// The fio rows of an fsperf table, in fsperf's names.
+const FSPERF_FIO_ROWS: [&str; 8] = [
+    "write_io_kbytes",
+    "write_bw_bytes",
+    "write_iops",
+    "write_clat_ns_p50",
+    "write_clat_ns_p99",
+    "write_lat_ns_min",
+    "write_lat_ns_max",
+    "elapsed",
+];
+
+/// Every row (fsperf prints unchanged ones too), `metric | baseline | current | diff`.
+fn fsperf_all_rows(rows: &[CompareRow]) -> String {
+    let mut lines = vec![["metric", "baseline", "current", "diff"]
+        .map(String::from)
+        .to_vec()];
+    for r in rows {
+        lines.push(vec![
+            r.metric.clone(),
+            num(r.baseline),
+            num(r.current),
+            pct(r.diff_pct),
+        ]);
+    }
+    pipe_table(&lines)
 }

@@ -119,6 +119,35 @@ impl WorkloadResult {
         }
     }
 
+    /// The fio fields fsperf records for a job (fsperf's FioResultDecoder reads them from
+    /// fio's JSON as write_*; lat = clat here, a psync submission has no separate slat), as
+    /// (name, value); fio's filecreate engine reports its creates as writes.
+    pub fn fio_fields(&self) -> Vec<(&'static str, f64)> {
+        let Some(o) = self.ops.iter().find(|o| !o.hist.is_empty()) else {
+            return vec![("write_iops", 0.0)];
+        };
+        let secs = self.measured as f64 / 1e9;
+        let h = &o.hist;
+        vec![
+            ("write_io_kbytes", (o.bytes / 1024) as f64),
+            ("write_bw_bytes", o.bytes as f64 / secs),
+            ("write_iops", h.len() as f64 / secs),
+            ("write_clat_ns_p50", h.value_at_quantile(0.50) as f64),
+            ("write_clat_ns_p99", h.value_at_quantile(0.99) as f64),
+            ("write_lat_ns_min", h.min() as f64),
+            ("write_lat_ns_max", h.max() as f64),
+            ("elapsed", secs.round()),
+        ]
+    }
+
+    /// One fio field by name (`fio_fields`).
+    pub fn fio_field(&self, name: &str) -> Option<f64> {
+        self.fio_fields()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+    }
+
     /// Largest latency of any operation, ns.
     pub fn max_latency(&self) -> Nanos {
         self.ops.iter().map(|o| o.hist.max()).max().unwrap_or(0)
@@ -750,7 +779,10 @@ async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
                     return;
                 }
                 let p = format!("/fio/j{id}.{n}");
-                cx.measure(c, 0, &mut before, &mut after, cx.fs(Op::Create(p)))
+                // fio's filecreate engine accounts `filesize` per file made (the seed's
+                // write_io_kbytes: 31,250 files × 4 KiB = 125,000).
+                let bytes = cx.spec.file_size;
+                cx.measure(c, bytes, &mut before, &mut after, cx.fs(Op::Create(p)))
                     .await
             }
             super::spec::FioRw::RandWrite => {
