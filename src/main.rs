@@ -749,8 +749,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     )
     .map_err(Failure)?;
     bar.finish_and_clear();
-    let json =
-        reports::workload::compare_json(&spec, &baseline, &current, &pairs, a.vary.as_ref());
+    let json = reports::workload::compare_json(&spec, &baseline, &current, &pairs, a.vary.as_ref());
     if let Some(d) = &a.out {
         let results = d.join("results.json");
         reports::output::write_atomic(&results, format!("{json:#}\n").as_bytes())
@@ -800,13 +799,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     } else {
         out!(
             "{}",
-            reports::workload::compare_text(
-                &spec,
-                &baseline,
-                &current,
-                &pairs,
-                a.vary.as_ref()
-            )
+            reports::workload::compare_text(&spec, &baseline, &current, &pairs, a.vary.as_ref())
         );
         if let Some(d) = &a.out {
             outln!("wrote {}", d.display());

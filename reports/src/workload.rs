@@ -827,7 +827,10 @@ pub fn fsperf_suite_text(
         Vec<models::workload::compare::Pair>,
     )],
 ) -> String {
-    let mut t = format!("fsperf tests, {} (baseline) vs {} (current)\n", baseline.name, current.name);
+    let mut t = format!(
+        "fsperf tests, {} (baseline) vs {} (current)\n",
+        baseline.name, current.name
+    );
     for (spec, pairs) in tests {
         let Some(p) = pairs.first() else { continue };
         let seeds = p.baseline.len();

@@ -229,12 +229,10 @@ impl Btrfs {
             .submit(Request::write(off, bytes).with_token(tok))
             .await;
         let fs = self.clone();
-        self.inner
-            .h
-            .spawn_daemon("btrfs-endio-write", async move {
-                fs.finish_dio_ordered(ino, offset, bytes, id, off, rsv)
-                    .await
-            });
+        self.inner.h.spawn_daemon("btrfs-endio-write", async move {
+            fs.finish_dio_ordered(ino, offset, bytes, id, off, rsv)
+                .await
+        });
         Ok(())
     }
 

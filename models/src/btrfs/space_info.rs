@@ -241,8 +241,8 @@ impl Btrfs {
         let ticket = {
             let mut st = self.st_mut();
             // FLUSH_ALL looks at both lists, a priority flusher at the priority list only.
-            let pending = !st.meta.priority_tickets.is_empty()
-                || (!priority && !st.meta.tickets.is_empty());
+            let pending =
+                !st.meta.priority_tickets.is_empty() || (!priority && !st.meta.tickets.is_empty());
             let fits = !pending
                 && (st.meta.in_use() + bytes <= st.meta.total
                     || if priority {
@@ -385,8 +385,7 @@ impl Btrfs {
         let mut any = false;
         while let Some(t) = st.meta.priority_tickets.front() {
             let bytes = t.bytes;
-            if !(st.meta.in_use() + bytes <= st.meta.total || can_overcommit_priority(st, bytes))
-            {
+            if !(st.meta.in_use() + bytes <= st.meta.total || can_overcommit_priority(st, bytes)) {
                 break;
             }
             let t = st.meta.priority_tickets.pop_front().expect("front");
