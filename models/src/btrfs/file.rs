@@ -8,6 +8,29 @@ use super::state::*;
 use crate::device::Request;
 use crate::vfs::OpError;
 
+/// Workers of the endio-write workqueue: fs_info->thread_pool_size = min(online CPUs + 2,
+/// 8) (disk-io.c:btrfs_init_fs_info@v5.11, the max_active btrfs_init_workqueues gives
+/// "endio-write"), 8 on any machine with 6 or more CPUs.
+const ENDIO_WORKERS: u32 = 8;
+
+/// A direct-I/O ordered extent whose data is on the device, waiting for
+/// btrfs_finish_ordered_io.
+#[derive(Clone, Copy, Debug)]
+pub struct DioDone {
+    /// Inode.
+    pub ino: Ino,
+    /// File offset.
+    pub offset: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Extent id.
+    pub id: u64,
+    /// Device offset of the data.
+    pub dev_offset: u64,
+    /// Metadata reserved for it.
+    pub rsv: u64,
+}
+
 impl Btrfs {
     /// What a buffered and a mapped write share: the file (not a directory), the page-copy
     /// CPU, and the data-space reservation (btrfs_check_data_free_space /
@@ -67,6 +90,18 @@ impl Btrfs {
 
     async fn buffered_write(&self, path: &str, bytes: u64, range: bool) -> Result<(), OpError> {
         let ino = self.dirty_pages_range(path, bytes, range).await?;
+        if range {
+            // Inside a file laid out to its size (fio's ftruncate): an overwrite or a hole
+            // filled at a random offset, which does not change i_size.
+            let mut st = self.st_mut();
+            let inside = {
+                let i = &st.inodes[&ino];
+                i.disk_size >= i.dirty_bytes + bytes
+            };
+            if inside {
+                *st.meta.range_dirty.entry(ino).or_default() += bytes;
+            }
+        }
         // No transaction here: update_time_for_write changes the times in memory only
         // (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
         // extent completes (btrfs_finish_ordered_io, in `writeback`).
@@ -110,6 +145,7 @@ impl Btrfs {
     /// and sets the extent map's generation to it.
     pub(super) async fn writeback(&self, ino: Ino) {
         let bytes = std::mem::take(&mut self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
+        let inside = self.st_mut().meta.range_dirty.remove(&ino).unwrap_or(0);
         if bytes == 0 {
             return;
         }
@@ -139,6 +175,39 @@ impl Btrfs {
             let keep = st.keep_history;
             let pieces = Self::alloc_data_extent(&mut st, bytes);
             st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+            // Random writes inside the file: with uniformly random offsets a block already
+            // holds data with probability (data bytes / size); that share of what is written
+            // replaces old extents, freed and pinned until the commit (COW).
+            if inside > 0 {
+                let (size, data) = {
+                    let i = &st.inodes[&ino];
+                    let data: u64 = i
+                        .extents
+                        .iter()
+                        .flat_map(|e| e.pieces.iter().map(|p| p.1))
+                        .sum();
+                    (i.disk_size.max(1), data)
+                };
+                let over =
+                    (u128::from(inside) * u128::from(data.min(size)) / u128::from(size)) as u64;
+                let mut need = over;
+                let mut freed = Vec::new();
+                for e in st.inodes.get_mut(&ino).unwrap().extents.iter_mut() {
+                    for p in e.pieces.iter_mut() {
+                        let take = p.1.min(need);
+                        if take > 0 {
+                            p.1 -= take;
+                            need -= take;
+                            freed.push((p.0, take));
+                        }
+                    }
+                    e.pieces.retain(|p| p.1 > 0);
+                    if need == 0 {
+                        break;
+                    }
+                }
+                Self::free_pieces(&mut st, freed, t);
+            }
             let i = st.inodes.get_mut(&ino).unwrap();
             i.extents.push(Extent {
                 id,
@@ -154,8 +223,9 @@ impl Btrfs {
             });
             i.modified_extents.push(id);
             i.item_trans = t;
-            // btrfs_inode_safe_disk_i_size_write at ordered-extent completion.
-            i.disk_size += bytes;
+            // btrfs_inode_safe_disk_i_size_write at ordered-extent completion (writes inside
+            // the file do not move it).
+            i.disk_size += bytes - inside.min(bytes);
             if keep {
                 i.size_hist.push((t, i.disk_size));
             }
@@ -228,24 +298,71 @@ impl Btrfs {
             .dev
             .submit(Request::write(off, bytes).with_token(tok))
             .await;
-        let fs = self.clone();
-        self.inner.h.spawn_daemon("btrfs-endio-write", async move {
-            fs.finish_dio_ordered(ino, offset, bytes, id, off, rsv)
-                .await
+        self.inner.endio.borrow_mut().push_back(DioDone {
+            ino,
+            offset,
+            bytes,
+            id,
+            dev_offset: off,
+            rsv,
         });
+        self.wake_endio_worker();
         Ok(())
     }
 
+    /// Hands a completed ordered extent to the endio-write workqueue: an idle worker, or a
+    /// new one while there are fewer than `ENDIO_WORKERS` (a busy one takes it otherwise).
+    fn wake_endio_worker(&self) {
+        if self.inner.endio_wait.borrow().is_none() {
+            *self.inner.endio_wait.borrow_mut() =
+                Some(sim::WaitQueue::new(&self.inner.h, "endio_write"));
+        }
+        let woke = self
+            .inner
+            .endio_wait
+            .borrow()
+            .as_ref()
+            .is_some_and(|w| w.notify_one());
+        let n = self.inner.endio_workers.get();
+        if !woke && n < ENDIO_WORKERS {
+            self.inner.endio_workers.set(n + 1);
+            let fs = self.clone();
+            self.inner
+                .h
+                .spawn_daemon("btrfs-endio-write", async move { fs.endio_worker().await });
+        }
+    }
+
+    /// One endio-write worker: finishes queued direct-I/O ordered extents, sleeps when
+    /// there are none.
+    async fn endio_worker(&self) {
+        loop {
+            let job = self.inner.endio.borrow_mut().pop_front();
+            match job {
+                Some(j) => self.finish_dio_ordered(j).await,
+                None => {
+                    let w = self
+                        .inner
+                        .endio_wait
+                        .borrow()
+                        .clone()
+                        .expect("made with the first job");
+                    w.wait().await;
+                }
+            }
+        }
+    }
+
     /// btrfs_finish_ordered_io for a direct-I/O write (inode.c@v5.12), see `direct_write`.
-    async fn finish_dio_ordered(
-        &self,
-        ino: Ino,
-        offset: u64,
-        bytes: u64,
-        id: u64,
-        dev_offset: u64,
-        rsv: u64,
-    ) {
+    async fn finish_dio_ordered(&self, j: DioDone) {
+        let DioDone {
+            ino,
+            offset,
+            bytes,
+            id,
+            dev_offset,
+            rsv,
+        } = j;
         let th = self.join_transaction().await;
         let t = th.id;
         // insert_reserved_file_extent (with btrfs_drop_extents), the csum items, the inode.

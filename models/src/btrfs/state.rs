@@ -285,6 +285,9 @@ pub struct MetaSpace {
     pub done: BTreeMap<u64, bool>,
     /// Delalloc metadata reserved per inode (one outstanding extent and its inode update).
     pub delalloc_rsv: BTreeMap<Ino, u64>,
+    /// Dirty bytes per inode that `write-range` wrote inside the file's size (random
+    /// overwrites: written back without growing the file).
+    pub range_dirty: BTreeMap<Ino, u64>,
 }
 
 impl MetaSpace {

@@ -842,7 +842,11 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
                         ops.push(Op::Create(p.clone()));
                         // fio lays out a job's files before it starts: fallocate (its
                         // default, --fallocate=native) for direct I/O; fsperf's buffered
-                        // randwrite2xram says --fallocate=none (sparse files).
+                        // randwrite2xram says --fallocate=none: ftruncate to the size
+                        // (sparse files).
+                        if !spec.direct {
+                            ops.push(Op::Truncate(p.clone(), spec.file_size));
+                        }
                         if spec.direct {
                             ops.push(Op::Fallocate {
                                 path: p,
