@@ -403,7 +403,9 @@ fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
 /// The flags that override a workload file's parameters.
 #[derive(Args, Clone)]
 struct LoadArgs {
-    /// Workload name (dbench, sysbench-fileio, fs-mark) or path to a workload TOML file.
+    /// Workload name (dbench, sysbench-fileio, fs-mark, the fsperf tests dio4kbs16threads,
+    /// randwrite2xram, emptyfiles500k; compare also takes `fsperf` for all three) or path to
+    /// a workload TOML file.
     workload: String,
     /// dbench clients.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -564,12 +566,12 @@ fn policy_of(a: &PolicyArgs) -> Policy {
 struct CompareArgs {
     #[command(flatten)]
     load: LoadArgs,
-    /// Baseline policy.
-    #[arg(long, default_value = "linux-5.10", value_parser = models::workload::compare::parse_policy)]
-    baseline: Policy,
-    /// Current policy.
-    #[arg(long, default_value = "linux-5.11", value_parser = models::workload::compare::parse_policy)]
-    current: Policy,
+    /// Baseline policy [default: linux-5.10; for `fsperf`, linux-5.13].
+    #[arg(long, value_parser = models::workload::compare::parse_policy)]
+    baseline: Option<Policy>,
+    /// Current policy [default: linux-5.11; for `fsperf`, linux-5.14].
+    #[arg(long, value_parser = models::workload::compare::parse_policy)]
+    current: Option<Policy>,
     /// Seeds per side, a range A..B (B exclusive) or a count N (the N seeds from --seed on);
     /// differences are paired seed by seed.
     #[arg(long, default_value = "1", value_parser = flags::CompareSeeds::parse)]
@@ -633,8 +635,71 @@ fn validate(a: ValidateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// `fsyncsim compare fsperf`: every fsperf test of seed 004 under both policies, one
+/// fsperf table per test.
+fn compare_fsperf(a: &CompareArgs, baseline: &Policy, current: &Policy) -> Result<(), Failure> {
+    if a.vary.is_some() || a.trace.is_some() || a.out.is_some() {
+        return Err(Failure(
+            "compare fsperf: --vary, --trace and --out take one workload (e.g. compare dio4kbs16threads)"
+                .into(),
+        ));
+    }
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let mut tests = Vec::new();
+    for name in models::workload::spec::FSPERF {
+        let load = LoadArgs {
+            workload: name.to_string(),
+            ..a.load.clone()
+        };
+        let (spec, dev) = load.load()?;
+        let seed = a.seeds.first(a.seed, spec.seed).map_err(Failure)?;
+        let pairs = models::workload::compare::compare(
+            &spec,
+            &dev,
+            baseline,
+            current,
+            seed,
+            a.seeds.count(),
+            None,
+            jobs,
+            &|| {},
+        )
+        .map_err(Failure)?;
+        tests.push((spec, pairs));
+    }
+    if a.json {
+        let v: Vec<serde_json::Value> = tests
+            .iter()
+            .map(|(s, p)| reports::workload::compare_json(s, baseline, current, p, None))
+            .collect();
+        outln!("{:#}", serde_json::Value::Array(v));
+    } else {
+        out!(
+            "{}",
+            reports::workload::fsperf_suite_text(baseline, current, &tests)
+        );
+    }
+    Ok(())
+}
+
 fn compare(a: CompareArgs) -> Result<(), Failure> {
     use models::workload::{compare as cmp, fsload};
+    let fsperf = a.load.workload == "fsperf";
+    let preset = |n: &str| Policy::preset(n).expect("preset");
+    let baseline = a
+        .baseline
+        .clone()
+        .unwrap_or_else(|| preset(if fsperf { "linux-5.13" } else { "linux-5.10" }));
+    let current = a
+        .current
+        .clone()
+        .unwrap_or_else(|| preset(if fsperf { "linux-5.14" } else { "linux-5.11" }));
+    if fsperf {
+        return compare_fsperf(&a, &baseline, &current);
+    }
     let (spec, dev) = a.load.load()?;
     // --trace FILE, or --trace alone: trace.json in --out.
     let trace_path =
@@ -674,8 +739,8 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     let pairs = cmp::compare(
         &spec,
         &dev,
-        &a.baseline,
-        &a.current,
+        &baseline,
+        &current,
         seed,
         seeds,
         a.vary.as_ref(),
@@ -684,8 +749,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     )
     .map_err(Failure)?;
     bar.finish_and_clear();
-    let json =
-        reports::workload::compare_json(&spec, &a.baseline, &a.current, &pairs, a.vary.as_ref());
+    let json = reports::workload::compare_json(&spec, &baseline, &current, &pairs, a.vary.as_ref());
     if let Some(d) = &a.out {
         let results = d.join("results.json");
         reports::output::write_atomic(&results, format!("{json:#}\n").as_bytes())
@@ -700,7 +764,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         } else {
             "--out"
         };
-        let title = format!("{} under {} (seed {seed})", spec.name, a.current.name);
+        let title = format!("{} under {} (seed {seed})", spec.name, current.name);
         let writer = reports::chrome::ChromeTrace::create(path, &title)
             .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?;
         let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
@@ -718,7 +782,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
         });
         // The same configuration the plots show: the first point.
         let (tspec, tdev) = cmp::first_point(&spec, &dev, a.vary.as_ref()).map_err(Failure)?;
-        let run = fsload::run(&tspec, &a.current, &tdev, seed, Some(sink));
+        let run = fsload::run(&tspec, &current, &tdev, seed, Some(sink));
         let w = writer.borrow_mut().take().expect("writer");
         match run {
             Ok(_) => w
@@ -735,13 +799,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     } else {
         out!(
             "{}",
-            reports::workload::compare_text(
-                &spec,
-                &a.baseline,
-                &a.current,
-                &pairs,
-                a.vary.as_ref()
-            )
+            reports::workload::compare_text(&spec, &baseline, &current, &pairs, a.vary.as_ref())
         );
         if let Some(d) = &a.out {
             outln!("wrote {}", d.display());

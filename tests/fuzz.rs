@@ -467,7 +467,7 @@ fn builtin_and_example_scenarios_round_trip_through_to_toml() {
 fn op_line() -> impl Strategy<Value = String> {
     let path = prop::sample::select(vec!["/a", "/b", "/d", "/d/x", "/d/e/y"]);
     let size = prop::sample::select(vec!["1", "4k", "64k", "1M"]);
-    (0usize..24, path.clone(), path, size.clone(), size).prop_map(|(k, p, q, s, t)| match k {
+    (0usize..26, path.clone(), path, size.clone(), size).prop_map(|(k, p, q, s, t)| match k {
         0 => format!("create {p}"),
         1 => format!("mkdir {p}"),
         2 => format!("stat {p}"),
@@ -492,6 +492,10 @@ fn op_line() -> impl Strategy<Value = String> {
         // A nearly full and a full metadata space: tickets, the flushers, ENOSPC.
         21 => "fill-metadata 2800m".into(),
         22 => "fill-metadata 3300m".into(),
+        // Direct I/O (an overwrite: fails cleanly past the written part) and a separate
+        // dirty range.
+        23 => format!("dio-write {p} {s} {t}"),
+        24 => format!("write-range {p} {s}"),
         _ => "sleep 1ms".into(),
     })
 }

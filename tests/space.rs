@@ -162,3 +162,75 @@ fn the_f1_example_is_deterministic_and_only_the_pre_series_flushes() {
     let p7 = run_on(&sc, &pre().with_space(SpacePatch::OneShotDelalloc, true));
     assert!(p7.metrics.get("preempt_flushes") >= a.metrics.get("preempt_flushes"));
 }
+
+#[test]
+fn an_eviction_on_a_full_space_waits_in_a_priority_ticket_and_flushes_itself() {
+    // 1728 KiB free outside the global reserve. A's unlink holds its 5 items (1280 KiB);
+    // B0..B2's first writes (512 KiB each) queue normal tickets, granted when the unlink
+    // ends; B3's is not. The final iput's FLUSH_EVICT reservation (one item update + its
+    // delayed refs, 384 KiB) then finds 192 KiB: a priority ticket, whose caller runs the
+    // evict flush states itself (FLUSH_DELALLOC writes B0's file back).
+    let text = "name = \"t\"\nrace = \"F1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"mkdir /d\", \"create /d/x\", \"create /d/b0\", \"create /d/b1\", \"create /d/b2\", \"create /d/b3\", \"commit\", \"fill-metadata 2881600k\"]\n[[task]]\nname = \"A\"\nops = [\"unlink /d/x\"]\n[[task]]\nname = \"B0\"\nops = [\"sleep 1us\", \"write /d/b0 4k\"]\n[[task]]\nname = \"B1\"\nops = [\"sleep 1us\", \"write /d/b1 4k\"]\n[[task]]\nname = \"B2\"\nops = [\"sleep 1us\", \"write /d/b2 4k\"]\n[[task]]\nname = \"B3\"\nops = [\"sleep 1us\", \"write-range /d/b3 4k\"]\n[policies]\nbefore = \"linux-5.13\"\nafter = \"linux-5.14\"\n";
+    let sc = scenario(text);
+    let r = run_on(&sc, &sc.pre_policy());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    let m = |n: &str| r.metrics.get(n).unwrap();
+    assert_eq!(m("priority_tickets"), 1, "{:?}", r.metrics);
+    assert_eq!(m("metadata_tickets"), 4);
+    // The evict states ran in the unlinking task: delalloc flushed, no async episode of its
+    // own (the one episode is the normal tickets').
+    assert!(m("flushes.FLUSH_DELALLOC") >= 1);
+    assert_eq!(m("async_reclaim_episodes"), 1);
+    // Every ticket's wait is in the histogram; the longest is the evict's (its flusher
+    // sleeps a jiffy once nothing is left to write back).
+    assert!(m("metadata_ticket_wait_max_ns") >= 4_000_000);
+    assert!(m("metadata_ticket_wait_p50_ns") < m("metadata_ticket_wait_max_ns"));
+    let unlink = r.latency.by_op["unlink"].max();
+    assert!(unlink >= m("metadata_ticket_wait_max_ns"), "{unlink}");
+    // With 292 MiB free the eviction reserves at once.
+    let roomy = scenario(&text.replace("2881600k", "1500m"));
+    let r = run_on(&roomy, &sc.pre_policy());
+    assert_eq!(r.metrics.get("priority_tickets"), Some(0));
+    assert_eq!(r.metrics.get("metadata_ticket_wait_max_ns"), Some(0));
+}
+
+#[test]
+fn the_early_flush_example_needs_only_the_global_rsv_full_check_to_stop_the_ticket() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/examples/f1-ticket-behind-early-flush.toml"
+    );
+    let sc = Scenario::load(path).unwrap();
+    let old = run_on(&sc, &sc.pre_policy());
+    assert!(old.metrics.get("metadata_tickets").unwrap() > 0);
+    assert!(old.metrics.get("flushes.FLUSH_DELALLOC").unwrap() > 0);
+    // 3/7 alone: the almost-full test counts the global reserve, the worker never starts.
+    let p3 = run_on(&sc, &pre().with_space(SpacePatch::GlobalRsvFull, true));
+    assert_eq!(p3.metrics.get("preempt_flushes"), Some(0));
+    assert_eq!(p3.metrics.get("metadata_tickets"), Some(0));
+    // 5/7 alone stops it too: without the global reserve, `used` (1 MiB of delalloc
+    // reservations) is far below thresh = free >> clamp (about 256 MiB).
+    let p5 = run_on(&sc, &pre().with_space(SpacePatch::GlobalRsvUsed, true));
+    assert_eq!(p5.metrics.get("preempt_flushes"), Some(0));
+}
+
+#[test]
+fn direct_io_overwrites_hold_metadata_until_their_ordered_extent_completes() {
+    let text = "name = \"t\"\nrace = \"F1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"mkdir /d\", \"create /d/a\", \"fallocate /d/a 0 1m\"]\n[[task]]\nname = \"A\"\nops = [\"dio-write /d/a 0 4k\", \"dio-write /d/a 1020k 4k\", \"fsync /d/a\"]\n[policies]\nbefore = \"linux-5.13\"\nafter = \"linux-5.14\"\n";
+    let sc = scenario(text);
+    let r = run_on(&sc, &sc.pre_policy());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.latency.by_op["dio-write"].len(), 2);
+    // Two 4 KiB data writes reached the device beyond the setup's.
+    assert!(r.metrics.get("device_bytes_written").unwrap() >= 8192);
+    // Past the written part: an error, not a panic.
+    let bad = scenario(&text.replace("1020k 4k", "1022k 4k"));
+    let r = run_on(&bad, &bad.pre_policy());
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.message.contains("only overwrites are modelled")),
+        "{:?}",
+        r.violations
+    );
+}

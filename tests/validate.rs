@@ -10,6 +10,7 @@ fn tiny(seeds: u64) -> Lengths {
         sysbench: 3 * sim::S,
         seeds,
         curve: 2 * sim::S,
+        fsperf: Some((sim::S / 4, sim::S / 2)),
     }
 }
 
@@ -28,11 +29,12 @@ fn rows_cover_the_seed_figures_and_flags_match_the_values() {
             assert!((r.seed_value - (c - b) / b * 100.0).abs() < 1e-9, "{id}");
             assert_eq!(r.unit, "%");
             assert!(r.model_value.is_finite(), "{id}");
-            assert_eq!(
-                r.direction_match,
-                Some((r.model_value >= 0.0) == (r.seed_value >= 0.0)),
-                "{id}"
-            );
+            let same = if r.model_value == 0.0 {
+                r.seed_value == 0.0
+            } else {
+                (r.model_value > 0.0) == (r.seed_value > 0.0)
+            };
+            assert_eq!(r.direction_match, Some(same), "{id}");
             let (lo, hi) = r.model_ci.expect("two seeds give an interval");
             assert!(lo <= r.model_value && r.model_value <= hi, "{id}");
         }

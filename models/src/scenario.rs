@@ -291,7 +291,16 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
                 Op::Populate(p, n)
             }
         }
-        Some(w @ ("write" | "mmap-write" | "write-osync")) => {
+        Some("dio-write") => {
+            want(4, "dio-write PATH OFFSET SIZE")?;
+            let o = crate::units::parse_size(words[2])?;
+            let n = crate::units::parse_size(words[3])?;
+            if n == 0 || n > 1 << 40 || o > 1 << 40 {
+                return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
+            }
+            Op::DirectWrite(path(words[1])?, o, n)
+        }
+        Some(w @ ("write" | "mmap-write" | "write-osync" | "write-range")) => {
             want(3, &format!("{w} PATH SIZE"))?;
             let n = crate::units::parse_size(words[2])?;
             if n == 0 || n > 1 << 40 {
@@ -300,6 +309,7 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             let p = path(words[1])?;
             match w {
                 "write" => Op::Write(p, n),
+                "write-range" => Op::WriteRange(p, n),
                 "mmap-write" => Op::MmapWrite(p, n),
                 _ => Op::WriteOsync(p, n),
             }
@@ -487,6 +497,8 @@ impl Scenario {
                 Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
                 Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
                 Op::Write(p, _)
+                | Op::WriteRange(p, _)
+                | Op::DirectWrite(p, ..)
                 | Op::WriteOsync(p, _)
                 | Op::MmapWrite(p, _)
                 | Op::Setattr(p)

@@ -24,6 +24,8 @@ pub enum Measure {
     AvgLat(&'static str),
     /// Readers' throughput, KiB/s (fio's "bsr" figure).
     ReaderKiBps,
+    /// A fio field as fsperf names it (write_bw_bytes, write_clat_ns_p99, …).
+    Fio(&'static str),
 }
 
 impl Measure {
@@ -41,6 +43,7 @@ impl Measure {
                 .op("read")
                 .filter(|o| !o.hist.is_empty())
                 .map(|o| o.bytes as f64 / 1024.0 / (r.measured as f64 / 1e9)),
+            Measure::Fio(f) => r.fio_field(f),
         }
     }
 
@@ -51,6 +54,10 @@ impl Measure {
             Measure::PerSecond => "req/s",
             Measure::MaxLatency | Measure::AvgLat(_) => "ms",
             Measure::ReaderKiBps => "KiB/s",
+            Measure::Fio(f) if f.contains("_ns") => "ns",
+            Measure::Fio(f) if f.ends_with("bw_bytes") => "B/s",
+            Measure::Fio(f) if f.ends_with("iops") => "IOPS",
+            Measure::Fio(_) => "",
         }
     }
 
@@ -62,6 +69,7 @@ impl Measure {
             Measure::MaxLatency => "max_latency".into(),
             Measure::AvgLat(op) => format!("{op}_avg_lat"),
             Measure::ReaderKiBps => "reader_kib_per_s".into(),
+            Measure::Fio(f) => f.to_string(),
         }
     }
 }
@@ -151,6 +159,57 @@ pub fn experiments() -> Vec<Experiment> {
             ],
             levels: vec![Measure::PerSecond, Measure::ReaderKiBps],
         },
+        // Seed 004 (lines 28-143): fsperf before and after the seven preemptive-flushing
+        // patches; the series was merged for 5.14, so 5.13 vs 5.14.
+        Experiment {
+            id: "004-dio4kbs16threads",
+            seed: "004 (lines 91-109): fsperf dio4kbs16threads, 16 jobs O_DIRECT 4k randwrite",
+            workload: "dio4kbs16threads",
+            baseline: "linux-5.13",
+            current: "linux-5.14",
+            figures: vec![
+                (Measure::Fio("write_bw_bytes"), 74302497.38, 90667585.0),
+                (Measure::Fio("write_iops"), 18140.26, 22135.64),
+                (Measure::Fio("write_clat_ns_p50"), 243968.0, 238592.0),
+                (Measure::Fio("write_clat_ns_p99"), 21094400.0, 15007744.0),
+                (Measure::Fio("write_lat_ns_max"), 1.68e9, 8.46e8),
+            ],
+            levels: vec![
+                Measure::Fio("write_iops"),
+                Measure::Fio("write_clat_ns_p50"),
+                Measure::Fio("write_clat_ns_p99"),
+            ],
+        },
+        Experiment {
+            id: "004-randwrite2xram",
+            seed: "004 (lines 112-130): fsperf randwrite2xram, 4 jobs buffered 4k randwrite",
+            workload: "randwrite2xram",
+            baseline: "linux-5.13",
+            current: "linux-5.14",
+            figures: vec![
+                (Measure::Fio("write_bw_bytes"), 93268100.75, 1.16e8),
+                (Measure::Fio("write_clat_ns_p50"), 13168.0, 16512.0),
+                (Measure::Fio("write_clat_ns_p99"), 39360.0, 125440.0),
+                (Measure::Fio("write_lat_ns_max"), 4.05e10, 2.73e10),
+            ],
+            levels: vec![
+                Measure::Fio("write_bw_bytes"),
+                Measure::Fio("write_clat_ns_p50"),
+            ],
+        },
+        Experiment {
+            id: "004-emptyfiles500k",
+            seed: "004 (lines 49-67): fsperf emptyfiles500k, one job creates 31,250 files",
+            workload: "emptyfiles500k",
+            baseline: "linux-5.13",
+            current: "linux-5.14",
+            figures: vec![
+                (Measure::Fio("write_iops"), 43763.97, 45093.80),
+                (Measure::Fio("write_clat_ns_p50"), 17728.0, 17280.0),
+                (Measure::Fio("write_clat_ns_p99"), 72704.0, 68096.0),
+            ],
+            levels: vec![Measure::Fio("write_iops")],
+        },
     ]
 }
 
@@ -198,9 +257,19 @@ impl Row {
             model_value: mean,
             model_ci: ci,
             unit: unit.into(),
-            direction_match: change.then_some((mean >= 0.0) == (seed_value >= 0.0)),
+            direction_match: change.then_some(same_direction(mean, seed_value)),
             ratio: mean / seed_value,
         }
+    }
+}
+
+/// Whether a model change has the seed's direction: the same sign, and no change (exactly
+/// 0, e.g. a policy switch the workload never reaches) only matches no change.
+pub fn same_direction(model: f64, seed: f64) -> bool {
+    if model == 0.0 || seed == 0.0 {
+        model == seed
+    } else {
+        (model > 0.0) == (seed > 0.0)
     }
 }
 
@@ -256,6 +325,9 @@ pub struct Lengths {
     pub seeds: u64,
     /// sysbench time per point of the R7 curve.
     pub curve: sim::Nanos,
+    /// fsperf tests' measured time without ramp — (direct-I/O tests, the others) — or
+    /// None: each test's own runtime and ramp_time.
+    pub fsperf: Option<(sim::Nanos, sim::Nanos)>,
 }
 
 impl Lengths {
@@ -267,6 +339,9 @@ impl Lengths {
             sysbench: 60 * sim::S,
             seeds: 2,
             curve: 60 * sim::S,
+            // The model's NVMe completes ~1 M direct writes per simulated second (2.5 s of
+            // wall time each): 1 s of dio4kbs16threads, 5 s of the others.
+            fsperf: Some((sim::S, 5 * sim::S)),
         }
     }
 
@@ -279,6 +354,7 @@ impl Lengths {
             sysbench: 600 * sim::S,
             seeds: 1,
             curve: 300 * sim::S,
+            fsperf: None,
         }
     }
 }
@@ -329,6 +405,11 @@ pub fn validate_with(
         } else if e.workload.starts_with("fs-mark") {
             // Seed 003's blktrace runs lasted 300 s; the same lengths as dbench's.
             spec.duration = db_dur;
+        } else if e.id.starts_with("004-") {
+            if let Some((dio, other)) = l.fsperf {
+                spec.duration = if spec.direct { dio } else { other };
+                spec.warmup = 0;
+            }
         } else {
             spec.duration = sb_dur;
         }
@@ -384,12 +465,20 @@ pub fn validate_with(
     Ok(Validation {
         quick,
         setup: format!(
-            "dbench {} s after {} s warmup, sysbench {} s, {} paired seed(s) per experiment; R7 curve {} s per point",
+            "dbench {} s after {} s warmup, sysbench {} s, {} paired seed(s) per experiment; R7 curve {} s per point{}",
             db_dur / sim::S,
             db_warm / sim::S,
             sb_dur / sim::S,
             seeds,
-            curve_dur / sim::S
+            curve_dur / sim::S,
+            match l.fsperf {
+                Some((d, o)) => format!(
+                    "; fsperf tests without ramp, direct I/O {} s, others {} s",
+                    d as f64 / sim::S as f64,
+                    o as f64 / sim::S as f64
+                ),
+                None => "; fsperf tests at their own runtime".into(),
+            }
         ),
         rows,
         curves,

@@ -107,12 +107,45 @@ pub fn fsmark_summary(r: &WorkloadResult, file_size: u64) -> String {
     t
 }
 
+/// The fio fields fsperf records (`WorkloadResult::fio_fields`), named as fsperf names them.
+pub fn fio_fields(r: &WorkloadResult) -> Vec<(String, f64)> {
+    r.fio_fields()
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+/// A fio-like summary line per job group: iops, bandwidth, latency percentiles.
+pub fn fio_summary(r: &WorkloadResult) -> String {
+    let mut t = String::new();
+    for o in &r.ops {
+        if o.hist.is_empty() {
+            continue;
+        }
+        let secs = r.measured as f64 / 1e9;
+        t.push_str(&format!(
+            "  {}: IOPS={:.0}, BW={:.1}MiB/s ({} KiB in {:.1} s); clat (usec): min={:.1}, p50={:.1}, p99={:.1}, max={:.1}\n",
+            o.name,
+            o.hist.len() as f64 / secs,
+            o.bytes as f64 / secs / 1048576.0,
+            o.bytes / 1024,
+            secs,
+            o.hist.min() as f64 / 1e3,
+            o.hist.value_at_quantile(0.5) as f64 / 1e3,
+            o.hist.value_at_quantile(0.99) as f64 / 1e3,
+            o.hist.max() as f64 / 1e3
+        ));
+    }
+    t
+}
+
 /// The table a user of that benchmark expects.
 pub fn table(r: &WorkloadResult, file_size: u64) -> String {
     match r.kind {
         Kind::Dbench => dbench_table(r),
         Kind::SysbenchFileio => sysbench_summary(r),
         Kind::FsMark => fsmark_summary(r, file_size),
+        Kind::Fio => fio_summary(r),
     }
 }
 
@@ -209,6 +242,14 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
         Kind::Dbench => m.push(("throughput_mb_s".to_string(), r.mb_per_s())),
         Kind::SysbenchFileio => m.push(("requests_per_s".to_string(), r.per_s())),
         Kind::FsMark => m.push(("files_per_s".to_string(), r.per_s())),
+        Kind::Fio => {
+            // fsperf's own rows first, then the btrfs counters.
+            m.extend(fio_fields(r));
+            for (k, v) in r.metrics.scalars() {
+                m.push((k.to_string(), v as f64));
+            }
+            return m;
+        }
     }
     m.push(("max_latency_ms".into(), r.max_latency() as f64 / MS));
     for o in &r.ops {
@@ -632,6 +673,7 @@ pub fn headline(r: &WorkloadResult) -> (&'static str, f64) {
         Kind::Dbench => ("MB/sec", r.mb_per_s()),
         Kind::SysbenchFileio => ("reqs/sec", r.per_s()),
         Kind::FsMark => ("files/sec", r.per_s()),
+        Kind::Fio => ("iops", r.per_s()),
     }
 }
 
@@ -779,4 +821,75 @@ pub fn compare_text(
     t.push('\n');
     t.push_str(&attribution_text(c0));
     t
+}
+
+/// `fsyncsim compare fsperf`: per test, `<test> results` and its fsperf table, as fsperf's
+/// compare prints them (seed 004), then the btrfs space counters that explain the rows.
+pub fn fsperf_suite_text(
+    baseline: &models::btrfs::Policy,
+    current: &models::btrfs::Policy,
+    tests: &[(
+        models::workload::spec::Spec,
+        Vec<models::workload::compare::Pair>,
+    )],
+) -> String {
+    let mut t = format!(
+        "fsperf tests, {} (baseline) vs {} (current)\n",
+        baseline.name, current.name
+    );
+    for (spec, pairs) in tests {
+        let Some(p) = pairs.first() else { continue };
+        let seeds = p.baseline.len();
+        t.push_str(&format!(
+            "\n{} results{}\n",
+            spec.name,
+            if seeds > 1 {
+                format!(" (mean of {seeds} paired seeds)")
+            } else {
+                String::new()
+            }
+        ));
+        let rows = compare_rows(&p.baseline, &p.current);
+        let (fio, btrfs): (Vec<CompareRow>, Vec<CompareRow>) = rows
+            .into_iter()
+            .partition(|r| FSPERF_FIO_ROWS.contains(&r.metric.as_str()));
+        t.push_str(&fsperf_all_rows(&fio));
+        let moved: Vec<CompareRow> = btrfs
+            .into_iter()
+            .filter(|r| r.baseline != r.current)
+            .collect();
+        if !moved.is_empty() {
+            t.push_str("btrfs counters that differ:\n");
+            t.push_str(&fsperf_all_rows(&moved));
+        }
+    }
+    t
+}
+
+/// The fio rows of an fsperf table, in fsperf's names.
+const FSPERF_FIO_ROWS: [&str; 8] = [
+    "write_io_kbytes",
+    "write_bw_bytes",
+    "write_iops",
+    "write_clat_ns_p50",
+    "write_clat_ns_p99",
+    "write_lat_ns_min",
+    "write_lat_ns_max",
+    "elapsed",
+];
+
+/// Every row (fsperf prints unchanged ones too), `metric | baseline | current | diff`.
+fn fsperf_all_rows(rows: &[CompareRow]) -> String {
+    let mut lines = vec![["metric", "baseline", "current", "diff"]
+        .map(String::from)
+        .to_vec()];
+    for r in rows {
+        lines.push(vec![
+            r.metric.clone(),
+            num(r.baseline),
+            num(r.current),
+            pct(r.diff_pct),
+        ]);
+    }
+    pipe_table(&lines)
 }

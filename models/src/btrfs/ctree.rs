@@ -56,6 +56,14 @@ pub(super) struct Inner {
     pub(super) chunk_mutex: Mutex,
     /// Tasks waiting for a metadata reservation ticket (`ticket->wait`).
     pub(super) ticket_wait: WaitQueue,
+    /// The endio-write workqueue: completed direct-I/O ordered extents waiting for
+    /// btrfs_finish_ordered_io, its idle workers, and how many workers exist (made at the
+    /// first direct write, so runs without one are unchanged).
+    pub(super) endio: RefCell<std::collections::VecDeque<super::file::DioDone>>,
+    /// See `endio`.
+    pub(super) endio_wait: RefCell<Option<WaitQueue>>,
+    /// See `endio`.
+    pub(super) endio_workers: std::cell::Cell<u32>,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -132,6 +140,9 @@ impl Btrfs {
                 log_commit_wait: WaitQueue::new(h, "wait_log_commit"),
                 chunk_mutex: Mutex::new(h, "chunk_mutex"),
                 ticket_wait: WaitQueue::new(h, "metadata_ticket"),
+                endio: RefCell::new(Default::default()),
+                endio_wait: RefCell::new(None),
+                endio_workers: std::cell::Cell::new(0),
             }),
         }
     }
@@ -161,6 +172,7 @@ impl Btrfs {
     pub fn metrics(&self) -> Metrics {
         let mut m = self.inner.m.borrow().clone();
         (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
+        self.ticket_wait_metrics(&mut m);
         m
     }
 
@@ -243,6 +255,8 @@ impl Btrfs {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
             Op::Write(p, bytes) => self.write(p, *bytes).await?,
+            Op::WriteRange(p, bytes) => self.write_range(p, *bytes).await?,
+            Op::DirectWrite(p, offset, bytes) => self.direct_write(p, *offset, *bytes).await?,
             Op::Setattr(p) => self.setattr(p).await?,
             // vfs_getattr: the inode is in memory; the lookup and the syscall are the cost.
             Op::Stat(p) => {

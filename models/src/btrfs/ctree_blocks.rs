@@ -46,6 +46,14 @@ pub fn dentry_leaf(c: &Costs, st: &FsState, dir: Ino, name: &str) -> Leaf {
     (tree::FS_DIR, (dir << 20) | (h % leaves))
 }
 
+/// The fs-tree leaf holding `ino`'s file extent item at byte `offset` of a file
+/// fragmented into `sectorsize` extents (keys (ino, EXTENT_DATA, offset); a direct-I/O
+/// overwrite replaces the item there). Kept apart from the inode-item leaves by the top bit.
+pub fn file_extent_leaf(c: &Costs, ino: Ino, offset: u64) -> Leaf {
+    let per_leaf = (c.nodesize / c.item_bytes_per_extent).max(1) * c.sectorsize;
+    (tree::FS, (1 << 63) | (ino << 24) | (offset / per_leaf))
+}
+
 /// The extent-tree leaf of data extent number `extent` (allocated in order).
 pub fn extent_leaf(c: &Costs, extent: u64) -> Leaf {
     (

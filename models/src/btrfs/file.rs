@@ -8,11 +8,45 @@ use super::state::*;
 use crate::device::Request;
 use crate::vfs::OpError;
 
+/// Workers of the endio-write workqueue: fs_info->thread_pool_size = min(online CPUs + 2,
+/// 8) (disk-io.c:btrfs_init_fs_info@v5.11, the max_active btrfs_init_workqueues gives
+/// "endio-write"), 8 on any machine with 6 or more CPUs.
+const ENDIO_WORKERS: u32 = 8;
+
+/// A direct-I/O ordered extent whose data is on the device, waiting for
+/// btrfs_finish_ordered_io.
+#[derive(Clone, Copy, Debug)]
+pub struct DioDone {
+    /// Inode.
+    pub ino: Ino,
+    /// File offset.
+    pub offset: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Extent id.
+    pub id: u64,
+    /// Device offset of the data.
+    pub dev_offset: u64,
+    /// Metadata reserved for it.
+    pub rsv: u64,
+}
+
 impl Btrfs {
     /// What a buffered and a mapped write share: the file (not a directory), the page-copy
     /// CPU, and the data-space reservation (btrfs_check_data_free_space /
     /// btrfs_delalloc_reserve_space).
     async fn dirty_pages(&self, path: &str, bytes: u64) -> Result<Ino, OpError> {
+        self.dirty_pages_range(path, bytes, false).await
+    }
+
+    /// `dirty_pages`; `new_range`: the pages are not adjacent to the file's other dirty
+    /// pages, so they are an outstanding extent of their own (one more insert reserved).
+    async fn dirty_pages_range(
+        &self,
+        path: &str,
+        bytes: u64,
+        new_range: bool,
+    ) -> Result<Ino, OpError> {
         let ino = self.resolve(path)?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
@@ -26,8 +60,13 @@ impl Btrfs {
         // btrfs_delalloc_reserve_metadata (delalloc-space.c@v5.10): a new outstanding extent
         // reserves its insert (one item) and an inode update (one item) until its ordered
         // extent completes; a file's appended dirty range is one extent.
-        if self.inner.st.borrow().inodes[&ino].dirty_bytes == 0 {
-            let rsv = self.meta_items(2);
+        let items = if self.inner.st.borrow().inodes[&ino].dirty_bytes == 0 {
+            2
+        } else {
+            u64::from(new_range)
+        };
+        if items > 0 {
+            let rsv = self.meta_items(items);
             self.reserve_metadata(rsv).await?;
             *self.st_mut().meta.delalloc_rsv.entry(ino).or_default() += rsv;
         }
@@ -37,7 +76,32 @@ impl Btrfs {
 
     /// btrfs_file_write_iter → btrfs_buffered_write: a buffered write of `bytes`.
     pub(super) async fn write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
-        let ino = self.dirty_pages(path, bytes).await?;
+        self.buffered_write(path, bytes, false).await
+    }
+
+    /// A buffered write of `bytes` to a range of the file not adjacent to its other dirty
+    /// pages (fio randwrite): btrfs_delalloc_reserve_metadata reserves one more outstanding
+    /// extent for it (delalloc-space.c@v5.12: count_max_extents per separate delalloc
+    /// range), held until writeback. The model's file still grows by `bytes` and its dirty
+    /// ranges are written back as one extent.
+    pub(super) async fn write_range(&self, path: &str, bytes: u64) -> Result<(), OpError> {
+        self.buffered_write(path, bytes, true).await
+    }
+
+    async fn buffered_write(&self, path: &str, bytes: u64, range: bool) -> Result<(), OpError> {
+        let ino = self.dirty_pages_range(path, bytes, range).await?;
+        if range {
+            // Inside a file laid out to its size (fio's ftruncate): an overwrite or a hole
+            // filled at a random offset, which does not change i_size.
+            let mut st = self.st_mut();
+            let inside = {
+                let i = &st.inodes[&ino];
+                i.disk_size >= i.dirty_bytes + bytes
+            };
+            if inside {
+                *st.meta.range_dirty.entry(ino).or_default() += bytes;
+            }
+        }
         // No transaction here: update_time_for_write changes the times in memory only
         // (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
         // extent completes (btrfs_finish_ordered_io, in `writeback`).
@@ -81,6 +145,7 @@ impl Btrfs {
     /// and sets the extent map's generation to it.
     pub(super) async fn writeback(&self, ino: Ino) {
         let bytes = std::mem::take(&mut self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
+        let inside = self.st_mut().meta.range_dirty.remove(&ino).unwrap_or(0);
         if bytes == 0 {
             return;
         }
@@ -110,6 +175,39 @@ impl Btrfs {
             let keep = st.keep_history;
             let pieces = Self::alloc_data_extent(&mut st, bytes);
             st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+            // Random writes inside the file: with uniformly random offsets a block already
+            // holds data with probability (data bytes / size); that share of what is written
+            // replaces old extents, freed and pinned until the commit (COW).
+            if inside > 0 {
+                let (size, data) = {
+                    let i = &st.inodes[&ino];
+                    let data: u64 = i
+                        .extents
+                        .iter()
+                        .flat_map(|e| e.pieces.iter().map(|p| p.1))
+                        .sum();
+                    (i.disk_size.max(1), data)
+                };
+                let over =
+                    (u128::from(inside) * u128::from(data.min(size)) / u128::from(size)) as u64;
+                let mut need = over;
+                let mut freed = Vec::new();
+                for e in st.inodes.get_mut(&ino).unwrap().extents.iter_mut() {
+                    for p in e.pieces.iter_mut() {
+                        let take = p.1.min(need);
+                        if take > 0 {
+                            p.1 -= take;
+                            need -= take;
+                            freed.push((p.0, take));
+                        }
+                    }
+                    e.pieces.retain(|p| p.1 > 0);
+                    if need == 0 {
+                        break;
+                    }
+                }
+                Self::free_pieces(&mut st, freed, t);
+            }
             let i = st.inodes.get_mut(&ino).unwrap();
             i.extents.push(Extent {
                 id,
@@ -125,8 +223,9 @@ impl Btrfs {
             });
             i.modified_extents.push(id);
             i.item_trans = t;
-            // btrfs_inode_safe_disk_i_size_write at ordered-extent completion.
-            i.disk_size += bytes;
+            // btrfs_inode_safe_disk_i_size_write at ordered-extent completion (writes inside
+            // the file do not move it).
+            i.disk_size += bytes - inside.min(bytes);
             if keep {
                 i.size_hist.push((t, i.disk_size));
             }
@@ -142,6 +241,154 @@ impl Btrfs {
         }
         // The ordered extent is done: its delalloc metadata goes back.
         let rsv = self.st_mut().meta.delalloc_rsv.remove(&ino).unwrap_or(0);
+        self.release_metadata(rsv);
+        self.end(th);
+    }
+
+    /// btrfs_direct_write → iomap_dio_rw (file.c, inode.c@v5.12): an O_DIRECT overwrite of
+    /// `bytes` at `offset` inside the file. btrfs_dio_iomap_begin reserves data space and
+    /// the outstanding extent's metadata (btrfs_delalloc_reserve_space; FLUSH_ALL, so it
+    /// may wait in a ticket), btrfs_new_extent_direct allocates a new extent (COW) and adds
+    /// an ordered extent (counted in ordered_bytes, no page cache, no delalloc); the bio goes
+    /// to the device and the call returns when it completes. btrfs_finish_ordered_io then
+    /// runs in the endio-write worker (a task of its own here): it joins the transaction,
+    /// replaces the file extent item (the overwritten extent is freed and pinned until the
+    /// commit), adds the checksums, updates the inode, and releases the metadata.
+    /// Simplification: the file's extent map is not split (the new data's durability is not
+    /// part of the crash check); writes into preallocated extents (NOCOW) are not modelled.
+    pub(super) async fn direct_write(
+        &self,
+        path: &str,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            if i.is_dir {
+                return Err(OpError(format!("is a directory: {path}")));
+            }
+            if offset.saturating_add(bytes) > i.disk_size {
+                return Err(OpError(format!(
+                    "dio-write past the written part of {path} ({} bytes): only overwrites are modelled",
+                    i.disk_size
+                )));
+            }
+        }
+        // Extent map lookup, lock_extent, the ordered extent (one btree-item's CPU).
+        self.inner.h.cpu(self.inner.costs.btree_item).await;
+        self.reserve_data(bytes).await?;
+        let rsv = self.meta_items(2);
+        if let Err(e) = self.reserve_metadata(rsv).await {
+            self.st_mut().data.may_use -= bytes;
+            return Err(e);
+        }
+        let id = {
+            let mut st = self.st_mut();
+            st.meta.ordered_bytes += bytes;
+            let id = st.next_extent;
+            st.next_extent += 1;
+            id
+        };
+        let (tok, off) = self
+            .st_mut()
+            .new_write(WriteKind::Data { ino, extent: id }, bytes);
+        self.inner
+            .dev
+            .submit(Request::write(off, bytes).with_token(tok))
+            .await;
+        self.inner.endio.borrow_mut().push_back(DioDone {
+            ino,
+            offset,
+            bytes,
+            id,
+            dev_offset: off,
+            rsv,
+        });
+        self.wake_endio_worker();
+        Ok(())
+    }
+
+    /// Hands a completed ordered extent to the endio-write workqueue: an idle worker, or a
+    /// new one while there are fewer than `ENDIO_WORKERS` (a busy one takes it otherwise).
+    fn wake_endio_worker(&self) {
+        if self.inner.endio_wait.borrow().is_none() {
+            *self.inner.endio_wait.borrow_mut() =
+                Some(sim::WaitQueue::new(&self.inner.h, "endio_write"));
+        }
+        let woke = self
+            .inner
+            .endio_wait
+            .borrow()
+            .as_ref()
+            .is_some_and(|w| w.notify_one());
+        let n = self.inner.endio_workers.get();
+        if !woke && n < ENDIO_WORKERS {
+            self.inner.endio_workers.set(n + 1);
+            let fs = self.clone();
+            self.inner
+                .h
+                .spawn_daemon("btrfs-endio-write", async move { fs.endio_worker().await });
+        }
+    }
+
+    /// One endio-write worker: finishes queued direct-I/O ordered extents, sleeps when
+    /// there are none.
+    async fn endio_worker(&self) {
+        loop {
+            let job = self.inner.endio.borrow_mut().pop_front();
+            match job {
+                Some(j) => self.finish_dio_ordered(j).await,
+                None => {
+                    let w = self
+                        .inner
+                        .endio_wait
+                        .borrow()
+                        .clone()
+                        .expect("made with the first job");
+                    w.wait().await;
+                }
+            }
+        }
+    }
+
+    /// btrfs_finish_ordered_io for a direct-I/O write (inode.c@v5.12), see `direct_write`.
+    async fn finish_dio_ordered(&self, j: DioDone) {
+        let DioDone {
+            ino,
+            offset,
+            bytes,
+            id,
+            dev_offset,
+            rsv,
+        } = j;
+        let th = self.join_transaction().await;
+        let t = th.id;
+        // insert_reserved_file_extent (with btrfs_drop_extents), the csum items, the inode.
+        self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
+        {
+            let mut st = self.st_mut();
+            let pieces = Self::alloc_data_extent(&mut st, bytes);
+            st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+            // The overwritten extent's bytes: freed, pinned until the commit (the model
+            // frees the same amount from the new pieces; totals are what matter here).
+            Self::free_pieces(&mut st, pieces, t);
+            if st.inodes.contains_key(&ino) {
+                let i = st.inodes.get_mut(&ino).unwrap();
+                i.item_trans = t;
+                Self::set_inode_last_trans(&mut st, ino, t);
+            }
+            let c = &self.inner.costs;
+            let leaves = [
+                blocks::inode_leaf(c, ino),
+                blocks::file_extent_leaf(c, ino, offset),
+                blocks::extent_leaf(c, id),
+                blocks::csum_leaf(c, dev_offset),
+            ];
+            Self::dirty(&mut st, t, &leaves);
+            st.meta.ordered_bytes -= bytes;
+        }
         self.release_metadata(rsv);
         self.end(th);
     }

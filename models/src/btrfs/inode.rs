@@ -199,6 +199,7 @@ impl Btrfs {
             self.end(th);
             return Err(OpError(format!("{path} changed while it waited")));
         }
+        let mut evicted = false;
         {
             let mut st = self.st_mut();
             let c = &self.inner.costs;
@@ -221,6 +222,7 @@ impl Btrfs {
                 // the directory never (tree-log.c@v5.10).
                 st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
                 if st.names_of(ino).is_empty() {
+                    evicted = true;
                     // The last name is gone: eviction truncates the data (btrfs_evict_inode
                     // → btrfs_truncate_inode_items), pinned in this transaction, and drops
                     // its dirty pages with their delalloc reservation.
@@ -243,6 +245,18 @@ impl Btrfs {
         // __btrfs_unlink_inode (inode.c@v5.10), for unlink and rmdir alike.
         self.del_name_in_log(t, ino, parent, &name).await;
         self.end(th);
+        if evicted {
+            // The final iput: btrfs_evict_inode → evict_refill_and_join (inode.c@v5.12)
+            // refills its block reserve with BTRFS_RESERVE_FLUSH_EVICT — a priority ticket
+            // when the space is full — for one item update plus its delayed refs, and gives
+            // it back when the truncation is done. The truncation itself is modelled above, in
+            // the unlink's transaction. Failing it (ENOSPC) leaves an orphan in the kernel;
+            // here the unlink has already succeeded.
+            let bytes = self.inner.costs.nodesize * 8 + self.meta_items(1);
+            if self.reserve_metadata_evict(bytes).await.is_ok() {
+                self.release_metadata(bytes);
+            }
+        }
         Ok(())
     }
 

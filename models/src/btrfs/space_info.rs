@@ -81,6 +81,53 @@ pub enum FlushState {
     ForceCommitTrans,
 }
 
+impl FlushState {
+    /// Every state, in enum btrfs_flush_state's order.
+    pub const ALL: [FlushState; 11] = [
+        FlushState::DelayedItemsNr,
+        FlushState::DelayedItems,
+        FlushState::DelayedRefsNr,
+        FlushState::DelayedRefs,
+        FlushState::Delalloc,
+        FlushState::DelallocWait,
+        FlushState::AllocChunk,
+        FlushState::AllocChunkForce,
+        FlushState::RunDelayedIputs,
+        FlushState::CommitTrans,
+        FlushState::ForceCommitTrans,
+    ];
+
+    /// The kernel's name (`flushes.<NAME>` metrics).
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushState::DelayedItemsNr => "FLUSH_DELAYED_ITEMS_NR",
+            FlushState::DelayedItems => "FLUSH_DELAYED_ITEMS",
+            FlushState::DelayedRefsNr => "FLUSH_DELAYED_REFS_NR",
+            FlushState::DelayedRefs => "FLUSH_DELAYED_REFS",
+            FlushState::Delalloc => "FLUSH_DELALLOC",
+            FlushState::DelallocWait => "FLUSH_DELALLOC_WAIT",
+            FlushState::AllocChunk => "ALLOC_CHUNK",
+            FlushState::AllocChunkForce => "ALLOC_CHUNK_FORCE",
+            FlushState::RunDelayedIputs => "RUN_DELAYED_IPUTS",
+            FlushState::CommitTrans => "COMMIT_TRANS",
+            FlushState::ForceCommitTrans => "FORCE_COMMIT_TRANS",
+        }
+    }
+}
+
+/// evict_flush_states (space-info.c@v5.12): what a BTRFS_RESERVE_FLUSH_EVICT caller runs
+/// itself in priority_reclaim_metadata_space.
+const EVICT_STATES: [FlushState; 8] = [
+    FlushState::DelayedItemsNr,
+    FlushState::DelayedItems,
+    FlushState::DelayedRefsNr,
+    FlushState::DelayedRefs,
+    FlushState::Delalloc,
+    FlushState::DelallocWait,
+    FlushState::AllocChunk,
+    FlushState::CommitTrans,
+];
+
 /// The async reclaim's walk (btrfs_async_reclaim_metadata_space@v5.12).
 const ASYNC_STATES: [FlushState; 10] = [
     FlushState::DelayedItemsNr,
@@ -104,6 +151,13 @@ fn available(st: &FsState) -> u64 {
 /// btrfs_can_overcommit (space-info.c@v5.12).
 fn can_overcommit(st: &FsState, bytes: u64) -> bool {
     st.meta.in_use() + bytes < st.meta.total + available(st)
+}
+
+/// btrfs_can_overcommit for a flush other than FLUSH_ALL (the priority list, granted with
+/// BTRFS_RESERVE_NO_FLUSH by btrfs_try_granting_tickets@v5.12): calc_available_free_space
+/// shifts by 1 instead of 3.
+fn can_overcommit_priority(st: &FsState, bytes: u64) -> bool {
+    st.meta.in_use() + bytes < st.meta.total + ((st.data.unallocated / 2) >> 1)
 }
 
 /// need_preemptive_reclaim (space-info.c@v5.12/5.13, MODELS-J1-F1-H1.md F1.6), with the
@@ -169,26 +223,50 @@ impl Btrfs {
     /// async reclaim started if it is not running, and the caller waits until the ticket is
     /// granted or fails (ENOSPC). A granted reservation may queue the preemptive worker.
     pub(super) async fn reserve_metadata(&self, bytes: u64) -> Result<(), OpError> {
+        self.reserve_metadata_kind(bytes, false).await
+    }
+
+    /// __reserve_bytes with BTRFS_RESERVE_FLUSH_EVICT (btrfs_evict_inode →
+    /// evict_refill_and_join@v5.12): only the priority list can make it wait; a ticket goes
+    /// on `priority_tickets` and the caller runs the evict flush states itself
+    /// (priority_reclaim_metadata_space), no async reclaim. ENOSPC after the last state.
+    pub(super) async fn reserve_metadata_evict(&self, bytes: u64) -> Result<(), OpError> {
+        self.reserve_metadata_kind(bytes, true).await
+    }
+
+    async fn reserve_metadata_kind(&self, bytes: u64, priority: bool) -> Result<(), OpError> {
         if bytes == 0 {
             return Ok(());
         }
         let ticket = {
             let mut st = self.st_mut();
-            let fits = st.meta.tickets.is_empty()
-                && (st.meta.in_use() + bytes <= st.meta.total || can_overcommit(&st, bytes));
+            // FLUSH_ALL looks at both lists, a priority flusher at the priority list only.
+            let pending =
+                !st.meta.priority_tickets.is_empty() || (!priority && !st.meta.tickets.is_empty());
+            let fits = !pending
+                && (st.meta.in_use() + bytes <= st.meta.total
+                    || if priority {
+                        can_overcommit_priority(&st, bytes)
+                    } else {
+                        can_overcommit(&st, bytes)
+                    });
             if fits {
                 st.meta.may_use += bytes;
                 None
             } else {
                 let id = st.meta.next_ticket;
                 st.meta.next_ticket += 1;
-                st.meta.tickets.push_back(Ticket { id, bytes });
                 st.meta.reclaim_size += bytes;
                 st.meta.ticket_in_trans = Some(st.generation);
                 let clamp_once = self.space(SpacePatch::ClampOnce);
-                let start = !st.meta.flush;
+                let start = !priority && !st.meta.flush;
                 if !clamp_once || start {
                     Self::maybe_clamp_preempt(&mut st);
+                }
+                if priority {
+                    st.meta.priority_tickets.push_back(Ticket { id, bytes });
+                } else {
+                    st.meta.tickets.push_back(Ticket { id, bytes });
                 }
                 if start {
                     st.meta.flush = true;
@@ -200,7 +278,15 @@ impl Btrfs {
             self.maybe_queue_preempt();
             return Ok(());
         };
-        self.inner.m.borrow_mut().metadata_tickets += 1;
+        let since = self.inner.h.now();
+        {
+            let mut m = self.inner.m.borrow_mut();
+            if priority {
+                m.priority_tickets += 1;
+            } else {
+                m.metadata_tickets += 1;
+            }
+        }
         if start {
             let fs = self.clone();
             self.inner.h.spawn_daemon(
@@ -208,8 +294,18 @@ impl Btrfs {
                 async move { fs.async_reclaim().await },
             );
         }
+        if priority {
+            self.priority_reclaim(id, bytes).await;
+        }
         loop {
-            if let Some(granted) = self.st_mut().meta.done.remove(&id) {
+            let done = self.st_mut().meta.done.remove(&id);
+            if let Some(granted) = done {
+                let waited = self.inner.h.now() - since;
+                self.st_mut()
+                    .meta
+                    .ticket_waits
+                    .get_or_insert_with(crate::device::new_histogram)
+                    .saturating_record(waited.max(1));
                 return if granted {
                     Ok(())
                 } else {
@@ -217,6 +313,32 @@ impl Btrfs {
                 };
             }
             self.inner.ticket_wait.wait().await;
+        }
+    }
+
+    /// priority_reclaim_metadata_space (space-info.c@v5.12): the reserving task runs the
+    /// evict flush states in order until its ticket is granted; after the last one the
+    /// ticket fails (the model does not steal from the global reserve).
+    async fn priority_reclaim(&self, id: u64, bytes: u64) {
+        for state in EVICT_STATES {
+            if self.st_mut().meta.done.contains_key(&id) {
+                return;
+            }
+            self.flush_space(state, bytes, false).await;
+            let mut st = self.st_mut();
+            if Self::grant_tickets(&mut st) {
+                drop(st);
+                self.inner.ticket_wait.notify_all();
+            }
+        }
+        let mut st = self.st_mut();
+        if st.meta.done.contains_key(&id) {
+            return;
+        }
+        if let Some(pos) = st.meta.priority_tickets.iter().position(|t| t.id == id) {
+            st.meta.priority_tickets.remove(pos);
+            st.meta.reclaim_size -= bytes;
+            st.meta.done.insert(id, false);
         }
     }
 
@@ -257,9 +379,22 @@ impl Btrfs {
         self.inner.m.borrow_mut().unnecessary_preempt_flushes += unnecessary;
     }
 
-    /// btrfs_try_granting_tickets: serves the queue head while it fits.
+    /// btrfs_try_granting_tickets: serves the priority queue's head while it fits, then the
+    /// normal queue's.
     pub(super) fn grant_tickets(st: &mut FsState) -> bool {
         let mut any = false;
+        while let Some(t) = st.meta.priority_tickets.front() {
+            let bytes = t.bytes;
+            if !(st.meta.in_use() + bytes <= st.meta.total || can_overcommit_priority(st, bytes)) {
+                break;
+            }
+            let t = st.meta.priority_tickets.pop_front().expect("front");
+            st.meta.may_use += bytes;
+            st.meta.reclaim_size -= bytes;
+            st.meta.tickets_id += 1;
+            st.meta.done.insert(t.id, true);
+            any = true;
+        }
         while let Some(t) = st.meta.tickets.front() {
             let bytes = t.bytes;
             if !(st.meta.in_use() + bytes <= st.meta.total || can_overcommit(st, bytes)) {
@@ -422,6 +557,13 @@ impl Btrfs {
     /// with nothing to do costs one jiffy (the kernel's loop would spin on cond_resched), so
     /// a worker that cannot make progress still lets virtual time pass.
     async fn flush_space(&self, state: FlushState, to_reclaim: u64, for_preempt: bool) {
+        *self
+            .inner
+            .m
+            .borrow_mut()
+            .flushes_by_state
+            .entry(state.name().to_string())
+            .or_default() += 1;
         let item = self.meta_items(1);
         let idle = {
             let m = &self.inner.st.borrow().meta;
@@ -519,7 +661,18 @@ impl Btrfs {
                 self.inner.h.sleep(self.inner.costs.jiffy).await;
                 return;
             }
-            self.inner.m.borrow_mut().delalloc_flushed_inodes += inodes.len() as u64;
+            {
+                let st = self.inner.st.borrow();
+                let mut m = self.inner.m.borrow_mut();
+                m.delalloc_flushed_inodes += inodes.len() as u64;
+                if for_preempt {
+                    m.preempt_flushed_bytes += inodes
+                        .iter()
+                        .filter_map(|i| st.inodes.get(i))
+                        .map(|i| i.dirty_bytes)
+                        .sum::<u64>();
+                }
+            }
             for ino in inodes {
                 if self.inner.st.borrow().inodes.contains_key(&ino) {
                     self.writeback(ino).await;
@@ -589,6 +742,15 @@ impl Btrfs {
             self.meta_items(13),
             self.inner.costs.global_rsv_max,
         );
+    }
+
+    /// The per-ticket wait percentiles into `m` (metadata_ticket_wait_*).
+    pub(super) fn ticket_wait_metrics(&self, m: &mut crate::vfs::Metrics) {
+        if let Some(h) = &self.inner.st.borrow().meta.ticket_waits {
+            m.metadata_ticket_wait_p50_ns = h.value_at_quantile(0.5);
+            m.metadata_ticket_wait_p99_ns = h.value_at_quantile(0.99);
+            m.metadata_ticket_wait_max_ns = h.max();
+        }
     }
 
     /// btrfs_update_global_block_rsv (block-rsv.c@v5.12): size = the trees' bytes, at least

@@ -262,6 +262,11 @@ pub struct MetaSpace {
     pub reclaim_size: u64,
     /// `tickets` (FIFO).
     pub tickets: std::collections::VecDeque<Ticket>,
+    /// `priority_tickets` (FIFO; BTRFS_RESERVE_FLUSH_EVICT / FLUSH_LIMIT reservations whose
+    /// callers flush themselves; granted before `tickets`).
+    pub priority_tickets: std::collections::VecDeque<Ticket>,
+    /// Per-ticket wait, ns (created at the first ticket).
+    pub ticket_waits: Option<hdrhistogram::Histogram<u64>>,
     /// `tickets_id`: bumped per granted ticket.
     pub tickets_id: u64,
     /// Next ticket id.
@@ -280,6 +285,9 @@ pub struct MetaSpace {
     pub done: BTreeMap<u64, bool>,
     /// Delalloc metadata reserved per inode (one outstanding extent and its inode update).
     pub delalloc_rsv: BTreeMap<Ino, u64>,
+    /// Dirty bytes per inode that `write-range` wrote inside the file's size (random
+    /// overwrites: written back without growing the file).
+    pub range_dirty: BTreeMap<Ino, u64>,
 }
 
 impl MetaSpace {

@@ -375,7 +375,12 @@ impl Ext4 {
             Op::Commit => self.force_commit().await,
             Op::Truncate(p, size) => self.truncate(p, *size).await?,
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
-            Op::NewBlockGroup | Op::Fallocate { .. } | Op::PunchHole(..) | Op::FillMetadata(_) => {
+            Op::NewBlockGroup
+            | Op::DirectWrite(..)
+            | Op::WriteRange(..)
+            | Op::Fallocate { .. }
+            | Op::PunchHole(..)
+            | Op::FillMetadata(_) => {
                 return Err(OpError(format!(
                     "'{}' is not modelled on ext3/ext4",
                     op.kind()

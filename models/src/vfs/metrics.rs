@@ -92,6 +92,22 @@ pub struct Metrics {
     pub delalloc_flushed_inodes: u64,
     /// Metadata block groups made by a space flusher's ALLOC_CHUNK.
     pub meta_block_groups_created: u64,
+    /// Metadata reservations that waited in a priority ticket (BTRFS_RESERVE_FLUSH_EVICT /
+    /// FLUSH_LIMIT: the caller flushes itself, served before the normal tickets).
+    pub priority_tickets: u64,
+    /// Per-ticket reservation wait, normal and priority tickets: median, 99th percentile
+    /// and largest, ns (0 when no ticket waited).
+    pub metadata_ticket_wait_p50_ns: u64,
+    /// See `metadata_ticket_wait_p50_ns`.
+    pub metadata_ticket_wait_p99_ns: u64,
+    /// See `metadata_ticket_wait_p50_ns`.
+    pub metadata_ticket_wait_max_ns: u64,
+    /// Dirty data bytes the preemptive worker wrote back (flushed before any reservation
+    /// needed the space).
+    pub preempt_flushed_bytes: u64,
+    /// flush_space calls per state (FLUSH_DELALLOC, COMMIT_TRANS, …), all flushers:
+    /// reported as `flushes.<STATE>`.
+    pub flushes_by_state: BTreeMap<String, u64>,
     /// Per lock and wait queue of the filesystem (`WAIT_CLASSES`): (waits, nanoseconds
     /// waited), over all tasks; reported as `<name>_count` and `<name>_ns`.
     pub waits: BTreeMap<String, (u64, u64)>,
@@ -276,6 +292,20 @@ impl Metrics {
             ("space_commits", self.space_commits),
             ("delalloc_flushed_inodes", self.delalloc_flushed_inodes),
             ("meta_block_groups_created", self.meta_block_groups_created),
+            ("priority_tickets", self.priority_tickets),
+            (
+                "metadata_ticket_wait_p50_ns",
+                self.metadata_ticket_wait_p50_ns,
+            ),
+            (
+                "metadata_ticket_wait_p99_ns",
+                self.metadata_ticket_wait_p99_ns,
+            ),
+            (
+                "metadata_ticket_wait_max_ns",
+                self.metadata_ticket_wait_max_ns,
+            ),
+            ("preempt_flushed_bytes", self.preempt_flushed_bytes),
         ]
     }
 
@@ -317,6 +347,12 @@ impl Metrics {
                     .and_then(|j| j.rows.iter().find(|(k, _)| *k == n))
                     .map_or(0, |(_, v)| *v),
             );
+        }
+        if let Some(state) = name.strip_prefix("flushes.") {
+            return crate::btrfs::space_info::FlushState::ALL
+                .iter()
+                .any(|f| f.name() == state)
+                .then(|| self.flushes_by_state.get(state).copied().unwrap_or(0));
         }
         if let Some(rule) = name.strip_prefix("full_commits.") {
             return Some(self.full_commits_by_cause.get(rule).copied().unwrap_or(0));
@@ -375,6 +411,12 @@ impl Metrics {
             "space_commits" => "transaction commits made by a space flusher (COMMIT_TRANS, FORCE_COMMIT_TRANS)",
             "delalloc_flushed_inodes" => "inodes written back by shrink_delalloc",
             "meta_block_groups_created" => "metadata block groups made by ALLOC_CHUNK",
+            "priority_tickets" => "metadata reservations that waited in a priority ticket (evict: the caller flushes, served first)",
+            "metadata_ticket_wait_p50_ns" => "median wait of a metadata reservation ticket, ns (normal and priority)",
+            "metadata_ticket_wait_p99_ns" => "99th percentile wait of a metadata reservation ticket, ns",
+            "metadata_ticket_wait_max_ns" => "longest wait of a metadata reservation ticket, ns",
+            "preempt_flushed_bytes" => "dirty data bytes the preemptive worker wrote back before any reservation needed the space",
+            n if n.starts_with("flushes.") => "flush_space calls in that state (FLUSH_DELALLOC, COMMIT_TRANS, ...), all flushers",
             n if n.ends_with("_count") || n.ends_with("_ns") => {
                 "waits on that lock or wait queue (count) and the time they took (ns), all tasks"
             }

@@ -12,6 +12,11 @@ pub enum Op {
     Mkdir(String),
     /// Buffered write of `bytes` at the end of the file.
     Write(String, u64),
+    /// A buffered write of `bytes` to a range not adjacent to the file's other dirty pages
+    /// (a random write: one more outstanding extent).
+    WriteRange(String, u64),
+    /// An O_DIRECT write of `bytes` at `offset` (an overwrite inside the file).
+    DirectWrite(String, u64, u64),
     /// setattr(2) without a size change (chmod, utimes; what dbench's Sfileinfo does).
     Setattr(String),
     /// stat(2): a lookup and the inode's attributes (getattr), nothing written.
@@ -100,6 +105,8 @@ impl Op {
             Op::Create(_) => "create",
             Op::Mkdir(_) => "mkdir",
             Op::Write(..) => "write",
+            Op::WriteRange(..) => "write-range",
+            Op::DirectWrite(..) => "dio-write",
             Op::Setattr(_) => "setattr",
             Op::Stat(_) => "stat",
             Op::WriteOsync(..) => "write-osync",
@@ -169,9 +176,11 @@ impl std::fmt::Display for Op {
             Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
             Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
             Op::FillMetadata(n) => write!(f, "{k} {}", size_text(*n)),
+            Op::DirectWrite(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
             Op::Write(p, n)
             | Op::WriteOsync(p, n)
             | Op::MmapWrite(p, n)
+            | Op::WriteRange(p, n)
             | Op::Read(p, n)
             | Op::Populate(p, n) => {
                 write!(f, "{k} {p} {}", size_text(*n))
@@ -188,7 +197,7 @@ impl std::fmt::Display for Op {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 27] = [
+pub const OPS: [(&str, &str, &str); 29] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -213,6 +222,8 @@ pub const OPS: [(&str, &str, &str); 27] = [
     ("sync-file-range /f", "sync-file-range PATH", "sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER): writeback and wait, no log, no flush (fs/sync.c)"),
     ("syncfs", "syncfs", "syncfs(2) → sync_filesystem: writeback of every dirty file, then btrfs_sync_fs(wait = 1) commits"),
     ("fill-metadata 900m", "fill-metadata SIZE", "setup for space scenarios: SIZE of existing tree blocks counted as used metadata (chunks allocated for them), the rest of the device given to data, the global reserve resized (an aged, full filesystem)"),
+    ("dio-write /f 0 4k", "dio-write PATH OFFSET SIZE", "btrfs only: an O_DIRECT write (btrfs_direct_write): data and outstanding-extent metadata reserved, a new extent written, its ordered extent finished by an endio worker"),
+    ("write-range /f 4k", "write-range PATH SIZE", "btrfs only: a buffered write of a separate dirty range (one more outstanding extent to reserve metadata for), as fio's random buffered writes make"),
     ("read /f 128k", "read PATH SIZE", "ext3/ext4 only: a sequential buffered read from the file's position; missing pages come in 128 KiB readahead windows, one synchronous READ each from the reader's I/O context"),
     ("populate /f 1g", "populate PATH SIZE", "ext3/ext4 setup: a file of SIZE already on disk (laid out contiguously, committed, not cached), as a benchmark's layout phase and drop_caches leave it"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),

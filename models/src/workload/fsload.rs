@@ -114,8 +114,38 @@ impl WorkloadResult {
         match self.kind {
             Kind::SysbenchFileio => self.op("write").map_or(0, |o| o.hist.len()) as f64 / secs,
             Kind::FsMark => self.files_done as f64 / secs,
+            Kind::Fio => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
             Kind::Dbench => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
         }
+    }
+
+    /// The fio fields fsperf records for a job (fsperf's FioResultDecoder reads them from
+    /// fio's JSON as write_*; lat = clat here, a psync submission has no separate slat), as
+    /// (name, value); fio's filecreate engine reports its creates as writes.
+    pub fn fio_fields(&self) -> Vec<(&'static str, f64)> {
+        let Some(o) = self.ops.iter().find(|o| !o.hist.is_empty()) else {
+            return vec![("write_iops", 0.0)];
+        };
+        let secs = self.measured as f64 / 1e9;
+        let h = &o.hist;
+        vec![
+            ("write_io_kbytes", (o.bytes / 1024) as f64),
+            ("write_bw_bytes", o.bytes as f64 / secs),
+            ("write_iops", h.len() as f64 / secs),
+            ("write_clat_ns_p50", h.value_at_quantile(0.50) as f64),
+            ("write_clat_ns_p99", h.value_at_quantile(0.99) as f64),
+            ("write_lat_ns_min", h.min() as f64),
+            ("write_lat_ns_max", h.max() as f64),
+            ("elapsed", secs.round()),
+        ]
+    }
+
+    /// One fio field by name (`fio_fields`).
+    pub fn fio_field(&self, name: &str) -> Option<f64> {
+        self.fio_fields()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
     }
 
     /// Largest latency of any operation, ns.
@@ -779,6 +809,47 @@ async fn reader_thread(cx: Ctx, id: u32) {
     }
 }
 
+/// A fio job as fsperf runs it: `rw=randwrite` writes `block_size` at uniformly random
+/// block offsets (norandommap: with replacement) of its `files` files, switching file
+/// after every I/O (fio's default file_service_type=roundrobin), O_DIRECT or buffered
+/// (each write a separate dirty range); `ioengine=filecreate` creates its `files` files
+/// (open O_CREAT + close, no data) and stops.
+async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
+    let k = Kind::Fio;
+    let (w, c) = (op_index(k, "write"), op_index(k, "create"));
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let files = u64::from(cx.spec.files);
+    let bs = cx.spec.block_size;
+    let blocks = (cx.spec.file_size / bs).max(1);
+    for n in 0u64.. {
+        let ok = match cx.spec.rw {
+            super::spec::FioRw::FileCreate => {
+                if n >= files {
+                    return;
+                }
+                let p = format!("/fio/j{id}.{n}");
+                // fio's filecreate engine accounts `filesize` per file made (the seed's
+                // write_io_kbytes: 31,250 files × 4 KiB = 125,000).
+                let bytes = cx.spec.file_size;
+                cx.measure(c, bytes, &mut before, &mut after, cx.fs(Op::Create(p)))
+                    .await
+            }
+            super::spec::FioRw::RandWrite => {
+                let p = format!("/fio/j{id}.{}", n % files);
+                let op = if cx.spec.direct {
+                    Op::DirectWrite(p, rng.random_range(0..blocks) * bs, bs)
+                } else {
+                    Op::WriteRange(p, bs)
+                };
+                cx.measure(w, bs, &mut before, &mut after, cx.fs(op)).await
+            }
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
 /// The setup each kind needs before the clients start (not measured).
 fn setup_ops(spec: &Spec) -> Vec<Op> {
     let mut ops = Vec::new();
@@ -809,6 +880,32 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
                 // sysbench opens test_file.N with O_CREAT: the seed's fallocated testfile.N
                 // are other names, so the files start empty (sparse).
                 ops.push(Op::Create(format!("/sb/test_file.{j}")));
+            }
+        }
+        Kind::Fio => {
+            ops.push(Op::Mkdir("/fio".into()));
+            if spec.rw == super::spec::FioRw::RandWrite {
+                for j in 0..spec.clients {
+                    for k in 0..spec.files {
+                        let p = format!("/fio/j{j}.{k}");
+                        ops.push(Op::Create(p.clone()));
+                        // fio lays out a job's files before it starts: fallocate (its
+                        // default, --fallocate=native) for direct I/O; fsperf's buffered
+                        // randwrite2xram says --fallocate=none: ftruncate to the size
+                        // (sparse files).
+                        if !spec.direct {
+                            ops.push(Op::Truncate(p.clone(), spec.file_size));
+                        }
+                        if spec.direct {
+                            ops.push(Op::Fallocate {
+                                path: p,
+                                offset: 0,
+                                len: spec.file_size,
+                                keep_size: false,
+                            });
+                        }
+                    }
+                }
             }
         }
         Kind::FsMark => {
@@ -935,6 +1032,7 @@ pub fn run_with_progress(
                         sysbench_thread(c, shared.clone(), rng),
                     ),
                     Kind::FsMark => cx.h.spawn(&format!("thread{i}"), fsmark_thread(c, i)),
+                    Kind::Fio => cx.h.spawn(&format!("job{i}"), fio_job(c, i, rng)),
                 };
             }
             for r in 0..cx.spec.readers {

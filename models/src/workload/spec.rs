@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// The workload files shipped inside the binary: (file name, text).
-pub const BUILTIN: [(&str, &str); 5] = [
+pub const BUILTIN: [(&str, &str); 8] = [
     (
         "dbench.toml",
         include_str!("../../../scenarios/workloads/dbench.toml"),
@@ -29,7 +29,22 @@ pub const BUILTIN: [(&str, &str); 5] = [
         "fs-mark-fio-ext3.toml",
         include_str!("../../../scenarios/workloads/fs-mark-fio-ext3.toml"),
     ),
+    (
+        "fsperf-dio4kbs16threads.toml",
+        include_str!("../../../scenarios/workloads/fsperf-dio4kbs16threads.toml"),
+    ),
+    (
+        "fsperf-randwrite2xram.toml",
+        include_str!("../../../scenarios/workloads/fsperf-randwrite2xram.toml"),
+    ),
+    (
+        "fsperf-emptyfiles500k.toml",
+        include_str!("../../../scenarios/workloads/fsperf-emptyfiles500k.toml"),
+    ),
 ];
+
+/// The fsperf tests (seed 004) among the built-in workloads, in the seed's table order.
+pub const FSPERF: [&str; 3] = ["emptyfiles500k", "dio4kbs16threads", "randwrite2xram"];
 
 /// Which load generator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,17 +55,29 @@ pub enum Kind {
     SysbenchFileio,
     /// fs_mark: create, write, fsync, close per file.
     FsMark,
+    /// fio (as fsperf runs it): `numjobs` threads doing `rw` over their own files.
+    Fio,
+}
+
+/// fio's `rw` for a fio workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FioRw {
+    /// rw=randwrite: random `bs` writes (buffered, or O_DIRECT with `direct = true`).
+    RandWrite,
+    /// ioengine=filecreate: create each file (open(O_CREAT) + close), no I/O.
+    FileCreate,
 }
 
 impl Kind {
     /// Names accepted in `kind = "…"`.
-    pub const NAMES: [&'static str; 3] = ["dbench", "sysbench-fileio", "fs-mark"];
+    pub const NAMES: [&'static str; 4] = ["dbench", "sysbench-fileio", "fs-mark", "fio"];
 
     fn parse(s: &str) -> Option<Kind> {
         Some(match s {
             "dbench" => Kind::Dbench,
             "sysbench-fileio" => Kind::SysbenchFileio,
             "fs-mark" => Kind::FsMark,
+            "fio" => Kind::Fio,
             _ => return None,
         })
     }
@@ -66,6 +93,7 @@ impl Kind {
             Kind::Dbench => &DBENCH_OPS,
             Kind::SysbenchFileio => &["write", "fsync"],
             Kind::FsMark => &["create", "write", "fsync", "close", "unlink", "read"],
+            Kind::Fio => &["write", "create"],
         }
     }
 }
@@ -122,6 +150,8 @@ struct SpecFile {
     readers: Option<Spanned<i64>>,
     reader_file_size: Option<Spanned<String>>,
     reader_block: Option<Spanned<String>>,
+    rw: Option<Spanned<String>>,
+    direct: Option<bool>,
 }
 
 /// A parsed, validated workload.
@@ -151,9 +181,9 @@ pub struct Spec {
     pub seed: u64,
     /// dbench -s: files opened O_SYNC, every WriteX synchronous.
     pub sync_open: bool,
-    /// sysbench: number of files; fs_mark: unused.
+    /// sysbench: number of files; fio: files per job (nrfiles); fs_mark: unused.
     pub files: u32,
-    /// sysbench: bytes per file; fs_mark: bytes per file.
+    /// sysbench, fs_mark, fio: bytes per file (fio: size / nrfiles).
     pub file_size: u64,
     /// Bytes per write request.
     pub block_size: u64,
@@ -175,6 +205,10 @@ pub struct Spec {
     pub reader_file_size: u64,
     /// Bytes per read(2) call (fio's bs; default 4 KiB, fio's default).
     pub reader_block: u64,
+    /// fio: what each job does.
+    pub rw: FioRw,
+    /// fio --direct=1: O_DIRECT writes.
+    pub direct: bool,
     /// Where it came from.
     pub origin: String,
 }
@@ -243,6 +277,25 @@ impl Spec {
                     )
                 }),
             None => Ok(default),
+        };
+        let rw = match &f.rw {
+            Some(v) if kind == Kind::Fio => match v.get_ref().as_str() {
+                "randwrite" => FioRw::RandWrite,
+                "filecreate" => FioRw::FileCreate,
+                o => {
+                    return Err(err(
+                        v.span().start,
+                        format!("unknown rw '{o}': expected randwrite or filecreate"),
+                    ))
+                }
+            },
+            Some(v) => {
+                return Err(err(
+                    v.span().start,
+                    format!("'rw' belongs to a fio workload, not {}", kind.name()),
+                ))
+            }
+            None => FioRw::RandWrite,
         };
         let clients_key = if kind == Kind::Dbench {
             &f.clients
@@ -467,6 +520,8 @@ impl Spec {
             cpu,
             read_sizes: sizes(&f.read_sizes, "read_sizes")?,
             write_sizes: sizes(&f.write_sizes, "write_sizes")?,
+            rw,
+            direct: f.direct.unwrap_or(false),
             origin: origin.to_string(),
         })
     }

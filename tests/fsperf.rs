@@ -1,0 +1,133 @@
+//! fsperf (seed 004, F1): the fio workloads parse from fsperf's job parameters, run
+//! deterministically, fill the metadata space when they should, and compare into fsperf
+//! tables; `compare fsperf` rejects what it cannot do as one line, exit 2.
+
+use models::device::DeviceConfig;
+use models::workload::compare::{compare, parse_policy};
+use models::workload::fsload::run;
+use models::workload::spec::{FioRw, Kind, Spec, FSPERF};
+use std::process::Command;
+
+fn short(name: &str, secs: u64) -> (Spec, DeviceConfig) {
+    let mut s = Spec::load(name).unwrap();
+    s.duration = secs * sim::S;
+    s.warmup = 0;
+    let d = DeviceConfig::resolve(&s.device).unwrap();
+    (s, d)
+}
+
+#[test]
+fn the_fsperf_workloads_carry_fsperfs_job_parameters() {
+    let d = Spec::load("dio4kbs16threads").unwrap();
+    assert_eq!(
+        (d.kind, d.rw, d.direct),
+        (Kind::Fio, FioRw::RandWrite, true)
+    );
+    assert_eq!((d.clients, d.files, d.file_size), (16, 16, 64 << 20));
+    assert_eq!((d.block_size, d.duration), (4096, 60 * sim::S));
+    let r = Spec::load("randwrite2xram").unwrap();
+    assert_eq!((r.clients, r.direct, r.warmup), (4, false, 10 * sim::S));
+    let e = Spec::load("emptyfiles500k").unwrap();
+    assert_eq!((e.rw, e.files, e.clients), (FioRw::FileCreate, 31250, 1));
+    for n in FSPERF {
+        assert!(Spec::load(n).is_ok(), "{n}");
+    }
+}
+
+#[test]
+fn fio_keys_are_checked_with_file_and_line() {
+    let head = "name = \"x\"\nkind = \"fio\"\ntitle = \"t\"\nduration = \"1s\"\n";
+    let e = Spec::parse(&format!("{head}rw = \"randread\"\n"), "x.toml").unwrap_err();
+    assert!(e.to_string().contains("x.toml:5"), "{e}");
+    assert!(e.to_string().contains("unknown rw 'randread'"), "{e}");
+    let e = Spec::parse(
+        "name = \"x\"\nkind = \"fs-mark\"\ntitle = \"t\"\nduration = \"1s\"\nrw = \"randwrite\"\n",
+        "y.toml",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("y.toml:5"), "{e}");
+}
+
+#[test]
+fn emptyfiles_creates_every_file_once_and_stops() {
+    let (s, d) = short("emptyfiles500k", 600);
+    let r = run(&s, &parse_policy("linux-5.14").unwrap(), &d, 1, None).unwrap();
+    assert_eq!(r.op("create").unwrap().hist.len(), 31250);
+    // fio accounts filesize per file made: the seed's write_io_kbytes.
+    assert_eq!(r.fio_field("write_io_kbytes"), Some(125_000.0));
+    assert!(
+        r.measured < 600 * sim::S,
+        "the job ends when its files exist"
+    );
+}
+
+#[test]
+fn buffered_random_writes_fill_the_metadata_space_and_the_flushers_decide() {
+    let (s, d) = short("randwrite2xram", 2);
+    let pairs = compare(
+        &s,
+        &d,
+        &parse_policy("linux-5.13").unwrap(),
+        &parse_policy("linux-5.14").unwrap(),
+        1,
+        1,
+        None,
+        2,
+        &|| {},
+    )
+    .unwrap();
+    let (b, c) = (&pairs[0].baseline[0], &pairs[0].current[0]);
+    for r in [b, c] {
+        let m = |n: &str| r.metrics.get(n).unwrap();
+        // Each 4 KiB range holds 256 KiB of metadata: within two seconds the 64 GiB
+        // overcommit limit of the 1 TiB device is in reach and somebody flushes.
+        assert!(
+            m("preempt_flushes") + m("metadata_tickets") > 0,
+            "{:?}",
+            r.metrics
+        );
+        assert!(m("flushes.FLUSH_DELALLOC") > 0);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+    }
+    // 5.13 writes back early (the global reserve in `used`), 5.14 waits longer.
+    assert!(
+        b.metrics.preempt_flushed_bytes > 0,
+        "{:?}",
+        b.metrics.preempt_flushed_bytes
+    );
+    let text =
+        reports::workload::fsperf_suite_text(&b.policy, &c.policy, &[(s.clone(), pairs.clone())]);
+    assert!(text.contains("randwrite2xram results"), "{text}");
+    for row in ["write_bw_bytes", "write_clat_ns_p99", "write_lat_ns_max"] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    // Same seed, same run.
+    let again = run(&s, &b.policy, &d, 1, None).unwrap();
+    assert_eq!(again.trace_hash, b.trace_hash);
+}
+
+#[test]
+fn direct_io_on_a_fresh_1_tib_device_never_needs_the_flushers() {
+    let (mut s, d) = short("dio4kbs16threads", 1);
+    s.duration = sim::S / 5;
+    let p = parse_policy("linux-5.13").unwrap();
+    let r = run(&s, &p, &d, 1, None).unwrap();
+    let w = r.op("write").unwrap();
+    assert!(w.hist.len() > 1000);
+    assert_eq!(w.bytes, w.hist.len() * 4096);
+    // Pinned tree blocks and 16 held reservations stay far below the preemptive threshold.
+    assert_eq!(r.metrics.get("preempt_flushes"), Some(0));
+    assert_eq!(r.metrics.get("metadata_tickets"), Some(0));
+}
+
+#[test]
+fn compare_fsperf_refuses_per_workload_flags_in_one_line() {
+    let o = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(["compare", "fsperf", "--vary", "threads=1,2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("compare fsperf"), "{err}");
+}
