@@ -216,12 +216,12 @@ impl Ext4 {
         if !reqs.is_empty() {
             inner.io.start(ino);
             if sync {
-                crate::jbd2::submit_and_wait(&inner.h, &inner.dev, reqs).await;
+                crate::jbd2::submit_and_wait(&inner.dev, reqs).await;
                 inner.io.end(ino);
             } else {
-                let (hh, dev, io) = (inner.h.clone(), inner.dev.clone(), inner.io.clone());
+                let (dev, io) = (inner.dev.clone(), inner.io.clone());
                 inner.h.spawn_daemon("writeback-io", async move {
-                    crate::jbd2::submit_and_wait(&hh, &dev, reqs).await;
+                    crate::jbd2::submit_and_wait(&dev, reqs).await;
                     io.end(ino);
                 });
             }

@@ -81,7 +81,7 @@ impl Journal {
             for (ino, _) in &data {
                 inner.io.start(*ino);
             }
-            super::submit_and_wait(h, &inner.dev, reqs).await;
+            super::submit_and_wait(&inner.dev, reqs).await;
             for (ino, _) in &data {
                 inner.io.end(*ino);
             }
@@ -123,7 +123,7 @@ impl Journal {
             .iter()
             .copied()
             .collect();
-        super::submit_and_wait(h, &inner.dev, reqs).await;
+        super::submit_and_wait(&inner.dev, reqs).await;
         for ino in inodes {
             inner.io.wait(ino).await;
         }

@@ -214,7 +214,7 @@ impl Journal {
                     .with_ioc(ioc)
             })
             .collect();
-        super::submit_and_wait(&inner.h, &inner.dev, reqs).await;
+        super::submit_and_wait(&inner.dev, reqs).await;
         if inner.cfg.barrier {
             self.issue_flush().await;
         }

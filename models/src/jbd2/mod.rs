@@ -398,30 +398,12 @@ pub fn buffer_writes(
     })
 }
 
-/// Submits `reqs` back to back (as submit_bh does for a batch) and waits for all of them:
-/// each request gets a short-lived task that waits for its completion.
-pub async fn submit_and_wait(h: &Handle, dev: &Device, reqs: Vec<crate::device::Request>) {
-    if reqs.is_empty() {
-        return;
-    }
-    if reqs.len() == 1 {
-        dev.submit(reqs[0]).await;
-        return;
-    }
-    let left = Rc::new(std::cell::Cell::new(reqs.len()));
-    let me = h.current();
-    for r in reqs {
-        let (d, l, hh) = (dev.clone(), left.clone(), h.clone());
-        h.spawn_daemon("bio", async move {
-            d.submit(r).await;
-            l.set(l.get() - 1);
-            if l.get() == 0 {
-                hh.unpark(me);
-            }
-        });
-    }
-    let class = h.class_static("wait_on_buffer");
-    while left.get() > 0 {
-        h.park(class).await;
+/// Submits `reqs` back to back without waiting (`submit_bh` per buffer: the queue stays
+/// plugged unless a request unplugs it), then waits for each (`wait_on_buffer`, which
+/// unplugs).
+pub async fn submit_and_wait(dev: &Device, reqs: Vec<crate::device::Request>) {
+    let tickets: Vec<_> = reqs.into_iter().map(|r| dev.submit_nowait(r)).collect();
+    for t in tickets {
+        dev.wait(t).await;
     }
 }
