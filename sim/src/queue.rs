@@ -293,7 +293,7 @@ mod tests {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(u64::from(bits));
             let mut q = TimerQueue::with_rel_bits(bits);
             let mut reference = std::collections::BTreeMap::new();
-            let mut pending = vec![false; 64];
+            let mut pending = [false; 64];
             let (mut now, mut seq) = (0u64, 0u64);
             for _ in 0..20_000 {
                 let task = rng.random_range(0..64u32);
