@@ -190,3 +190,40 @@ fn write_sync_unplugs_per_bio_and_fragments_the_log_writes() {
     assert!(m(&old, "ext4.cfq_async_blocked_ns") > 0);
     assert_eq!(m(&new, "ext4.cfq_async_blocked_ns"), 0);
 }
+
+/// Explored interleavings of both J1 scenarios under every journal policy: the block layer
+/// keeps its books (a front merge once left CFQ a dead request and panicked here), the
+/// journal commits every fsync's transaction, and no returned fsync is lost.
+#[test]
+fn explored_j1_interleavings_keep_the_block_layer_and_the_journal_consistent() {
+    for sc in Scenario::builtin()
+        .into_iter()
+        .filter(|s| s.race.starts_with("J1"))
+    {
+        let dev = DeviceConfig::resolve(&sc.device).unwrap();
+        for p in ["linux-2.6.36", "linux-2.6.37", "jan-rfc", "linux-2.6.39"] {
+            let policy = Policy::preset(p).unwrap();
+            for seed in 0..12 {
+                for il in [
+                    Interleaving::Random,
+                    Interleaving::Pct(3),
+                    Interleaving::Urw,
+                ] {
+                    let r = run(&sc, &policy, &dev, seed, &il);
+                    assert!(
+                        r.violations.is_empty(),
+                        "{} {p} seed {seed}: {:?}",
+                        sc.name,
+                        r.violations
+                    );
+                    assert_eq!(
+                        m(&r, "ext4.fsync_commit_waits"),
+                        m(&r, "ext4.commits"),
+                        "{} {p} seed {seed}",
+                        sc.name
+                    );
+                }
+            }
+        }
+    }
+}

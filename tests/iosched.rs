@@ -580,3 +580,47 @@ fn cfq_serves_an_expired_sync_request_from_its_fifo_at_a_slice_start() {
     assert!(wait >= 125 * MS, "served before its FIFO expiry: {wait}");
     assert!(wait <= 250 * MS, "waited {wait} ns");
 }
+
+/// A bio that front-merges into the last-merged request can close the gap to the request
+/// before it (attempt_front_merge): the two requests become one, and the elevator must not
+/// keep the merged-away request in its sort tree (it once did under CFQ, and the next
+/// dispatch touched a dead request). noop's former request is its FIFO neighbour, not its
+/// sector neighbour, so it is left out.
+#[test]
+fn a_front_merge_that_closes_a_gap_merges_three_pieces_into_one_request() {
+    for sched in ["cfq", "deadline"] {
+        let mut sim = Sim::new();
+        let mut streams = RngStreams::new(1);
+        let dev = Device::new(&mut sim, device(sched, 4, 1), &mut streams);
+        let d = dev.clone();
+        sim.spawn("writer", async move {
+            let w = |off| {
+                Request::write(off, 4 * KIB)
+                    .with_ioc(1)
+                    .with_hints(true, false)
+            };
+            // C first (the queue's last_merge), then A, then B between them.
+            let t = [
+                d.submit_nowait(w(8 * KIB)),
+                d.submit_nowait(w(0)),
+                d.submit_nowait(w(4 * KIB)),
+            ];
+            for x in t {
+                d.wait(x).await;
+            }
+        });
+        sim.run().unwrap();
+        let b = block(&dev);
+        assert_eq!(b.rq_merges, 1, "{sched}");
+        assert_eq!(
+            b.dispatches[models::block::Dir::Write as usize],
+            1,
+            "{sched}"
+        );
+        assert_eq!(
+            b.dispatch_bytes[models::block::Dir::Write as usize],
+            12 * KIB,
+            "{sched}"
+        );
+    }
+}
