@@ -16,18 +16,24 @@ const DIRTY_INODE_CREDITS: u64 = 2;
 const WRITEPAGES_CREDITS: u64 = 8;
 
 impl Ext4 {
-    /// ext4_create / ext4_mkdir: a new inode in its group, a directory entry.
-    pub(super) async fn create(&self, path: &str, dir: bool) -> Result<(), OpError> {
+    /// The parent directory and name of `path`, which must not exist yet.
+    fn free_name(&self, path: &str) -> Result<(Ino, String), OpError> {
         let (parent, name) = self.split(path)?;
-        if self
+        let taken = self
             .inner
             .st
             .borrow()
             .dentries
-            .contains_key(&(parent, name.clone()))
-        {
+            .contains_key(&(parent, name.clone()));
+        if taken {
             return Err(OpError(format!("file exists: {path}")));
         }
+        Ok((parent, name))
+    }
+
+    /// ext4_create / ext4_mkdir: a new inode in its group, a directory entry.
+    pub(super) async fn create(&self, path: &str, dir: bool) -> Result<(), OpError> {
+        let (parent, name) = self.free_name(path)?;
         self.inner.h.cpu(self.inner.cfg.namespace_op).await;
         let j = &self.inner.journal;
         let h = j.start(NAMESPACE_CREDITS).await;
@@ -280,7 +286,8 @@ impl Ext4 {
                             .with_ioc(ioc),
                     )
                     .await;
-                inner.journal.note_read(len, inner.h.now() - t0);
+                let (bytes, ns) = inner.reads.get();
+                inner.reads.set((bytes + len, ns + (inner.h.now() - t0)));
             }
             let mut st = inner.st.borrow_mut();
             let i = st.inodes.get_mut(&ino).unwrap();
@@ -296,12 +303,9 @@ impl Ext4 {
     /// Setup: a file of `bytes` already on disk, committed and not cached (as a benchmark's
     /// layout phase followed by dropping caches leaves it).
     pub(super) fn populate(&self, path: &str, bytes: u64) -> Result<(), OpError> {
-        let (parent, name) = self.split(path)?;
+        let (parent, name) = self.free_name(path)?;
         let area = self.journal_area();
         let mut st = self.inner.st.borrow_mut();
-        if st.dentries.contains_key(&(parent, name.clone())) {
-            return Err(OpError(format!("file exists: {path}")));
-        }
         let ino = st.next_ino;
         st.next_ino += 1;
         let b = Ext4::alloc_blocks(&mut st, bytes, area);
@@ -339,16 +343,7 @@ impl Ext4 {
     /// ext4_link: a second name.
     pub(super) async fn link(&self, from: &str, to: &str) -> Result<(), OpError> {
         let ino = self.resolve(from)?;
-        let (parent, name) = self.split(to)?;
-        if self
-            .inner
-            .st
-            .borrow()
-            .dentries
-            .contains_key(&(parent, name.clone()))
-        {
-            return Err(OpError(format!("file exists: {to}")));
-        }
+        let (parent, name) = self.free_name(to)?;
         self.inner.h.cpu(self.inner.cfg.namespace_op).await;
         let j = &self.inner.journal;
         let h = j.start(NAMESPACE_CREDITS).await;

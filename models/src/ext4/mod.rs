@@ -155,6 +155,8 @@ pub(crate) struct Inner {
     lat: RefCell<OpLatency>,
     record_latency: std::cell::Cell<bool>,
     violations: RefCell<Vec<Violation>>,
+    /// Readers' device reads: (bytes, ns waited).
+    reads: std::cell::Cell<(u64, u64)>,
 }
 
 /// A simulated ext3/ext4 filesystem on one device; clone it into every task.
@@ -212,6 +214,7 @@ impl Ext4 {
                 lat: RefCell::new(OpLatency::default()),
                 record_latency: std::cell::Cell::new(true),
                 violations: RefCell::new(Vec::new()),
+                reads: std::cell::Cell::new((0, 0)),
                 cfg,
             }),
         }
@@ -305,6 +308,7 @@ impl Ext4 {
         let dev = self.inner.dev.stats();
         m.journal = Some(crate::vfs::metrics::JournalMetrics::from_stats(
             &s,
+            self.inner.reads.get(),
             dev.block.as_ref(),
         ));
         m

@@ -19,10 +19,7 @@ impl Journal {
         let tid = {
             let mut st = inner.st.borrow_mut();
             let Some(tid) = st.running else { return };
-            let now = h.now();
-            let t = st.trans.get_mut(&tid).unwrap();
-            t.state = TState::Locked;
-            t.locked_at = now;
+            st.trans.get_mut(&tid).unwrap().state = TState::Locked;
             tid
         };
         let start = h.now();
@@ -92,7 +89,6 @@ impl Journal {
             let mut st = inner.st.borrow_mut();
             let t = st.trans.get_mut(&tid).unwrap();
             t.state = TState::Commit;
-            t.sync_writes = sync;
             t.buffers.iter().copied().collect()
         };
         self.point_mark("jbd2:log_submit", buffers.len() as u64);
@@ -147,11 +143,9 @@ impl Journal {
         let now = h.now();
         {
             let mut st = inner.st.borrow_mut();
-            let mut t = st.trans.remove(&tid).unwrap();
-            t.state = TState::Finished;
-            t.log_blocks = total + 1;
-            st.checkpoint
-                .insert(tid, (t.buffers.clone(), total + 1, now));
+            // T_FINISHED: the transaction moves to the checkpoint list.
+            let t = st.trans.remove(&tid).unwrap();
+            st.checkpoint.insert(tid, (t.buffers, total + 1, now));
             st.commit_blocks.insert(tid, record);
             st.committing = None;
             st.commit_sequence = tid;

@@ -136,13 +136,6 @@ impl Journal {
         }
     }
 
-    /// Counts a reader's device read.
-    pub fn note_read(&self, bytes: u64, waited: sim::Nanos) {
-        let mut st = self.inner.st.borrow_mut();
-        st.stats.read_bytes += bytes;
-        st.stats.reader_stall_ns += waited;
-    }
-
     /// Counts an fsync that returned after a flush without waiting for the commit.
     pub fn note_fsync(&self, waited: bool) {
         let mut st = self.inner.st.borrow_mut();

@@ -124,10 +124,8 @@ pub enum TState {
     Locked,
     /// Ordered data being written (the next transaction may start).
     Flush,
-    /// Log blocks being written.
+    /// Log blocks being written (then the transaction leaves the list: T_FINISHED).
     Commit,
-    /// Durable.
-    Finished,
 }
 
 /// One transaction (transaction_t).
@@ -154,15 +152,9 @@ pub struct Transaction {
     pub expires: Nanos,
     /// t_synchronous_commit: a handle was synchronous (O_SYNC, dirsync).
     pub synchronous: bool,
-    /// Log blocks this transaction took (descriptors + copies + commit block).
-    pub log_blocks: u64,
-    /// Virtual time the commit began (T_LOCKED).
-    pub locked_at: Nanos,
-    /// The write type its log writes used (`sync` = REQ_SYNC).
-    pub sync_writes: bool,
 }
 
-/// Counters of the journal (reported under the `jbd2.` names).
+/// Counters of the journal (reported under the `ext4.` names).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JournalStats {
     /// Commits finished.
@@ -196,10 +188,6 @@ pub struct JournalStats {
     pub fsync_commit_waits: u64,
     /// Data bytes kjournald wrote for data=ordered (jbd).
     pub ordered_data_bytes: u64,
-    /// ns readers waited for their READs (kept here so one struct holds the ext counters).
-    pub reader_stall_ns: u64,
-    /// Bytes readers read from the device.
-    pub read_bytes: u64,
 }
 
 /// The journal's state (journal_t).
@@ -362,11 +350,6 @@ impl Journal {
     /// j_commit_sequence.
     pub fn commit_sequence(&self) -> Tid {
         self.inner.st.borrow().commit_sequence
-    }
-
-    /// Whether a token was written by the journal (its tokens start at 2^48).
-    pub fn is_journal_token(token: u64) -> bool {
-        token >= 1 << 48
     }
 
     fn token(&self) -> u64 {

@@ -104,9 +104,6 @@ impl Journal {
                     start: now,
                     expires: now + inner.cfg.commit_interval,
                     synchronous: false,
-                    log_blocks: 0,
-                    locked_at: 0,
-                    sync_writes: false,
                 },
             );
             st.running = Some(tid);

@@ -194,8 +194,13 @@ pub const JOURNAL_METRICS: [(&str, &str); 24] = [
 ];
 
 impl JournalMetrics {
-    /// The rows of a journal's counters and the device's block-layer counters.
-    pub fn from_stats(s: &crate::jbd2::JournalStats, b: Option<&crate::block::BlockStats>) -> Self {
+    /// The rows of a journal's counters, the readers' (bytes, ns waited) and the device's
+    /// block-layer counters.
+    pub fn from_stats(
+        s: &crate::jbd2::JournalStats,
+        (read_bytes, reader_stall_ns): (u64, u64),
+        b: Option<&crate::block::BlockStats>,
+    ) -> Self {
         let d = b.cloned().unwrap_or_default();
         let v = [
             s.commits,
@@ -213,8 +218,8 @@ impl JournalMetrics {
             s.fsync_flush_only,
             s.fsync_commit_waits,
             s.ordered_data_bytes,
-            s.reader_stall_ns,
-            s.read_bytes,
+            reader_stall_ns,
+            read_bytes,
             d.dispatches[crate::block::Dir::Write as usize],
             d.merges[crate::block::Dir::Write as usize],
             d.sync_dispatches,
