@@ -107,6 +107,56 @@ pub fn fsmark_summary(r: &WorkloadResult, file_size: u64) -> String {
     t
 }
 
+/// `iostat -x`'s header and one device line (sysstat 9's format, as seed 003 quotes it).
+pub fn iostat_lines(device: &str, io: &models::device::iostat::Iostat) -> String {
+    let mut t = format!("{:<10}", "Device:");
+    for c in models::device::iostat::COLUMNS {
+        t.push_str(&format!(" {c:>8}"));
+    }
+    t.push('\n');
+    t.push_str(&format!("{device:<10}"));
+    for v in io.values() {
+        t.push_str(&format!(" {v:>8.2}"));
+    }
+    t.push('\n');
+    t
+}
+
+/// kbuild: units compiled and the build time they imply, per-step latencies, and the ccache
+/// disk's `iostat -x` over the window.
+pub fn kbuild_summary(r: &WorkloadResult, units: u32) -> String {
+    let secs = r.measured as f64 / 1e9;
+    let rate = r.per_s();
+    let mut t = format!(
+        "{} units compiled in {secs:.1} s by {} jobs: {rate:.2} units/s (a {units}-unit build: {})\n",
+        r.files_done,
+        r.clients,
+        if rate > 0.0 {
+            format!("{:.1} s", f64::from(units) / rate)
+        } else {
+            "never".into()
+        }
+    );
+    for o in &r.ops {
+        if o.hist.is_empty() {
+            continue;
+        }
+        t.push_str(&format!(
+            "  {:<10} {:>9} ops  avg {:>9.3} ms  p99 {:>9.3} ms  max {:>9.3} ms\n",
+            o.name,
+            o.hist.len(),
+            o.hist.mean() / MS,
+            o.hist.value_at_quantile(0.99) as f64 / MS,
+            o.hist.max() as f64 / MS
+        ));
+    }
+    if let Some(io) = &r.iostat {
+        t.push_str("iostat -x over the window:\n");
+        t.push_str(&iostat_lines(&r.device, io));
+    }
+    t
+}
+
 /// The fio fields fsperf records (`WorkloadResult::fio_fields`), named as fsperf names them.
 pub fn fio_fields(r: &WorkloadResult) -> Vec<(String, f64)> {
     r.fio_fields()
@@ -146,6 +196,7 @@ pub fn table(r: &WorkloadResult, file_size: u64) -> String {
         Kind::SysbenchFileio => sysbench_summary(r),
         Kind::FsMark => fsmark_summary(r, file_size),
         Kind::Fio => fio_summary(r),
+        Kind::Kbuild => kbuild_summary(r, r.units),
     }
 }
 
@@ -242,6 +293,14 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
         Kind::Dbench => m.push(("throughput_mb_s".to_string(), r.mb_per_s())),
         Kind::SysbenchFileio => m.push(("requests_per_s".to_string(), r.per_s())),
         Kind::FsMark => m.push(("files_per_s".to_string(), r.per_s())),
+        Kind::Kbuild => {
+            m.push(("units_per_s".to_string(), r.per_s()));
+            if let Some(io) = &r.iostat {
+                for (c, v) in models::device::iostat::COLUMNS.iter().zip(io.values()) {
+                    m.push((format!("iostat.{c}"), v));
+                }
+            }
+        }
         Kind::Fio => {
             // fsperf's own rows first, then the btrfs counters.
             m.extend(fio_fields(r));
@@ -495,7 +554,7 @@ pub fn json(r: &WorkloadResult) -> Value {
     for (k, v) in r.metrics.journal_rows() {
         metrics.insert(k, json!(v));
     }
-    json!({
+    let mut v = json!({
         "workload": r.workload,
         "kind": r.kind.name(),
         "clients": r.clients,
@@ -518,13 +577,23 @@ pub fn json(r: &WorkloadResult) -> Value {
             "invariant": v.invariant, "at_ns": v.at, "message": v.message})).collect::<Vec<_>>(),
         "trace_hash": format!("{:#018x}", r.trace_hash),
         "events": r.events,
-    })
+    });
+    if let (Some(io), Some(o)) = (&r.iostat, v.as_object_mut()) {
+        let cols: Map<String, Value> = models::device::iostat::COLUMNS
+            .iter()
+            .zip(io.values())
+            .map(|(c, v)| (c.to_string(), json!(v)))
+            .collect();
+        o.insert("iostat".into(), Value::Object(cols));
+    }
+    v
 }
 
 /// The operation whose latency a comparison plots: dbench's Flush, else fsync.
 pub fn main_op(kind: Kind) -> &'static str {
     match kind {
         Kind::Dbench => "Flush",
+        Kind::Kbuild => "fetch",
         _ => "fsync",
     }
 }
@@ -674,6 +743,7 @@ pub fn headline(r: &WorkloadResult) -> (&'static str, f64) {
         Kind::SysbenchFileio => ("reqs/sec", r.per_s()),
         Kind::FsMark => ("files/sec", r.per_s()),
         Kind::Fio => ("iops", r.per_s()),
+        Kind::Kbuild => ("units/sec", r.per_s()),
     }
 }
 
@@ -819,7 +889,73 @@ pub fn compare_text(
         &first.current,
     )));
     t.push('\n');
+    if spec.kind == Kind::Kbuild {
+        t.push_str(&kbuild_seed_text(baseline, current, first));
+        t.push('\n');
+    }
     t.push_str(&attribution_text(c0));
+    t
+}
+
+/// Seed 003's kbuild figures beside the model's: the units/s change and `iostat -x`.
+pub fn kbuild_seed_text(
+    baseline: &models::btrfs::Policy,
+    current: &models::btrfs::Policy,
+    pair: &models::workload::compare::Pair,
+) -> String {
+    use models::workload::kbuild::{SEED_CHANGES, SEED_IOSTAT};
+    let mut t =
+        "== seed 003 (kbuild on a 64-LCPU NHM-EX, ccache on the ext3 root) beside the model ==\n"
+            .to_string();
+    let rows = compare_rows(&pair.baseline, &pair.current);
+    let model = rows.iter().find(|r| r.metric == "units_per_s");
+    let seed: Vec<String> = SEED_CHANGES
+        .iter()
+        .filter(|(_, b, c, _)| *b == baseline.name && *c == current.name)
+        .map(|(at, _, _, v)| format!("{} ({at})", pct(*v)))
+        .collect();
+    t.push_str(&format!(
+        "units/s change {} → {}: model {}; seed {}\n",
+        baseline.name,
+        current.name,
+        model.map_or("n/a".to_string(), |r| pct(r.diff_pct)),
+        if seed.is_empty() {
+            "has no figure for this pair".to_string()
+        } else {
+            seed.join(", ")
+        }
+    ));
+    t.push_str("iostat -x (seed: #0/#34, mean over runs, device unnamed; model: the ccache disk over the window, mean over seeds)\n");
+    let mut lines = vec![std::iter::once("kernel".to_string())
+        .chain(
+            models::device::iostat::COLUMNS
+                .iter()
+                .map(|c| c.to_string()),
+        )
+        .collect::<Vec<_>>()];
+    for (label, _, v) in SEED_IOSTAT {
+        lines.push(
+            std::iter::once(format!("seed {label}"))
+                .chain(v.iter().map(|x| format!("{x:.2}")))
+                .collect(),
+        );
+    }
+    for (p, runs) in [(baseline, &pair.baseline), (current, &pair.current)] {
+        let io: Vec<[f64; 11]> = runs
+            .iter()
+            .filter_map(|r| r.iostat.map(|i| i.values()))
+            .collect();
+        if io.is_empty() {
+            continue;
+        }
+        let mean = |k: usize| io.iter().map(|v| v[k]).sum::<f64>() / io.len() as f64;
+        lines.push(
+            std::iter::once(format!("model {}", p.name))
+                .chain((0..11).map(|k| format!("{:.2}", mean(k))))
+                .collect(),
+        );
+    }
+    t.push_str(&pipe_table(&lines));
     t
 }
 

@@ -161,7 +161,7 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// Device files shipped inside the binary, usable by name like a preset.
-pub const BUILTIN_FILES: [(&str, &str); 2] = [
+pub const BUILTIN_FILES: [(&str, &str); 3] = [
     (
         "hdd-cfq",
         include_str!("../../../scenarios/devices/hdd-cfq.toml"),
@@ -169,6 +169,10 @@ pub const BUILTIN_FILES: [(&str, &str); 2] = [
     (
         "fc-array-cfq",
         include_str!("../../../scenarios/devices/fc-array-cfq.toml"),
+    ),
+    (
+        "sata-hdd-cfq",
+        include_str!("../../../scenarios/devices/sata-hdd-cfq.toml"),
     ),
 ];
 
@@ -190,8 +194,9 @@ impl DeviceConfig {
         Err(ConfigError {
             location: "--device".to_string(),
             message: format!(
-                "unknown device '{spec}': expected one of {} or a path to a device TOML file",
-                presets::NAMES.join(", ")
+                "unknown device '{spec}': expected one of {}, {} or a path to a device TOML file",
+                presets::NAMES.join(", "),
+                BUILTIN_FILES.map(|(n, _)| n).join(", ")
             ),
         })
     }

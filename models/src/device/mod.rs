@@ -28,6 +28,7 @@ pub mod config;
 pub mod dist;
 pub mod hdd;
 pub mod iosched;
+pub mod iostat;
 pub mod presets;
 
 pub use cache::{Destage, DurableWrite, WriteCache};

@@ -83,8 +83,12 @@ pub struct WorkloadResult {
     pub classes: Vec<String>,
     /// The slowest operations, slowest first.
     pub slowest: Vec<SlowOp>,
-    /// fs_mark: files completed in the window.
+    /// fs_mark: files completed in the window; kbuild: units compiled.
     pub files_done: u64,
+    /// kbuild: compilation units per build.
+    pub units: u32,
+    /// kbuild: `iostat -x` of the device over the window.
+    pub iostat: Option<crate::device::iostat::Iostat>,
     /// btrfs counters over the whole run (warmup included).
     pub metrics: Metrics,
     /// Invariant violations (S1, S3).
@@ -113,7 +117,7 @@ impl WorkloadResult {
         let secs = self.measured as f64 / 1e9;
         match self.kind {
             Kind::SysbenchFileio => self.op("write").map_or(0, |o| o.hist.len()) as f64 / secs,
-            Kind::FsMark => self.files_done as f64 / secs,
+            Kind::FsMark | Kind::Kbuild => self.files_done as f64 / secs,
             Kind::Fio => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
             Kind::Dbench => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
         }
@@ -298,17 +302,25 @@ struct PendingCpu {
 
 /// What every client shares.
 #[derive(Clone)]
-struct Ctx {
-    h: Handle,
+pub(crate) struct Ctx {
+    pub(crate) h: Handle,
     fs: Mounted,
     rec: Rc<RefCell<Recorder>>,
-    spec: Rc<Spec>,
+    pub(crate) spec: Rc<Spec>,
     errors: Rc<RefCell<Vec<String>>>,
 }
 
 impl Ctx {
+    /// Counts one finished unit of work (fs_mark file, kbuild unit) when inside the window.
+    pub(crate) fn unit_done(&self) {
+        let mut rec = self.rec.borrow_mut();
+        if self.h.now() >= rec.from {
+            rec.files_done += 1;
+        }
+    }
+
     /// Runs `f` as one measured operation `op` moving `bytes`.
-    async fn measure<F: std::future::Future<Output = Result<(), String>>>(
+    pub(crate) async fn measure<F: std::future::Future<Output = Result<(), String>>>(
         &self,
         op: usize,
         bytes: u64,
@@ -369,11 +381,13 @@ impl Ctx {
         }
     }
 
-    async fn fs(&self, op: Op) -> Result<(), String> {
+    /// Runs one filesystem operation.
+    pub(crate) async fn fs(&self, op: Op) -> Result<(), String> {
         self.fs.run_op(&op).await.map_err(|e| e.0)
     }
 
-    async fn cpu(&self, op: &str) -> Result<(), String> {
+    /// Spends the workload file's CPU time of `op`.
+    pub(crate) async fn cpu(&self, op: &str) -> Result<(), String> {
         self.h.cpu(self.spec.cpu_of(op)).await;
         Ok(())
     }
@@ -420,7 +434,8 @@ const DBENCH_FILES: usize = 20;
 /// 79,230.
 const DBENCH_CREATE: (u64, u64) = (16_067, 79_230);
 
-fn op_index(kind: Kind, name: &str) -> usize {
+/// The report index of operation `name` of `kind`.
+pub(crate) fn op_index(kind: Kind, name: &str) -> usize {
     kind.ops()
         .iter()
         .position(|o| *o == name)
@@ -908,6 +923,8 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
                 }
             }
         }
+        // kbuild's cache is laid out by `kbuild::setup_ops` (it needs the drawn units).
+        Kind::Kbuild => {}
         Kind::FsMark => {
             ops.push(Op::Mkdir("/fsm".into()));
             if spec.readers > 0 {
@@ -957,6 +974,9 @@ pub fn run_with_progress(
     let h = sim.handle();
     let dev = Device::new(&mut sim, device.clone(), &mut streams);
     dev.set_histograms(false);
+    let probe = dev.clone();
+    // kbuild: the device counters at the start of the measured window (for `iostat`).
+    let window_dev: Rc<RefCell<Option<(Nanos, crate::device::DeviceStats)>>> = Default::default();
     let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), Costs::default());
     fs.set_latency(false);
     fs.set_history(false);
@@ -1000,9 +1020,16 @@ pub fn run_with_progress(
     let mut client_rngs: Vec<Stream> = (0..spec.clients)
         .map(|i| streams.stream(&format!("workload.client{i}")))
         .collect();
+    let build =
+        (spec.kind == Kind::Kbuild).then(|| Rc::new(super::kbuild::Build::new(spec, &mut streams)));
     {
         let (cx, started) = (cx.clone(), started.clone());
-        let setup = setup_ops(spec);
+        let mut setup = setup_ops(spec);
+        if let Some(b) = &build {
+            setup.splice(0..0, super::kbuild::setup_ops(spec, b));
+        }
+        let window_dev = window_dev.clone();
+        let probe = probe.clone();
         sim.spawn("setup", async move {
             for op in &setup {
                 if let Err(e) = cx.fs.run_op(op).await {
@@ -1033,7 +1060,18 @@ pub fn run_with_progress(
                     ),
                     Kind::FsMark => cx.h.spawn(&format!("thread{i}"), fsmark_thread(c, i)),
                     Kind::Fio => cx.h.spawn(&format!("job{i}"), fio_job(c, i, rng)),
+                    Kind::Kbuild => {
+                        let b = build.clone().expect("drawn for kbuild");
+                        cx.h.spawn(&format!("make{i}"), super::kbuild::job(c, i, b))
+                    }
                 };
+            }
+            if cx.spec.kind == Kind::Kbuild {
+                let (h, probe, warmup) = (cx.h.clone(), probe.clone(), cx.spec.warmup);
+                cx.h.spawn_daemon("iostat", async move {
+                    h.sleep(warmup).await;
+                    *window_dev.borrow_mut() = Some((h.now(), probe.stats()));
+                });
             }
             for r in 0..cx.spec.readers {
                 let c = cx.clone();
@@ -1114,6 +1152,10 @@ pub fn run_with_progress(
     let t0 = started.get().unwrap_or(0);
     let from = t0 + spec.warmup;
     let measured = h.now().saturating_sub(from).max(1);
+    let iostat = window_dev.borrow().as_ref().map(|(at, a)| {
+        let units = device.parallelism;
+        crate::device::iostat::Iostat::between(a, &probe.stats(), h.now() - at, units)
+    });
     let mut rec = rec.borrow_mut();
     rec.flush_runs();
     let ops = std::mem::take(&mut rec.ops);
@@ -1131,6 +1173,8 @@ pub fn run_with_progress(
         classes: sim.class_names(),
         slowest,
         files_done: rec.files_done,
+        iostat,
+        units: spec.units,
         metrics: {
             let mut m = fs.metrics();
             m.waits = crate::vfs::wait_totals(&sim.resource_stats());

@@ -5,4 +5,5 @@ pub mod bench;
 pub mod compare;
 pub mod fio;
 pub mod fsload;
+pub mod kbuild;
 pub mod spec;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// The workload files shipped inside the binary: (file name, text).
-pub const BUILTIN: [(&str, &str); 8] = [
+pub const BUILTIN: [(&str, &str); 10] = [
     (
         "dbench.toml",
         include_str!("../../../scenarios/workloads/dbench.toml"),
@@ -30,6 +30,10 @@ pub const BUILTIN: [(&str, &str); 8] = [
         include_str!("../../../scenarios/workloads/fs-mark-fio-ext3.toml"),
     ),
     (
+        "fs-mark-fio-jbd-refine.toml",
+        include_str!("../../../scenarios/workloads/fs-mark-fio-jbd-refine.toml"),
+    ),
+    (
         "fsperf-dio4kbs16threads.toml",
         include_str!("../../../scenarios/workloads/fsperf-dio4kbs16threads.toml"),
     ),
@@ -40,6 +44,10 @@ pub const BUILTIN: [(&str, &str); 8] = [
     (
         "fsperf-emptyfiles500k.toml",
         include_str!("../../../scenarios/workloads/fsperf-emptyfiles500k.toml"),
+    ),
+    (
+        "kbuild.toml",
+        include_str!("../../../scenarios/workloads/kbuild.toml"),
     ),
 ];
 
@@ -57,6 +65,8 @@ pub enum Kind {
     FsMark,
     /// fio (as fsperf runs it): `numjobs` threads doing `rw` over their own files.
     Fio,
+    /// kbuild with ccache: `make -j` jobs compiling units through a ccache on this filesystem.
+    Kbuild,
 }
 
 /// fio's `rw` for a fio workload.
@@ -70,7 +80,7 @@ pub enum FioRw {
 
 impl Kind {
     /// Names accepted in `kind = "…"`.
-    pub const NAMES: [&'static str; 4] = ["dbench", "sysbench-fileio", "fs-mark", "fio"];
+    pub const NAMES: [&'static str; 5] = ["dbench", "sysbench-fileio", "fs-mark", "fio", "kbuild"];
 
     fn parse(s: &str) -> Option<Kind> {
         Some(match s {
@@ -78,6 +88,7 @@ impl Kind {
             "sysbench-fileio" => Kind::SysbenchFileio,
             "fs-mark" => Kind::FsMark,
             "fio" => Kind::Fio,
+            "kbuild" => Kind::Kbuild,
             _ => return None,
         })
     }
@@ -94,6 +105,7 @@ impl Kind {
             Kind::SysbenchFileio => &["write", "fsync"],
             Kind::FsMark => &["create", "write", "fsync", "close", "unlink", "read"],
             Kind::Fio => &["write", "create"],
+            Kind::Kbuild => &crate::workload::kbuild::OPS,
         }
     }
 }
@@ -152,6 +164,11 @@ struct SpecFile {
     reader_block: Option<Spanned<String>>,
     rw: Option<Spanned<String>>,
     direct: Option<bool>,
+    units: Option<Spanned<i64>>,
+    hit_ratio: Option<Spanned<f64>>,
+    page_cache: Option<Spanned<f64>>,
+    object_size: Option<Spanned<String>>,
+    manifest_size: Option<Spanned<String>>,
 }
 
 /// A parsed, validated workload.
@@ -209,6 +226,16 @@ pub struct Spec {
     pub rw: FioRw,
     /// fio --direct=1: O_DIRECT writes.
     pub direct: bool,
+    /// kbuild: compilation units per build.
+    pub units: u32,
+    /// kbuild: share of units ccache finds in its cache (the rest compile and are stored).
+    pub hit_ratio: f64,
+    /// kbuild: share of cache entries already in the page cache when the build starts.
+    pub page_cache: f64,
+    /// kbuild: bytes of a cached object file.
+    pub object_size: u64,
+    /// kbuild: bytes of a ccache manifest.
+    pub manifest_size: u64,
     /// Where it came from.
     pub origin: String,
 }
@@ -380,6 +407,38 @@ impl Spec {
             }
             None => 0,
         };
+        let kbuild_keys = [
+            f.units.as_ref().map(|v| v.span().start),
+            f.hit_ratio.as_ref().map(|v| v.span().start),
+            f.page_cache.as_ref().map(|v| v.span().start),
+            f.object_size.as_ref().map(|v| v.span().start),
+            f.manifest_size.as_ref().map(|v| v.span().start),
+        ];
+        if let (true, Some(at)) = (kind != Kind::Kbuild, kbuild_keys.iter().flatten().next()) {
+            return Err(err(
+                *at,
+                format!(
+                    "units, hit_ratio, page_cache, object_size and manifest_size belong to a kbuild workload, not {}",
+                    kind.name()
+                ),
+            ));
+        }
+        if kind == Kind::Kbuild && !ext {
+            return Err(SpecError {
+                location: origin.to_string(),
+                message: "a kbuild workload runs on ext3 or ext4 (fs = \"ext3\")".into(),
+            });
+        }
+        let share = |v: &Option<Spanned<f64>>, what: &str, default: f64| match v {
+            Some(v) if (0.0..=1.0).contains(v.get_ref()) => Ok(*v.get_ref()),
+            Some(v) => Err(err(
+                v.span().start,
+                format!("invalid {what} {}: expected 0..=1", v.get_ref()),
+            )),
+            None => Ok(default),
+        };
+        let hit_ratio = share(&f.hit_ratio, "hit_ratio", 1.0)?;
+        let page_cache = share(&f.page_cache, "page_cache", 0.0)?;
         let mount = crate::vfs::Mount { fs, options };
         let cpus = match &f.cpus {
             Some(v) => Some(
@@ -522,6 +581,11 @@ impl Spec {
             write_sizes: sizes(&f.write_sizes, "write_sizes")?,
             rw,
             direct: f.direct.unwrap_or(false),
+            units: count(&f.units, "number of units", 1 << 20, 2000)? as u32,
+            hit_ratio,
+            page_cache,
+            object_size: size(&f.object_size, "object_size", 16 << 10)?,
+            manifest_size: size(&f.manifest_size, "manifest_size", 4 << 10)?,
             origin: origin.to_string(),
         })
     }
@@ -555,7 +619,7 @@ impl Spec {
     }
 
     /// Parameters `--vary` accepts.
-    pub const VARY: [&'static str; 8] = [
+    pub const VARY: [&'static str; 10] = [
         "clients",
         "cpus",
         "threads",
@@ -564,6 +628,8 @@ impl Spec {
         "parallelism",
         "commit_interval",
         "block_size",
+        "hit_ratio",
+        "page_cache",
     ];
 
     /// Applies one `--vary`-style override (`name`, `value`) to the workload or `device`.
@@ -598,6 +664,18 @@ impl Spec {
                     .ok_or_else(|| {
                         format!("invalid block_size '{value}': expected a size like 16k")
                     })?
+            }
+            "hit_ratio" | "page_cache" => {
+                let v = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..=1.0).contains(r))
+                    .ok_or_else(|| format!("invalid {name} '{value}': expected 0..=1"))?;
+                if name == "hit_ratio" {
+                    self.hit_ratio = v;
+                } else {
+                    self.page_cache = v;
+                }
             }
             _ => {
                 return Err(format!(
