@@ -647,7 +647,11 @@ impl Scenario {
             commit: None,
             ..options
         };
-        let mount = Mount { fs, options };
+        let mount = Mount {
+            fs,
+            options,
+            memory: None,
+        };
         let mut costs = Costs::default();
         for (k, v) in f.costs.iter().flatten() {
             let x = *v.get_ref();

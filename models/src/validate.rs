@@ -198,6 +198,15 @@ pub fn experiments() -> Vec<Experiment> {
             figures: vec![(Measure::PerSecond, 7.2, 6.15)],
             levels: vec![Measure::PerSecond],
         },
+        Experiment {
+            id: "2db938b-readlat",
+            seed: "2db938bee32e (jbd commit message, not a seed): read 1 MB after sleeping, under streaming writes, ext3; mean of 90 reads",
+            workload: "read-latency-jbd-refine",
+            baseline: "linux-2.6.38",
+            current: "linux-2.6.39",
+            figures: vec![(Measure::AvgLat("read"), 619.377, 82.180)],
+            levels: vec![Measure::AvgLat("read")],
+        },
         // Seed 003's kbuild (#0, #14, #34): units/s has only relative figures (written as
         // 100 → 85 for "drop about 15%"); iostat -x is #0's 2.6.37 and reverted rows.
         Experiment {
@@ -478,7 +487,10 @@ pub fn validate_with(
         if e.workload == "dbench" {
             spec.duration = db_dur;
             spec.warmup = db_warm;
-        } else if e.workload.starts_with("fs-mark") || e.workload == "kbuild" {
+        } else if e.workload.starts_with("fs-mark")
+            || e.workload == "kbuild"
+            || e.workload.starts_with("read-latency")
+        {
             // Seed 003's blktrace runs lasted 300 s; the same lengths as dbench's.
             spec.duration = db_dur;
         } else if e.id.starts_with("004-") {

@@ -157,6 +157,41 @@ pub fn kbuild_summary(r: &WorkloadResult, units: u32) -> String {
     t
 }
 
+/// read-latency: the timed reads as the jbd commit's message gives them (µs: mean and the
+/// slowest), and what the streaming writers wrote.
+pub fn read_latency_summary(r: &WorkloadResult) -> String {
+    let secs = r.measured as f64 / 1e9;
+    let mut t = String::new();
+    if let Some(o) = r.op("read").filter(|o| !o.hist.is_empty()) {
+        t.push_str(&format!(
+            "timed reads: {} in {secs:.1} s; us: average {:.0}, p50 {}, p99 {}, max {}\n",
+            o.hist.len(),
+            o.hist.mean() / 1e3,
+            o.hist.value_at_quantile(0.5) / 1000,
+            o.hist.value_at_quantile(0.99) / 1000,
+            o.hist.max() / 1000
+        ));
+        let top: Vec<String> = r
+            .slowest
+            .iter()
+            .filter(|s| s.op == "read")
+            .map(|s| (s.latency / 1000).to_string())
+            .collect();
+        t.push_str(&format!("slowest reads (us): {}\n", top.join(" ")));
+    } else {
+        t.push_str("timed reads: none in the window\n");
+    }
+    if let Some(o) = r.op("write") {
+        t.push_str(&format!(
+            "streaming writers: {:.1} MiB/s ({} writes, max {:.3} ms)\n",
+            o.bytes as f64 / 1048576.0 / secs,
+            o.hist.len(),
+            o.hist.max() as f64 / MS
+        ));
+    }
+    t
+}
+
 /// The fio fields fsperf records (`WorkloadResult::fio_fields`), named as fsperf names them.
 pub fn fio_fields(r: &WorkloadResult) -> Vec<(String, f64)> {
     r.fio_fields()
@@ -197,6 +232,7 @@ pub fn table(r: &WorkloadResult, file_size: u64) -> String {
         Kind::FsMark => fsmark_summary(r, file_size),
         Kind::Fio => fio_summary(r),
         Kind::Kbuild => kbuild_summary(r, r.units),
+        Kind::ReadLatency => read_latency_summary(r),
     }
 }
 
@@ -293,6 +329,7 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
         Kind::Dbench => m.push(("throughput_mb_s".to_string(), r.mb_per_s())),
         Kind::SysbenchFileio => m.push(("requests_per_s".to_string(), r.per_s())),
         Kind::FsMark => m.push(("files_per_s".to_string(), r.per_s())),
+        Kind::ReadLatency => m.push(("reads_per_s".to_string(), r.per_s())),
         Kind::Kbuild => {
             m.push(("units_per_s".to_string(), r.per_s()));
             if let Some(io) = &r.iostat {
@@ -594,6 +631,7 @@ pub fn main_op(kind: Kind) -> &'static str {
     match kind {
         Kind::Dbench => "Flush",
         Kind::Kbuild => "fetch",
+        Kind::ReadLatency => "read",
         _ => "fsync",
     }
 }
@@ -744,6 +782,10 @@ pub fn headline(r: &WorkloadResult) -> (&'static str, f64) {
         Kind::FsMark => ("files/sec", r.per_s()),
         Kind::Fio => ("iops", r.per_s()),
         Kind::Kbuild => ("units/sec", r.per_s()),
+        Kind::ReadLatency => (
+            "read avg ms",
+            r.op("read").map_or(0.0, |o| o.hist.mean() / MS),
+        ),
     }
 }
 

@@ -114,13 +114,19 @@ impl WriteCache {
     pub fn claim(&mut self, cover: u64) -> Destage {
         let mut d = Destage::default();
         if cover > self.claimed_upto {
+            // A write that continues the previous one on the medium (the bios of one merged
+            // request, a sequential stream) is destaged in the same pass: no new positioning.
+            let mut end = None;
             for w in self.volatile.iter() {
                 if w.cidx >= cover {
                     break;
                 }
                 if w.cidx >= self.claimed_upto {
                     d.bytes += w.len;
-                    d.writes += 1;
+                    if end != Some(w.offset) {
+                        d.writes += 1;
+                    }
+                    end = Some(w.offset + w.len);
                 }
             }
             self.claimed_upto = cover;
@@ -243,5 +249,18 @@ mod tests {
         c.complete_write(0, 4096, 5, false);
         assert_eq!(tokens(&c), vec![5]);
         assert_eq!(c.dirty_bytes(), 0);
+    }
+
+    #[test]
+    fn contiguous_writes_destage_in_one_pass() {
+        let mut c = WriteCache::new(true, 1 << 30, false);
+        // Four bios of one merged 16 KiB request, then a write elsewhere.
+        for k in 0..4 {
+            c.complete_write(k * 4096, 4096, k + 1, false);
+        }
+        c.complete_write(1 << 20, 4096, 9, false);
+        let cover = c.issue_flush();
+        let d = c.claim(cover);
+        assert_eq!((d.bytes, d.writes), (5 * 4096, 2));
     }
 }

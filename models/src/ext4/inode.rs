@@ -147,6 +147,8 @@ impl Ext4 {
                 j.stop(h).await;
             }
         }
+        self.inner.io.dirtied(bytes);
+        self.balance_dirty_pages(ino).await;
         Ok(())
     }
 
@@ -155,6 +157,12 @@ impl Ext4 {
     /// bio per 4 KiB buffer). `sync` = WB_SYNC_ALL: WRITE_SYNC_PLUG from the caller's I/O
     /// context and a wait (filemap_write_and_wait); else WRITE, not waited.
     pub(super) async fn writeback_inode(&self, ino: Ino, sync: bool) {
+        self.writeback_inode_upto(ino, u64::MAX, sync).await;
+    }
+
+    /// As `writeback_inode`, the oldest `max` dirty bytes at most (wbc.nr_to_write);
+    /// returns the bytes submitted.
+    pub(super) async fn writeback_inode_upto(&self, ino: Ino, max: u64, sync: bool) -> u64 {
         let inner = &self.inner;
         let ioc = Journal::ioc(&inner.h);
         let (class, noidle) = if sync {
@@ -162,14 +170,21 @@ impl Ext4 {
         } else {
             (IoClass::Async, false)
         };
-        let bytes = {
+        // (bytes taken, file offset of the oldest of them)
+        let (bytes, from) = {
             let mut st = inner.st.borrow_mut();
             match st.inodes.get_mut(&ino) {
-                Some(i) => std::mem::take(&mut i.dirty),
-                None => 0,
+                Some(i) => {
+                    let from = i.size - i.dirty.min(i.size);
+                    let n = i.dirty.min(max);
+                    i.dirty -= n;
+                    (n, from)
+                }
+                None => (0, 0),
             }
         };
         let mut reqs = Vec::new();
+        let mut submitted = 0;
         match inner.cfg.variant {
             Variant::Ext4 if bytes > 0 => {
                 let j = &inner.journal;
@@ -181,7 +196,7 @@ impl Ext4 {
                     let token = st.next_token;
                     st.next_token += 1;
                     st.inodes.get_mut(&ino).map(|i| {
-                        let fo = i.size - bytes.min(i.size);
+                        let fo = from.min(i.size);
                         i.extents.push((fo, b * BLOCK, bytes, token));
                         i.sync_tid = h.tid;
                         i.datasync_tid = h.tid;
@@ -190,8 +205,9 @@ impl Ext4 {
                 };
                 let Some((b, token)) = alloc else {
                     j.stop(h).await;
-                    return;
+                    return 0;
                 };
+                submitted = bytes;
                 j.dirty_metadata(&h, Ext4::block_bitmap(b));
                 j.dirty_metadata(&h, Ext4::gdt_block(b / super::BLOCKS_PER_GROUP));
                 j.dirty_metadata(&h, Ext4::itable_block(ino));
@@ -213,7 +229,8 @@ impl Ext4 {
                 }
             }
             Variant::Ext3 => {
-                for b in inner.journal.take_data(ino) {
+                for b in inner.journal.take_data_upto(ino, max) {
+                    submitted += b.1;
                     reqs.extend(crate::jbd2::buffer_writes(b, class, (noidle, false), ioc));
                 }
             }
@@ -221,13 +238,16 @@ impl Ext4 {
         }
         if !reqs.is_empty() {
             inner.io.start(ino);
+            inner.io.cleaned(submitted);
             if sync {
                 crate::jbd2::submit_and_wait(&inner.dev, reqs).await;
+                inner.io.written(submitted);
                 inner.io.end(ino);
             } else {
                 let (dev, io) = (inner.dev.clone(), inner.io.clone());
                 inner.h.spawn_daemon("writeback-io", async move {
                     crate::jbd2::submit_and_wait(&dev, reqs).await;
+                    io.written(submitted);
                     io.end(ino);
                 });
             }
@@ -236,6 +256,7 @@ impl Ext4 {
             // filemap_fdatawait: also the writeback others started.
             inner.io.wait(ino).await;
         }
+        submitted
     }
 
     /// A sequential buffered read of `bytes` from the file's read position (wrapping to the
@@ -377,7 +398,10 @@ impl Ext4 {
             st.dentries.remove(&(sp, sname));
             if let Some(old) = st.dentries.insert((dp, dname), ino) {
                 if old != ino {
-                    Ext4::drop_link(&mut st, old);
+                    let d = Ext4::drop_link(&mut st, old);
+                    if self.inner.cfg.variant == Variant::Ext4 {
+                        self.inner.io.dropped(d);
+                    }
                 }
             }
             for d in [sp, dp] {
@@ -394,13 +418,16 @@ impl Ext4 {
         Ok(())
     }
 
-    fn drop_link(st: &mut super::ExtState, ino: Ino) {
+    /// Drops one link; a last link frees the inode. Returns the dirty bytes it held (ext4's
+    /// delayed data, dropped unwritten).
+    fn drop_link(st: &mut super::ExtState, ino: Ino) -> u64 {
         if let Some(i) = st.inodes.get_mut(&ino) {
             i.nlink = i.nlink.saturating_sub(1);
             if i.nlink == 0 || (i.is_dir && i.nlink <= 1) {
-                st.inodes.remove(&ino);
+                return st.inodes.remove(&ino).map_or(0, |i| i.dirty);
             }
         }
+        0
     }
 
     /// ext4_unlink / ext4_rmdir: the entry goes; a last link frees the inode and its
@@ -452,14 +479,19 @@ impl Ext4 {
                 j.dirty_metadata(&h, Ext4::block_bitmap(b));
                 j.dirty_metadata(&h, Ext4::gdt_block(b / super::BLOCKS_PER_GROUP));
             }
-            if dir {
+            let dropped = if dir {
                 st.inodes.remove(&ino);
+                0
             } else {
-                Ext4::drop_link(&mut st, ino);
+                Ext4::drop_link(&mut st, ino)
+            };
+            if self.inner.cfg.variant == Variant::Ext4 {
+                self.inner.io.dropped(dropped);
             }
         }
         // Dirty data of a deleted file is dropped, not written.
-        let _ = j.take_data(ino);
+        let gone: u64 = j.take_data(ino).iter().map(|b| b.1).sum();
+        self.inner.io.dropped(gone);
         j.stop(h).await;
         Ok(())
     }
@@ -478,6 +510,9 @@ impl Ext4 {
             let shrink = size < i.size;
             if shrink {
                 i.extents.retain(|e| e.0 < size);
+                if self.inner.cfg.variant == Variant::Ext4 {
+                    self.inner.io.dropped(i.dirty - i.dirty.min(size));
+                }
                 i.dirty = i.dirty.min(size);
                 i.cached = i.cached.min(size);
             }

@@ -80,6 +80,17 @@ pub struct ExtConfig {
     pub writeback_interval: Nanos,
     /// dirty_expire_centisecs: data dirty for 30 s is written (mm/page-writeback.c@v2.6.37).
     pub dirty_expire: Nanos,
+    /// (background, dirty) thresholds in bytes: dirty_background_ratio 10 % and
+    /// vm_dirty_ratio 20 % of the dirtyable memory (mm/page-writeback.c:global_dirty_limits
+    /// @v2.6.37); None = dirty throttling not modelled (the machine's memory not given).
+    pub dirty_limits: Option<(u64, u64)>,
+}
+
+impl ExtConfig {
+    /// The (background, dirty) thresholds of `memory` bytes of dirtyable memory.
+    pub fn dirty_limits_of(memory: u64) -> (u64, u64) {
+        (memory / 10, memory / 5)
+    }
 }
 
 /// One inode.
@@ -157,6 +168,8 @@ pub(crate) struct Inner {
     violations: RefCell<Vec<Violation>>,
     /// Readers' device reads: (bytes, ns waited).
     reads: std::cell::Cell<(u64, u64)>,
+    /// Background writeback (above dirty_background_ratio) is running.
+    background: std::cell::Cell<bool>,
 }
 
 /// A simulated ext3/ext4 filesystem on one device; clone it into every task.
@@ -215,6 +228,7 @@ impl Ext4 {
                 record_latency: std::cell::Cell::new(true),
                 violations: RefCell::new(Vec::new()),
                 reads: std::cell::Cell::new((0, 0)),
+                background: std::cell::Cell::new(false),
                 cfg,
             }),
         }

@@ -78,7 +78,9 @@ impl Journal {
             for (ino, _) in &data {
                 inner.io.start(*ino);
             }
+            inner.io.cleaned(bytes);
             super::submit_and_wait(&inner.dev, reqs).await;
+            inner.io.written(bytes);
             for (ino, _) in &data {
                 inner.io.end(*ino);
             }

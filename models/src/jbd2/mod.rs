@@ -259,10 +259,13 @@ struct Inner {
     io: Rc<InflightIo>,
 }
 
-/// Data writes in flight per inode, and a queue to wait for them (filemap_fdatawait).
+/// Data writes in flight per inode, and a queue to wait for them (filemap_fdatawait); and
+/// the page cache's dirty and writeback bytes (NR_FILE_DIRTY, NR_WRITEBACK).
 pub struct InflightIo {
     count: RefCell<BTreeMap<u64, u32>>,
     done: WaitQueue,
+    dirty: std::cell::Cell<u64>,
+    writeback: std::cell::Cell<u64>,
 }
 
 impl InflightIo {
@@ -271,7 +274,34 @@ impl InflightIo {
         Rc::new(InflightIo {
             count: RefCell::new(BTreeMap::new()),
             done: WaitQueue::new(h, "wait_on_page_writeback"),
+            dirty: std::cell::Cell::new(0),
+            writeback: std::cell::Cell::new(0),
         })
+    }
+    /// Bytes dirty in the page cache and not yet submitted.
+    pub fn dirty(&self) -> u64 {
+        self.dirty.get()
+    }
+    /// Bytes submitted for writeback and not yet written.
+    pub fn writeback(&self) -> u64 {
+        self.writeback.get()
+    }
+    /// `n` bytes were dirtied.
+    pub fn dirtied(&self, n: u64) {
+        self.dirty.set(self.dirty.get() + n);
+    }
+    /// `n` dirty bytes were submitted for writeback.
+    pub fn cleaned(&self, n: u64) {
+        self.dirty.set(self.dirty.get().saturating_sub(n));
+        self.writeback.set(self.writeback.get() + n);
+    }
+    /// `n` bytes under writeback reached the device.
+    pub fn written(&self, n: u64) {
+        self.writeback.set(self.writeback.get().saturating_sub(n));
+    }
+    /// `n` dirty bytes were dropped without being written (truncate, unlink).
+    pub fn dropped(&self, n: u64) {
+        self.dirty.set(self.dirty.get().saturating_sub(n));
     }
     /// A data write of `ino` was submitted.
     pub fn start(&self, ino: u64) {

@@ -153,13 +153,43 @@ impl Journal {
     /// Takes the inode's dirty data buffers off the transactions that have not started
     /// writing them (the caller writes them: fsync, the flusher); kjournald then skips them.
     pub fn take_data(&self, ino: u64) -> Vec<(u64, u64, u64)> {
+        self.take_data_upto(ino, u64::MAX)
+    }
+
+    /// As `take_data`, at most `max` bytes, oldest transaction and oldest buffer first (a
+    /// range is split at the limit).
+    pub fn take_data_upto(&self, ino: u64, max: u64) -> Vec<(u64, u64, u64)> {
         let mut st = self.inner.st.borrow_mut();
         let mut out = Vec::new();
+        let mut left = max;
         for t in st.trans.values_mut() {
-            if t.state <= TState::Locked {
-                if let Some(v) = t.data.remove(&ino) {
-                    out.extend(v);
+            if left == 0 {
+                break;
+            }
+            if t.state > TState::Locked {
+                continue;
+            }
+            let Some(v) = t.data.get_mut(&ino) else {
+                continue;
+            };
+            let mut taken = 0;
+            for b in v.iter_mut() {
+                if left == 0 {
+                    break;
                 }
+                if b.1 <= left {
+                    left -= b.1;
+                    out.push(*b);
+                    taken += 1;
+                } else {
+                    out.push((b.0, left, b.2));
+                    *b = (b.0 + left, b.1 - left, b.2);
+                    left = 0;
+                }
+            }
+            v.drain(..taken);
+            if v.is_empty() {
+                t.data.remove(&ino);
             }
         }
         out

@@ -199,6 +199,9 @@ pub struct Mount {
     pub fs: FsKind,
     /// Its mount options.
     pub options: MountOptions,
+    /// ext3/ext4: the machine's dirtyable memory in bytes, which sets the dirty thresholds;
+    /// None = dirty throttling not modelled.
+    pub memory: Option<u64>,
 }
 
 /// A mounted filesystem of any kind; clone it into every task.
@@ -286,6 +289,7 @@ impl Mounted {
                     namespace_op: costs.namespace_op,
                     writeback_interval: 5 * sim::S,
                     dirty_expire: 30 * sim::S,
+                    dirty_limits: mount.memory.map(crate::ext4::ExtConfig::dirty_limits_of),
                 };
                 let fs = Ext4::new(h, dev, cfg);
                 fs.start_daemons();

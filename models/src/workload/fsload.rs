@@ -117,7 +117,7 @@ impl WorkloadResult {
         let secs = self.measured as f64 / 1e9;
         match self.kind {
             Kind::SysbenchFileio => self.op("write").map_or(0, |o| o.hist.len()) as f64 / secs,
-            Kind::FsMark | Kind::Kbuild => self.files_done as f64 / secs,
+            Kind::FsMark | Kind::Kbuild | Kind::ReadLatency => self.files_done as f64 / secs,
             Kind::Fio => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
             Kind::Dbench => self.ops.iter().map(|o| o.hist.len()).sum::<u64>() as f64 / secs,
         }
@@ -925,6 +925,7 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
         }
         // kbuild's cache is laid out by `kbuild::setup_ops` (it needs the drawn units).
         Kind::Kbuild => {}
+        Kind::ReadLatency => ops.extend(super::stream::setup_ops(spec)),
         Kind::FsMark => {
             ops.push(Op::Mkdir("/fsm".into()));
             if spec.readers > 0 {
@@ -1064,6 +1065,7 @@ pub fn run_with_progress(
                         let b = build.clone().expect("drawn for kbuild");
                         cx.h.spawn(&format!("make{i}"), super::kbuild::job(c, i, b))
                     }
+                    Kind::ReadLatency => cx.h.spawn(&format!("dd{i}"), super::stream::writer(c, i)),
                 };
             }
             if cx.spec.kind == Kind::Kbuild {
@@ -1075,7 +1077,11 @@ pub fn run_with_progress(
             }
             for r in 0..cx.spec.readers {
                 let c = cx.clone();
-                cx.h.spawn(&format!("fio{r}"), reader_thread(c, r));
+                if cx.spec.kind == Kind::ReadLatency {
+                    cx.h.spawn(&format!("reader{r}"), super::stream::reader(c, r));
+                } else {
+                    cx.h.spawn(&format!("fio{r}"), reader_thread(c, r));
+                }
             }
             // Always there, so that a run with a progress bar is the same run as one without.
             let h = cx.h.clone();

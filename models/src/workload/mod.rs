@@ -7,3 +7,4 @@ pub mod fio;
 pub mod fsload;
 pub mod kbuild;
 pub mod spec;
+pub mod stream;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// The workload files shipped inside the binary: (file name, text).
-pub const BUILTIN: [(&str, &str); 10] = [
+pub const BUILTIN: [(&str, &str); 11] = [
     (
         "dbench.toml",
         include_str!("../../../scenarios/workloads/dbench.toml"),
@@ -46,6 +46,10 @@ pub const BUILTIN: [(&str, &str); 10] = [
         include_str!("../../../scenarios/workloads/fsperf-emptyfiles500k.toml"),
     ),
     (
+        "read-latency-jbd-refine.toml",
+        include_str!("../../../scenarios/workloads/read-latency-jbd-refine.toml"),
+    ),
+    (
         "kbuild.toml",
         include_str!("../../../scenarios/workloads/kbuild.toml"),
     ),
@@ -67,6 +71,8 @@ pub enum Kind {
     Fio,
     /// kbuild with ccache: `make -j` jobs compiling units through a ccache on this filesystem.
     Kbuild,
+    /// Streaming writers and readers that sleep, then time one read (jbd commit 2db938bee32e).
+    ReadLatency,
 }
 
 /// fio's `rw` for a fio workload.
@@ -80,7 +86,14 @@ pub enum FioRw {
 
 impl Kind {
     /// Names accepted in `kind = "…"`.
-    pub const NAMES: [&'static str; 5] = ["dbench", "sysbench-fileio", "fs-mark", "fio", "kbuild"];
+    pub const NAMES: [&'static str; 6] = [
+        "dbench",
+        "sysbench-fileio",
+        "fs-mark",
+        "fio",
+        "kbuild",
+        "read-latency",
+    ];
 
     fn parse(s: &str) -> Option<Kind> {
         Some(match s {
@@ -89,6 +102,7 @@ impl Kind {
             "fs-mark" => Kind::FsMark,
             "fio" => Kind::Fio,
             "kbuild" => Kind::Kbuild,
+            "read-latency" => Kind::ReadLatency,
             _ => return None,
         })
     }
@@ -106,6 +120,7 @@ impl Kind {
             Kind::FsMark => &["create", "write", "fsync", "close", "unlink", "read"],
             Kind::Fio => &["write", "create"],
             Kind::Kbuild => &crate::workload::kbuild::OPS,
+            Kind::ReadLatency => &["write", "read"],
         }
     }
 }
@@ -169,6 +184,9 @@ struct SpecFile {
     page_cache: Option<Spanned<f64>>,
     object_size: Option<Spanned<String>>,
     manifest_size: Option<Spanned<String>>,
+    memory: Option<Spanned<String>>,
+    read_size: Option<Spanned<String>>,
+    read_interval: Option<Spanned<String>>,
 }
 
 /// A parsed, validated workload.
@@ -236,6 +254,10 @@ pub struct Spec {
     pub object_size: u64,
     /// kbuild: bytes of a ccache manifest.
     pub manifest_size: u64,
+    /// read-latency: bytes each timed read reads.
+    pub read_size: u64,
+    /// read-latency: how long a reader sleeps before each timed read.
+    pub read_interval: Nanos,
     /// Where it came from.
     pub origin: String,
 }
@@ -392,10 +414,10 @@ impl Spec {
             ..options
         };
         let readers = match &f.readers {
-            Some(v) if !ext || kind != Kind::FsMark => {
+            Some(v) if !ext || !matches!(kind, Kind::FsMark | Kind::ReadLatency) => {
                 return Err(err(
                     v.span().start,
-                    "'readers' is for fs-mark workloads on ext3/ext4".into(),
+                    "'readers' is for fs-mark and read-latency workloads on ext3/ext4".into(),
                 ))
             }
             Some(v) if (0..=64).contains(v.get_ref()) => *v.get_ref() as u32,
@@ -423,11 +445,33 @@ impl Spec {
                 ),
             ));
         }
-        if kind == Kind::Kbuild && !ext {
+        if matches!(kind, Kind::Kbuild | Kind::ReadLatency) && !ext {
             return Err(SpecError {
                 location: origin.to_string(),
-                message: "a kbuild workload runs on ext3 or ext4 (fs = \"ext3\")".into(),
+                message: format!(
+                    "a {} workload runs on ext3 or ext4 (fs = \"ext3\")",
+                    kind.name()
+                ),
             });
+        }
+        if let (Some(v), false) = (&f.memory, ext) {
+            return Err(err(
+                v.span().start,
+                "'memory' (the dirty thresholds) is modelled for ext3/ext4 only".into(),
+            ));
+        }
+        let rl_keys = [
+            f.read_size.as_ref().map(|v| v.span().start),
+            f.read_interval.as_ref().map(|v| v.span().start),
+        ];
+        if let (true, Some(at)) = (kind != Kind::ReadLatency, rl_keys.iter().flatten().next()) {
+            return Err(err(
+                *at,
+                format!(
+                    "read_size and read_interval belong to a read-latency workload, not {}",
+                    kind.name()
+                ),
+            ));
         }
         let share = |v: &Option<Spanned<f64>>, what: &str, default: f64| match v {
             Some(v) if (0.0..=1.0).contains(v.get_ref()) => Ok(*v.get_ref()),
@@ -439,7 +483,28 @@ impl Spec {
         };
         let hit_ratio = share(&f.hit_ratio, "hit_ratio", 1.0)?;
         let page_cache = share(&f.page_cache, "page_cache", 0.0)?;
-        let mount = crate::vfs::Mount { fs, options };
+        let memory = match &f.memory {
+            Some(v) => Some(
+                crate::units::parse_size(v.get_ref())
+                    .ok()
+                    .filter(|&n| (1 << 20..=1 << 50).contains(&n))
+                    .ok_or_else(|| {
+                        err(
+                            v.span().start,
+                            format!(
+                                "invalid memory '{}': expected a size like 4g (1m to 1P)",
+                                v.get_ref()
+                            ),
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        let mount = crate::vfs::Mount {
+            fs,
+            options,
+            memory,
+        };
         let cpus = match &f.cpus {
             Some(v) => Some(
                 u64::try_from(*v.get_ref())
@@ -586,6 +651,11 @@ impl Spec {
             page_cache,
             object_size: size(&f.object_size, "object_size", 16 << 10)?,
             manifest_size: size(&f.manifest_size, "manifest_size", 4 << 10)?,
+            read_size: size(&f.read_size, "read_size", 1 << 20)?,
+            read_interval: match &f.read_interval {
+                Some(v) => dur(v, "read_interval", false)?,
+                None => 5 * sim::S,
+            },
             origin: origin.to_string(),
         })
     }
