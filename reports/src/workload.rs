@@ -171,13 +171,16 @@ pub fn read_latency_summary(r: &WorkloadResult) -> String {
             o.hist.value_at_quantile(0.99) / 1000,
             o.hist.max() / 1000
         ));
+        // The run keeps its 10 slowest operations of any kind; the reads among them.
         let top: Vec<String> = r
             .slowest
             .iter()
             .filter(|s| s.op == "read")
             .map(|s| (s.latency / 1000).to_string())
             .collect();
-        t.push_str(&format!("slowest reads (us): {}\n", top.join(" ")));
+        if !top.is_empty() {
+            t.push_str(&format!("slowest reads (us): {}\n", top.join(" ")));
+        }
     } else {
         t.push_str("timed reads: none in the window\n");
     }
