@@ -73,7 +73,9 @@ enum Command {
     /// List the device presets and their main parameters.
     Devices,
     /// List the race scenarios (with --mutants: the deliberately broken variants).
-    #[command(after_help = "Examples:\n  fsyncsim list\n  fsyncsim list --mutants")]
+    #[command(
+        after_help = "Examples:\n  fsyncsim list\n  fsyncsim list --mutants\n  fsyncsim list --workloads"
+    )]
     List {
         /// List the mutants instead.
         #[arg(long)]
@@ -90,6 +92,9 @@ enum Command {
         /// List policy presets, fixes, mutants and switches.
         #[arg(long)]
         policies: bool,
+        /// List the built-in workloads (for `workload` and `compare`).
+        #[arg(long)]
+        workloads: bool,
     },
     /// Replay race scenarios step by step: before and after the fix, side by side.
     #[command(
@@ -403,9 +408,9 @@ fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
 /// The flags that override a workload file's parameters.
 #[derive(Args, Clone)]
 struct LoadArgs {
-    /// Workload name (dbench, sysbench-fileio, fs-mark, the fsperf tests dio4kbs16threads,
-    /// randwrite2xram, emptyfiles500k; compare also takes `fsperf` for all three) or path to
-    /// a workload TOML file.
+    /// Workload name (`fsyncsim list --workloads`: dbench, sysbench-fileio, fs-mark, the
+    /// fsperf tests, seed 003's fs-mark-fio-ext4/ext3 and kbuild, …; compare also takes
+    /// `fsperf` for all three fsperf tests) or path to a workload TOML file.
     workload: String,
     /// dbench clients.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -1442,7 +1447,14 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             points,
             metrics,
             policies,
+            workloads,
         } => {
+            if workloads {
+                out!(
+                    "{}",
+                    reports::vocab::workloads(&models::workload::spec::Spec::builtin())
+                );
+            }
             if ops {
                 out!("{}", reports::vocab::ops());
             }
@@ -1455,7 +1467,7 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             if policies {
                 out!("{}", reports::vocab::policies());
             }
-            if ops || points || metrics || policies {
+            if ops || points || metrics || policies || workloads {
             } else if mutants {
                 for m in Mutant::ALL {
                     outln!("{:<30} {}", m.name(), m.description());

@@ -173,3 +173,24 @@ fn compare_kbuild_sets_the_seeds_iostat_beside_the_models() {
         assert!(out.contains(want), "missing {want}:\n{out}");
     }
 }
+
+#[test]
+fn list_workloads_names_every_built_in_workload() {
+    let o = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(["list", "--workloads"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    let specs = Spec::builtin();
+    assert_eq!(out.lines().count(), specs.len(), "{out}");
+    for s in specs {
+        assert!(
+            out.lines()
+                .any(|l| l.split_whitespace().next() == Some(s.name.as_str())
+                    && l.contains(s.kind.name())),
+            "{} missing:\n{out}",
+            s.name
+        );
+    }
+}

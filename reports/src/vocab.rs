@@ -103,3 +103,19 @@ pub fn policies() -> String {
     t.push_str("switches:\n  --super-committed  waiters of another task's commit return at SUPER_COMMITTED (5.12)\n");
     t
 }
+
+/// The built-in workloads: name, kind, filesystem, device and title.
+pub fn workloads(specs: &[models::workload::spec::Spec]) -> String {
+    let mut t = String::new();
+    for s in specs {
+        t.push_str(&format!(
+            "{:<26} {:<16} {:<6} {:<14} {}\n",
+            s.name,
+            s.kind.name(),
+            s.mount.fs.name(),
+            s.device,
+            s.title
+        ));
+    }
+    t
+}
