@@ -70,9 +70,23 @@ impl Ext4 {
             if d + w <= limit.max((bg + thresh) / 2) {
                 break;
             }
+            if d > bg && !self.inner.background.get() {
+                self.start_background_writeback(bg);
+            }
             let mut wrote = 0;
             if d > 0 && w <= QUEUE_BYTES {
-                wrote = self.writeback_inode_upto(ino, WRITE_CHUNK, false).await;
+                // writeback_inodes_wb: the writer's own dirty data first, else the oldest.
+                let own = self
+                    .inner
+                    .st
+                    .borrow()
+                    .inodes
+                    .get(&ino)
+                    .is_some_and(|i| i.dirty > 0);
+                let pick = if own { Some(ino) } else { self.oldest_dirty() };
+                if let Some(i) = pick {
+                    wrote = self.writeback_inode_upto(i, WRITE_CHUNK, false).await;
+                }
             }
             if wrote >= WRITE_CHUNK {
                 break;
@@ -85,6 +99,18 @@ impl Ext4 {
         }
     }
 
+    /// The dirty inode dirtied longest ago (the bdi's b_dirty list order).
+    fn oldest_dirty(&self) -> Option<super::Ino> {
+        self.inner
+            .st
+            .borrow()
+            .inodes
+            .iter()
+            .filter(|(_, i)| i.dirty > 0)
+            .min_by_key(|(&k, i)| (i.dirtied_at, k))
+            .map(|(&k, _)| k)
+    }
+
     /// bdi_start_background_writeback: the flusher writes the oldest dirty inodes, a
     /// MAX_WRITEBACK_PAGES chunk (4 MiB) at a time, until dirty bytes fall below the
     /// background threshold (fs/fs-writeback.c:wb_writeback, over_bground_thresh@v2.6.37).
@@ -94,16 +120,7 @@ impl Ext4 {
         self.inner.h.spawn_daemon("flush-background", async move {
             let mut pause = JIFFY;
             while fs.inner.io.dirty() > bg {
-                let oldest = fs
-                    .inner
-                    .st
-                    .borrow()
-                    .inodes
-                    .iter()
-                    .filter(|(_, i)| i.dirty > 0)
-                    .min_by_key(|(&k, i)| (i.dirtied_at, k))
-                    .map(|(&k, _)| k);
-                let Some(ino) = oldest else { break };
+                let Some(ino) = fs.oldest_dirty() else { break };
                 let wrote = if fs.inner.io.writeback() <= QUEUE_BYTES {
                     fs.writeback_inode_upto(ino, 4 << 20, false).await
                 } else {
