@@ -90,3 +90,16 @@ fn read_latency_and_memory_keys_are_checked() {
     .unwrap_err();
     assert_eq!(e.location, "y.toml:5");
 }
+
+/// A layout larger than the filesystem is ENOSPC at setup, an error, not a run on blocks
+/// past the end of the device.
+#[test]
+fn a_layout_larger_than_the_filesystem_is_enospc() {
+    let (mut s, d) = short(1);
+    s.reader_file_size = 1 << 40;
+    let e = match run(&s, &Policy::preset("linux-2.6.39").unwrap(), &d, 1, None) {
+        Err(e) => e,
+        Ok(_) => panic!("a 1 TiB reader file fits a 1 TiB filesystem with its metadata"),
+    };
+    assert!(e.contains("no space left on device"), "{e}");
+}

@@ -90,6 +90,7 @@ impl Ext4 {
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
+        self.check_space(bytes)?;
         let pages = bytes.div_ceil(BLOCK).max(1);
         self.inner.h.cpu(self.inner.cfg.per_page * pages).await;
         let j = &self.inner.journal;
@@ -324,6 +325,7 @@ impl Ext4 {
     /// Setup: a file of `bytes` already on disk, committed and not cached (as a benchmark's
     /// layout phase followed by dropping caches leaves it).
     pub(super) fn populate(&self, path: &str, bytes: u64) -> Result<(), OpError> {
+        self.check_space(bytes)?;
         let (parent, name) = self.free_name(path)?;
         let area = self.journal_area();
         let mut st = self.inner.st.borrow_mut();

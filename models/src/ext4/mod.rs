@@ -284,6 +284,31 @@ impl Ext4 {
         b
     }
 
+    /// ENOSPC when `bytes` more data (plus ext4's delayed-allocation reservations) would not
+    /// fit in the filesystem: blocks are never reused by the model's bump allocator, so this
+    /// counts every block handed out (ext4_da_reserve_space / ext3_new_blocks fail the same
+    /// way on a full filesystem).
+    fn check_space(&self, bytes: u64) -> Result<(), OpError> {
+        let used = self.inner.st.borrow().next_block * BLOCK;
+        let delalloc = match self.inner.cfg.variant {
+            Variant::Ext4 => self.inner.io.dirty(),
+            Variant::Ext3 => 0,
+        };
+        if used
+            .saturating_add(delalloc)
+            .saturating_add(bytes.next_multiple_of(BLOCK))
+            > self.inner.cfg.fs_size
+        {
+            return Err(OpError(format!(
+                "no space left on device: {} bytes more on a {}-byte filesystem ({} used)",
+                bytes,
+                self.inner.cfg.fs_size,
+                used + delalloc
+            )));
+        }
+        Ok(())
+    }
+
     fn journal_area(&self) -> (u64, u64) {
         let c = self.inner.journal.config();
         (c.offset / BLOCK, c.offset / BLOCK + c.blocks)
