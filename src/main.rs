@@ -136,7 +136,7 @@ enum Command {
     Workload(WorkloadArgs),
     /// Compare two kernel policies on a workload: dbench/fsperf tables, attribution, plots.
     #[command(
-        after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers;\nwithout --baseline/--current: linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 72,000 per client-second);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024"
+        after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(seed 003's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 72,000 per client-second);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
     )]
     Compare(CompareArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -499,12 +499,13 @@ struct WorkloadArgs {
 
 fn workload(a: WorkloadArgs) -> Result<(), Failure> {
     let (spec, dev) = a.load.load()?;
+    // The workload file's `current` policy, else linux-5.11.
+    let default = spec.current.as_deref().map_or_else(
+        || Policy::preset("linux-5.11"),
+        |c| models::workload::compare::parse_policy(c).ok(),
+    );
     let pol = PolicyArgs {
-        policy: a
-            .pol
-            .policy
-            .clone()
-            .or_else(|| Policy::preset("linux-5.11")),
+        policy: a.pol.policy.clone().or(default),
         ..a.pol.clone()
     };
     let p = policy_of(&pol);
@@ -694,18 +695,26 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     use models::workload::{compare as cmp, fsload};
     let fsperf = a.load.workload == "fsperf";
     let preset = |n: &str| Policy::preset(n).expect("preset");
-    let baseline = a
-        .baseline
-        .clone()
-        .unwrap_or_else(|| preset(if fsperf { "linux-5.13" } else { "linux-5.10" }));
-    let current = a
-        .current
-        .clone()
-        .unwrap_or_else(|| preset(if fsperf { "linux-5.14" } else { "linux-5.11" }));
     if fsperf {
+        let baseline = a.baseline.clone().unwrap_or_else(|| preset("linux-5.13"));
+        let current = a.current.clone().unwrap_or_else(|| preset("linux-5.14"));
         return compare_fsperf(&a, &baseline, &current);
     }
     let (spec, dev) = a.load.load()?;
+    // The flags, else the workload file's `baseline` / `current`, else linux-5.10 / 5.11.
+    let from_file = |p: &Option<String>, d: &str| {
+        p.as_deref()
+            .and_then(|n| models::workload::compare::parse_policy(n).ok())
+            .unwrap_or_else(|| preset(d))
+    };
+    let baseline = a
+        .baseline
+        .clone()
+        .unwrap_or_else(|| from_file(&spec.baseline, "linux-5.10"));
+    let current = a
+        .current
+        .clone()
+        .unwrap_or_else(|| from_file(&spec.current, "linux-5.11"));
     // --trace FILE, or --trace alone: trace.json in --out.
     let trace_path =
         match (&a.trace, &a.out) {

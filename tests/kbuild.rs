@@ -194,3 +194,31 @@ fn list_workloads_names_every_built_in_workload() {
         );
     }
 }
+
+/// A workload file names the kernels `compare` runs without flags and `workload` runs;
+/// a bad name is an error at its line.
+#[test]
+fn workload_files_name_their_default_policies() {
+    let o = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(["compare", "kbuild", "--duration", "2s"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        out.contains("units/s change linux-2.6.36 → linux-2.6.37"),
+        "{out}"
+    );
+    let s = Spec::load("kbuild").unwrap();
+    assert_eq!(
+        (s.baseline.as_deref(), s.current.as_deref()),
+        (Some("linux-2.6.36"), Some("linux-2.6.37"))
+    );
+    let e = Spec::parse(
+        "name = \"x\"\nkind = \"kbuild\"\ntitle = \"t\"\nfs = \"ext3\"\nduration = \"1s\"\ncurrent = \"linux-9.9\"\n",
+        "p.toml",
+    )
+    .unwrap_err();
+    assert_eq!(e.location, "p.toml:6");
+    assert!(e.message.contains("unknown policy"), "{}", e.message);
+}

@@ -185,6 +185,8 @@ struct SpecFile {
     object_size: Option<Spanned<String>>,
     manifest_size: Option<Spanned<String>>,
     memory: Option<Spanned<String>>,
+    baseline: Option<Spanned<String>>,
+    current: Option<Spanned<String>>,
     read_size: Option<Spanned<String>>,
     read_interval: Option<Spanned<String>>,
 }
@@ -258,6 +260,10 @@ pub struct Spec {
     pub read_size: u64,
     /// read-latency: how long a reader sleeps before each timed read.
     pub read_interval: Nanos,
+    /// The policy `compare` uses as baseline when none is given (the seed's "before").
+    pub baseline: Option<String>,
+    /// The policy `workload` runs and `compare` uses as current when none is given.
+    pub current: Option<String>,
     /// Where it came from.
     pub origin: String,
 }
@@ -505,6 +511,13 @@ impl Spec {
             options,
             memory,
         };
+        let policy = |v: &Option<Spanned<String>>| match v {
+            Some(v) => crate::workload::compare::parse_policy(v.get_ref())
+                .map(|_| Some(v.get_ref().clone()))
+                .map_err(|m| err(v.span().start, m)),
+            None => Ok(None),
+        };
+        let (baseline, current) = (policy(&f.baseline)?, policy(&f.current)?);
         let cpus = match &f.cpus {
             Some(v) => Some(
                 u64::try_from(*v.get_ref())
@@ -646,6 +659,8 @@ impl Spec {
             write_sizes: sizes(&f.write_sizes, "write_sizes")?,
             rw,
             direct: f.direct.unwrap_or(false),
+            baseline,
+            current,
             units: count(&f.units, "number of units", 1 << 20, 2000)? as u32,
             hit_ratio,
             page_cache,
