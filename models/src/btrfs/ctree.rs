@@ -324,17 +324,44 @@ impl Btrfs {
             .ok_or_else(|| OpError(format!("no such file or directory: {path}")))
     }
 
-    pub(super) fn split(&self, path: &str) -> Result<(Ino, String), OpError> {
+    /// The directory holding `path` and its last name (`"/d/f"` → (inode of `/d`, `"f"`)).
+    pub(super) fn split<'p>(&self, path: &'p str) -> Result<(Ino, &'p str), OpError> {
         let (dir, name) = crate::vfs::split_path(path)?;
+        let st = self.inner.st.borrow();
         let d = if dir.is_empty() {
             ROOT_INO
         } else {
-            self.resolve(dir)?
+            // The whole directory path (cached), as `resolve(dir)` would walk it.
+            st.lookup_dir(dir)
+                .ok_or_else(|| OpError(format!("no such file or directory: {dir}")))?
         };
-        if !self.inner.st.borrow().inodes[&d].is_dir {
+        if !st.inodes[&d].is_dir {
             return Err(OpError(format!("not a directory: {dir}")));
         }
-        Ok((d, name.to_string()))
+        Ok((d, name))
+    }
+
+    /// `resolve(path)` then `split(path)` (the same results and errors), resolving the
+    /// directory once: (inode, directory, last name).
+    pub(super) fn resolve_split<'p>(&self, path: &'p str) -> Result<(Ino, Ino, &'p str), OpError> {
+        let trimmed = path.trim_end_matches('/');
+        if let Some(i) = last_slash(trimmed).filter(|&i| i > 0 && i + 1 < trimmed.len()) {
+            // `lookup` resolves this path through its directory part, as `split` does.
+            let (dir, name) = (&trimmed[..i], &trimmed[i + 1..]);
+            let st = self.inner.st.borrow();
+            let d = st.lookup_dir(dir);
+            let ino = d
+                .and_then(|d| st.live_entry(d, name))
+                .ok_or_else(|| OpError(format!("no such file or directory: {path}")))?;
+            let d = d.expect("found through it");
+            if !st.inodes[&d].is_dir {
+                return Err(OpError(format!("not a directory: {dir}")));
+            }
+            return Ok((ino, d, name));
+        }
+        let ino = self.resolve(path)?;
+        let (d, name) = self.split(path)?;
+        Ok((ino, d, name))
     }
 }
 
