@@ -10,7 +10,7 @@ pub mod metrics;
 pub mod op;
 
 pub use metrics::{Metrics, OpLatency, Violation, WAIT_CLASSES};
-pub use op::{Op, OpError};
+pub use op::{Op, OpError, OpPath};
 
 use crate::btrfs::{Btrfs, Costs, Policy};
 use crate::device::Device;

@@ -7,7 +7,7 @@
 use super::spec::{Kind, Spec};
 use crate::btrfs::{Costs, Metrics, Policy, Violation};
 use crate::device::{new_histogram, Device, DeviceConfig};
-use crate::vfs::{Filesystem, Mounted, Op};
+use crate::vfs::{Filesystem, Mounted, Op, OpPath};
 use hdrhistogram::Histogram;
 use rand::Rng;
 use sim::trace::TraceRecord;
@@ -250,8 +250,16 @@ impl Recorder {
         if o.attribution.len() < after.len() {
             o.attribution.resize(after.len(), 0);
         }
-        for (i, a) in after.iter().enumerate() {
-            o.attribution[i] += a - before.get(i).copied().unwrap_or(0);
+        // Classes both snapshots have, then classes registered during the operation (equal
+        // slices, so the loops vectorize).
+        let n = before.len().min(after.len());
+        let (attr, after_new) = (&mut o.attribution[..after.len()], &after[n..]);
+        let (attr_old, attr_new) = attr.split_at_mut(n);
+        for ((t, a), b) in attr_old.iter_mut().zip(&after[..n]).zip(&before[..n]) {
+            *t += a - b;
+        }
+        for (t, a) in attr_new.iter_mut().zip(after_new) {
+            *t += a;
         }
         let slow_enough =
             self.slowest.len() < SLOWEST || self.slowest.last().is_some_and(|s| lat > s.latency);
@@ -333,6 +341,33 @@ impl Ctx {
         true
     }
 
+    /// Runs filesystem operation `fs_op` as one measured operation `op` moving `bytes` (as
+    /// `measure(.., self.fs(fs_op))`, without moving a filesystem future into it).
+    async fn measure_op(
+        &self,
+        op: usize,
+        bytes: u64,
+        before: &mut Vec<Nanos>,
+        after: &mut Vec<Nanos>,
+        fs_op: Op,
+    ) -> bool {
+        let me = self.h.current();
+        let start = self.h.now();
+        self.h.account_into(me, before);
+        if let Err(e) = self.fs.run_op(&fs_op).await {
+            let name = self.spec.kind.ops()[op];
+            self.errors
+                .borrow_mut()
+                .push(format!("{} {name}: {}", self.h.task_name(me), e.0));
+            return false;
+        }
+        self.h.account_into(me, after);
+        self.rec
+            .borrow_mut()
+            .record(&self.h, op, start, bytes, before, after);
+        true
+    }
+
     /// Queues a CPU-only operation: its time is spent, and it is recorded, at the next
     /// `flush_cpu`.
     fn cpu_op(&self, pending: &mut PendingCpu, op: usize, cost: Nanos, bytes: u64) {
@@ -362,8 +397,11 @@ impl Ctx {
         let mut rec = self.rec.borrow_mut();
         let mut at = start;
         for (op, cost, bytes) in pending.ops.drain(..) {
-            // u128: wait × cost cannot overflow.
-            let share = (u128::from(wait) * u128::from(cost) / u128::from(total)) as Nanos;
+            // wait × cost / total, in u64 when the product fits (the same quotient), else u128.
+            let share = match wait.checked_mul(cost) {
+                Some(p) => p / total,
+                None => (u128::from(wait) * u128::from(cost) / u128::from(total)) as Nanos,
+            };
             rec.record_cpu(me, op, at, cost, share, bytes);
             at += cost + share;
         }
@@ -430,13 +468,14 @@ fn op_index(kind: Kind, name: &str) -> usize {
 /// One dbench client: loops over the operation mix against its own directory tree.
 async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
     let base = format!("/clients/client{id}/~dmtmp");
-    let paths: Vec<String> = (0..DBENCH_DIRS.len() * DBENCH_FILES)
+    let paths: Vec<OpPath> = (0..DBENCH_DIRS.len() * DBENCH_FILES)
         .map(|f| {
             format!(
                 "{base}/{}/F{:02}",
                 DBENCH_DIRS[f / DBENCH_FILES],
                 f % DBENCH_FILES
             )
+            .into()
         })
         .collect();
     let path = |f: usize| paths[f].clone();
@@ -499,7 +538,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         last = Some(f);
                         cx.flush_then(&mut pending).await
                             && cx
-                                .measure(op, 0, &mut before, &mut after, cx.fs(Op::Create(path(f))))
+                                .measure_op(op, 0, &mut before, &mut after, Op::Create(path(f)))
                                 .await
                     }
                     (false, Some(f)) => {
@@ -558,7 +597,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 Some(f) => {
                     cx.flush_then(&mut pending).await
                         && cx
-                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Fsync(path(f))))
+                            .measure_op(op, 0, &mut before, &mut after, Op::Fsync(path(f)))
                             .await
                 }
                 None => {
@@ -583,12 +622,12 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         last = Some(b);
                         cx.flush_then(&mut pending).await
                             && cx
-                                .measure(
+                                .measure_op(
                                     op,
                                     0,
                                     &mut before,
                                     &mut after,
-                                    cx.fs(Op::Rename(path(a), path(b))),
+                                    Op::Rename(path(a), path(b)),
                                 )
                                 .await
                     }
@@ -606,7 +645,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     }
                     cx.flush_then(&mut pending).await
                         && cx
-                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Unlink(path(f))))
+                            .measure_op(op, 0, &mut before, &mut after, Op::Unlink(path(f)))
                             .await
                 }
                 None => {
@@ -628,7 +667,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     true
                 } else {
                     let fs = cx.clone();
-                    let paths: Vec<String> = victims.iter().map(|&f| path(f)).collect();
+                    let paths: Vec<OpPath> = victims.iter().map(|&f| path(f)).collect();
                     cx.flush_then(&mut pending).await
                         && cx
                             .measure(op, 0, &mut before, &mut after, async move {
@@ -654,7 +693,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 Some(f) => {
                     cx.flush_then(&mut pending).await
                         && cx
-                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Setattr(path(f))))
+                            .measure_op(op, 0, &mut before, &mut after, Op::Setattr(path(f)))
                             .await
                 }
                 None => {
@@ -690,19 +729,24 @@ async fn sysbench_thread(cx: Ctx, shared: Rc<SysbenchShared>, mut rng: Stream) {
     );
     let (mut before, mut after) = (Vec::new(), Vec::new());
     let files = cx.spec.files;
+    let paths = shared.paths.get_or_init(|| {
+        (0..files)
+            .map(|j| format!("/sb/test_file.{j}").into())
+            .collect()
+    });
     loop {
         let next = shared.fsync_next.get();
         let ok = if next < shared.fsync_end.get() {
             shared.fsync_next.set(next + 1);
-            let p = format!("/sb/test_file.{}", next % u64::from(files));
-            cx.measure(f, 0, &mut before, &mut after, cx.fs(Op::Fsync(p)))
+            let p = paths[(next % u64::from(files)) as usize].clone();
+            cx.measure_op(f, 0, &mut before, &mut after, Op::Fsync(p))
                 .await
         } else {
             let j = rng.random_range(0..files);
-            let p = format!("/sb/test_file.{j}");
+            let p = paths[j as usize].clone();
             let bs = cx.spec.block_size;
             let ok = cx
-                .measure(w, bs, &mut before, &mut after, cx.fs(Op::Write(p, bs)))
+                .measure_op(w, bs, &mut before, &mut after, Op::Write(p, bs))
                 .await;
             let n = shared.writes.get() + 1;
             shared.writes.set(n);
@@ -725,6 +769,8 @@ struct SysbenchShared {
     /// fsync requests handed out so far, and queued so far.
     fsync_next: Cell<u64>,
     fsync_end: Cell<u64>,
+    /// The files' paths (made by the first thread).
+    paths: std::cell::OnceCell<Vec<OpPath>>,
 }
 
 /// fs_mark: per file create, write in `block_size` pieces, fsync, close; after
@@ -742,27 +788,21 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
     let dir = format!("/fsm/t{id}");
     for lp in 0u64.. {
         for n in 0..cx.spec.files_per_loop {
-            let p = format!("{dir}/f{lp}.{n}");
+            let p: OpPath = format!("{dir}/f{lp}.{n}").into();
             let mut ok = cx
-                .measure(c, 0, &mut before, &mut after, cx.fs(Op::Create(p.clone())))
+                .measure_op(c, 0, &mut before, &mut after, Op::Create(p.clone()))
                 .await;
             let mut left = cx.spec.file_size;
             while ok && left > 0 {
                 let n = left.min(cx.spec.block_size);
                 left -= n;
                 ok = cx
-                    .measure(
-                        w,
-                        n,
-                        &mut before,
-                        &mut after,
-                        cx.fs(Op::Write(p.clone(), n)),
-                    )
+                    .measure_op(w, n, &mut before, &mut after, Op::Write(p.clone(), n))
                     .await;
             }
             ok = ok
                 && cx
-                    .measure(f, 0, &mut before, &mut after, cx.fs(Op::Fsync(p.clone())))
+                    .measure_op(f, 0, &mut before, &mut after, Op::Fsync(p.clone()))
                     .await
                 && cx
                     .measure(cl, 0, &mut before, &mut after, cx.cpu("close"))
@@ -776,9 +816,9 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
             }
         }
         for n in 0..cx.spec.files_per_loop {
-            let p = format!("{dir}/f{lp}.{n}");
+            let p = format!("{dir}/f{lp}.{n}").into();
             if !cx
-                .measure(u, 0, &mut before, &mut after, cx.fs(Op::Unlink(p)))
+                .measure_op(u, 0, &mut before, &mut after, Op::Unlink(p))
                 .await
             {
                 return;
@@ -791,17 +831,11 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
 async fn reader_thread(cx: Ctx, id: u32) {
     let op = op_index(Kind::FsMark, "read");
     let (mut before, mut after) = (Vec::new(), Vec::new());
-    let p = format!("/fio/read{id}");
+    let p: OpPath = format!("/fio/read{id}").into();
     let n = cx.spec.reader_block;
     loop {
         if !cx
-            .measure(
-                op,
-                n,
-                &mut before,
-                &mut after,
-                cx.fs(Op::Read(p.clone(), n)),
-            )
+            .measure_op(op, n, &mut before, &mut after, Op::Read(p.clone(), n))
             .await
         {
             return;
@@ -821,27 +855,35 @@ async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
     let files = u64::from(cx.spec.files);
     let bs = cx.spec.block_size;
     let blocks = (cx.spec.file_size / bs).max(1);
+    // The random writer's files, named once.
+    let paths: Vec<OpPath> = if cx.spec.rw == super::spec::FioRw::RandWrite {
+        (0..files)
+            .map(|k| format!("/fio/j{id}.{k}").into())
+            .collect()
+    } else {
+        Vec::new()
+    };
     for n in 0u64.. {
         let ok = match cx.spec.rw {
             super::spec::FioRw::FileCreate => {
                 if n >= files {
                     return;
                 }
-                let p = format!("/fio/j{id}.{n}");
+                let p = format!("/fio/j{id}.{n}").into();
                 // fio's filecreate engine accounts `filesize` per file made (the seed's
                 // write_io_kbytes: 31,250 files × 4 KiB = 125,000).
                 let bytes = cx.spec.file_size;
-                cx.measure(c, bytes, &mut before, &mut after, cx.fs(Op::Create(p)))
+                cx.measure_op(c, bytes, &mut before, &mut after, Op::Create(p))
                     .await
             }
             super::spec::FioRw::RandWrite => {
-                let p = format!("/fio/j{id}.{}", n % files);
+                let p = paths[(n % files) as usize].clone();
                 let op = if cx.spec.direct {
                     Op::DirectWrite(p, rng.random_range(0..blocks) * bs, bs)
                 } else {
                     Op::WriteRange(p, bs)
                 };
-                cx.measure(w, bs, &mut before, &mut after, cx.fs(op)).await
+                cx.measure_op(w, bs, &mut before, &mut after, op).await
             }
         };
         if !ok {
@@ -858,17 +900,18 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
             ops.push(Op::Mkdir("/clients".into()));
             for c in 0..spec.clients {
                 let base = format!("/clients/client{c}");
-                ops.push(Op::Mkdir(base.clone()));
-                ops.push(Op::Mkdir(format!("{base}/~dmtmp")));
+                ops.push(Op::Mkdir(base.as_str().into()));
+                ops.push(Op::Mkdir(format!("{base}/~dmtmp").into()));
                 for d in DBENCH_DIRS {
-                    ops.push(Op::Mkdir(format!("{base}/~dmtmp/{d}")));
+                    ops.push(Op::Mkdir(format!("{base}/~dmtmp/{d}").into()));
                 }
                 for f in (0..DBENCH_DIRS.len() * DBENCH_FILES).step_by(2) {
-                    let p = format!(
+                    let p: OpPath = format!(
                         "{base}/~dmtmp/{}/F{:02}",
                         DBENCH_DIRS[f / DBENCH_FILES],
                         f % DBENCH_FILES
-                    );
+                    )
+                    .into();
                     ops.push(Op::Create(p.clone()));
                     ops.push(Op::Write(p, 64 << 10));
                 }
@@ -879,7 +922,7 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
             for j in 0..spec.files {
                 // sysbench opens test_file.N with O_CREAT: the seed's fallocated testfile.N
                 // are other names, so the files start empty (sparse).
-                ops.push(Op::Create(format!("/sb/test_file.{j}")));
+                ops.push(Op::Create(format!("/sb/test_file.{j}").into()));
             }
         }
         Kind::Fio => {
@@ -887,7 +930,7 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
             if spec.rw == super::spec::FioRw::RandWrite {
                 for j in 0..spec.clients {
                     for k in 0..spec.files {
-                        let p = format!("/fio/j{j}.{k}");
+                        let p: OpPath = format!("/fio/j{j}.{k}").into();
                         ops.push(Op::Create(p.clone()));
                         // fio lays out a job's files before it starts: fallocate (its
                         // default, --fallocate=native) for direct I/O; fsperf's buffered
@@ -913,11 +956,14 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
             if spec.readers > 0 {
                 ops.push(Op::Mkdir("/fio".into()));
                 for r in 0..spec.readers {
-                    ops.push(Op::Populate(format!("/fio/read{r}"), spec.reader_file_size));
+                    ops.push(Op::Populate(
+                        format!("/fio/read{r}").into(),
+                        spec.reader_file_size,
+                    ));
                 }
             }
             for t in 0..spec.clients {
-                ops.push(Op::Mkdir(format!("/fsm/t{t}")));
+                ops.push(Op::Mkdir(format!("/fsm/t{t}").into()));
             }
         }
     }
