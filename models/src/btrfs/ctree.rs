@@ -40,7 +40,7 @@ pub(super) struct Inner {
     /// The `ssd` mount option.
     pub(super) ssd: std::cell::Cell<bool>,
     /// Point ids by the addresses of their static labels.
-    pub(super) labels: RefCell<Vec<(usize, sim::PointId)>>,
+    pub(super) labels: RefCell<FastMap<usize, sim::PointId>>,
     pub(super) violations: RefCell<Vec<Violation>>,
     pub(super) tree_log_mutex: Mutex,
     pub(super) reloc_mutex: Mutex,
@@ -126,7 +126,7 @@ impl Btrfs {
                 lat: RefCell::new(OpLatency::default()),
                 record_latency: std::cell::Cell::new(true),
                 ssd: std::cell::Cell::new(true),
-                labels: RefCell::new(Vec::new()),
+                labels: RefCell::new(FastMap::default()),
                 violations: RefCell::new(Vec::new()),
                 tree_log_mutex: Mutex::new(h, "tree_log_mutex"),
                 reloc_mutex: Mutex::new(h, "reloc_mutex"),
@@ -194,18 +194,12 @@ impl Btrfs {
     /// Announces a named point; its id is cached per label address.
     pub(super) async fn point(&self, label: &'static str) {
         let key = label.as_ptr() as usize;
-        let cached = self
-            .inner
-            .labels
-            .borrow()
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, id)| *id);
+        let cached = self.inner.labels.borrow().get(&key).copied();
         let id = match cached {
             Some(id) => id,
             None => {
                 let id = self.inner.h.point_id_static(label);
-                self.inner.labels.borrow_mut().push((key, id));
+                self.inner.labels.borrow_mut().insert(key, id);
                 id
             }
         };

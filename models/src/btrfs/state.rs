@@ -38,9 +38,12 @@ impl std::hash::Hasher for WordHash {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
+            // Byte by byte: a copy into a word buffer would call memcpy.
+            let w = rest
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
+            self.add(w);
         }
     }
     #[inline]
@@ -624,8 +627,9 @@ pub struct FsState {
     pub judgments: Vec<crate::btrfs::oracle::Judgment>,
     /// Inodes.
     pub inodes: InodeMap,
-    /// Directory entries (directory, name) → versions, oldest first.
-    pub dentries: BTreeMap<Ino, BTreeMap<std::rc::Rc<str>, Vec<Dentry>>>,
+    /// Directory entries (directory, name) → versions, oldest first (hashed: `all_dentries`
+    /// sorts them).
+    pub dentries: FastMap<Ino, FastMap<std::rc::Rc<str>, Vec<Dentry>>>,
     /// Index of the live entries: inode → its (dir, name) pairs (kept by `add_dentry` and
     /// `remove_dentry`).
     pub live: FastMap<Ino, Vec<(Ino, std::rc::Rc<str>)>>,
@@ -728,7 +732,7 @@ impl FsState {
             log_new_content: BTreeSet::new(),
             judgments: Vec::new(),
             inodes,
-            dentries: BTreeMap::new(),
+            dentries: FastMap::default(),
             live: FastMap::default(),
             children: FastMap::default(),
             dir_cache: Default::default(),
@@ -980,9 +984,13 @@ impl FsState {
 
     /// Every entry's versions, in (dir, name) order.
     pub fn all_dentries(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
-        self.dentries
+        let mut v: Vec<((Ino, &str), &Vec<Dentry>)> = self
+            .dentries
             .iter()
             .flat_map(|(&d, m)| m.iter().map(move |(n, v)| ((d, &**n), v)))
+            .collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v.into_iter()
     }
 
     /// Whether directory `dir` has a live entry.

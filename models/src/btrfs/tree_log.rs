@@ -513,25 +513,25 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             let k = st.log_transid;
-            let mut facts = Vec::new();
-            if ino_logged {
-                facts.push(LogFact::DelRef {
-                    ino,
-                    dir,
-                    name: name.to_string(),
-                });
-            }
-            if dir_logged {
-                facts.push(LogFact::DelEntry {
-                    dir,
-                    name: name.to_string(),
-                });
-            }
-            st.log_dirty_bytes += facts.len() as u64 * self.inner.costs.item_bytes_per_dentry;
+            let items = u64::from(ino_logged) + u64::from(dir_logged);
+            st.log_dirty_bytes += items * self.inner.costs.item_bytes_per_dentry;
             // The removal changes what replaying this log produces: its sync is needed.
             st.log_new_content.insert((t, k));
             if st.keep_history {
-                st.log_facts.entry((t, k)).or_default().extend(facts);
+                let facts = st.log_facts.entry((t, k)).or_default();
+                if ino_logged {
+                    facts.push(LogFact::DelRef {
+                        ino,
+                        dir,
+                        name: name.to_string(),
+                    });
+                }
+                if dir_logged {
+                    facts.push(LogFact::DelEntry {
+                        dir,
+                        name: name.to_string(),
+                    });
+                }
             }
         }
         self.end_log_trans();
