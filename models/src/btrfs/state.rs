@@ -28,7 +28,9 @@ impl WordHash {
 impl std::hash::Hasher for WordHash {
     #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        // The product's well-mixed high bits down to the low bits the table indexes by (keys
+        // differing only in high bits, like a directory's leaf numbers, would collide).
+        self.0.rotate_left(26)
     }
     #[inline]
     fn write(&mut self, bytes: &[u8]) {

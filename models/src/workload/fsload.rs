@@ -563,19 +563,20 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 {
                     Some(f) => {
                         let p = path(f);
-                        let sync = cx.spec.sync_open;
-                        let fs = cx.clone();
                         cx.flush_then(&mut pending).await
-                            && cx
-                                .measure(op, size, &mut before, &mut after, async move {
+                            && if cx.spec.sync_open {
+                                let fs = cx.clone();
+                                cx.measure(op, size, &mut before, &mut after, async move {
                                     fs.fs(Op::Write(p.clone(), size)).await?;
-                                    if sync {
-                                        // O_SYNC: generic_write_sync -> btrfs_sync_file.
-                                        fs.fs(Op::Fsync(p)).await?;
-                                    }
+                                    // O_SYNC: generic_write_sync -> btrfs_sync_file.
+                                    fs.fs(Op::Fsync(p)).await?;
                                     Ok(())
                                 })
                                 .await
+                            } else {
+                                cx.measure_op(op, size, &mut before, &mut after, Op::Write(p, size))
+                                    .await
+                            }
                     }
                     None => {
                         cx.cpu_op(&mut pending, op, costs[1], 0);
