@@ -623,8 +623,9 @@ pub struct FsState {
     pub log_dirty_bytes: u64,
     /// Facts logged per (transaction, log sub-transaction) (kept only with the history).
     pub log_facts: BTreeMap<(TransId, u64), Vec<LogFact>>,
-    /// Log sub-transactions that received a new name the log needed (oracle, R1).
-    pub log_new_content: BTreeSet<(TransId, u64)>,
+    /// Per transaction, the first log sub-transaction that received a new name the log
+    /// needed (oracle, R1: only "is there one up to k" is asked; `note_new_content`).
+    pub log_new_content: BTreeMap<TransId, u64>,
     /// Logged entries waiting for the oracle's verdict.
     pub judgments: Vec<crate::btrfs::oracle::Judgment>,
     /// Inodes.
@@ -731,7 +732,7 @@ impl FsState {
             log_root_tree_of: None,
             log_dirty_bytes: 0,
             log_facts: BTreeMap::new(),
-            log_new_content: BTreeSet::new(),
+            log_new_content: BTreeMap::new(),
             judgments: Vec::new(),
             inodes,
             dentries: FastMap::default(),
@@ -783,7 +784,7 @@ impl FsState {
         self.trans
             .retain(|&t, tr| t >= lc || tr.state != TransState::Completed);
         self.log_facts.retain(|&(t, _), _| t >= lc);
-        self.log_new_content.retain(|&(t, _)| t >= lc);
+        self.log_new_content.retain(|&t, _| t >= lc);
         self.dentries.retain(|_, names| {
             names.retain(|_, v| {
                 v.retain(|d| d.removed.is_none_or(|r| r > lc));
@@ -940,6 +941,19 @@ impl FsState {
     /// before any), where `last_log_commit` here is one past it.
     pub fn root_last_log_commit(&self) -> u64 {
         self.last_log_commit.saturating_sub(1)
+    }
+
+    /// Notes that log sub-transaction `k` of transaction `t` received content the log needed.
+    pub fn note_new_content(&mut self, t: TransId, k: u64) {
+        let first = self.log_new_content.entry(t).or_insert(k);
+        *first = (*first).min(k);
+    }
+
+    /// Whether a log sub-transaction of `t` up to `k` received content the log needed.
+    pub fn new_content_upto(&self, t: TransId, k: u64) -> bool {
+        self.log_new_content
+            .get(&t)
+            .is_some_and(|&first| first <= k)
     }
 
     /// Marks inode `ino` changed (see `Inode::change_seq`).
