@@ -670,7 +670,8 @@ pub struct FsState {
 impl FsState {
     /// A freshly made filesystem: committed generation 999, an empty top directory.
     pub fn mkfs() -> Self {
-        let mut inodes = InodeMap::default();
+        // Sized for a small scenario's state: growing from empty rehashes at every doubling.
+        let mut inodes = InodeMap(FastMap::with_capacity_and_hasher(16, Default::default()));
         inodes.insert(
             ROOT_INO,
             Inode {
@@ -735,9 +736,9 @@ impl FsState {
             log_new_content: BTreeMap::new(),
             judgments: Vec::new(),
             inodes,
-            dentries: FastMap::default(),
-            live: FastMap::default(),
-            children: FastMap::default(),
+            dentries: FastMap::with_capacity_and_hasher(8, Default::default()),
+            live: FastMap::with_capacity_and_hasher(16, Default::default()),
+            children: FastMap::with_capacity_and_hasher(8, Default::default()),
             dir_cache: Default::default(),
             data: DataSpace::default(),
             meta: MetaSpace::default(),
@@ -996,6 +997,13 @@ impl FsState {
     /// The versions of entry (dir, name), oldest first.
     pub fn dentry(&self, dir: Ino, name: &str) -> Option<&Vec<Dentry>> {
         self.dentries.get(&dir).and_then(|m| m.get(name))
+    }
+
+    /// Every entry's versions, in no particular order (for order-independent uses).
+    pub fn dentries_unordered(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
+        self.dentries
+            .iter()
+            .flat_map(|(&d, m)| m.iter().map(move |(n, v)| ((d, &**n), v)))
     }
 
     /// Every entry's versions, in (dir, name) order.
