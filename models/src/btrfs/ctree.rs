@@ -191,8 +191,10 @@ impl Btrfs {
         self.inner.st.borrow().clone()
     }
 
-    /// Announces a named point; its id is cached per label address.
-    pub(super) async fn point(&self, label: &'static str) {
+    /// Announces a named point; its id is cached per label address. Not an `async fn`: the
+    /// id is looked up at the call (every caller awaits the point at once) and the engine's
+    /// point future is returned as is, one future layer less.
+    pub(super) fn point(&self, label: &'static str) -> impl std::future::Future<Output = ()> + '_ {
         let key = label.as_ptr() as usize;
         let cached = self.inner.labels.borrow().get(&key).copied();
         let id = match cached {
@@ -203,7 +205,7 @@ impl Btrfs {
                 id
             }
         };
-        self.inner.h.point(id).await;
+        self.inner.h.point(id)
     }
 
     /// The filesystem state, for changing it (bumps the version the crash memo keys on).
