@@ -18,6 +18,9 @@ use std::rc::Rc;
 /// Commits between two compactions of the state in long workload runs.
 pub(super) const COMPACT_EVERY: u32 = 64;
 
+/// Slots of the direct-mapped point-label cache (`Inner::label_slots`).
+pub(super) const LABEL_SLOTS: usize = 128;
+
 /// Virtual time between two compactions when commits are rarer than that.
 pub(super) const COMPACT_INTERVAL: sim::Nanos = sim::S;
 
@@ -41,6 +44,8 @@ pub(super) struct Inner {
     pub(super) ssd: std::cell::Cell<bool>,
     /// Point ids by the addresses of their static labels.
     pub(super) labels: RefCell<FastMap<usize, sim::PointId>>,
+    /// A direct-mapped cache in front of `labels`: (label address, id) per slot.
+    pub(super) label_slots: [std::cell::Cell<(usize, sim::PointId)>; LABEL_SLOTS],
     pub(super) violations: RefCell<Vec<Violation>>,
     pub(super) tree_log_mutex: Mutex,
     pub(super) reloc_mutex: Mutex,
@@ -127,6 +132,7 @@ impl Btrfs {
                 record_latency: std::cell::Cell::new(true),
                 ssd: std::cell::Cell::new(true),
                 labels: RefCell::new(FastMap::default()),
+                label_slots: std::array::from_fn(|_| std::cell::Cell::new((0, 0))),
                 violations: RefCell::new(Vec::new()),
                 tree_log_mutex: Mutex::new(h, "tree_log_mutex"),
                 reloc_mutex: Mutex::new(h, "reloc_mutex"),
@@ -196,14 +202,22 @@ impl Btrfs {
     /// point future is returned as is, one future layer less.
     pub(super) fn point(&self, label: &'static str) -> impl std::future::Future<Output = ()> + '_ {
         let key = label.as_ptr() as usize;
-        let cached = self.inner.labels.borrow().get(&key).copied();
-        let id = match cached {
-            Some(id) => id,
-            None => {
-                let id = self.inner.h.point_id_static(label);
-                self.inner.labels.borrow_mut().insert(key, id);
-                id
-            }
+        let slot = &self.inner.label_slots[(key ^ (key >> 7)) % LABEL_SLOTS];
+        let (k, id) = slot.get();
+        let id = if k == key {
+            id
+        } else {
+            let cached = self.inner.labels.borrow().get(&key).copied();
+            let id = match cached {
+                Some(id) => id,
+                None => {
+                    let id = self.inner.h.point_id_static(label);
+                    self.inner.labels.borrow_mut().insert(key, id);
+                    id
+                }
+            };
+            slot.set((key, id));
+            id
         };
         self.inner.h.point(id)
     }
