@@ -321,7 +321,6 @@ impl Ctx {
         op: usize,
         bytes: u64,
         before: &mut Vec<Nanos>,
-        after: &mut Vec<Nanos>,
         f: F,
     ) -> bool {
         let me = self.h.current();
@@ -334,23 +333,18 @@ impl Ctx {
                 .push(format!("{} {name}: {e}", self.h.task_name(me)));
             return false;
         }
-        self.h.account_into(me, after);
-        self.rec
-            .borrow_mut()
-            .record(&self.h, op, start, bytes, before, after);
+        // The waits since `before`, read in place (the engine is not changed meanwhile).
+        self.h.with_account(me, |after| {
+            self.rec
+                .borrow_mut()
+                .record(&self.h, op, start, bytes, before, after)
+        });
         true
     }
 
     /// Runs filesystem operation `fs_op` as one measured operation `op` moving `bytes` (as
     /// `measure(.., self.fs(fs_op))`, without moving a filesystem future into it).
-    async fn measure_op(
-        &self,
-        op: usize,
-        bytes: u64,
-        before: &mut Vec<Nanos>,
-        after: &mut Vec<Nanos>,
-        fs_op: Op,
-    ) -> bool {
+    async fn measure_op(&self, op: usize, bytes: u64, before: &mut Vec<Nanos>, fs_op: Op) -> bool {
         let me = self.h.current();
         let start = self.h.now();
         self.h.account_into(me, before);
@@ -367,10 +361,12 @@ impl Ctx {
                 .push(format!("{} {name}: {}", self.h.task_name(me), e.0));
             return false;
         }
-        self.h.account_into(me, after);
-        self.rec
-            .borrow_mut()
-            .record(&self.h, op, start, bytes, before, after);
+        // The waits since `before`, read in place (the engine is not changed meanwhile).
+        self.h.with_account(me, |after| {
+            self.rec
+                .borrow_mut()
+                .record(&self.h, op, start, bytes, before, after)
+        });
         true
     }
 
@@ -495,7 +491,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
         Table::new(&cx.spec.read_sizes),
         Table::new(&cx.spec.write_sizes),
     );
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let mut pending = PendingCpu::default();
     let costs: Vec<Nanos> = super::spec::DBENCH_OPS
         .iter()
@@ -543,9 +539,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         exists[f] = true;
                         last = Some(f);
                         cx.flush_then(&mut pending).await
-                            && cx
-                                .measure_op(op, 0, &mut before, &mut after, Op::Create(path(f)))
-                                .await
+                            && cx.measure_op(op, 0, &mut before, Op::Create(path(f))).await
                     }
                     (false, Some(f)) => {
                         last = Some(f);
@@ -572,7 +566,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         cx.flush_then(&mut pending).await
                             && if cx.spec.sync_open {
                                 let fs = cx.clone();
-                                cx.measure(op, size, &mut before, &mut after, async move {
+                                cx.measure(op, size, &mut before, async move {
                                     fs.fs(Op::Write(p.clone(), size)).await?;
                                     // O_SYNC: generic_write_sync -> btrfs_sync_file.
                                     fs.fs(Op::Fsync(p)).await?;
@@ -580,7 +574,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                                 })
                                 .await
                             } else {
-                                cx.measure_op(op, size, &mut before, &mut after, Op::Write(p, size))
+                                cx.measure_op(op, size, &mut before, Op::Write(p, size))
                                     .await
                             }
                     }
@@ -603,9 +597,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
             {
                 Some(f) => {
                     cx.flush_then(&mut pending).await
-                        && cx
-                            .measure_op(op, 0, &mut before, &mut after, Op::Fsync(path(f)))
-                            .await
+                        && cx.measure_op(op, 0, &mut before, Op::Fsync(path(f))).await
                 }
                 None => {
                     cx.cpu_op(&mut pending, op, costs[1], 0);
@@ -629,13 +621,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         last = Some(b);
                         cx.flush_then(&mut pending).await
                             && cx
-                                .measure_op(
-                                    op,
-                                    0,
-                                    &mut before,
-                                    &mut after,
-                                    Op::Rename(path(a), path(b)),
-                                )
+                                .measure_op(op, 0, &mut before, Op::Rename(path(a), path(b)))
                                 .await
                     }
                     None => {
@@ -651,9 +637,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         last = None;
                     }
                     cx.flush_then(&mut pending).await
-                        && cx
-                            .measure_op(op, 0, &mut before, &mut after, Op::Unlink(path(f)))
-                            .await
+                        && cx.measure_op(op, 0, &mut before, Op::Unlink(path(f))).await
                 }
                 None => {
                     cx.cpu_op(&mut pending, op, open_cost, 0);
@@ -677,7 +661,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     let paths: Vec<OpPath> = victims.iter().map(|&f| path(f)).collect();
                     cx.flush_then(&mut pending).await
                         && cx
-                            .measure(op, 0, &mut before, &mut after, async move {
+                            .measure(op, 0, &mut before, async move {
                                 for p in paths {
                                     fs.fs(Op::Unlink(p)).await?;
                                 }
@@ -700,7 +684,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 Some(f) => {
                     cx.flush_then(&mut pending).await
                         && cx
-                            .measure_op(op, 0, &mut before, &mut after, Op::Setattr(path(f)))
+                            .measure_op(op, 0, &mut before, Op::Setattr(path(f)))
                             .await
                 }
                 None => {
@@ -734,7 +718,7 @@ async fn sysbench_thread(cx: Ctx, shared: Rc<SysbenchShared>, mut rng: Stream) {
         op_index(Kind::SysbenchFileio, "write"),
         op_index(Kind::SysbenchFileio, "fsync"),
     );
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let files = cx.spec.files;
     let paths = shared.paths.get_or_init(|| {
         (0..files)
@@ -746,15 +730,12 @@ async fn sysbench_thread(cx: Ctx, shared: Rc<SysbenchShared>, mut rng: Stream) {
         let ok = if next < shared.fsync_end.get() {
             shared.fsync_next.set(next + 1);
             let p = paths[(next % u64::from(files)) as usize].clone();
-            cx.measure_op(f, 0, &mut before, &mut after, Op::Fsync(p))
-                .await
+            cx.measure_op(f, 0, &mut before, Op::Fsync(p)).await
         } else {
             let j = rng.random_range(0..files);
             let p = paths[j as usize].clone();
             let bs = cx.spec.block_size;
-            let ok = cx
-                .measure_op(w, bs, &mut before, &mut after, Op::Write(p, bs))
-                .await;
+            let ok = cx.measure_op(w, bs, &mut before, Op::Write(p, bs)).await;
             let n = shared.writes.get() + 1;
             shared.writes.set(n);
             if cx.spec.fsync_freq > 0 && n % cx.spec.fsync_freq == 0 {
@@ -791,29 +772,25 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
         op_index(k, "close"),
         op_index(k, "unlink"),
     );
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let dir = format!("/fsm/t{id}");
     for lp in 0u64.. {
         for n in 0..cx.spec.files_per_loop {
             let p: OpPath = format!("{dir}/f{lp}.{n}").into();
             let mut ok = cx
-                .measure_op(c, 0, &mut before, &mut after, Op::Create(p.clone()))
+                .measure_op(c, 0, &mut before, Op::Create(p.clone()))
                 .await;
             let mut left = cx.spec.file_size;
             while ok && left > 0 {
                 let n = left.min(cx.spec.block_size);
                 left -= n;
                 ok = cx
-                    .measure_op(w, n, &mut before, &mut after, Op::Write(p.clone(), n))
+                    .measure_op(w, n, &mut before, Op::Write(p.clone(), n))
                     .await;
             }
             ok = ok
-                && cx
-                    .measure_op(f, 0, &mut before, &mut after, Op::Fsync(p.clone()))
-                    .await
-                && cx
-                    .measure(cl, 0, &mut before, &mut after, cx.cpu("close"))
-                    .await;
+                && cx.measure_op(f, 0, &mut before, Op::Fsync(p.clone())).await
+                && cx.measure(cl, 0, &mut before, cx.cpu("close")).await;
             if !ok {
                 return;
             }
@@ -824,10 +801,7 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
         }
         for n in 0..cx.spec.files_per_loop {
             let p = format!("{dir}/f{lp}.{n}").into();
-            if !cx
-                .measure_op(u, 0, &mut before, &mut after, Op::Unlink(p))
-                .await
-            {
+            if !cx.measure_op(u, 0, &mut before, Op::Unlink(p)).await {
                 return;
             }
         }
@@ -837,12 +811,12 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
 /// A fio buffered sequential reader (rw=read, time_based) of its own laid-out file.
 async fn reader_thread(cx: Ctx, id: u32) {
     let op = op_index(Kind::FsMark, "read");
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let p: OpPath = format!("/fio/read{id}").into();
     let n = cx.spec.reader_block;
     loop {
         if !cx
-            .measure_op(op, n, &mut before, &mut after, Op::Read(p.clone(), n))
+            .measure_op(op, n, &mut before, Op::Read(p.clone(), n))
             .await
         {
             return;
@@ -858,7 +832,7 @@ async fn reader_thread(cx: Ctx, id: u32) {
 async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
     let k = Kind::Fio;
     let (w, c) = (op_index(k, "write"), op_index(k, "create"));
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let files = u64::from(cx.spec.files);
     let bs = cx.spec.block_size;
     let blocks = (cx.spec.file_size / bs).max(1);
@@ -880,8 +854,7 @@ async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
                 // fio's filecreate engine accounts `filesize` per file made (the seed's
                 // write_io_kbytes: 31,250 files × 4 KiB = 125,000).
                 let bytes = cx.spec.file_size;
-                cx.measure_op(c, bytes, &mut before, &mut after, Op::Create(p))
-                    .await
+                cx.measure_op(c, bytes, &mut before, Op::Create(p)).await
             }
             super::spec::FioRw::RandWrite => {
                 let p = paths[(n % files) as usize].clone();
@@ -890,7 +863,7 @@ async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
                 } else {
                     Op::WriteRange(p, bs)
                 };
-                cx.measure_op(w, bs, &mut before, &mut after, op).await
+                cx.measure_op(w, bs, &mut before, op).await
             }
         };
         if !ok {
