@@ -73,26 +73,27 @@ pub type DirEntries = FastMap<std::rc::Rc<str>, Ino>;
 pub type FastSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<WordHash>>;
 
 /// Inodes by number: hashed for the lookups every operation makes; `values` walks them in
-/// number order, as a `BTreeMap` would.
+/// number order, as a `BTreeMap` would. Boxed: the table's spare slots and its copy while it
+/// grows then cost a pointer each, not an inode.
 #[derive(Clone, Debug, Default)]
-pub struct InodeMap(FastMap<Ino, Inode>);
+pub struct InodeMap(FastMap<Ino, Box<Inode>>);
 
 impl InodeMap {
     /// The inode numbered `ino`.
     #[inline]
     pub fn get(&self, ino: &Ino) -> Option<&Inode> {
-        self.0.get(ino)
+        self.0.get(ino).map(|i| &**i)
     }
 
     /// The inode numbered `ino`, for changing it.
     #[inline]
     pub fn get_mut(&mut self, ino: &Ino) -> Option<&mut Inode> {
-        self.0.get_mut(ino)
+        self.0.get_mut(ino).map(|i| &mut **i)
     }
 
     /// Adds (or replaces) inode `ino`.
     pub fn insert(&mut self, ino: Ino, inode: Inode) -> Option<Inode> {
-        self.0.insert(ino, inode)
+        self.0.insert(ino, Box::new(inode)).map(|i| *i)
     }
 
     /// Whether inode `ino` exists.
@@ -112,20 +113,20 @@ impl InodeMap {
     }
 
     /// Keeps the inodes `keep` accepts (it must not depend on the order of the calls).
-    pub fn retain(&mut self, keep: impl FnMut(&Ino, &mut Inode) -> bool) {
-        self.0.retain(keep)
+    pub fn retain(&mut self, mut keep: impl FnMut(&Ino, &mut Inode) -> bool) {
+        self.0.retain(|ino, i| keep(ino, i))
     }
 
     /// Every inode, in inode-number order.
     pub fn values(&self) -> impl Iterator<Item = &Inode> {
-        let mut v: Vec<&Inode> = self.0.values().collect();
+        let mut v: Vec<&Inode> = self.0.values().map(|i| &**i).collect();
         v.sort_unstable_by_key(|i| i.ino);
         v.into_iter()
     }
 
     /// Every inode for changing it, in no particular order (for order-independent updates).
     pub fn values_mut_unordered(&mut self) -> impl Iterator<Item = &mut Inode> {
-        self.0.values_mut()
+        self.0.values_mut().map(|i| &mut **i)
     }
 }
 
