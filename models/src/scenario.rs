@@ -191,9 +191,9 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             Err(format!("expected '{usage}'"))
         }
     };
-    let path = |p: &str| {
+    let path = |p: &str| -> Result<crate::vfs::OpPath, String> {
         if p.starts_with('/') {
-            Ok(p.to_string())
+            Ok(p.into())
         } else {
             Err(format!("expected an absolute path, got '{p}'"))
         }
@@ -493,7 +493,7 @@ impl Scenario {
                 .unwrap_or_default()
         };
         for (o, at) in &all {
-            let (uses, new): (Vec<&String>, Vec<&String>) = match o {
+            let (uses, new): (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) = match o {
                 Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
                 Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
                 Op::Write(p, _)

@@ -639,6 +639,13 @@ impl Handle {
         out.extend_from_slice(&c.tasks[t as usize].acct);
     }
 
+    /// Calls `f` with task `t`'s waits per class (index = class id), without copying them.
+    /// `f` may read the engine (`now`, names) but must not change it.
+    pub fn with_account<R>(&self, t: TaskId, f: impl FnOnce(&[Nanos]) -> R) -> R {
+        let c = self.core.borrow();
+        f(&c.tasks[t as usize].acct)
+    }
+
     /// Name of a wait class.
     pub fn class_name(&self, c: ClassId) -> String {
         self.core.borrow().classes.names[c as usize].to_string()

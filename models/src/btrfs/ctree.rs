@@ -18,6 +18,9 @@ use std::rc::Rc;
 /// Commits between two compactions of the state in long workload runs.
 pub(super) const COMPACT_EVERY: u32 = 64;
 
+/// Slots of the direct-mapped point-label cache (`Inner::label_slots`).
+pub(super) const LABEL_SLOTS: usize = 128;
+
 /// Virtual time between two compactions when commits are rarer than that.
 pub(super) const COMPACT_INTERVAL: sim::Nanos = sim::S;
 
@@ -40,7 +43,9 @@ pub(super) struct Inner {
     /// The `ssd` mount option.
     pub(super) ssd: std::cell::Cell<bool>,
     /// Point ids by the addresses of their static labels.
-    pub(super) labels: RefCell<Vec<(usize, sim::PointId)>>,
+    pub(super) labels: RefCell<FastMap<usize, sim::PointId>>,
+    /// A direct-mapped cache in front of `labels`: (label address, id) per slot.
+    pub(super) label_slots: [std::cell::Cell<(usize, sim::PointId)>; LABEL_SLOTS],
     pub(super) violations: RefCell<Vec<Violation>>,
     pub(super) tree_log_mutex: Mutex,
     pub(super) reloc_mutex: Mutex,
@@ -126,7 +131,8 @@ impl Btrfs {
                 lat: RefCell::new(OpLatency::default()),
                 record_latency: std::cell::Cell::new(true),
                 ssd: std::cell::Cell::new(true),
-                labels: RefCell::new(Vec::new()),
+                labels: RefCell::new(FastMap::default()),
+                label_slots: std::array::from_fn(|_| std::cell::Cell::new((0, 0))),
                 violations: RefCell::new(Vec::new()),
                 tree_log_mutex: Mutex::new(h, "tree_log_mutex"),
                 reloc_mutex: Mutex::new(h, "reloc_mutex"),
@@ -191,25 +197,29 @@ impl Btrfs {
         self.inner.st.borrow().clone()
     }
 
-    /// Announces a named point; its id is cached per label address.
-    pub(super) async fn point(&self, label: &'static str) {
+    /// Announces a named point; its id is cached per label address. Not an `async fn`: the
+    /// id is looked up at the call (every caller awaits the point at once) and the engine's
+    /// point future is returned as is, one future layer less.
+    pub(super) fn point(&self, label: &'static str) -> impl std::future::Future<Output = ()> + '_ {
         let key = label.as_ptr() as usize;
-        let cached = self
-            .inner
-            .labels
-            .borrow()
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, id)| *id);
-        let id = match cached {
-            Some(id) => id,
-            None => {
-                let id = self.inner.h.point_id_static(label);
-                self.inner.labels.borrow_mut().push((key, id));
-                id
-            }
+        let slot = &self.inner.label_slots[(key ^ (key >> 7)) % LABEL_SLOTS];
+        let (k, id) = slot.get();
+        let id = if k == key {
+            id
+        } else {
+            let cached = self.inner.labels.borrow().get(&key).copied();
+            let id = match cached {
+                Some(id) => id,
+                None => {
+                    let id = self.inner.h.point_id_static(label);
+                    self.inner.labels.borrow_mut().insert(key, id);
+                    id
+                }
+            };
+            slot.set((key, id));
+            id
         };
-        self.inner.h.point(id).await;
+        self.inner.h.point(id)
     }
 
     /// The filesystem state, for changing it (bumps the version the crash memo keys on).
@@ -324,17 +334,44 @@ impl Btrfs {
             .ok_or_else(|| OpError(format!("no such file or directory: {path}")))
     }
 
-    pub(super) fn split(&self, path: &str) -> Result<(Ino, String), OpError> {
+    /// The directory holding `path` and its last name (`"/d/f"` → (inode of `/d`, `"f"`)).
+    pub(super) fn split<'p>(&self, path: &'p str) -> Result<(Ino, &'p str), OpError> {
         let (dir, name) = crate::vfs::split_path(path)?;
+        let st = self.inner.st.borrow();
         let d = if dir.is_empty() {
             ROOT_INO
         } else {
-            self.resolve(dir)?
+            // The whole directory path (cached), as `resolve(dir)` would walk it.
+            st.lookup_dir(dir)
+                .ok_or_else(|| OpError(format!("no such file or directory: {dir}")))?
         };
-        if !self.inner.st.borrow().inodes[&d].is_dir {
+        if !st.inodes[&d].is_dir {
             return Err(OpError(format!("not a directory: {dir}")));
         }
-        Ok((d, name.to_string()))
+        Ok((d, name))
+    }
+
+    /// `resolve(path)` then `split(path)` (the same results and errors), resolving the
+    /// directory once: (inode, directory, last name).
+    pub(super) fn resolve_split<'p>(&self, path: &'p str) -> Result<(Ino, Ino, &'p str), OpError> {
+        let trimmed = path.trim_end_matches('/');
+        if let Some(i) = last_slash(trimmed).filter(|&i| i > 0 && i + 1 < trimmed.len()) {
+            // `lookup` resolves this path through its directory part, as `split` does.
+            let (dir, name) = (&trimmed[..i], &trimmed[i + 1..]);
+            let st = self.inner.st.borrow();
+            let d = st.lookup_dir(dir);
+            let ino = d
+                .and_then(|d| st.live_entry(d, name))
+                .ok_or_else(|| OpError(format!("no such file or directory: {path}")))?;
+            let d = d.expect("found through it");
+            if !st.inodes[&d].is_dir {
+                return Err(OpError(format!("not a directory: {dir}")));
+            }
+            return Ok((ino, d, name));
+        }
+        let ino = self.resolve(path)?;
+        let (d, name) = self.split(path)?;
+        Ok((ino, d, name))
     }
 }
 

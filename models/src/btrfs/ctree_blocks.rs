@@ -71,13 +71,15 @@ pub fn csum_leaf(c: &Costs, offset: u64) -> Leaf {
 /// Blocks a commit writes for a dirty set: the leaves, and on each leaf's path the nodes
 /// above it — one per `BTRFS_NODEPTRS_PER_BLOCK` leaves (nodesize / 33-byte key pointers),
 /// and each tree's root.
-pub fn blocks_to_write(c: &Costs, dirty: &std::collections::BTreeSet<Leaf>) -> u64 {
+pub fn blocks_to_write(c: &Costs, dirty: &FastSet<Leaf>) -> u64 {
     let fanout = (c.nodesize / 33).max(2);
+    let mut dirty: Vec<Leaf> = dirty.iter().copied().collect();
+    dirty.sort_unstable();
     let mut nodes = 0u64;
     let mut last: Option<(u8, u64)> = None;
     let mut trees = 0u64;
     let mut last_tree: Option<u8> = None;
-    for &(t, i) in dirty {
+    for &(t, i) in &dirty {
         let n = (t, i / fanout);
         if last != Some(n) {
             nodes += 1;

@@ -407,16 +407,19 @@ impl Btrfs {
         let ino = self.resolve(path)?;
         self.writeback(ino).await;
         // What this fsync promises: the names and extents the inode has once its data is
-        // written back (later changes by other tasks are not covered).
-        let (names, extents, size, xattrs) = {
+        // written back (later changes by other tasks are not covered). Only kept with the
+        // history crash checks read.
+        let promise = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
-            (
-                st.names_of(ino),
-                i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
-                i.disk_size,
-                i.xattrs.keys().cloned().collect::<Vec<_>>(),
-            )
+            st.keep_history.then(|| {
+                (
+                    st.names_of(ino),
+                    i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
+                    i.disk_size,
+                    i.xattrs.keys().cloned().collect::<Vec<_>>(),
+                )
+            })
         };
         // atomic_inc(&root->log_batch), before and after waiting for ordered extents
         // (btrfs_sync_file@v5.10).
@@ -469,21 +472,21 @@ impl Btrfs {
         // fsync returned success: record what must survive and check a crash now (S2).
         {
             let mut st = self.st_mut();
-            let rec = FsyncRecord {
-                ino,
-                path: path.to_string(),
-                names,
-                extents,
-                size,
-                xattrs,
-                entries: if st.inodes[&ino].is_dir {
-                    st.entries_of(ino)
-                } else {
-                    Vec::new()
-                },
-                at: self.inner.h.now(),
-            };
-            if st.keep_history {
+            if let Some((names, extents, size, xattrs)) = promise {
+                let rec = FsyncRecord {
+                    ino,
+                    path: path.to_string(),
+                    names,
+                    extents,
+                    size,
+                    xattrs,
+                    entries: if st.inodes[&ino].is_dir {
+                        st.entries_of(ino)
+                    } else {
+                        Vec::new()
+                    },
+                    at: self.inner.h.now(),
+                };
                 st.fsyncs.push(rec);
             }
         }

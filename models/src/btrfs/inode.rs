@@ -8,14 +8,14 @@ use crate::vfs::OpError;
 impl Btrfs {
     pub(super) async fn create(&self, path: &str, is_dir: bool) -> Result<(), OpError> {
         let (dir, name) = self.split(path)?;
-        if self.inner.st.borrow().live_entry(dir, &name).is_some() {
+        if self.inner.st.borrow().live_entry(dir, name).is_some() {
             return Err(OpError(format!("file exists: {path}")));
         }
         // btrfs_create / btrfs_mkdir (inode.c@v5.10): btrfs_start_transaction(root, 5).
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
-        if self.inner.st.borrow().live_entry(dir, &name).is_some() {
+        if self.inner.st.borrow().live_entry(dir, name).is_some() {
             // Another task created it while this one waited.
             self.end(th);
             return Err(OpError(format!("file exists: {path}")));
@@ -51,7 +51,7 @@ impl Btrfs {
             let c = &self.inner.costs;
             let leaves = [
                 blocks::inode_leaf(c, ino),
-                blocks::dentry_leaf(c, &st, dir, &name),
+                blocks::dentry_leaf(c, &st, dir, name),
                 blocks::inode_leaf(c, dir),
             ];
             st.add_dentry(dir, name, ino, t);
@@ -70,14 +70,13 @@ impl Btrfs {
         dst: &str,
         rename: bool,
     ) -> Result<(), OpError> {
-        let ino = self.resolve(src)?;
-        let (old_dir, old_name) = self.split(src)?;
+        let (ino, old_dir, old_name) = self.resolve_split(src)?;
         let (new_dir, new_name) = self.split(dst)?;
         if self
             .inner
             .st
             .borrow()
-            .live_entry(new_dir, &new_name)
+            .live_entry(new_dir, new_name)
             .is_some()
         {
             return Err(OpError(format!("file exists: {dst}")));
@@ -115,8 +114,8 @@ impl Btrfs {
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
         {
             let st = self.inner.st.borrow();
-            if st.live_entry(old_dir, &old_name) != Some(ino)
-                || st.live_entry(new_dir, &new_name).is_some()
+            if st.live_entry(old_dir, old_name) != Some(ino)
+                || st.live_entry(new_dir, new_name).is_some()
             {
                 drop(st);
                 self.end(th);
@@ -130,15 +129,15 @@ impl Btrfs {
             let c = &self.inner.costs;
             let mut leaves = vec![
                 blocks::inode_leaf(c, ino),
-                blocks::dentry_leaf(c, &st, new_dir, &new_name),
+                blocks::dentry_leaf(c, &st, new_dir, new_name),
                 blocks::inode_leaf(c, new_dir),
             ];
             if rename {
-                leaves.push(blocks::dentry_leaf(c, &st, old_dir, &old_name));
+                leaves.push(blocks::dentry_leaf(c, &st, old_dir, old_name));
                 leaves.push(blocks::inode_leaf(c, old_dir));
             }
             if rename {
-                st.remove_dentry(old_dir, &old_name, t, self.inner.h.now());
+                st.remove_dentry(old_dir, old_name, t, self.inner.h.now());
                 // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
                 // only when the parents differ (tree-log.c:btrfs_record_unlink_dir@v5.10):
                 // the inode always, the old directory unless it or the inode is already
@@ -163,7 +162,7 @@ impl Btrfs {
         }
         if rename {
             // __btrfs_unlink_inode of the old name (inode.c@v5.10).
-            self.del_name_in_log(t, ino, old_dir, &old_name).await;
+            self.del_name_in_log(t, ino, old_dir, old_name).await;
         }
         // btrfs_log_new_name (R1).
         self.log_new_name(t, ino, rename.then_some(old_dir)).await;
@@ -172,8 +171,7 @@ impl Btrfs {
     }
 
     pub(super) async fn remove(&self, path: &str, dir: bool) -> Result<(), OpError> {
-        let ino = self.resolve(path)?;
-        let (parent, name) = self.split(path)?;
+        let (ino, parent, name) = self.resolve_split(path)?;
         {
             let st = self.inner.st.borrow();
             if st.inodes[&ino].is_dir != dir {
@@ -195,7 +193,7 @@ impl Btrfs {
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.namespace_op).await;
-        if self.inner.st.borrow().live_entry(parent, &name) != Some(ino) {
+        if self.inner.st.borrow().live_entry(parent, name) != Some(ino) {
             self.end(th);
             return Err(OpError(format!("{path} changed while it waited")));
         }
@@ -205,10 +203,10 @@ impl Btrfs {
             let c = &self.inner.costs;
             let mut leaves = vec![
                 blocks::inode_leaf(c, ino),
-                blocks::dentry_leaf(c, &st, parent, &name),
+                blocks::dentry_leaf(c, &st, parent, name),
                 blocks::inode_leaf(c, parent),
             ];
-            st.remove_dentry(parent, &name, t, self.inner.h.now());
+            st.remove_dentry(parent, name, t, self.inner.h.now());
             if dir {
                 // btrfs_rmdir (inode.c@v5.10/v5.11) does not call btrfs_record_unlink_dir:
                 // the parent inherits the removed directory's own last_unlink_trans, and
@@ -243,7 +241,7 @@ impl Btrfs {
             Self::dirty(&mut st, t, &leaves);
         }
         // __btrfs_unlink_inode (inode.c@v5.10), for unlink and rmdir alike.
-        self.del_name_in_log(t, ino, parent, &name).await;
+        self.del_name_in_log(t, ino, parent, name).await;
         self.end(th);
         if evicted {
             // The final iput: btrfs_evict_inode → evict_refill_and_join (inode.c@v5.12)

@@ -86,8 +86,7 @@ impl Btrfs {
             .into_iter()
             .partition(|j| j.transid == t && upto.is_none_or(|k| j.log_transid <= k));
         st.judgments = later;
-        let mut any =
-            upto.is_some_and(|k| st.log_new_content.range((t, 0)..=(t, k)).next().is_some());
+        let mut any = upto.is_some_and(|k| st.new_content_upto(t, k));
         let mut m = self.inner.m.borrow_mut();
         for j in now {
             let necessary = j.versions.iter().any(|&v| !captured(&st, v));

@@ -239,7 +239,8 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
 /// The names of the committed tree (generation `base`): (directory, name) → inode.
 pub(super) fn names_at(st: &FsState, base: TransId) -> BTreeMap<(Ino, String), Ino> {
     let mut names = BTreeMap::new();
-    for ((dir, name), versions) in st.all_dentries() {
+    // Into a map: the order of the entries does not matter.
+    for ((dir, name), versions) in st.dentries_unordered() {
         if let Some(d) = versions
             .iter()
             .rev()

@@ -13,25 +13,136 @@ pub type Ino = u64;
 pub const ROOT_INO: Ino = 256;
 /// Transaction committed by mkfs; the first transaction of a run is 1000, as in the patch logs.
 pub const MKFS_GENERATION: TransId = 999;
-/// FNV-1a: a fixed, fast hash for the directory cache (lookups only, so no order leaks).
-#[derive(Default)]
-pub struct Fnv(u64);
+/// A fixed, fast word-at-a-time hash (FxHash's multiply-rotate) for the name and directory
+/// maps that are only looked up, never iterated in an order that reaches the output.
+#[derive(Default, Clone, Copy)]
+pub struct WordHash(u64);
 
-impl std::hash::Hasher for Fnv {
+impl WordHash {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for WordHash {
+    #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        // The product's well-mixed high bits down to the low bits the table indexes by (keys
+        // differing only in high bits, like a directory's leaf numbers, would collide).
+        self.0.rotate_left(26)
     }
+    #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
         }
-        self.0 = h;
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            // Byte by byte: a copy into a word buffer would call memcpy.
+            let w = rest
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (i, &b)| w | u64::from(b) << (8 * i));
+            self.add(w);
+        }
     }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+}
+
+/// A hash map with `WordHash` (deterministic; used for lookups only).
+pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<WordHash>>;
+
+/// A directory's live entries: name → inode (looked up by name; `FsState::entries_of` sorts
+/// them by name).
+pub type DirEntries = FastMap<std::rc::Rc<str>, Ino>;
+
+/// A hash set with `WordHash` (deterministic; sorted before anything reads its order).
+pub type FastSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<WordHash>>;
+
+/// Inodes by number: hashed for the lookups every operation makes; `values` walks them in
+/// number order, as a `BTreeMap` would. Boxed: the table's spare slots and its copy while it
+/// grows then cost a pointer each, not an inode.
+#[derive(Clone, Debug, Default)]
+pub struct InodeMap(FastMap<Ino, Box<Inode>>);
+
+impl InodeMap {
+    /// The inode numbered `ino`.
+    #[inline]
+    pub fn get(&self, ino: &Ino) -> Option<&Inode> {
+        self.0.get(ino).map(|i| &**i)
+    }
+
+    /// The inode numbered `ino`, for changing it.
+    #[inline]
+    pub fn get_mut(&mut self, ino: &Ino) -> Option<&mut Inode> {
+        self.0.get_mut(ino).map(|i| &mut **i)
+    }
+
+    /// Adds (or replaces) inode `ino`.
+    pub fn insert(&mut self, ino: Ino, inode: Inode) -> Option<Inode> {
+        self.0.insert(ino, Box::new(inode)).map(|i| *i)
+    }
+
+    /// Whether inode `ino` exists.
+    #[inline]
+    pub fn contains_key(&self, ino: &Ino) -> bool {
+        self.0.contains_key(ino)
+    }
+
+    /// Number of inodes.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Keeps the inodes `keep` accepts (it must not depend on the order of the calls).
+    pub fn retain(&mut self, mut keep: impl FnMut(&Ino, &mut Inode) -> bool) {
+        self.0.retain(|ino, i| keep(ino, i))
+    }
+
+    /// Every inode, in inode-number order.
+    pub fn values(&self) -> impl Iterator<Item = &Inode> {
+        let mut v: Vec<&Inode> = self.0.values().map(|i| &**i).collect();
+        v.sort_unstable_by_key(|i| i.ino);
+        v.into_iter()
+    }
+
+    /// Every inode for changing it, in no particular order (for order-independent updates).
+    pub fn values_mut_unordered(&mut self) -> impl Iterator<Item = &mut Inode> {
+        self.0.values_mut().map(|i| &mut **i)
+    }
+}
+
+impl std::ops::Index<&Ino> for InodeMap {
+    type Output = Inode;
+    #[inline]
+    fn index(&self, ino: &Ino) -> &Inode {
+        self.0.get(ino).expect("no such inode")
+    }
+}
+
+/// The position of the last `/` in `s` (a plain byte scan: names are short, and `memrchr`'s
+/// setup costs more than the scan).
+#[inline]
+pub fn last_slash(s: &str) -> Option<usize> {
+    s.as_bytes().iter().rposition(|&b| b == b'/')
 }
 
 /// Committed extents a file keeps on its modified list across compactions.
@@ -118,7 +229,7 @@ pub struct Transaction {
     /// Metadata blocks its commit writes (computed from `dirty` when it commits).
     pub dirty_blocks: u64,
     /// Leaves COWed in it (each once per transaction).
-    pub dirty: BTreeSet<crate::btrfs::ctree_blocks::Leaf>,
+    pub dirty: FastSet<crate::btrfs::ctree_blocks::Leaf>,
     /// Whether its superblock write has completed.
     pub super_done: bool,
     /// A real event (new block group) forced every log in this transaction to a full commit.
@@ -513,24 +624,25 @@ pub struct FsState {
     pub log_dirty_bytes: u64,
     /// Facts logged per (transaction, log sub-transaction) (kept only with the history).
     pub log_facts: BTreeMap<(TransId, u64), Vec<LogFact>>,
-    /// Log sub-transactions that received a new name the log needed (oracle, R1).
-    pub log_new_content: BTreeSet<(TransId, u64)>,
+    /// Per transaction, the first log sub-transaction that received a new name the log
+    /// needed (oracle, R1: only "is there one up to k" is asked; `note_new_content`).
+    pub log_new_content: BTreeMap<TransId, u64>,
     /// Logged entries waiting for the oracle's verdict.
     pub judgments: Vec<crate::btrfs::oracle::Judgment>,
     /// Inodes.
-    pub inodes: BTreeMap<Ino, Inode>,
-    /// Directory entries (directory, name) → versions, oldest first.
-    pub dentries: BTreeMap<Ino, BTreeMap<String, Vec<Dentry>>>,
+    pub inodes: InodeMap,
+    /// Directory entries (directory, name) → versions, oldest first (hashed: `all_dentries`
+    /// sorts them).
+    pub dentries: FastMap<Ino, FastMap<std::rc::Rc<str>, Vec<Dentry>>>,
     /// Index of the live entries: inode → its (dir, name) pairs (kept by `add_dentry` and
     /// `remove_dentry`).
-    pub live: BTreeMap<Ino, Vec<(Ino, String)>>,
-    /// Index of the live entries by directory: dir → name → inode.
-    pub children: BTreeMap<Ino, BTreeMap<String, Ino>>,
+    pub live: FastMap<Ino, Vec<(Ino, std::rc::Rc<str>)>>,
+    /// Index of the live entries by directory: dir → name → inode (only looked up, or
+    /// sorted by name, never iterated in hash order).
+    pub children: FastMap<Ino, DirEntries>,
     /// Directory path → inode, filled by `lookup`, cleared whenever a directory loses a name
     /// (only looked up, never iterated, so a hash map keeps runs deterministic).
-    pub dir_cache: std::cell::RefCell<
-        std::collections::HashMap<String, Ino, std::hash::BuildHasherDefault<Fnv>>,
-    >,
+    pub dir_cache: std::cell::RefCell<FastMap<Box<str>, Ino>>,
     /// Data space: block groups, reservations, unallocated device space.
     pub data: DataSpace,
     /// Metadata space and its reservations.
@@ -559,7 +671,8 @@ pub struct FsState {
 impl FsState {
     /// A freshly made filesystem: committed generation 999, an empty top directory.
     pub fn mkfs() -> Self {
-        let mut inodes = BTreeMap::new();
+        // Sized for a small scenario's state: growing from empty rehashes at every doubling.
+        let mut inodes = InodeMap(FastMap::with_capacity_and_hasher(16, Default::default()));
         inodes.insert(
             ROOT_INO,
             Inode {
@@ -594,7 +707,7 @@ impl FsState {
                 extwriters: 0,
                 start_time: 0,
                 dirty_blocks: 0,
-                dirty: BTreeSet::new(),
+                dirty: FastSet::default(),
                 super_done: true,
                 pinned: Vec::new(),
                 meta_pinned: 0,
@@ -621,12 +734,12 @@ impl FsState {
             log_root_tree_of: None,
             log_dirty_bytes: 0,
             log_facts: BTreeMap::new(),
-            log_new_content: BTreeSet::new(),
+            log_new_content: BTreeMap::new(),
             judgments: Vec::new(),
             inodes,
-            dentries: BTreeMap::new(),
-            live: BTreeMap::new(),
-            children: BTreeMap::new(),
+            dentries: FastMap::with_capacity_and_hasher(8, Default::default()),
+            live: FastMap::with_capacity_and_hasher(16, Default::default()),
+            children: FastMap::with_capacity_and_hasher(8, Default::default()),
             dir_cache: Default::default(),
             data: DataSpace::default(),
             meta: MetaSpace::default(),
@@ -673,7 +786,7 @@ impl FsState {
         self.trans
             .retain(|&t, tr| t >= lc || tr.state != TransState::Completed);
         self.log_facts.retain(|&(t, _), _| t >= lc);
-        self.log_new_content.retain(|&(t, _)| t >= lc);
+        self.log_new_content.retain(|&t, _| t >= lc);
         self.dentries.retain(|_, names| {
             names.retain(|_, v| {
                 v.retain(|d| d.removed.is_none_or(|r| r > lc));
@@ -700,7 +813,7 @@ impl FsState {
         });
         // A live file written again and again without an fsync keeps its committed extents on
         // the modified list (fast fsync would log them, R2); keep the newest MAX_OLD of them.
-        for i in self.inodes.values_mut() {
+        for i in self.inodes.values_mut_unordered() {
             if i.modified_extents.len() > MAX_OLD_MODIFIED {
                 let gens: BTreeMap<u64, TransId> =
                     i.extents.iter().map(|e| (e.id, e.generation)).collect();
@@ -719,7 +832,7 @@ impl FsState {
                 }
             }
         }
-        for i in self.inodes.values_mut() {
+        for i in self.inodes.values_mut_unordered() {
             let old = |e: &Extent| e.generation <= lc && !i.modified_extents.contains(&e.id);
             if i.extents.iter().filter(|e| old(e)).count() > 1 {
                 let (merged, keep): (Vec<Extent>, Vec<Extent>) =
@@ -744,22 +857,23 @@ impl FsState {
     /// The live name of a path component chain, or None.
     pub fn lookup(&self, path: &str) -> Option<Ino> {
         let path = path.trim_end_matches('/');
-        match path.rsplit_once('/') {
-            Some((dir, name)) if !dir.is_empty() && !name.is_empty() => {
-                let d = self.lookup_dir(dir)?;
-                self.live_entry(d, name)
+        match last_slash(path) {
+            Some(i) if i > 0 && i + 1 < path.len() => {
+                let d = self.lookup_dir(&path[..i])?;
+                self.live_entry(d, &path[i + 1..])
             }
             _ => self.walk(path),
         }
     }
 
-    fn lookup_dir(&self, dir: &str) -> Option<Ino> {
+    /// The inode directory path `dir` names (the whole path walked, or the cache), or None.
+    pub fn lookup_dir(&self, dir: &str) -> Option<Ino> {
         if let Some(&d) = self.dir_cache.borrow().get(dir) {
             return Some(d);
         }
         let d = self.walk(dir)?;
         if self.inodes.get(&d).is_some_and(|i| i.is_dir) {
-            self.dir_cache.borrow_mut().insert(dir.to_string(), d);
+            self.dir_cache.borrow_mut().insert(dir.into(), d);
         }
         Some(d)
     }
@@ -779,49 +893,69 @@ impl FsState {
 
     /// Live names of an inode, in (dir, name) order.
     pub fn names_of(&self, ino: Ino) -> Vec<(Ino, String)> {
-        self.live.get(&ino).cloned().unwrap_or_default()
+        self.live.get(&ino).map_or_else(Vec::new, |v| {
+            v.iter().map(|(d, n)| (*d, n.to_string())).collect()
+        })
     }
 
     /// Adds the live entry (dir, name) → ino, created in transaction `t`.
-    pub fn add_dentry(&mut self, dir: Ino, name: String, ino: Ino, t: TransId) {
+    pub fn add_dentry(&mut self, dir: Ino, name: &str, ino: Ino, t: TransId) {
         self.bump(ino);
         self.bump(dir);
-        // Sorted (dir, name) pairs; most inodes have one name.
-        let names = self.live.entry(ino).or_default();
-        let key = (dir, name.clone());
-        if let Err(pos) = names.binary_search(&key) {
-            names.insert(pos, key);
-        }
+        // One shared copy of the name for the three indexes (an existing entry's, if any).
+        let versions = self.dentries.entry(dir).or_default();
+        let name: std::rc::Rc<str> = match versions.get_key_value(name) {
+            Some((k, _)) => k.clone(),
+            None => name.into(),
+        };
+        versions.entry(name.clone()).or_default().push(Dentry {
+            ino,
+            created: t,
+            removed: None,
+            removed_at: None,
+        });
         self.children
             .entry(dir)
             .or_default()
             .insert(name.clone(), ino);
-        self.dentries
-            .entry(dir)
-            .or_default()
-            .entry(name)
-            .or_default()
-            .push(Dentry {
-                ino,
-                created: t,
-                removed: None,
-                removed_at: None,
-            });
+        // Sorted (dir, name) pairs; most inodes have one name.
+        let names = self.live.entry(ino).or_default();
+        let pos = names.partition_point(|(d, n)| (*d, &**n) < (dir, &*name));
+        if names
+            .get(pos)
+            .is_none_or(|(d, n)| (*d, &**n) != (dir, &*name))
+        {
+            names.insert(pos, (dir, name));
+        }
     }
 
-    /// Removes the live entry (dir, name) in transaction `t`.
     /// The live entries of directory `dir`: (name, inode), by name.
     pub fn entries_of(&self, dir: Ino) -> Vec<(String, Ino)> {
-        self.children
-            .get(&dir)
-            .map(|m| m.iter().map(|(n, i)| (n.clone(), *i)).collect())
-            .unwrap_or_default()
+        let mut v: Vec<(String, Ino)> = self.children.get(&dir).map_or_else(Vec::new, |m| {
+            m.iter().map(|(n, i)| (n.to_string(), *i)).collect()
+        });
+        // Names are unique in a directory.
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v
     }
 
     /// `root->last_log_commit` as the kernel keeps it: the last committed log transid (0
     /// before any), where `last_log_commit` here is one past it.
     pub fn root_last_log_commit(&self) -> u64 {
         self.last_log_commit.saturating_sub(1)
+    }
+
+    /// Notes that log sub-transaction `k` of transaction `t` received content the log needed.
+    pub fn note_new_content(&mut self, t: TransId, k: u64) {
+        let first = self.log_new_content.entry(t).or_insert(k);
+        *first = (*first).min(k);
+    }
+
+    /// Whether a log sub-transaction of `t` up to `k` received content the log needed.
+    pub fn new_content_upto(&self, t: TransId, k: u64) -> bool {
+        self.log_new_content
+            .get(&t)
+            .is_some_and(|&first| first <= k)
     }
 
     /// Marks inode `ino` changed (see `Inode::change_seq`).
@@ -831,6 +965,7 @@ impl FsState {
         }
     }
 
+    /// Removes the live entry (dir, name) in transaction `t`.
     pub fn remove_dentry(&mut self, dir: Ino, name: &str, t: TransId, at: sim::Nanos) {
         self.bump(dir);
         let d = self
@@ -853,7 +988,7 @@ impl FsState {
             }
         }
         if let Some(set) = self.live.get_mut(&ino) {
-            set.retain(|(d, n)| !(*d == dir && n == name));
+            set.retain(|(d, n)| !(*d == dir && &**n == name));
             if set.is_empty() {
                 self.live.remove(&ino);
             }
@@ -865,11 +1000,22 @@ impl FsState {
         self.dentries.get(&dir).and_then(|m| m.get(name))
     }
 
-    /// Every entry's versions, in (dir, name) order.
-    pub fn all_dentries(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
+    /// Every entry's versions, in no particular order (for order-independent uses).
+    pub fn dentries_unordered(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
         self.dentries
             .iter()
-            .flat_map(|(&d, m)| m.iter().map(move |(n, v)| ((d, n.as_str()), v)))
+            .flat_map(|(&d, m)| m.iter().map(move |(n, v)| ((d, &**n), v)))
+    }
+
+    /// Every entry's versions, in (dir, name) order.
+    pub fn all_dentries(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
+        let mut v: Vec<((Ino, &str), &Vec<Dentry>)> = self
+            .dentries
+            .iter()
+            .flat_map(|(&d, m)| m.iter().map(move |(n, v)| ((d, &**n), v)))
+            .collect();
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v.into_iter()
     }
 
     /// Whether directory `dir` has a live entry.

@@ -289,7 +289,12 @@ impl Btrfs {
     /// btrfs_log_inode: the inode item and its changed extents (R2) into the log.
     pub(super) async fn log_inode(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
         let c = &self.inner.costs;
-        let last_committed = self.inner.st.borrow().last_trans_committed;
+        let (last_committed, keep) = {
+            let st = self.inner.st.borrow();
+            (st.last_trans_committed, st.keep_history)
+        };
+        // The facts (names, xattr names, entries) are built only with the history crash
+        // recovery reads; the log's size needs their counts only.
         let (relogged, full_sync, extents, is_dir, names, mut versions, new_name_needed) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
@@ -329,14 +334,14 @@ impl Btrfs {
                 i.needs_full_sync,
                 ext,
                 i.is_dir,
-                st.names_of(ino),
+                if keep { st.names_of(ino) } else { Vec::new() },
                 versions,
                 new_name_needed,
             )
         };
         let mut cpu = c.log_inode_item;
         let mut bytes = c.log_bytes_inode;
-        let (size, xattrs) = {
+        let (size, xattrs, xattr_count) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
             // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
@@ -345,25 +350,39 @@ impl Btrfs {
                 && !self.mutant(Mutant::FsyncSkipsXattrs);
             (
                 (!is_dir).then_some(i.disk_size),
-                all.then(|| i.xattrs.keys().cloned().collect::<Vec<_>>()),
+                all.then(|| {
+                    if keep {
+                        i.xattrs.keys().cloned().collect::<Vec<_>>()
+                    } else {
+                        Vec::new()
+                    }
+                }),
+                if all { i.xattrs.len() as u64 } else { 0 },
             )
         };
-        if let Some(x) = &xattrs {
-            bytes += x.len() as u64 * c.item_bytes_per_dentry;
+        bytes += xattr_count * c.item_bytes_per_dentry;
+        let mut facts = Vec::new();
+        if keep {
+            facts.push(LogFact::Inode {
+                ino,
+                names,
+                is_dir,
+                size,
+                xattrs,
+            });
         }
-        let mut facts = vec![LogFact::Inode {
-            ino,
-            names,
-            is_dir,
-            size,
-            xattrs,
-        }];
         let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
         if is_dir && matches!(kind, LogKind::Fsync | LogKind::Parent) && !item_only {
             // LOG_INODE_ALL of a directory copies its dir items and index items.
-            let entries = self.inner.st.borrow().entries_of(ino);
-            bytes += entries.len() as u64 * c.item_bytes_per_dentry;
-            facts.push(LogFact::DirEntries { dir: ino, entries });
+            let st = self.inner.st.borrow();
+            if keep {
+                let entries = st.entries_of(ino);
+                bytes += entries.len() as u64 * c.item_bytes_per_dentry;
+                facts.push(LogFact::DirEntries { dir: ino, entries });
+            } else {
+                bytes +=
+                    st.children.get(&ino).map_or(0, |m| m.len()) as u64 * c.item_bytes_per_dentry;
+            }
         }
         let mut judgments = Vec::new();
         for e in &extents {
@@ -389,7 +408,9 @@ impl Btrfs {
             };
             cpu += c.log_extent_item + csum * c.log_csum_per_byte;
             bytes += c.log_bytes_extent + csum;
-            facts.push(LogFact::Extent { ino, extent: e.id });
+            if keep {
+                facts.push(LogFact::Extent { ino, extent: e.id });
+            }
             // The item as it is now (a trimmed piece's item is of the transaction that
             // trimmed it).
             versions.push(e.item_trans);
@@ -445,7 +466,7 @@ impl Btrfs {
         self.inner.h.cpu(cpu).await;
         let mut st = self.st_mut();
         if new_name_needed {
-            st.log_new_content.insert((t, log_transid));
+            st.note_new_content(t, log_transid);
         }
         st.judgments.extend(judgments);
         st.log_dirty_bytes += bytes;
@@ -513,25 +534,25 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             let k = st.log_transid;
-            let mut facts = Vec::new();
-            if ino_logged {
-                facts.push(LogFact::DelRef {
-                    ino,
-                    dir,
-                    name: name.to_string(),
-                });
-            }
-            if dir_logged {
-                facts.push(LogFact::DelEntry {
-                    dir,
-                    name: name.to_string(),
-                });
-            }
-            st.log_dirty_bytes += facts.len() as u64 * self.inner.costs.item_bytes_per_dentry;
+            let items = u64::from(ino_logged) + u64::from(dir_logged);
+            st.log_dirty_bytes += items * self.inner.costs.item_bytes_per_dentry;
             // The removal changes what replaying this log produces: its sync is needed.
-            st.log_new_content.insert((t, k));
+            st.note_new_content(t, k);
             if st.keep_history {
-                st.log_facts.entry((t, k)).or_default().extend(facts);
+                let facts = st.log_facts.entry((t, k)).or_default();
+                if ino_logged {
+                    facts.push(LogFact::DelRef {
+                        ino,
+                        dir,
+                        name: name.to_string(),
+                    });
+                }
+                if dir_logged {
+                    facts.push(LogFact::DelEntry {
+                        dir,
+                        name: name.to_string(),
+                    });
+                }
             }
         }
         self.end_log_trans();

@@ -3,52 +3,56 @@
 
 use sim::Nanos;
 
+/// A path as an operation carries it: shared, so a client that repeats operations on the
+/// same files clones a reference count, not the text.
+pub type OpPath = std::sync::Arc<str>;
+
 /// One filesystem operation a task performs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Create a regular file.
-    Create(String),
+    Create(OpPath),
     /// Create a directory.
-    Mkdir(String),
+    Mkdir(OpPath),
     /// Buffered write of `bytes` at the end of the file.
-    Write(String, u64),
+    Write(OpPath, u64),
     /// A buffered write of `bytes` to a range not adjacent to the file's other dirty pages
     /// (a random write: one more outstanding extent).
-    WriteRange(String, u64),
+    WriteRange(OpPath, u64),
     /// An O_DIRECT write of `bytes` at `offset` (an overwrite inside the file).
-    DirectWrite(String, u64, u64),
+    DirectWrite(OpPath, u64, u64),
     /// setattr(2) without a size change (chmod, utimes; what dbench's Sfileinfo does).
-    Setattr(String),
+    Setattr(OpPath),
     /// stat(2): a lookup and the inode's attributes (getattr), nothing written.
-    Stat(String),
+    Stat(OpPath),
     /// A write through a shared memory mapping (btrfs_page_mkwrite).
-    MmapWrite(String, u64),
+    MmapWrite(OpPath, u64),
     /// A buffered write through an O_SYNC descriptor: the write, then generic_write_sync.
-    WriteOsync(String, u64),
+    WriteOsync(OpPath, u64),
     /// sync(2): write back every dirty file, then commit (btrfs_sync_fs).
     Sync,
     /// Write back dirty pages and wait (filemap_write_and_wait, no log).
-    Writeback(String),
+    Writeback(OpPath),
     /// fsync(2).
-    Fsync(String),
+    Fsync(OpPath),
     /// link(2) src → dst.
-    Link(String, String),
+    Link(OpPath, OpPath),
     /// rename(2) src → dst.
-    Rename(String, String),
+    Rename(OpPath, OpPath),
     /// unlink(2).
-    Unlink(String),
+    Unlink(OpPath),
     /// rmdir(2).
-    Rmdir(String),
+    Rmdir(OpPath),
     /// A new block group is allocated (btrfs_make_block_group → log full commit).
     NewBlockGroup,
     /// Commit the running transaction (btrfs_commit_transaction, e.g. sync(2)).
     Commit,
     /// truncate(2) / ftruncate to a size (shrink or grow).
-    Truncate(String, u64),
+    Truncate(OpPath, u64),
     /// fallocate(2) mode 0 (or FALLOC_FL_KEEP_SIZE): preallocate [offset, offset + len).
     Fallocate {
         /// File.
-        path: String,
+        path: OpPath,
         /// Range start.
         offset: u64,
         /// Range length.
@@ -57,22 +61,22 @@ pub enum Op {
         keep_size: bool,
     },
     /// fallocate(2) FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE over [offset, offset + len).
-    PunchHole(String, u64, u64),
+    PunchHole(OpPath, u64, u64),
     /// setxattr(2) of the named attribute.
-    Setxattr(String, String),
+    Setxattr(OpPath, String),
     /// fdatasync(2).
-    Fdatasync(String),
+    Fdatasync(OpPath),
     /// sync_file_range(2) with WAIT_BEFORE | WRITE | WAIT_AFTER over the whole file.
-    SyncFileRange(String),
+    SyncFileRange(OpPath),
     /// syncfs(2) on this filesystem.
     Syncfs,
     /// Setup: count this many bytes of existing tree blocks as used metadata and give the
     /// rest of the device to data (an aged, full filesystem).
     FillMetadata(u64),
     /// A sequential buffered read of SIZE bytes from the file's read position.
-    Read(String, u64),
+    Read(OpPath, u64),
     /// Setup: a file of SIZE bytes already on disk, committed and not cached.
-    Populate(String, u64),
+    Populate(OpPath, u64),
     /// Sleep.
     Sleep(Nanos),
 }

@@ -7,7 +7,7 @@
 use super::spec::{Kind, Spec};
 use crate::btrfs::{Costs, Metrics, Policy, Violation};
 use crate::device::{new_histogram, Device, DeviceConfig};
-use crate::vfs::{Filesystem, Mounted, Op};
+use crate::vfs::{Filesystem, Mounted, Op, OpPath};
 use hdrhistogram::Histogram;
 use rand::Rng;
 use sim::trace::TraceRecord;
@@ -254,8 +254,16 @@ impl Recorder {
         if o.attribution.len() < after.len() {
             o.attribution.resize(after.len(), 0);
         }
-        for (i, a) in after.iter().enumerate() {
-            o.attribution[i] += a - before.get(i).copied().unwrap_or(0);
+        // Classes both snapshots have, then classes registered during the operation (equal
+        // slices, so the loops vectorize).
+        let n = before.len().min(after.len());
+        let (attr, after_new) = (&mut o.attribution[..after.len()], &after[n..]);
+        let (attr_old, attr_new) = attr.split_at_mut(n);
+        for ((t, a), b) in attr_old.iter_mut().zip(&after[..n]).zip(&before[..n]) {
+            *t += a - b;
+        }
+        for (t, a) in attr_new.iter_mut().zip(after_new) {
+            *t += a;
         }
         let slow_enough =
             self.slowest.len() < SLOWEST || self.slowest.last().is_some_and(|s| lat > s.latency);
@@ -325,7 +333,6 @@ impl Ctx {
         op: usize,
         bytes: u64,
         before: &mut Vec<Nanos>,
-        after: &mut Vec<Nanos>,
         f: F,
     ) -> bool {
         let me = self.h.current();
@@ -338,10 +345,40 @@ impl Ctx {
                 .push(format!("{} {name}: {e}", self.h.task_name(me)));
             return false;
         }
-        self.h.account_into(me, after);
-        self.rec
-            .borrow_mut()
-            .record(&self.h, op, start, bytes, before, after);
+        // The waits since `before`, read in place (the engine is not changed meanwhile).
+        self.h.with_account(me, |after| {
+            self.rec
+                .borrow_mut()
+                .record(&self.h, op, start, bytes, before, after)
+        });
+        true
+    }
+
+    /// Runs filesystem operation `fs_op` as one measured operation `op` moving `bytes` (as
+    /// `measure(.., self.fs(fs_op))`, without moving a filesystem future into it).
+    async fn measure_op(&self, op: usize, bytes: u64, before: &mut Vec<Nanos>, fs_op: Op) -> bool {
+        let me = self.h.current();
+        let start = self.h.now();
+        self.h.account_into(me, before);
+        // Dispatched here rather than through `Mounted::run_op`: one future layer less on
+        // every resumption of the operation.
+        let done = match &self.fs {
+            Mounted::Btrfs(fs) => fs.run_op(&fs_op).await,
+            Mounted::Ext4(fs) => fs.run_op(&fs_op).await,
+        };
+        if let Err(e) = done {
+            let name = self.spec.kind.ops()[op];
+            self.errors
+                .borrow_mut()
+                .push(format!("{} {name}: {}", self.h.task_name(me), e.0));
+            return false;
+        }
+        // The waits since `before`, read in place (the engine is not changed meanwhile).
+        self.h.with_account(me, |after| {
+            self.rec
+                .borrow_mut()
+                .record(&self.h, op, start, bytes, before, after)
+        });
         true
     }
 
@@ -374,8 +411,11 @@ impl Ctx {
         let mut rec = self.rec.borrow_mut();
         let mut at = start;
         for (op, cost, bytes) in pending.ops.drain(..) {
-            // u128: wait × cost cannot overflow.
-            let share = (u128::from(wait) * u128::from(cost) / u128::from(total)) as Nanos;
+            // wait × cost / total, in u64 when the product fits (the same quotient), else u128.
+            let share = match wait.checked_mul(cost) {
+                Some(p) => p / total,
+                None => (u128::from(wait) * u128::from(cost) / u128::from(total)) as Nanos,
+            };
             rec.record_cpu(me, op, at, cost, share, bytes);
             at += cost + share;
         }
@@ -445,13 +485,14 @@ pub(crate) fn op_index(kind: Kind, name: &str) -> usize {
 /// One dbench client: loops over the operation mix against its own directory tree.
 async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
     let base = format!("/clients/client{id}/~dmtmp");
-    let paths: Vec<String> = (0..DBENCH_DIRS.len() * DBENCH_FILES)
+    let paths: Vec<OpPath> = (0..DBENCH_DIRS.len() * DBENCH_FILES)
         .map(|f| {
             format!(
                 "{base}/{}/F{:02}",
                 DBENCH_DIRS[f / DBENCH_FILES],
                 f % DBENCH_FILES
             )
+            .into()
         })
         .collect();
     let path = |f: usize| paths[f].clone();
@@ -465,7 +506,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
         Table::new(&cx.spec.read_sizes),
         Table::new(&cx.spec.write_sizes),
     );
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let mut pending = PendingCpu::default();
     let costs: Vec<Nanos> = super::spec::DBENCH_OPS
         .iter()
@@ -513,9 +554,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         exists[f] = true;
                         last = Some(f);
                         cx.flush_then(&mut pending).await
-                            && cx
-                                .measure(op, 0, &mut before, &mut after, cx.fs(Op::Create(path(f))))
-                                .await
+                            && cx.measure_op(op, 0, &mut before, Op::Create(path(f))).await
                     }
                     (false, Some(f)) => {
                         last = Some(f);
@@ -539,19 +578,20 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 {
                     Some(f) => {
                         let p = path(f);
-                        let sync = cx.spec.sync_open;
-                        let fs = cx.clone();
                         cx.flush_then(&mut pending).await
-                            && cx
-                                .measure(op, size, &mut before, &mut after, async move {
+                            && if cx.spec.sync_open {
+                                let fs = cx.clone();
+                                cx.measure(op, size, &mut before, async move {
                                     fs.fs(Op::Write(p.clone(), size)).await?;
-                                    if sync {
-                                        // O_SYNC: generic_write_sync -> btrfs_sync_file.
-                                        fs.fs(Op::Fsync(p)).await?;
-                                    }
+                                    // O_SYNC: generic_write_sync -> btrfs_sync_file.
+                                    fs.fs(Op::Fsync(p)).await?;
                                     Ok(())
                                 })
                                 .await
+                            } else {
+                                cx.measure_op(op, size, &mut before, Op::Write(p, size))
+                                    .await
+                            }
                     }
                     None => {
                         cx.cpu_op(&mut pending, op, costs[1], 0);
@@ -572,9 +612,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
             {
                 Some(f) => {
                     cx.flush_then(&mut pending).await
-                        && cx
-                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Fsync(path(f))))
-                            .await
+                        && cx.measure_op(op, 0, &mut before, Op::Fsync(path(f))).await
                 }
                 None => {
                     cx.cpu_op(&mut pending, op, costs[1], 0);
@@ -598,13 +636,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         last = Some(b);
                         cx.flush_then(&mut pending).await
                             && cx
-                                .measure(
-                                    op,
-                                    0,
-                                    &mut before,
-                                    &mut after,
-                                    cx.fs(Op::Rename(path(a), path(b))),
-                                )
+                                .measure_op(op, 0, &mut before, Op::Rename(path(a), path(b)))
                                 .await
                     }
                     None => {
@@ -620,9 +652,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         last = None;
                     }
                     cx.flush_then(&mut pending).await
-                        && cx
-                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Unlink(path(f))))
-                            .await
+                        && cx.measure_op(op, 0, &mut before, Op::Unlink(path(f))).await
                 }
                 None => {
                     cx.cpu_op(&mut pending, op, open_cost, 0);
@@ -643,10 +673,10 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     true
                 } else {
                     let fs = cx.clone();
-                    let paths: Vec<String> = victims.iter().map(|&f| path(f)).collect();
+                    let paths: Vec<OpPath> = victims.iter().map(|&f| path(f)).collect();
                     cx.flush_then(&mut pending).await
                         && cx
-                            .measure(op, 0, &mut before, &mut after, async move {
+                            .measure(op, 0, &mut before, async move {
                                 for p in paths {
                                     fs.fs(Op::Unlink(p)).await?;
                                 }
@@ -669,7 +699,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 Some(f) => {
                     cx.flush_then(&mut pending).await
                         && cx
-                            .measure(op, 0, &mut before, &mut after, cx.fs(Op::Setattr(path(f))))
+                            .measure_op(op, 0, &mut before, Op::Setattr(path(f)))
                             .await
                 }
                 None => {
@@ -703,22 +733,24 @@ async fn sysbench_thread(cx: Ctx, shared: Rc<SysbenchShared>, mut rng: Stream) {
         op_index(Kind::SysbenchFileio, "write"),
         op_index(Kind::SysbenchFileio, "fsync"),
     );
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let files = cx.spec.files;
+    let paths = shared.paths.get_or_init(|| {
+        (0..files)
+            .map(|j| format!("/sb/test_file.{j}").into())
+            .collect()
+    });
     loop {
         let next = shared.fsync_next.get();
         let ok = if next < shared.fsync_end.get() {
             shared.fsync_next.set(next + 1);
-            let p = format!("/sb/test_file.{}", next % u64::from(files));
-            cx.measure(f, 0, &mut before, &mut after, cx.fs(Op::Fsync(p)))
-                .await
+            let p = paths[(next % u64::from(files)) as usize].clone();
+            cx.measure_op(f, 0, &mut before, Op::Fsync(p)).await
         } else {
             let j = rng.random_range(0..files);
-            let p = format!("/sb/test_file.{j}");
+            let p = paths[j as usize].clone();
             let bs = cx.spec.block_size;
-            let ok = cx
-                .measure(w, bs, &mut before, &mut after, cx.fs(Op::Write(p, bs)))
-                .await;
+            let ok = cx.measure_op(w, bs, &mut before, Op::Write(p, bs)).await;
             let n = shared.writes.get() + 1;
             shared.writes.set(n);
             if cx.spec.fsync_freq > 0 && n % cx.spec.fsync_freq == 0 {
@@ -740,6 +772,8 @@ struct SysbenchShared {
     /// fsync requests handed out so far, and queued so far.
     fsync_next: Cell<u64>,
     fsync_end: Cell<u64>,
+    /// The files' paths (made by the first thread).
+    paths: std::cell::OnceCell<Vec<OpPath>>,
 }
 
 /// fs_mark: per file create, write in `block_size` pieces, fsync, close; after
@@ -753,35 +787,25 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
         op_index(k, "close"),
         op_index(k, "unlink"),
     );
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let dir = format!("/fsm/t{id}");
     for lp in 0u64.. {
         for n in 0..cx.spec.files_per_loop {
-            let p = format!("{dir}/f{lp}.{n}");
+            let p: OpPath = format!("{dir}/f{lp}.{n}").into();
             let mut ok = cx
-                .measure(c, 0, &mut before, &mut after, cx.fs(Op::Create(p.clone())))
+                .measure_op(c, 0, &mut before, Op::Create(p.clone()))
                 .await;
             let mut left = cx.spec.file_size;
             while ok && left > 0 {
                 let n = left.min(cx.spec.block_size);
                 left -= n;
                 ok = cx
-                    .measure(
-                        w,
-                        n,
-                        &mut before,
-                        &mut after,
-                        cx.fs(Op::Write(p.clone(), n)),
-                    )
+                    .measure_op(w, n, &mut before, Op::Write(p.clone(), n))
                     .await;
             }
             ok = ok
-                && cx
-                    .measure(f, 0, &mut before, &mut after, cx.fs(Op::Fsync(p.clone())))
-                    .await
-                && cx
-                    .measure(cl, 0, &mut before, &mut after, cx.cpu("close"))
-                    .await;
+                && cx.measure_op(f, 0, &mut before, Op::Fsync(p.clone())).await
+                && cx.measure(cl, 0, &mut before, cx.cpu("close")).await;
             if !ok {
                 return;
             }
@@ -791,11 +815,8 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
             }
         }
         for n in 0..cx.spec.files_per_loop {
-            let p = format!("{dir}/f{lp}.{n}");
-            if !cx
-                .measure(u, 0, &mut before, &mut after, cx.fs(Op::Unlink(p)))
-                .await
-            {
+            let p = format!("{dir}/f{lp}.{n}").into();
+            if !cx.measure_op(u, 0, &mut before, Op::Unlink(p)).await {
                 return;
             }
         }
@@ -805,18 +826,12 @@ async fn fsmark_thread(cx: Ctx, id: u32) {
 /// A fio buffered sequential reader (rw=read, time_based) of its own laid-out file.
 async fn reader_thread(cx: Ctx, id: u32) {
     let op = op_index(Kind::FsMark, "read");
-    let (mut before, mut after) = (Vec::new(), Vec::new());
-    let p = format!("/fio/read{id}");
+    let mut before = Vec::new();
+    let p: OpPath = format!("/fio/read{id}").into();
     let n = cx.spec.reader_block;
     loop {
         if !cx
-            .measure(
-                op,
-                n,
-                &mut before,
-                &mut after,
-                cx.fs(Op::Read(p.clone(), n)),
-            )
+            .measure_op(op, n, &mut before, Op::Read(p.clone(), n))
             .await
         {
             return;
@@ -832,31 +847,38 @@ async fn reader_thread(cx: Ctx, id: u32) {
 async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
     let k = Kind::Fio;
     let (w, c) = (op_index(k, "write"), op_index(k, "create"));
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let files = u64::from(cx.spec.files);
     let bs = cx.spec.block_size;
     let blocks = (cx.spec.file_size / bs).max(1);
+    // The random writer's files, named once.
+    let paths: Vec<OpPath> = if cx.spec.rw == super::spec::FioRw::RandWrite {
+        (0..files)
+            .map(|k| format!("/fio/j{id}.{k}").into())
+            .collect()
+    } else {
+        Vec::new()
+    };
     for n in 0u64.. {
         let ok = match cx.spec.rw {
             super::spec::FioRw::FileCreate => {
                 if n >= files {
                     return;
                 }
-                let p = format!("/fio/j{id}.{n}");
+                let p = format!("/fio/j{id}.{n}").into();
                 // fio's filecreate engine accounts `filesize` per file made (the seed's
                 // write_io_kbytes: 31,250 files × 4 KiB = 125,000).
                 let bytes = cx.spec.file_size;
-                cx.measure(c, bytes, &mut before, &mut after, cx.fs(Op::Create(p)))
-                    .await
+                cx.measure_op(c, bytes, &mut before, Op::Create(p)).await
             }
             super::spec::FioRw::RandWrite => {
-                let p = format!("/fio/j{id}.{}", n % files);
+                let p = paths[(n % files) as usize].clone();
                 let op = if cx.spec.direct {
                     Op::DirectWrite(p, rng.random_range(0..blocks) * bs, bs)
                 } else {
                     Op::WriteRange(p, bs)
                 };
-                cx.measure(w, bs, &mut before, &mut after, cx.fs(op)).await
+                cx.measure_op(w, bs, &mut before, op).await
             }
         };
         if !ok {
@@ -873,17 +895,18 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
             ops.push(Op::Mkdir("/clients".into()));
             for c in 0..spec.clients {
                 let base = format!("/clients/client{c}");
-                ops.push(Op::Mkdir(base.clone()));
-                ops.push(Op::Mkdir(format!("{base}/~dmtmp")));
+                ops.push(Op::Mkdir(base.as_str().into()));
+                ops.push(Op::Mkdir(format!("{base}/~dmtmp").into()));
                 for d in DBENCH_DIRS {
-                    ops.push(Op::Mkdir(format!("{base}/~dmtmp/{d}")));
+                    ops.push(Op::Mkdir(format!("{base}/~dmtmp/{d}").into()));
                 }
                 for f in (0..DBENCH_DIRS.len() * DBENCH_FILES).step_by(2) {
-                    let p = format!(
+                    let p: OpPath = format!(
                         "{base}/~dmtmp/{}/F{:02}",
                         DBENCH_DIRS[f / DBENCH_FILES],
                         f % DBENCH_FILES
-                    );
+                    )
+                    .into();
                     ops.push(Op::Create(p.clone()));
                     ops.push(Op::Write(p, 64 << 10));
                 }
@@ -894,7 +917,7 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
             for j in 0..spec.files {
                 // sysbench opens test_file.N with O_CREAT: the seed's fallocated testfile.N
                 // are other names, so the files start empty (sparse).
-                ops.push(Op::Create(format!("/sb/test_file.{j}")));
+                ops.push(Op::Create(format!("/sb/test_file.{j}").into()));
             }
         }
         Kind::Fio => {
@@ -902,7 +925,7 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
             if spec.rw == super::spec::FioRw::RandWrite {
                 for j in 0..spec.clients {
                     for k in 0..spec.files {
-                        let p = format!("/fio/j{j}.{k}");
+                        let p: OpPath = format!("/fio/j{j}.{k}").into();
                         ops.push(Op::Create(p.clone()));
                         // fio lays out a job's files before it starts: fallocate (its
                         // default, --fallocate=native) for direct I/O; fsperf's buffered
@@ -931,11 +954,14 @@ fn setup_ops(spec: &Spec) -> Vec<Op> {
             if spec.readers > 0 {
                 ops.push(Op::Mkdir("/fio".into()));
                 for r in 0..spec.readers {
-                    ops.push(Op::Populate(format!("/fio/read{r}"), spec.reader_file_size));
+                    ops.push(Op::Populate(
+                        format!("/fio/read{r}").into(),
+                        spec.reader_file_size,
+                    ));
                 }
             }
             for t in 0..spec.clients {
-                ops.push(Op::Mkdir(format!("/fsm/t{t}")));
+                ops.push(Op::Mkdir(format!("/fsm/t{t}").into()));
             }
         }
     }
