@@ -111,20 +111,23 @@ fn stats(k: usize) -> String {
 pub(crate) fn setup_ops(spec: &Spec, build: &Build) -> Vec<Op> {
     let mut ops = vec![Op::Mkdir("/ccache".into())];
     for a in 0..FANOUT {
-        ops.push(Op::Mkdir(format!("/ccache/{a:x}")));
-        ops.push(Op::Populate(format!("/ccache/{a:x}/stats"), STATS_BYTES));
+        ops.push(Op::Mkdir(format!("/ccache/{a:x}").into()));
+        ops.push(Op::Populate(
+            format!("/ccache/{a:x}/stats").into(),
+            STATS_BYTES,
+        ));
         for b in 0..FANOUT {
-            ops.push(Op::Mkdir(format!("/ccache/{a:x}/{b:x}")));
+            ops.push(Op::Mkdir(format!("/ccache/{a:x}/{b:x}").into()));
         }
     }
     for &k in &build.layout {
         if build.units[k].hit {
             let d = dir(k);
             ops.push(Op::Populate(
-                format!("{d}/u{k}.manifest"),
+                format!("{d}/u{k}.manifest").into(),
                 spec.manifest_size,
             ));
-            ops.push(Op::Populate(format!("{d}/u{k}.o"), spec.object_size));
+            ops.push(Op::Populate(format!("{d}/u{k}.o").into(), spec.object_size));
         }
     }
     ops
@@ -132,17 +135,17 @@ pub(crate) fn setup_ops(spec: &Spec, build: &Build) -> Vec<Op> {
 
 /// Writes `bytes` to a temporary file and renames it over `to` (ccache's tmp + rename).
 async fn replace(cx: &Ctx, to: String, bytes: u64, job: u32) -> Result<(), String> {
-    let tmp = format!("{to}.tmp.{job}");
+    let tmp: crate::vfs::OpPath = format!("{to}.tmp.{job}").into();
     cx.fs(Op::Create(tmp.clone())).await?;
     cx.fs(Op::Write(tmp.clone(), bytes)).await?;
-    cx.fs(Op::Rename(tmp, to)).await
+    cx.fs(Op::Rename(tmp, to.into())).await
 }
 
 /// One `make -j` job: compiles units until the run ends; a finished build starts over.
 pub(crate) async fn job(cx: Ctx, id: u32, build: std::rc::Rc<Build>) {
     let k = Kind::Kbuild;
     let [pre, look, fetch, comp, store, man, st] = OPS.map(|o| op_index(k, o));
-    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut before = Vec::new();
     let n = build.units.len() as u64;
     loop {
         let u = build.next.get();
@@ -151,23 +154,15 @@ pub(crate) async fn job(cx: Ctx, id: u32, build: std::rc::Rc<Build>) {
         let d = dir(unit);
         let (manifest, object) = (format!("{d}/u{unit}.manifest"), format!("{d}/u{unit}.o"));
         let spec = &cx.spec;
-        let mut ok = cx
-            .measure(pre, 0, &mut before, &mut after, cx.cpu("preprocess"))
-            .await;
+        let mut ok = cx.measure(pre, 0, &mut before, cx.cpu("preprocess")).await;
         if build.units[unit].hit && build.units[unit].resident {
             // In the page cache: copying it out is CPU time only.
             ok = ok
                 && cx
-                    .measure(
-                        look,
-                        spec.manifest_size,
-                        &mut before,
-                        &mut after,
-                        cx.cpu("copy"),
-                    )
+                    .measure(look, spec.manifest_size, &mut before, cx.cpu("copy"))
                     .await
                 && cx
-                    .measure(fetch, spec.object_size, &mut before, &mut after, async {
+                    .measure(fetch, spec.object_size, &mut before, async {
                         cx.cpu("copy").await?;
                         cx.cpu("copy").await
                     })
@@ -179,13 +174,12 @@ pub(crate) async fn job(cx: Ctx, id: u32, build: std::rc::Rc<Build>) {
                         look,
                         spec.manifest_size,
                         &mut before,
-                        &mut after,
-                        cx.fs(Op::Read(manifest, spec.manifest_size)),
+                        cx.fs(Op::Read(manifest.into(), spec.manifest_size)),
                     )
                     .await
                 && cx
-                    .measure(fetch, spec.object_size, &mut before, &mut after, async {
-                        cx.fs(Op::Read(object, spec.object_size)).await?;
+                    .measure(fetch, spec.object_size, &mut before, async {
+                        cx.fs(Op::Read(object.into(), spec.object_size)).await?;
                         cx.cpu("copy").await
                     })
                     .await;
@@ -193,7 +187,7 @@ pub(crate) async fn job(cx: Ctx, id: u32, build: std::rc::Rc<Build>) {
             let compile = build.units[unit].compile;
             ok = ok
                 && cx
-                    .measure(comp, 0, &mut before, &mut after, async {
+                    .measure(comp, 0, &mut before, async {
                         cx.h.cpu(compile).await;
                         cx.cpu("copy").await
                     })
@@ -203,7 +197,6 @@ pub(crate) async fn job(cx: Ctx, id: u32, build: std::rc::Rc<Build>) {
                         store,
                         spec.object_size,
                         &mut before,
-                        &mut after,
                         replace(&cx, object, spec.object_size, id),
                     )
                     .await
@@ -212,7 +205,6 @@ pub(crate) async fn job(cx: Ctx, id: u32, build: std::rc::Rc<Build>) {
                         man,
                         spec.manifest_size,
                         &mut before,
-                        &mut after,
                         replace(&cx, manifest, spec.manifest_size, id),
                     )
                     .await;
@@ -223,7 +215,6 @@ pub(crate) async fn job(cx: Ctx, id: u32, build: std::rc::Rc<Build>) {
                     st,
                     0,
                     &mut before,
-                    &mut after,
                     replace(&cx, stats(unit), STATS_BYTES, id),
                 )
                 .await;

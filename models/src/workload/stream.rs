@@ -10,10 +10,13 @@ use crate::vfs::Op;
 pub(crate) fn setup_ops(spec: &super::spec::Spec) -> Vec<Op> {
     let mut ops = vec![Op::Mkdir("/stream".into()), Op::Mkdir("/rl".into())];
     for w in 0..spec.clients {
-        ops.push(Op::Create(format!("/stream/w{w}")));
+        ops.push(Op::Create(format!("/stream/w{w}").into()));
     }
     for r in 0..spec.readers {
-        ops.push(Op::Populate(format!("/rl/r{r}"), spec.reader_file_size));
+        ops.push(Op::Populate(
+            format!("/rl/r{r}").into(),
+            spec.reader_file_size,
+        ));
     }
     ops
 }
@@ -22,17 +25,11 @@ pub(crate) fn setup_ops(spec: &super::spec::Spec) -> Vec<Op> {
 /// if=/dev/zero bs=…); balance_dirty_pages holds it to what the disk takes.
 pub(crate) async fn writer(cx: Ctx, id: u32) {
     let op = op_index(Kind::ReadLatency, "write");
-    let (mut before, mut after) = (Vec::new(), Vec::new());
-    let p = format!("/stream/w{id}");
+    let mut before = Vec::new();
+    let p: crate::vfs::OpPath = format!("/stream/w{id}").into();
     let n = cx.spec.block_size;
     while cx
-        .measure(
-            op,
-            n,
-            &mut before,
-            &mut after,
-            cx.fs(Op::Write(p.clone(), n)),
-        )
+        .measure(op, n, &mut before, cx.fs(Op::Write(p.clone(), n)))
         .await
     {}
 }
@@ -41,19 +38,13 @@ pub(crate) async fn writer(cx: Ctx, id: u32) {
 /// file is read once front to back), timed as one operation.
 pub(crate) async fn reader(cx: Ctx, id: u32) {
     let op = op_index(Kind::ReadLatency, "read");
-    let (mut before, mut after) = (Vec::new(), Vec::new());
-    let p = format!("/rl/r{id}");
+    let mut before = Vec::new();
+    let p: crate::vfs::OpPath = format!("/rl/r{id}").into();
     let n = cx.spec.read_size;
     loop {
         cx.h.sleep(cx.spec.read_interval).await;
         if !cx
-            .measure(
-                op,
-                n,
-                &mut before,
-                &mut after,
-                cx.fs(Op::Read(p.clone(), n)),
-            )
+            .measure(op, n, &mut before, cx.fs(Op::Read(p.clone(), n)))
             .await
         {
             return;
