@@ -435,22 +435,38 @@ impl Spec {
             }
             None => 0,
         };
-        let kbuild_keys = [
-            f.units.as_ref().map(|v| v.span().start),
-            f.hit_ratio.as_ref().map(|v| v.span().start),
-            f.page_cache.as_ref().map(|v| v.span().start),
-            f.object_size.as_ref().map(|v| v.span().start),
-            f.manifest_size.as_ref().map(|v| v.span().start),
-        ];
-        if let (true, Some(at)) = (kind != Kind::Kbuild, kbuild_keys.iter().flatten().next()) {
-            return Err(err(
-                *at,
-                format!(
-                    "units, hit_ratio, page_cache, object_size and manifest_size belong to a kbuild workload, not {}",
-                    kind.name()
-                ),
-            ));
-        }
+        // Keys of one kind only: an error at the first one given to another kind.
+        let only_for =
+            |owner: Kind, at: &[Option<usize>], names: &str| match at.iter().flatten().next() {
+                Some(&at) if kind != owner => Err(err(
+                    at,
+                    format!(
+                        "{names} belong to a {} workload, not {}",
+                        owner.name(),
+                        kind.name()
+                    ),
+                )),
+                _ => Ok(()),
+            };
+        only_for(
+            Kind::Kbuild,
+            &[
+                f.units.as_ref().map(|v| v.span().start),
+                f.hit_ratio.as_ref().map(|v| v.span().start),
+                f.page_cache.as_ref().map(|v| v.span().start),
+                f.object_size.as_ref().map(|v| v.span().start),
+                f.manifest_size.as_ref().map(|v| v.span().start),
+            ],
+            "units, hit_ratio, page_cache, object_size and manifest_size",
+        )?;
+        only_for(
+            Kind::ReadLatency,
+            &[
+                f.read_size.as_ref().map(|v| v.span().start),
+                f.read_interval.as_ref().map(|v| v.span().start),
+            ],
+            "read_size and read_interval",
+        )?;
         if matches!(kind, Kind::Kbuild | Kind::ReadLatency) && !ext {
             return Err(SpecError {
                 location: origin.to_string(),
@@ -464,19 +480,6 @@ impl Spec {
             return Err(err(
                 v.span().start,
                 "'memory' (the dirty thresholds) is modelled for ext3/ext4 only".into(),
-            ));
-        }
-        let rl_keys = [
-            f.read_size.as_ref().map(|v| v.span().start),
-            f.read_interval.as_ref().map(|v| v.span().start),
-        ];
-        if let (true, Some(at)) = (kind != Kind::ReadLatency, rl_keys.iter().flatten().next()) {
-            return Err(err(
-                *at,
-                format!(
-                    "read_size and read_interval belong to a read-latency workload, not {}",
-                    kind.name()
-                ),
             ));
         }
         let share = |v: &Option<Spanned<f64>>, what: &str, default: f64| match v {
