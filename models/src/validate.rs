@@ -105,21 +105,9 @@ pub struct Experiment {
     pub figures: Vec<(Measure, f64, f64)>,
     /// The measures whose baseline level is also reported.
     pub levels: Vec<Measure>,
-}
-
-impl Experiment {
-    /// The seed's baseline value of a level that has no change row (kbuild's iostat w/s).
-    fn level_only(&self, m: Measure) -> Option<f64> {
-        match (self.id, m) {
-            ("003-kbuild", Measure::Iostat(c)) => {
-                let i = crate::device::iostat::COLUMNS
-                    .iter()
-                    .position(|x| *x == c)?;
-                Some(crate::workload::kbuild::SEED_IOSTAT[1].2[i])
-            }
-            _ => None,
-        }
-    }
+    /// Levels reported without a change row: (measure, the seed's baseline value), for a
+    /// figure whose model baseline can be 0 (no percentage change from 0).
+    pub level_only: Vec<(Measure, f64)>,
 }
 
 /// The experiments the model covers today.
@@ -151,6 +139,7 @@ pub fn experiments() -> Vec<Experiment> {
                 Measure::AvgLat("Rename"),
                 Measure::AvgLat("Find"),
             ],
+            level_only: vec![],
         },
         Experiment {
             id: "001-sysbench",
@@ -160,6 +149,7 @@ pub fn experiments() -> Vec<Experiment> {
             current: "linux-5.11",
             figures: vec![(Measure::PerSecond, 3.39, 16.04)],
             levels: vec![Measure::PerSecond],
+            level_only: vec![],
         },
         // Seed 003 (J1), Jeff Moyer's runs: vanilla (WRITE_SYNC commits) vs Jan Kara's jbd
         // and jbd2 patches; requests/s is fs_mark's files/s.
@@ -174,6 +164,7 @@ pub fn experiments() -> Vec<Experiment> {
                 (Measure::ReaderKiBps, 277_130.0, 294_655.0),
             ],
             levels: vec![Measure::PerSecond, Measure::ReaderKiBps],
+            level_only: vec![],
         },
         Experiment {
             id: "003-fsmark-ext3",
@@ -186,6 +177,7 @@ pub fn experiments() -> Vec<Experiment> {
                 (Measure::ReaderKiBps, 178_187.0, 182_312.0),
             ],
             levels: vec![Measure::PerSecond, Measure::ReaderKiBps],
+            level_only: vec![],
         },
         // Not a seed thread: the merged jbd patch's own message (2db938bee32e, 2.6.39), one
         // fs_mark thread with a streaming reader on ext3; the mean of its four loops.
@@ -197,6 +189,7 @@ pub fn experiments() -> Vec<Experiment> {
             current: "linux-2.6.39",
             figures: vec![(Measure::PerSecond, 7.2, 6.15)],
             levels: vec![Measure::PerSecond],
+            level_only: vec![],
         },
         Experiment {
             id: "2db938b-readlat",
@@ -206,6 +199,7 @@ pub fn experiments() -> Vec<Experiment> {
             current: "linux-2.6.39",
             figures: vec![(Measure::AvgLat("read"), 619.377, 82.180)],
             levels: vec![Measure::AvgLat("read")],
+            level_only: vec![],
         },
         // Seed 003's kbuild (#0, #14, #34): units/s has only relative figures (written as
         // 100 → 85 for "drop about 15%"); iostat -x is #0's 2.6.37 and reverted rows.
@@ -230,6 +224,7 @@ pub fn experiments() -> Vec<Experiment> {
                 Measure::Iostat("w/s"),
                 Measure::Iostat("%util"),
             ],
+            level_only: vec![(Measure::Iostat("w/s"), 6.03538)],
         },
         Experiment {
             id: "003-kbuild-rfc",
@@ -243,6 +238,7 @@ pub fn experiments() -> Vec<Experiment> {
                 (Measure::Iostat("w/s"), 14.747, 6.748493),
             ],
             levels: vec![],
+            level_only: vec![],
         },
         // Seed 004 (lines 28-143): fsperf before and after the seven preemptive-flushing
         // patches; the series was merged for 5.14, so 5.13 vs 5.14.
@@ -264,6 +260,7 @@ pub fn experiments() -> Vec<Experiment> {
                 Measure::Fio("write_clat_ns_p50"),
                 Measure::Fio("write_clat_ns_p99"),
             ],
+            level_only: vec![],
         },
         Experiment {
             id: "004-randwrite2xram",
@@ -281,6 +278,7 @@ pub fn experiments() -> Vec<Experiment> {
                 Measure::Fio("write_bw_bytes"),
                 Measure::Fio("write_clat_ns_p50"),
             ],
+            level_only: vec![],
         },
         Experiment {
             id: "004-emptyfiles500k",
@@ -294,6 +292,7 @@ pub fn experiments() -> Vec<Experiment> {
                 (Measure::Fio("write_clat_ns_p99"), 72704.0, 68096.0),
             ],
             levels: vec![Measure::Fio("write_iops")],
+            level_only: vec![],
         },
     ]
 }
@@ -529,13 +528,13 @@ pub fn validate_with(
             ));
         }
         for &m in &e.levels {
-            let Some(sb) = e
+            let seed_level = e
                 .figures
                 .iter()
                 .find(|f| f.0 == m)
                 .map(|f| f.1)
-                .or_else(|| e.level_only(m))
-            else {
+                .or_else(|| e.level_only.iter().find(|l| l.0 == m).map(|l| l.1));
+            let Some(sb) = seed_level else {
                 continue;
             };
             let vals: Vec<f64> = pair.baseline.iter().filter_map(|r| m.of(r)).collect();

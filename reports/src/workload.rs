@@ -91,12 +91,17 @@ pub fn fsmark_summary(r: &WorkloadResult, file_size: u64) -> String {
         r.per_s(),
         0
     ));
-    for o in &r.ops {
-        if o.hist.is_empty() {
-            continue;
-        }
+    t.push_str(&op_lines(r, 7));
+    t
+}
+
+/// One line per operation kind that ran: count, mean, p99 and max latency (ms); names padded
+/// to `width`.
+fn op_lines(r: &WorkloadResult, width: usize) -> String {
+    let mut t = String::new();
+    for o in r.ops.iter().filter(|o| !o.hist.is_empty()) {
         t.push_str(&format!(
-            "  {:<7} {:>9} ops  avg {:>9.3} ms  p99 {:>9.3} ms  max {:>9.3} ms\n",
+            "  {:<width$} {:>9} ops  avg {:>9.3} ms  p99 {:>9.3} ms  max {:>9.3} ms\n",
             o.name,
             o.hist.len(),
             o.hist.mean() / MS,
@@ -137,19 +142,7 @@ pub fn kbuild_summary(r: &WorkloadResult, units: u32) -> String {
             "never".into()
         }
     );
-    for o in &r.ops {
-        if o.hist.is_empty() {
-            continue;
-        }
-        t.push_str(&format!(
-            "  {:<10} {:>9} ops  avg {:>9.3} ms  p99 {:>9.3} ms  max {:>9.3} ms\n",
-            o.name,
-            o.hist.len(),
-            o.hist.mean() / MS,
-            o.hist.value_at_quantile(0.99) as f64 / MS,
-            o.hist.max() as f64 / MS
-        ));
-    }
+    t.push_str(&op_lines(r, 10));
     if let Some(io) = &r.iostat {
         t.push_str("iostat -x over the window:\n");
         t.push_str(&iostat_lines(&r.device, io));
@@ -929,30 +922,29 @@ pub fn compare_text(
             String::new()
         }
     ));
-    t.push_str(&fsperf_table(&compare_rows(
-        &first.baseline,
-        &first.current,
-    )));
+    let rows = compare_rows(&first.baseline, &first.current);
+    t.push_str(&fsperf_table(&rows));
     t.push('\n');
     if spec.kind == Kind::Kbuild {
-        t.push_str(&kbuild_seed_text(baseline, current, first));
+        t.push_str(&kbuild_seed_text(baseline, current, first, &rows));
         t.push('\n');
     }
     t.push_str(&attribution_text(c0));
     t
 }
 
-/// Seed 003's kbuild figures beside the model's: the units/s change and `iostat -x`.
+/// Seed 003's kbuild figures beside the model's: the units/s change (from the pair's compare
+/// `rows`) and `iostat -x`.
 pub fn kbuild_seed_text(
     baseline: &models::btrfs::Policy,
     current: &models::btrfs::Policy,
     pair: &models::workload::compare::Pair,
+    rows: &[CompareRow],
 ) -> String {
     use models::workload::kbuild::{SEED_CHANGES, SEED_IOSTAT};
     let mut t =
         "== seed 003 (kbuild on a 64-LCPU NHM-EX, ccache on the ext3 root) beside the model ==\n"
             .to_string();
-    let rows = compare_rows(&pair.baseline, &pair.current);
     let model = rows.iter().find(|r| r.metric == "units_per_s");
     let seed: Vec<String> = SEED_CHANGES
         .iter()

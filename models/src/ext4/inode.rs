@@ -38,7 +38,7 @@ impl Ext4 {
         let j = &self.inner.journal;
         let h = j.start(NAMESPACE_CREDITS).await;
         let area = self.journal_area();
-        let ino = {
+        {
             let mut st = self.inner.st.borrow_mut();
             let ino = st.next_ino;
             st.next_ino += 1;
@@ -75,9 +75,7 @@ impl Ext4 {
                 j.dirty_metadata(&h, Ext4::block_bitmap(dir_block));
                 j.dirty_metadata(&h, dir_block);
             }
-            ino
-        };
-        let _ = ino;
+        }
         j.stop(h).await;
         Ok(())
     }
