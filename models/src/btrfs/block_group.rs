@@ -51,17 +51,7 @@ impl Btrfs {
             let mut st = self.st_mut();
             let size = size.min(st.data.unallocated);
             st.data.unallocated -= size;
-            let id = st.data.next_bg;
-            st.data.next_bg += 1;
-            st.data.bgs.insert(
-                id,
-                BlockGroup {
-                    size,
-                    used: 0,
-                    pinned: 0,
-                    unused_marked: false,
-                },
-            );
+            st.data.add_group(size);
             Self::mark_new_block_group(&mut st, t);
             Self::dirty(&mut st, t, &CHUNK_LEAVES);
         }
@@ -77,19 +67,18 @@ impl Btrfs {
         let mut spare = st.data.total().saturating_sub(st.data.in_use());
         let empty: Vec<u64> = st
             .data
-            .bgs
-            .iter()
+            .groups()
             .filter(|(_, b)| b.unused_marked && b.used == 0 && b.pinned == 0)
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
             .collect();
         for id in empty {
-            let size = st.data.bgs[&id].size;
-            if size > spare || st.data.bgs.len() == 1 {
+            let size = st.data.group(id).expect("listed").size;
+            if size > spare || st.data.group_count() == 1 {
                 // Reservations (may_use) still count on this space, or it is the last one.
                 break;
             }
             spare -= size;
-            st.data.bgs.remove(&id);
+            st.data.remove_group(id);
             st.data.unallocated += size;
             self.inner.m.borrow_mut().data_block_groups_deleted += 1;
         }

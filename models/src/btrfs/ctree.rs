@@ -105,16 +105,7 @@ impl Btrfs {
                 st: RefCell::new({
                     let mut st = FsState::mkfs();
                     let mkfs = mkfs_data;
-                    st.data.bgs.insert(
-                        0,
-                        BlockGroup {
-                            size: mkfs,
-                            used: 0,
-                            pinned: 0,
-                            unused_marked: false,
-                        },
-                    );
-                    st.data.next_bg = 1;
+                    st.data.add_group(mkfs);
                     // mkfs's metadata block group (DUP: two copies on the device), its
                     // trees, and the global reserve they size.
                     st.data.unallocated = (fs_size - mkfs).saturating_sub(2 * meta);

@@ -11,32 +11,7 @@ impl Btrfs {
     /// has room (the reservation guarantees the total).
     pub(super) fn alloc_data_extent(st: &mut FsState, bytes: u64) -> Vec<(u64, u64)> {
         st.data.may_use = st.data.may_use.saturating_sub(bytes);
-        let mut left = bytes;
-        let mut pieces = Vec::new();
-        if let Some((&id, b)) = st
-            .data
-            .bgs
-            .iter_mut()
-            .find(|(_, b)| b.size - b.used - b.pinned >= bytes)
-        {
-            b.used += bytes;
-            b.unused_marked = false;
-            return vec![(id, bytes)];
-        }
-        for (&id, b) in st.data.bgs.iter_mut() {
-            let free = b.size - b.used - b.pinned;
-            let take = free.min(left);
-            if take > 0 {
-                b.used += take;
-                b.unused_marked = false;
-                pieces.push((id, take));
-                left -= take;
-            }
-            if left == 0 {
-                break;
-            }
-        }
-        pieces
+        st.data.alloc(bytes)
     }
 
     /// Frees an inode's data extents in transaction `t` (btrfs_free_extent → pinned until
@@ -62,13 +37,7 @@ impl Btrfs {
             return;
         }
         for &(bg, len) in &pieces {
-            if let Some(b) = st.data.bgs.get_mut(&bg) {
-                b.used -= len;
-                b.pinned += len;
-                // btrfs_update_block_group: a group whose `used` drops to 0 goes on the
-                // unused list (btrfs_mark_bg_unused).
-                b.unused_marked |= b.used == 0;
-            }
+            st.data.free(bg, len);
         }
         let tr = st.trans.get_mut(&t).unwrap();
         tr.delayed_refs += pieces.len() as u64;
@@ -79,9 +48,7 @@ impl Btrfs {
     pub(super) fn unpin_data(st: &mut FsState, t: TransId) {
         let pinned = std::mem::take(&mut st.trans.get_mut(&t).unwrap().pinned);
         for (bg, len) in pinned {
-            if let Some(b) = st.data.bgs.get_mut(&bg) {
-                b.pinned -= len;
-            }
+            st.data.unpin(bg, len);
         }
     }
 }

@@ -40,7 +40,7 @@ impl Btrfs {
             drop(g);
             let pinned: u64 = {
                 let st = self.inner.st.borrow();
-                st.data.bgs.values().map(|b| b.pinned).sum()
+                st.data.pinned()
             };
             if committed || pinned == 0 {
                 return Err(OpError("no space left on device".into()));
@@ -724,17 +724,7 @@ impl Btrfs {
         st.meta.total = st.meta.total.max(st.meta.used);
         let left = st.data.unallocated;
         if left > 0 {
-            let id = st.data.next_bg;
-            st.data.next_bg += 1;
-            st.data.bgs.insert(
-                id,
-                BlockGroup {
-                    size: left,
-                    used: 0,
-                    pinned: 0,
-                    unused_marked: false,
-                },
-            );
+            st.data.add_group(left);
             st.data.unallocated = 0;
         }
         Self::update_global_rsv(

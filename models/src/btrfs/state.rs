@@ -306,27 +306,166 @@ pub struct BlockGroup {
 }
 
 /// The data `space_info` (fs/btrfs/space-info.h) and the device's unallocated space.
+///
+/// The block groups are private so that the space_info's sums (`total_bytes`, and the used
+/// and pinned bytes `btrfs_space_info_used` adds) are kept beside them, as the kernel keeps
+/// `space_info->bytes_used` / `bytes_pinned` instead of walking its groups.
 #[derive(Clone, Debug, Default)]
 pub struct DataSpace {
-    /// Block groups by id, in allocation order.
-    pub bgs: BTreeMap<u64, BlockGroup>,
+    /// Block groups as (id, group), in allocation (= id) order.
+    bgs: Vec<(u64, BlockGroup)>,
     /// Next block-group id.
     pub next_bg: u64,
     /// `bytes_may_use`: reserved by buffered writes, not yet allocated.
     pub may_use: u64,
     /// Device bytes not in any chunk.
     pub unallocated: u64,
+    /// `total_bytes`: the sum of the groups' sizes.
+    size_sum: u64,
+    /// `bytes_used`: the sum of the groups' used bytes.
+    used_sum: u64,
+    /// `bytes_pinned`: the sum of the groups' pinned bytes.
+    pinned_sum: u64,
 }
 
 impl DataSpace {
     /// `total_bytes` of the space_info.
+    #[inline]
     pub fn total(&self) -> u64 {
-        self.bgs.values().map(|b| b.size).sum()
+        self.check_sums();
+        self.size_sum
     }
 
     /// `btrfs_space_info_used(.., true)`: used + pinned + may_use.
+    #[inline]
     pub fn in_use(&self) -> u64 {
-        self.bgs.values().map(|b| b.used + b.pinned).sum::<u64>() + self.may_use
+        self.check_sums();
+        self.used_sum + self.pinned_sum + self.may_use
+    }
+
+    /// `bytes_pinned`: freed in uncommitted transactions.
+    #[inline]
+    pub fn pinned(&self) -> u64 {
+        self.check_sums();
+        self.pinned_sum
+    }
+
+    /// The sums equal what the groups hold (debug builds walk the groups).
+    #[inline]
+    fn check_sums(&self) {
+        if cfg!(debug_assertions) {
+            let (mut size, mut used, mut pinned) = (0, 0, 0);
+            for (_, b) in &self.bgs {
+                size += b.size;
+                used += b.used;
+                pinned += b.pinned;
+                debug_assert!(b.used + b.pinned <= b.size, "block group over-full: {b:?}");
+            }
+            debug_assert_eq!(
+                (size, used, pinned),
+                (self.size_sum, self.used_sum, self.pinned_sum),
+                "data space_info sums drifted from its block groups"
+            );
+        }
+    }
+
+    /// The block groups, as (id, group) in allocation order.
+    pub fn groups(&self) -> impl Iterator<Item = (u64, &BlockGroup)> {
+        self.bgs.iter().map(|(id, b)| (*id, b))
+    }
+
+    /// Number of block groups.
+    pub fn group_count(&self) -> usize {
+        self.bgs.len()
+    }
+
+    /// Block group `id`, if it exists.
+    pub fn group(&self, id: u64) -> Option<&BlockGroup> {
+        self.index(id).map(|i| &self.bgs[i].1)
+    }
+
+    fn index(&self, id: u64) -> Option<usize> {
+        self.bgs.binary_search_by_key(&id, |(i, _)| *i).ok()
+    }
+
+    /// Adds an empty block group of `size` bytes under the next id; returns the id.
+    pub fn add_group(&mut self, size: u64) -> u64 {
+        let id = self.next_bg;
+        self.next_bg += 1;
+        debug_assert!(self.bgs.last().is_none_or(|(last, _)| *last < id));
+        self.bgs.push((
+            id,
+            BlockGroup {
+                size,
+                used: 0,
+                pinned: 0,
+                unused_marked: false,
+            },
+        ));
+        self.size_sum += size;
+        id
+    }
+
+    /// Removes block group `id` (its space goes nowhere: the caller returns it).
+    pub fn remove_group(&mut self, id: u64) -> Option<BlockGroup> {
+        let b = self.bgs.remove(self.index(id)?).1;
+        self.size_sum -= b.size;
+        self.used_sum -= b.used;
+        self.pinned_sum -= b.pinned;
+        Some(b)
+    }
+
+    /// find_free_extent for data: first fit over the groups in order, split across groups
+    /// when no single one has room; returns the (group, bytes) pieces.
+    pub fn alloc(&mut self, bytes: u64) -> Vec<(u64, u64)> {
+        if let Some((id, b)) = self
+            .bgs
+            .iter_mut()
+            .find(|(_, b)| b.size - b.used - b.pinned >= bytes)
+        {
+            b.used += bytes;
+            b.unused_marked = false;
+            self.used_sum += bytes;
+            return vec![(*id, bytes)];
+        }
+        let mut left = bytes;
+        let mut pieces = Vec::new();
+        for (id, b) in self.bgs.iter_mut() {
+            let take = (b.size - b.used - b.pinned).min(left);
+            if take > 0 {
+                b.used += take;
+                b.unused_marked = false;
+                pieces.push((*id, take));
+                left -= take;
+            }
+            if left == 0 {
+                break;
+            }
+        }
+        self.used_sum += bytes - left;
+        pieces
+    }
+
+    /// btrfs_free_extent of `len` bytes in group `bg`: used → pinned until the commit; a
+    /// group whose `used` drops to 0 goes on the unused list (btrfs_update_block_group →
+    /// btrfs_mark_bg_unused).
+    pub fn free(&mut self, bg: u64, len: u64) {
+        if let Some(i) = self.index(bg) {
+            let b = &mut self.bgs[i].1;
+            b.used -= len;
+            b.pinned += len;
+            b.unused_marked |= b.used == 0;
+            self.used_sum -= len;
+            self.pinned_sum += len;
+        }
+    }
+
+    /// unpin_extent_range of `len` bytes in group `bg`.
+    pub fn unpin(&mut self, bg: u64, len: u64) {
+        if let Some(i) = self.index(bg) {
+            self.bgs[i].1.pinned -= len;
+            self.pinned_sum -= len;
+        }
     }
 }
 

@@ -464,6 +464,85 @@ impl<T: Copy> Table<T> {
     }
 }
 
+/// Which of a client's files exist: one bit per file, so that counting and choosing the
+/// k-th existing (or missing) file are word operations.
+struct FileSet {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl FileSet {
+    fn new(len: usize, init: impl Fn(usize) -> bool) -> Self {
+        let mut s = FileSet {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        };
+        for f in (0..len).filter(|&f| init(f)) {
+            s.set(f, true);
+        }
+        s
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn has(&self, f: usize) -> bool {
+        self.words[f / 64] >> (f % 64) & 1 == 1
+    }
+
+    #[inline]
+    fn set(&mut self, f: usize, on: bool) {
+        let bit = 1u64 << (f % 64);
+        if on {
+            self.words[f / 64] |= bit;
+        } else {
+            self.words[f / 64] &= !bit;
+        }
+    }
+
+    /// Word `i` restricted to `range`, with the files whose existence is `want` set.
+    #[inline]
+    fn word(&self, i: usize, range: &std::ops::Range<usize>, want: bool) -> u64 {
+        let w = if want { self.words[i] } else { !self.words[i] };
+        let (lo, hi) = (i * 64, i * 64 + 64);
+        let from = range.start.clamp(lo, hi) - lo;
+        let to = range.end.clamp(lo, hi) - lo;
+        let mask = if to - from == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << (to - from)) - 1) << from
+        };
+        w & mask
+    }
+
+    /// Files in `range` whose existence is `want`.
+    fn count(&self, range: std::ops::Range<usize>, want: bool) -> usize {
+        let words = range.start / 64..range.end.div_ceil(64);
+        words
+            .map(|i| self.word(i, &range, want).count_ones() as usize)
+            .sum()
+    }
+
+    /// The `j`-th file (from 0, in index order) in `range` whose existence is `want`;
+    /// `j` must be below `count(range, want)`.
+    fn nth(&self, range: std::ops::Range<usize>, want: bool, mut j: usize) -> usize {
+        for i in range.start / 64..range.end.div_ceil(64) {
+            let mut w = self.word(i, &range, want);
+            let c = w.count_ones() as usize;
+            if j < c {
+                for _ in 0..j {
+                    w &= w - 1;
+                }
+                return i * 64 + w.trailing_zeros() as usize;
+            }
+            j -= c;
+        }
+        unreachable!("nth beyond count")
+    }
+}
+
 /// dbench's per-client directories (loadfiles/client.txt: clients/clientN/~dmtmp/…).
 const DBENCH_DIRS: [&str; 9] = [
     "ACCESS", "COREL", "EXCEL", "PARADOX", "PM", "PWRPNT", "SEED", "WORD", "WORDPRO",
@@ -498,7 +577,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
     let path = |f: usize| paths[f].clone();
     let n = DBENCH_DIRS.len() * DBENCH_FILES;
     // The setup task created every other file, so the loop starts with a half-full tree.
-    let mut exists: Vec<bool> = (0..n).map(|f| f % 2 == 0).collect();
+    let mut exists = FileSet::new(n, |f| f % 2 == 0);
     let mut last: Option<usize> = None;
     let mix: Vec<(usize, u64)> = cx.spec.mix.iter().copied().enumerate().collect();
     let mix_table = Table::new(&mix);
@@ -514,24 +593,19 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
         .collect();
     let open_cost = cx.spec.cpu_of("open");
     // A random file whose existence is `want`: probe a few random slots, then scan.
-    let pick = |rng: &mut Stream, exists: &[bool], want: bool| -> Option<usize> {
+    let pick = |rng: &mut Stream, exists: &FileSet, want: bool| -> Option<usize> {
         for _ in 0..8 {
             let f = rng.random_range(0..exists.len());
-            if exists[f] == want {
+            if exists.has(f) == want {
                 return Some(f);
             }
         }
-        let k = exists.iter().filter(|&&e| e == want).count();
+        let k = exists.count(0..n, want);
         if k == 0 {
             return None;
         }
         let j = rng.random_range(0..k);
-        exists
-            .iter()
-            .enumerate()
-            .filter(|(_, &e)| e == want)
-            .nth(j)
-            .map(|(i, _)| i)
+        Some(exists.nth(0..n, want, j))
     };
     loop {
         let op = mix_table.pick(&mut rng);
@@ -551,7 +625,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 let create = rng.random_range(0..DBENCH_CREATE.1) < DBENCH_CREATE.0;
                 match (create, pick(&mut rng, &exists, !create)) {
                     (true, Some(f)) => {
-                        exists[f] = true;
+                        exists.set(f, true);
                         last = Some(f);
                         cx.flush_then(&mut pending).await
                             && cx.measure_op(op, 0, &mut before, Op::Create(path(f))).await
@@ -573,7 +647,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
             WRITEX => {
                 let size = write_sizes.pick(&mut rng);
                 match last
-                    .filter(|&f| exists[f])
+                    .filter(|&f| exists.has(f))
                     .or_else(|| pick(&mut rng, &exists, true))
                 {
                     Some(f) => {
@@ -607,7 +681,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 }
             }
             FLUSH => match last
-                .filter(|&f| exists[f])
+                .filter(|&f| exists.has(f))
                 .or_else(|| pick(&mut rng, &exists, true))
             {
                 Some(f) => {
@@ -625,14 +699,14 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 // the source's directory.
                 let target = pick(&mut rng, &exists, true).and_then(|a| {
                     let d = a / DBENCH_FILES;
-                    let free = (d * DBENCH_FILES..(d + 1) * DBENCH_FILES).filter(|&f| !exists[f]);
-                    let k = free.clone().count();
-                    (k > 0).then(|| (a, free.clone().nth(rng.random_range(0..k)).unwrap()))
+                    let dir = d * DBENCH_FILES..(d + 1) * DBENCH_FILES;
+                    let k = exists.count(dir.clone(), false);
+                    (k > 0).then(|| (a, exists.nth(dir, false, rng.random_range(0..k))))
                 });
                 match target {
                     Some((a, b)) => {
-                        exists[a] = false;
-                        exists[b] = true;
+                        exists.set(a, false);
+                        exists.set(b, true);
                         last = Some(b);
                         cx.flush_then(&mut pending).await
                             && cx
@@ -647,7 +721,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
             }
             UNLINK => match pick(&mut rng, &exists, true) {
                 Some(f) => {
-                    exists[f] = false;
+                    exists.set(f, false);
                     if last == Some(f) {
                         last = None;
                     }
@@ -662,9 +736,9 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
             DELTREE => {
                 // dbench's fio_deltree walks the client's tree and unlinks every file; it
                 // removes no directory (fileio.c:fio_deltree).
-                let victims: Vec<usize> = (0..n).filter(|&f| exists[f]).collect();
+                let victims: Vec<usize> = (0..n).filter(|&f| exists.has(f)).collect();
                 for &f in &victims {
-                    exists[f] = false;
+                    exists.set(f, false);
                 }
                 last = None;
                 if victims.is_empty() {
@@ -692,7 +766,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 true
             }
             SFILEINFO => match last
-                .filter(|&f| exists[f])
+                .filter(|&f| exists.has(f))
                 .or_else(|| pick(&mut rng, &exists, true))
             {
                 // fio_sfileinfo: utime(2) → btrfs_setattr → btrfs_dirty_inode (TRANS_JOIN).
@@ -1216,4 +1290,37 @@ pub fn run_with_progress(
         trace_hash: summary.trace_hash,
         events: summary.dispatches,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FileSet;
+    use rand::Rng;
+
+    /// The bit set answers as a plain list of flags does, across word boundaries and in
+    /// sub-ranges (dbench's per-directory rename targets).
+    #[test]
+    fn file_set_matches_a_flag_list() {
+        let mut rng = sim::RngStreams::new(7).stream("test.fileset");
+        for len in [1, 63, 64, 65, 180, 200] {
+            let mut flags: Vec<bool> = (0..len).map(|f| f % 3 == 0).collect();
+            let mut set = FileSet::new(len, |f| f % 3 == 0);
+            for _ in 0..2000 {
+                let f = rng.random_range(0..len);
+                let on = rng.random_bool(0.5);
+                flags[f] = on;
+                set.set(f, on);
+                let lo = rng.random_range(0..len);
+                let hi = rng.random_range(lo..=len);
+                for want in [false, true] {
+                    let naive: Vec<usize> = (lo..hi).filter(|&i| flags[i] == want).collect();
+                    assert_eq!(set.count(lo..hi, want), naive.len());
+                    for (j, &i) in naive.iter().enumerate() {
+                        assert_eq!(set.nth(lo..hi, want, j), i);
+                    }
+                }
+                assert_eq!(set.has(f), on);
+            }
+        }
+    }
 }
