@@ -29,6 +29,9 @@ pub mod tree {
 /// A leaf of one tree: (tree id, leaf index).
 pub type Leaf = (u8, u64);
 
+/// The leaves one operation dirties (inline for the usual handful).
+pub type Leaves = smallvec::SmallVec<[Leaf; 8]>;
+
 /// The leaf holding inode `ino`'s items.
 pub fn inode_leaf(c: &Costs, ino: Ino) -> Leaf {
     (tree::FS, ino / (c.nodesize / c.item_bytes_per_inode).max(1))

@@ -1,7 +1,7 @@
 //! fs/btrfs/inode.c: namespace operations (create, mkdir, link, rename, unlink, rmdir).
 
 use super::ctree::Btrfs;
-use super::ctree_blocks as blocks;
+use super::ctree_blocks::{self as blocks, Leaves};
 use super::state::*;
 use crate::vfs::OpError;
 
@@ -127,7 +127,7 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             let c = &self.inner.costs;
-            let mut leaves = vec![
+            let mut leaves: Leaves = smallvec::smallvec![
                 blocks::inode_leaf(c, ino),
                 blocks::dentry_leaf(c, &st, new_dir, new_name),
                 blocks::inode_leaf(c, new_dir),
@@ -201,7 +201,7 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             let c = &self.inner.costs;
-            let mut leaves = vec![
+            let mut leaves: Leaves = smallvec::smallvec![
                 blocks::inode_leaf(c, ino),
                 blocks::dentry_leaf(c, &st, parent, name),
                 blocks::inode_leaf(c, parent),
@@ -310,7 +310,8 @@ impl Btrfs {
                 i.size_hist.push((t, size));
             }
             i.item_trans = t;
-            let mut leaves = vec![blocks::inode_leaf(&self.inner.costs, ino)];
+            let mut leaves: Leaves =
+                smallvec::smallvec![blocks::inode_leaf(&self.inner.costs, ino)];
             if size < old {
                 let c = &self.inner.costs;
                 leaves.extend(

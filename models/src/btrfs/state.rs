@@ -69,6 +69,10 @@ pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherD
 /// them by name).
 pub type DirEntries = FastMap<std::rc::Rc<str>, Ino>;
 
+/// An inode's live (dir, name) pairs, sorted; inline for the usual single name (no
+/// allocation per created file).
+pub type LiveNames = smallvec::SmallVec<[(Ino, std::rc::Rc<str>); 1]>;
+
 /// A hash set with `WordHash` (deterministic; sorted before anything reads its order).
 pub type FastSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<WordHash>>;
 
@@ -775,7 +779,7 @@ pub struct FsState {
     pub dentries: FastMap<Ino, FastMap<std::rc::Rc<str>, Vec<Dentry>>>,
     /// Index of the live entries: inode → its (dir, name) pairs (kept by `add_dentry` and
     /// `remove_dentry`).
-    pub live: FastMap<Ino, Vec<(Ino, std::rc::Rc<str>)>>,
+    pub live: FastMap<Ino, LiveNames>,
     /// Index of the live entries by directory: dir → name → inode (only looked up, or
     /// sorted by name, never iterated in hash order).
     pub children: FastMap<Ino, DirEntries>,

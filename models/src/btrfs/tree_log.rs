@@ -8,10 +8,13 @@ use super::policy::{Fix, Kernel, Mutant};
 use super::state::*;
 use crate::device::Request;
 
+/// An inode's ancestors, parent first (inline for the usual shallow tree).
+pub(super) type Ancestors = smallvec::SmallVec<[Ino; 8]>;
+
 impl Btrfs {
     /// Ancestors of `ino` up to the top directory, nearest first.
-    pub(super) fn ancestors(st: &FsState, ino: Ino) -> Vec<Ino> {
-        let mut out = Vec::new();
+    pub(super) fn ancestors(st: &FsState, ino: Ino) -> Ancestors {
+        let mut out = Ancestors::new();
         let mut cur = ino;
         while let Some(p) = st.parent_of(cur) {
             out.push(p);
