@@ -389,19 +389,14 @@ impl Ctx {
         pending.ops.push((op, cost, bytes));
     }
 
-    /// Spends the queued CPU time; true (for chaining before a measured operation).
-    async fn flush_then(&self, pending: &mut PendingCpu) -> bool {
-        self.flush_cpu(pending).await;
-        true
-    }
-
     /// Spends the queued CPU time as one burst (one core, round-robin slices) and records
     /// each queued operation: its own CPU time, plus a share of the burst's run-queue wait
-    /// in proportion to its length — the chance a preemption lands in it.
-    async fn flush_cpu(&self, pending: &mut PendingCpu) {
+    /// in proportion to its length — the chance a preemption lands in it. Returns true (for
+    /// chaining before a measured operation).
+    async fn flush_cpu(&self, pending: &mut PendingCpu) -> bool {
         if pending.total == 0 {
             pending.ops.clear();
-            return;
+            return true;
         }
         let total = std::mem::take(&mut pending.total);
         let start = self.h.now();
@@ -419,6 +414,7 @@ impl Ctx {
             rec.record_cpu(me, op, at, cost, share, bytes);
             at += cost + share;
         }
+        true
     }
 
     /// Runs one filesystem operation.
@@ -627,7 +623,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     (true, Some(f)) => {
                         exists.set(f, true);
                         last = Some(f);
-                        cx.flush_then(&mut pending).await
+                        cx.flush_cpu(&mut pending).await
                             && cx.measure_op(op, 0, &mut before, Op::Create(path(f))).await
                     }
                     (false, Some(f)) => {
@@ -652,7 +648,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 {
                     Some(f) => {
                         let p = path(f);
-                        cx.flush_then(&mut pending).await
+                        cx.flush_cpu(&mut pending).await
                             && if cx.spec.sync_open {
                                 let fs = cx.clone();
                                 cx.measure(op, size, &mut before, async move {
@@ -685,7 +681,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 .or_else(|| pick(&mut rng, &exists, true))
             {
                 Some(f) => {
-                    cx.flush_then(&mut pending).await
+                    cx.flush_cpu(&mut pending).await
                         && cx.measure_op(op, 0, &mut before, Op::Fsync(path(f))).await
                 }
                 None => {
@@ -708,7 +704,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         exists.set(a, false);
                         exists.set(b, true);
                         last = Some(b);
-                        cx.flush_then(&mut pending).await
+                        cx.flush_cpu(&mut pending).await
                             && cx
                                 .measure_op(op, 0, &mut before, Op::Rename(path(a), path(b)))
                                 .await
@@ -725,7 +721,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     if last == Some(f) {
                         last = None;
                     }
-                    cx.flush_then(&mut pending).await
+                    cx.flush_cpu(&mut pending).await
                         && cx.measure_op(op, 0, &mut before, Op::Unlink(path(f))).await
                 }
                 None => {
@@ -748,7 +744,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 } else {
                     let fs = cx.clone();
                     let paths: Vec<OpPath> = victims.iter().map(|&f| path(f)).collect();
-                    cx.flush_then(&mut pending).await
+                    cx.flush_cpu(&mut pending).await
                         && cx
                             .measure(op, 0, &mut before, async move {
                                 for p in paths {
@@ -771,7 +767,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
             {
                 // fio_sfileinfo: utime(2) → btrfs_setattr → btrfs_dirty_inode (TRANS_JOIN).
                 Some(f) => {
-                    cx.flush_then(&mut pending).await
+                    cx.flush_cpu(&mut pending).await
                         && cx
                             .measure_op(op, 0, &mut before, Op::Setattr(path(f)))
                             .await
