@@ -219,7 +219,7 @@ impl Btrfs {
                 // btrfs_unlink → btrfs_record_unlink_dir(for_rename = 0): the inode always;
                 // the directory never (tree-log.c@v5.10).
                 st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
-                if st.names_of(ino).is_empty() {
+                if !st.has_names(ino) {
                     evicted = true;
                     // The last name is gone: eviction truncates the data (btrfs_evict_inode
                     // → btrfs_truncate_inode_items), pinned in this transaction, and drops

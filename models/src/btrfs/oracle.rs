@@ -27,7 +27,7 @@ pub fn name_versions(st: &FsState, ino: Ino) -> Vec<TransId> {
     st.live.get(&ino).map_or_else(Vec::new, |names| {
         names
             .iter()
-            .filter_map(|(d, n)| st.dentry(*d, n).and_then(|v| v.last()))
+            .filter_map(|&(d, n)| st.dentry_id(d, n).and_then(|v| v.last()))
             .map(|d| d.created)
             .collect()
     })

@@ -65,13 +65,87 @@ impl std::hash::Hasher for WordHash {
 /// A hash map with `WordHash` (deterministic; used for lookups only).
 pub type FastMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<WordHash>>;
 
-/// A directory's live entries: name → inode (looked up by name; `FsState::entries_of` sorts
-/// them by name).
-pub type DirEntries = FastMap<std::rc::Rc<str>, Ino>;
+/// A directory's live entries: interned name → inode (looked up by name; `FsState::entries_of`
+/// sorts them by name).
+pub type DirEntries = FastMap<NameId, Ino>;
+
+/// An interned entry name (`Names`).
+pub type NameId = u32;
+
+/// Entry names, each distinct name stored once under a small id, so that the entry indexes
+/// are keyed by integers: a lookup compares no string and touches no name's memory. A name
+/// lives as long as some (directory, name) entry keeps versions of it (`FsState::dentries`);
+/// `compact` gives the others back and their ids are reused.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    ids: FastMap<std::rc::Rc<str>, NameId>,
+    /// By id: the name and the number of (directory, name) entries holding it.
+    slots: Vec<(Option<std::rc::Rc<str>>, u32)>,
+    free: Vec<NameId>,
+}
+
+impl Names {
+    /// The id of `name`, if some entry holds it.
+    #[inline]
+    pub fn find(&self, name: &str) -> Option<NameId> {
+        self.ids.get(name).copied()
+    }
+
+    /// The name of id `id`.
+    #[inline]
+    pub fn get(&self, id: NameId) -> &str {
+        self.slots[id as usize]
+            .0
+            .as_deref()
+            .expect("a live name id")
+    }
+
+    /// The id of `name` for one more entry holding it (interned if new).
+    fn acquire(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.ids.get(name) {
+            self.slots[id as usize].1 += 1;
+            return id;
+        }
+        let rc: std::rc::Rc<str> = name.into();
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id as usize] = (Some(rc.clone()), 1);
+                id
+            }
+            None => {
+                self.slots.push((Some(rc.clone()), 1));
+                self.slots.len() as NameId - 1
+            }
+        };
+        self.ids.insert(rc, id);
+        id
+    }
+
+    /// One entry holding `id` is gone; the name is dropped with the last.
+    fn release(&mut self, id: NameId) {
+        let slot = &mut self.slots[id as usize];
+        slot.1 -= 1;
+        if slot.1 == 0 {
+            let name = slot.0.take().expect("a live name id");
+            self.ids.remove(&name);
+            self.free.push(id);
+        }
+    }
+
+    /// Names held by some entry.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether no name is held.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
 
 /// An inode's live (dir, name) pairs, sorted; inline for the usual single name (no
 /// allocation per created file).
-pub type LiveNames = smallvec::SmallVec<[(Ino, std::rc::Rc<str>); 1]>;
+pub type LiveNames = smallvec::SmallVec<[(Ino, NameId); 1]>;
 
 /// A hash set with `WordHash` (deterministic; sorted before anything reads its order).
 pub type FastSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<WordHash>>;
@@ -774,11 +848,13 @@ pub struct FsState {
     pub judgments: Vec<crate::btrfs::oracle::Judgment>,
     /// Inodes.
     pub inodes: InodeMap,
+    /// Entry names.
+    pub names: Names,
     /// Directory entries (directory, name) → versions, oldest first (hashed: `all_dentries`
     /// sorts them).
-    pub dentries: FastMap<Ino, FastMap<std::rc::Rc<str>, Vec<Dentry>>>,
-    /// Index of the live entries: inode → its (dir, name) pairs (kept by `add_dentry` and
-    /// `remove_dentry`).
+    pub dentries: FastMap<(Ino, NameId), Vec<Dentry>>,
+    /// Index of the live entries: inode → its (dir, name) pairs in (dir, name string) order
+    /// (kept by `add_dentry` and `remove_dentry`).
     pub live: FastMap<Ino, LiveNames>,
     /// Index of the live entries by directory: dir → name → inode (only looked up, or
     /// sorted by name, never iterated in hash order).
@@ -880,6 +956,7 @@ impl FsState {
             log_new_content: BTreeMap::new(),
             judgments: Vec::new(),
             inodes,
+            names: Names::default(),
             dentries: FastMap::with_capacity_and_hasher(8, Default::default()),
             live: FastMap::with_capacity_and_hasher(16, Default::default()),
             children: FastMap::with_capacity_and_hasher(8, Default::default()),
@@ -930,18 +1007,18 @@ impl FsState {
             .retain(|&t, tr| t >= lc || tr.state != TransState::Completed);
         self.log_facts.retain(|&(t, _), _| t >= lc);
         self.log_new_content.retain(|&t, _| t >= lc);
-        self.dentries.retain(|_, names| {
-            names.retain(|_, v| {
-                v.retain(|d| d.removed.is_none_or(|r| r > lc));
-                !v.is_empty()
-            });
-            !names.is_empty()
+        let names = &mut self.names;
+        self.dentries.retain(|&(_, id), v| {
+            v.retain(|d| d.removed.is_none_or(|r| r > lc));
+            if v.is_empty() {
+                names.release(id);
+            }
+            !v.is_empty()
         });
         // Inodes named by a removed entry still kept (removed after `lc`).
         let mut named: Vec<Ino> = self
             .dentries
             .values()
-            .flat_map(|names| names.values())
             .flat_map(|v| v.iter().filter(|d| d.removed.is_some()).map(|d| d.ino))
             .collect();
         named.sort_unstable();
@@ -1031,51 +1108,55 @@ impl FsState {
 
     /// The inode a live entry (dir, name) names.
     pub fn live_entry(&self, dir: Ino, name: &str) -> Option<Ino> {
-        self.children.get(&dir).and_then(|m| m.get(name)).copied()
+        let id = self.names.find(name)?;
+        self.children.get(&dir).and_then(|m| m.get(&id)).copied()
     }
 
     /// Live names of an inode, in (dir, name) order.
     pub fn names_of(&self, ino: Ino) -> Vec<(Ino, String)> {
         self.live.get(&ino).map_or_else(Vec::new, |v| {
-            v.iter().map(|(d, n)| (*d, n.to_string())).collect()
+            v.iter()
+                .map(|&(d, n)| (d, self.names.get(n).to_string()))
+                .collect()
         })
+    }
+
+    /// Whether inode `ino` has a live name.
+    pub fn has_names(&self, ino: Ino) -> bool {
+        self.live.contains_key(&ino)
     }
 
     /// Adds the live entry (dir, name) → ino, created in transaction `t`.
     pub fn add_dentry(&mut self, dir: Ino, name: &str, ino: Ino, t: TransId) {
         self.bump(ino);
         self.bump(dir);
-        // One shared copy of the name for the three indexes (an existing entry's, if any).
-        let versions = self.dentries.entry(dir).or_default();
-        let name: std::rc::Rc<str> = match versions.get_key_value(name) {
-            Some((k, _)) => k.clone(),
-            None => name.into(),
+        // The name's id: the entry's own if it has versions, else one more holder.
+        let id = match self.names.find(name) {
+            Some(id) if self.dentries.contains_key(&(dir, id)) => id,
+            _ => self.names.acquire(name),
         };
-        versions.entry(name.clone()).or_default().push(Dentry {
+        self.dentries.entry((dir, id)).or_default().push(Dentry {
             ino,
             created: t,
             removed: None,
             removed_at: None,
         });
-        self.children
-            .entry(dir)
-            .or_default()
-            .insert(name.clone(), ino);
+        self.children.entry(dir).or_default().insert(id, ino);
         // Sorted (dir, name) pairs; most inodes have one name.
-        let names = self.live.entry(ino).or_default();
-        let pos = names.partition_point(|(d, n)| (*d, &**n) < (dir, &*name));
-        if names
-            .get(pos)
-            .is_none_or(|(d, n)| (*d, &**n) != (dir, &*name))
-        {
-            names.insert(pos, (dir, name));
+        let strs = &self.names;
+        let list = self.live.entry(ino).or_default();
+        let pos = list.partition_point(|&(d, n)| (d, strs.get(n)) < (dir, name));
+        if list.get(pos).is_none_or(|&(d, n)| (d, n) != (dir, id)) {
+            list.insert(pos, (dir, id));
         }
     }
 
     /// The live entries of directory `dir`: (name, inode), by name.
     pub fn entries_of(&self, dir: Ino) -> Vec<(String, Ino)> {
         let mut v: Vec<(String, Ino)> = self.children.get(&dir).map_or_else(Vec::new, |m| {
-            m.iter().map(|(n, i)| (n.to_string(), *i)).collect()
+            m.iter()
+                .map(|(&n, &i)| (self.names.get(n).to_string(), i))
+                .collect()
         });
         // Names are unique in a directory.
         v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -1111,10 +1192,10 @@ impl FsState {
     /// Removes the live entry (dir, name) in transaction `t`.
     pub fn remove_dentry(&mut self, dir: Ino, name: &str, t: TransId, at: sim::Nanos) {
         self.bump(dir);
+        let id = self.names.find(name).expect("removing a live entry");
         let d = self
             .dentries
-            .get_mut(&dir)
-            .and_then(|m| m.get_mut(name))
+            .get_mut(&(dir, id))
             .and_then(|v| v.last_mut())
             .filter(|d| d.removed.is_none())
             .expect("removing a live entry");
@@ -1125,13 +1206,13 @@ impl FsState {
             self.dir_cache.borrow_mut().clear();
         }
         if let Some(m) = self.children.get_mut(&dir) {
-            m.remove(name);
+            m.remove(&id);
             if m.is_empty() {
                 self.children.remove(&dir);
             }
         }
         if let Some(set) = self.live.get_mut(&ino) {
-            set.retain(|(d, n)| !(*d == dir && &**n == name));
+            set.retain(|&mut (d, n)| (d, n) != (dir, id));
             if set.is_empty() {
                 self.live.remove(&ino);
             }
@@ -1140,23 +1221,24 @@ impl FsState {
 
     /// The versions of entry (dir, name), oldest first.
     pub fn dentry(&self, dir: Ino, name: &str) -> Option<&Vec<Dentry>> {
-        self.dentries.get(&dir).and_then(|m| m.get(name))
+        self.dentry_id(dir, self.names.find(name)?)
+    }
+
+    /// The versions of entry (dir, interned name `id`), oldest first.
+    pub fn dentry_id(&self, dir: Ino, id: NameId) -> Option<&Vec<Dentry>> {
+        self.dentries.get(&(dir, id))
     }
 
     /// Every entry's versions, in no particular order (for order-independent uses).
     pub fn dentries_unordered(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
         self.dentries
             .iter()
-            .flat_map(|(&d, m)| m.iter().map(move |(n, v)| ((d, &**n), v)))
+            .map(|(&(d, n), v)| ((d, self.names.get(n)), v))
     }
 
     /// Every entry's versions, in (dir, name) order.
     pub fn all_dentries(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
-        let mut v: Vec<((Ino, &str), &Vec<Dentry>)> = self
-            .dentries
-            .iter()
-            .flat_map(|(&d, m)| m.iter().map(move |(n, v)| ((d, &**n), v)))
-            .collect();
+        let mut v: Vec<((Ino, &str), &Vec<Dentry>)> = self.dentries_unordered().collect();
         v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         v.into_iter()
     }
@@ -1170,5 +1252,52 @@ impl FsState {
     pub fn parent_of(&self, ino: Ino) -> Option<Ino> {
         // No copy of the names: this runs on every fsync's and rename's parent walk.
         self.live.get(&ino)?.first().map(|(d, _)| *d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Interned names: lookups by name, an inode's names in (dir, name) order, and names
+    /// given back by `compact` once no entry keeps versions of them (ids reused), so that
+    /// a long run over ever-new names keeps a bounded table.
+    #[test]
+    fn names_are_interned_ordered_and_given_back() {
+        let mut st = FsState::mkfs();
+        st.keep_history = false;
+        let base = st.names.len();
+        let t = st.last_trans_committed + 1;
+        st.add_dentry(ROOT_INO, "b", 500, t);
+        st.add_dentry(ROOT_INO, "a", 500, t);
+        st.add_dentry(7, "a", 500, t);
+        assert_eq!(
+            st.names.len(),
+            base + 2,
+            "'a' is stored once for two entries"
+        );
+        // Directory 7 sorts before the top directory (256); within one, by name.
+        assert_eq!(
+            st.names_of(500),
+            vec![
+                (7, "a".to_string()),
+                (ROOT_INO, "a".to_string()),
+                (ROOT_INO, "b".to_string())
+            ]
+        );
+        assert_eq!(st.live_entry(ROOT_INO, "a"), Some(500));
+        assert_eq!(st.live_entry(ROOT_INO, "c"), None);
+        for round in 0..50u64 {
+            let name = format!("tmp{round}");
+            st.add_dentry(ROOT_INO, &name, 1000 + round, t + round);
+            st.remove_dentry(ROOT_INO, &name, t + round, 0);
+            assert_eq!(st.live_entry(ROOT_INO, &name), None);
+            st.last_trans_committed = t + round;
+            st.compact();
+        }
+        assert_eq!(st.names.len(), base + 2, "removed names were given back");
+        assert!(st.names.slots.len() <= base + 3, "ids were reused");
+        assert_eq!(st.live_entry(7, "a"), Some(500));
+        assert_eq!(st.dentry(ROOT_INO, "b").map(|v| v.len()), Some(1));
     }
 }
