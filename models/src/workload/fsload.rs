@@ -557,6 +557,17 @@ pub(crate) fn op_index(kind: Kind, name: &str) -> usize {
         .expect("known op")
 }
 
+/// Rebuilds a client's per-file operation slot as `make(path)`, moving the file's path out of
+/// the slot's previous operation (no reference-count change), and lends it.
+fn file_op(slot: &mut Op, make: impl FnOnce(OpPath) -> Op) -> &Op {
+    let path = match std::mem::replace(slot, Op::Sync) {
+        Op::Create(p) | Op::Write(p, _) | Op::Fsync(p) | Op::Unlink(p) | Op::Setattr(p) => p,
+        other => unreachable!("a file slot holds a path operation, not {other:?}"),
+    };
+    *slot = make(path);
+    slot
+}
+
 /// One dbench client: loops over the operation mix against its own directory tree.
 async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
     let base = format!("/clients/client{id}/~dmtmp");
@@ -571,25 +582,10 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
         })
         .collect();
     let path = |f: usize| paths[f].clone();
-    // Each file's operations, built once: a measured operation borrows its `Op`, so the hot
-    // path touches no reference count (an atomic on a cold line stalls the pipeline).
-    let mut file_ops: Vec<[Op; 5]> = paths
-        .iter()
-        .map(|p| {
-            [
-                Op::Create(p.clone()),
-                Op::Write(p.clone(), 0),
-                Op::Fsync(p.clone()),
-                Op::Unlink(p.clone()),
-                Op::Setattr(p.clone()),
-            ]
-        })
-        .collect();
-    const CREATE_OP: usize = 0;
-    const WRITE_OP: usize = 1;
-    const FSYNC_OP: usize = 2;
-    const UNLINK_OP: usize = 3;
-    const SETATTR_OP: usize = 4;
+    // One operation slot per file holding the file's path: a measured operation is built
+    // in it by moving the path between variants (`file_op`) and borrowed, so the hot path
+    // touches no reference count (an atomic on a cold line stalls the pipeline).
+    let mut file_ops: Vec<Op> = paths.iter().map(|p| Op::Fsync(p.clone())).collect();
     let n = DBENCH_DIRS.len() * DBENCH_FILES;
     // The setup task created every other file, so the loop starts with a half-full tree.
     let mut exists = FileSet::new(n, |f| f % 2 == 0);
@@ -644,7 +640,12 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                         last = Some(f);
                         cx.flush_cpu(&mut pending).await
                             && cx
-                                .measure_op(op, 0, &mut before, &file_ops[f][CREATE_OP])
+                                .measure_op(
+                                    op,
+                                    0,
+                                    &mut before,
+                                    file_op(&mut file_ops[f], Op::Create),
+                                )
                                 .await
                     }
                     (false, Some(f)) => {
@@ -680,10 +681,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                                 })
                                 .await
                             } else {
-                                let write = &mut file_ops[f][WRITE_OP];
-                                if let Op::Write(_, bytes) = write {
-                                    *bytes = size;
-                                }
+                                let write = file_op(&mut file_ops[f], |p| Op::Write(p, size));
                                 cx.measure_op(op, size, &mut before, write).await
                             }
                     }
@@ -707,7 +705,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 Some(f) => {
                     cx.flush_cpu(&mut pending).await
                         && cx
-                            .measure_op(op, 0, &mut before, &file_ops[f][FSYNC_OP])
+                            .measure_op(op, 0, &mut before, file_op(&mut file_ops[f], Op::Fsync))
                             .await
                 }
                 None => {
@@ -749,7 +747,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                     }
                     cx.flush_cpu(&mut pending).await
                         && cx
-                            .measure_op(op, 0, &mut before, &file_ops[f][UNLINK_OP])
+                            .measure_op(op, 0, &mut before, file_op(&mut file_ops[f], Op::Unlink))
                             .await
                 }
                 None => {
@@ -797,7 +795,7 @@ async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
                 Some(f) => {
                     cx.flush_cpu(&mut pending).await
                         && cx
-                            .measure_op(op, 0, &mut before, &file_ops[f][SETATTR_OP])
+                            .measure_op(op, 0, &mut before, file_op(&mut file_ops[f], Op::Setattr))
                             .await
                 }
                 None => {
