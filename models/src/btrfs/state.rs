@@ -671,6 +671,9 @@ pub struct Inode {
     pub logged_full: Option<(TransId, u64)>,
 }
 
+/// The versions of one (directory, name) entry, oldest first (inline for the usual one).
+pub type Versions = smallvec::SmallVec<[Dentry; 1]>;
+
 /// A directory entry version.
 #[derive(Clone, Debug)]
 pub struct Dentry {
@@ -852,7 +855,7 @@ pub struct FsState {
     pub names: Names,
     /// Directory entries (directory, name) → versions, oldest first (hashed: `all_dentries`
     /// sorts them).
-    pub dentries: FastMap<(Ino, NameId), Vec<Dentry>>,
+    pub dentries: FastMap<(Ino, NameId), Versions>,
     /// Index of the live entries: inode → its (dir, name) pairs in (dir, name string) order
     /// (kept by `add_dentry` and `remove_dentry`).
     pub live: FastMap<Ino, LiveNames>,
@@ -1220,25 +1223,25 @@ impl FsState {
     }
 
     /// The versions of entry (dir, name), oldest first.
-    pub fn dentry(&self, dir: Ino, name: &str) -> Option<&Vec<Dentry>> {
+    pub fn dentry(&self, dir: Ino, name: &str) -> Option<&[Dentry]> {
         self.dentry_id(dir, self.names.find(name)?)
     }
 
     /// The versions of entry (dir, interned name `id`), oldest first.
-    pub fn dentry_id(&self, dir: Ino, id: NameId) -> Option<&Vec<Dentry>> {
-        self.dentries.get(&(dir, id))
+    pub fn dentry_id(&self, dir: Ino, id: NameId) -> Option<&[Dentry]> {
+        self.dentries.get(&(dir, id)).map(|v| &v[..])
     }
 
     /// Every entry's versions, in no particular order (for order-independent uses).
-    pub fn dentries_unordered(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
+    pub fn dentries_unordered(&self) -> impl Iterator<Item = ((Ino, &str), &[Dentry])> {
         self.dentries
             .iter()
-            .map(|(&(d, n), v)| ((d, self.names.get(n)), v))
+            .map(|(&(d, n), v)| ((d, self.names.get(n)), &v[..]))
     }
 
     /// Every entry's versions, in (dir, name) order.
-    pub fn all_dentries(&self) -> impl Iterator<Item = ((Ino, &str), &Vec<Dentry>)> {
-        let mut v: Vec<((Ino, &str), &Vec<Dentry>)> = self.dentries_unordered().collect();
+    pub fn all_dentries(&self) -> impl Iterator<Item = ((Ino, &str), &[Dentry])> {
+        let mut v: Vec<((Ino, &str), &[Dentry])> = self.dentries_unordered().collect();
         v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         v.into_iter()
     }
