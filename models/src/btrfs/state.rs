@@ -132,6 +132,24 @@ impl Names {
         }
     }
 
+    /// Asserts that each name's count is the number of `holders` (entry keys) naming it and
+    /// that no other name is interned (debug builds, after `compact`).
+    fn check(&self, holders: impl Iterator<Item = NameId>) {
+        let mut counts = vec![0u32; self.slots.len()];
+        for id in holders {
+            counts[id as usize] += 1;
+        }
+        for (id, (name, refs)) in self.slots.iter().enumerate() {
+            assert_eq!(*refs, counts[id], "name id {id} ({name:?}) miscounted");
+            assert_eq!(
+                name.is_some(),
+                *refs > 0,
+                "name id {id} held but given back"
+            );
+        }
+        assert_eq!(self.ids.len(), counts.iter().filter(|&&c| c > 0).count());
+    }
+
     /// Names held by some entry.
     pub fn len(&self) -> usize {
         self.ids.len()
@@ -1018,6 +1036,9 @@ impl FsState {
             }
             !v.is_empty()
         });
+        if cfg!(debug_assertions) {
+            self.names.check(self.dentries.keys().map(|&(_, id)| id));
+        }
         // Inodes named by a removed entry still kept (removed after `lc`).
         let mut named: Vec<Ino> = self
             .dentries
