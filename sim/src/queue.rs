@@ -199,9 +199,14 @@ impl PaddedHeap {
         // Sift the last key down from the root with a hole; padding makes every child group
         // whole (the group exists iff its first child's index is below the length), so each
         // level is one two-round tournament.
+        let len = keys.len();
         let mut i = 0;
         let mut first = 1;
-        while let Some(c) = keys.get(first..first + D) {
+        while first < len {
+            debug_assert!(first + D <= len && i < first);
+            // SAFETY: `len` is `1 + 4k` and `first` is `1 + 4j`, so `first < len` implies
+            // `first + D <= len`; the hole `i` is below `first`.
+            let c: &[u64; D] = unsafe { &*keys.as_ptr().add(first).cast::<[u64; D]>() };
             let ia = usize::from(c[1] < c[0]);
             let ib = 2 + usize::from(c[3] < c[2]);
             let im = if c[ib] < c[ia] { ib } else { ia };
@@ -209,7 +214,7 @@ impl PaddedHeap {
             if last <= m {
                 break;
             }
-            keys[i] = m;
+            unsafe { *keys.get_unchecked_mut(i) = m };
             i = first + im;
             first = i * D + 1;
         }
@@ -289,22 +294,23 @@ impl TimerQueue {
     #[inline(always)]
     pub fn push(&mut self, now: u64, at: u64, task: u32) {
         debug_assert!(u64::from(task) <= TASK_MASK && at >= now && now >= self.base);
-        let t = task as usize;
-        if self.slots.len() <= t {
-            self.grow_slots(t);
-        }
-        self.slots[t] = Slot {
+        let slot = Slot {
             seq: self.next_seq,
             due: at,
         };
+        match self.slots.get_mut(task as usize) {
+            Some(s) => *s = slot,
+            None => self.grow_slots(task as usize, slot),
+        }
         self.next_seq += 1;
         self.insert(now, at, task);
     }
 
     #[cold]
     #[inline(never)]
-    fn grow_slots(&mut self, t: usize) {
+    fn grow_slots(&mut self, t: usize, slot: Slot) {
         self.slots.resize(t + 1, Slot::default());
+        self.slots[t] = slot;
     }
 
     #[inline(always)]
