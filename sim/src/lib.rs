@@ -6,6 +6,7 @@
 
 pub mod error;
 pub mod queue;
+mod ring;
 pub mod rng;
 pub mod runtime;
 pub mod sched;

@@ -115,6 +115,114 @@ impl<K: Copy + Ord> EventQueue<K> {
     }
 }
 
+/// A 4-ary min-heap of `u64` keys padded with `u64::MAX` to whole groups of four children,
+/// so every level of a sift-down is the same branch-free tournament (no partial last level)
+/// and an empty child never wins; one bounds check both fetches a node's children and ends
+/// the descent. `keys.len()` is always `1 + 4k`; entries at `n..` are MAX.
+#[derive(Debug, Clone)]
+struct PaddedHeap {
+    keys: Vec<u64>,
+    n: usize,
+}
+
+impl Default for PaddedHeap {
+    fn default() -> Self {
+        PaddedHeap {
+            keys: vec![u64::MAX],
+            n: 0,
+        }
+    }
+}
+
+impl PaddedHeap {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    #[inline(always)]
+    fn peek(&self) -> Option<u64> {
+        if self.n == 0 {
+            None
+        } else {
+            Some(self.keys[0])
+        }
+    }
+
+    /// The pending keys (unordered).
+    #[inline]
+    fn live_mut(&mut self) -> &mut [u64] {
+        &mut self.keys[..self.n]
+    }
+
+    #[inline(always)]
+    fn push(&mut self, key: u64) {
+        let mut i = self.n;
+        if i == self.keys.len() {
+            self.grow();
+        }
+        self.n = i + 1;
+        let keys = &mut self.keys[..];
+        // Sift up with a hole: move parents down until the key fits.
+        while i > 0 {
+            let parent = (i - 1) / D;
+            let pk = keys[parent];
+            if pk <= key {
+                break;
+            }
+            keys[i] = pk;
+            i = parent;
+        }
+        keys[i] = key;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        self.keys.extend_from_slice(&[u64::MAX; D]);
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<u64> {
+        if self.n == 0 {
+            return None;
+        }
+        let n = self.n - 1;
+        self.n = n;
+        let keys = &mut self.keys[..];
+        let top = keys[0];
+        let last = keys[n];
+        keys[n] = u64::MAX;
+        if n == 0 {
+            return Some(top);
+        }
+        // Sift the last key down from the root with a hole; padding makes every child group
+        // whole (the group exists iff its first child's index is below the length), so each
+        // level is one two-round tournament.
+        let len = keys.len();
+        let mut i = 0;
+        let mut first = 1;
+        while first < len {
+            debug_assert!(first + D <= len && i < first);
+            // SAFETY: `len` is `1 + 4k` and `first` is `1 + 4j`, so `first < len` implies
+            // `first + D <= len`; the hole `i` is below `first`.
+            let c: &[u64; D] = unsafe { &*keys.as_ptr().add(first).cast::<[u64; D]>() };
+            let ia = usize::from(c[1] < c[0]);
+            let ib = 2 + usize::from(c[3] < c[2]);
+            let im = if c[ib] < c[ia] { ib } else { ia };
+            let m = c[im];
+            if last <= m {
+                break;
+            }
+            unsafe { *keys.get_unchecked_mut(i) = m };
+            i = first + im;
+            first = i * D + 1;
+        }
+        keys[i] = last;
+        Some(top)
+    }
+}
+
 const TASK_BITS: u32 = 24;
 const TASK_MASK: u64 = (1 << TASK_BITS) - 1;
 
@@ -128,11 +236,14 @@ struct Slot {
 /// Timers of tasks, popped in (time, insertion sequence) order.
 #[derive(Debug, Clone)]
 pub struct TimerQueue {
-    heap: EventQueue<u64>,
+    heap: PaddedHeap,
     /// Keys hold `time - base`.
     base: u64,
     /// Largest relative time a key can hold.
     max_rel: u64,
+    /// Keys in the heap clamped to `max_rel` (long timers that fire early and are re-armed);
+    /// while 0, a popped key is never an early firing and its due time is not looked up.
+    long: usize,
     /// Per task: insertion sequence and absolute due time of its pending timer.
     slots: Vec<Slot>,
     next_seq: u64,
@@ -158,9 +269,10 @@ impl TimerQueue {
     pub fn with_rel_bits(bits: u32) -> Self {
         assert!((2..=64 - TASK_BITS).contains(&bits));
         TimerQueue {
-            heap: EventQueue::new(),
+            heap: PaddedHeap::default(),
             base: 0,
             max_rel: (1u64 << bits) - 1,
+            long: 0,
             slots: Vec::new(),
             next_seq: 0,
             ties: std::collections::VecDeque::new(),
@@ -182,52 +294,98 @@ impl TimerQueue {
     #[inline(always)]
     pub fn push(&mut self, now: u64, at: u64, task: u32) {
         debug_assert!(u64::from(task) <= TASK_MASK && at >= now && now >= self.base);
-        let t = task as usize;
-        if self.slots.len() <= t {
-            self.slots.resize(t + 1, Slot::default());
-        }
-        self.slots[t] = Slot {
+        let slot = Slot {
             seq: self.next_seq,
             due: at,
         };
+        match self.slots.get_mut(task as usize) {
+            Some(s) => *s = slot,
+            None => self.grow_slots(task as usize, slot),
+        }
         self.next_seq += 1;
         self.insert(now, at, task);
     }
 
+    #[cold]
+    #[inline(never)]
+    fn grow_slots(&mut self, t: usize, slot: Slot) {
+        self.slots.resize(t + 1, Slot::default());
+        self.slots[t] = slot;
+    }
+
     #[inline(always)]
     fn insert(&mut self, now: u64, at: u64, task: u32) {
-        if at - self.base > self.max_rel {
-            self.rebase(now);
-        }
-        // A timer beyond the key range fires early at the range's end and is re-armed.
-        let rel = (at - self.base).min(self.max_rel);
+        let rel = if at - self.base > self.max_rel {
+            self.insert_far(now, at)
+        } else {
+            at - self.base
+        };
         self.heap.push((rel << TASK_BITS) | u64::from(task));
     }
 
-    /// Moves the base up to `now` (every pending time is >= now), keeping the order.
+    /// The relative time of a key due at `at`, beyond the key range from the current base:
+    /// moves the base up to `now` and, if `at` is still too far, clamps it (a long timer fires
+    /// early at the range's end and is re-armed).
     #[cold]
+    #[inline(never)]
+    fn insert_far(&mut self, now: u64, at: u64) -> u64 {
+        self.rebase(now);
+        let rel = at - self.base;
+        if rel > self.max_rel {
+            self.long += 1;
+            self.max_rel
+        } else {
+            rel
+        }
+    }
+
+    /// Moves the base up to `now` (every pending time is >= now), keeping the order.
     fn rebase(&mut self, now: u64) {
         let delta = (now - self.base) << TASK_BITS;
         if delta == 0 {
             return;
         }
-        for k in self.heap.keys.iter_mut() {
+        for k in self.heap.live_mut() {
             *k -= delta;
         }
         self.base = now;
     }
 
-    #[inline]
+    #[inline(always)]
     fn time_of(&self, key: u64) -> u64 {
         self.base + (key >> TASK_BITS)
     }
 
     /// The time of the next timer, or of the next early firing of a long timer.
-    #[inline]
+    #[inline(always)]
     pub fn peek_time(&self) -> Option<u64> {
         match self.ties.front() {
             Some(&(t, _)) => Some(t),
             None => self.heap.peek().map(|k| self.time_of(k)),
+        }
+    }
+
+    /// Whether popped key `task`'s firing at `time` is the early firing of a long timer (then
+    /// it is re-armed here).
+    #[inline(always)]
+    fn fires_early(&mut self, time: u64, task: u32) -> bool {
+        if self.long == 0 {
+            return false;
+        }
+        self.check_long(time, task)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn check_long(&mut self, time: u64, task: u32) -> bool {
+        let due = self.slots[task as usize].due;
+        if time < due {
+            // Only a clamped key fires before its due time.
+            self.long -= 1;
+            self.insert(time, due, task);
+            true
+        } else {
+            false
         }
     }
 
@@ -242,13 +400,11 @@ impl TimerQueue {
         }
         let key = self.heap.pop()?;
         let (time, task) = (self.time_of(key), (key & TASK_MASK) as u32);
-        let due = self.slots[task as usize].due;
-        if time < due {
-            self.insert(time, due, task);
+        if self.fires_early(time, task) {
             return Some((time, None));
         }
         match self.heap.peek() {
-            Some(next) if self.time_of(next) == time => {
+            Some(next) if (next ^ key) >> TASK_BITS == 0 => {
                 Some((time, Some(self.pop_ties(time, task).1)))
             }
             _ => Some((time, Some(task))),
@@ -257,6 +413,7 @@ impl TimerQueue {
 
     /// Drains every timer due at `time` and orders them by insertion sequence.
     #[cold]
+    #[inline(never)]
     fn pop_ties(&mut self, time: u64, first: u32) -> (u64, u32) {
         let mut batch = std::mem::take(&mut self.scratch);
         batch.push((time, first));
@@ -266,10 +423,7 @@ impl TimerQueue {
             }
             self.heap.pop();
             let task = (next & TASK_MASK) as u32;
-            let due = self.slots[task as usize].due;
-            if time < due {
-                self.insert(time, due, task);
-            } else {
+            if !self.fires_early(time, task) {
                 batch.push((time, task));
             }
         }

@@ -14,11 +14,11 @@
 
 use crate::error::SimError;
 use crate::queue::TimerQueue;
+use crate::ring::Ring;
 use crate::sched::{ChoiceView, Fifo, PausedTask, Pick, Scheduler};
 use crate::time::Nanos;
 use crate::trace::{Trace, TraceKind, TraceRecord};
 use std::cell::{RefCell, RefMut};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -86,15 +86,15 @@ pub enum ResourceKind {
 pub(crate) enum ResState {
     Mutex {
         owner: Option<TaskId>,
-        waiters: VecDeque<TaskId>,
+        waiters: Ring<TaskId>,
     },
     Semaphore {
         permits: u64,
         capacity: u64,
-        waiters: VecDeque<(TaskId, u64)>,
+        waiters: Ring<(TaskId, u64)>,
     },
     WaitQueue {
-        waiters: VecDeque<TaskId>,
+        waiters: Ring<TaskId>,
     },
 }
 
@@ -171,7 +171,7 @@ pub(crate) struct Core {
     pub(crate) cpus: Option<(ResId, Nanos)>,
     pub(crate) now: Nanos,
     heap: TimerQueue,
-    pub(crate) ready: VecDeque<TaskId>,
+    pub(crate) ready: Ring<TaskId>,
     pub(crate) tasks: Vec<Task>,
     live: usize,
     pub(crate) current: TaskId,
@@ -191,6 +191,10 @@ pub(crate) struct Core {
     /// Whether waits are added to the tasks' per-class accounts (`Sim::set_wait_accounting`).
     pub(crate) accounting: bool,
     stop: bool,
+    /// Whether the run loop must take its general path: something was spawned, a task
+    /// stopped the run, the scheduler explores, a task is paused at a point, or no live task
+    /// is left. Set wherever one of these may become true; recomputed by the run loop.
+    slow: bool,
     /// Set while the simulation is dropped: releases by dropped guards are ignored.
     pub(crate) tearing_down: bool,
     dispatches: u64,
@@ -206,7 +210,7 @@ impl Core {
             now: 0,
 
             heap: TimerQueue::new(),
-            ready: VecDeque::new(),
+            ready: Ring::new(),
             tasks: Vec::new(),
             live: 0,
             current: 0,
@@ -222,6 +226,7 @@ impl Core {
             trace: Trace::default(),
             accounting: true,
             stop: false,
+            slow: true,
             tearing_down: false,
             cpus: None,
             dispatches: 0,
@@ -367,6 +372,7 @@ impl Core {
             self.live += 1;
         }
         self.ready.push_back(id);
+        self.slow = true;
         self.record(id, TraceKind::Spawn, 0);
         id
     }
@@ -422,7 +428,7 @@ fn grow_account(acct: &mut Vec<Nanos>, class: ClassId, dt: Nanos) {
 #[inline(always)]
 pub(crate) fn wake_task(
     tasks: &mut [Task],
-    ready: &mut VecDeque<TaskId>,
+    ready: &mut Ring<TaskId>,
     now: Nanos,
     accounting: bool,
     t: TaskId,
@@ -507,23 +513,14 @@ impl Handle {
     /// task first waits for a free core ("cpu_wait", FIFO run queue) and runs at most one
     /// quantum before queueing again (round robin).
     #[inline]
-    pub fn cpu(&self, d: Nanos) -> impl Future<Output = ()> + '_ {
-        let cpus = self.core().cpus;
-        async move {
-            match cpus {
-                None => self.delay(d, CLASS_CPU).await,
-                Some((id, quantum)) => {
-                    let cores = crate::sync::Semaphore::from_id(self, id);
-                    let mut left = d;
-                    while left > 0 {
-                        let core = cores.acquire().await;
-                        let q = left.min(quantum);
-                        self.delay(q, CLASS_CPU).await;
-                        drop(core);
-                        left -= q;
-                    }
-                }
-            }
+    pub fn cpu(&self, d: Nanos) -> Cpu<'_> {
+        Cpu {
+            h: self,
+            left: d,
+            q: 0,
+            id: 0,
+            quantum: 0,
+            step: CpuStep::Start,
         }
     }
 
@@ -531,7 +528,7 @@ impl Handle {
     /// `quantum`; waits for a core are attributed to "cpu_wait". Call before spawning tasks.
     pub fn set_cpus(&self, cores: u64, quantum: Nanos) {
         let s = crate::sync::Semaphore::with_class(self, "cpu", "cpu_wait", cores.max(1));
-        self.core().cpus = Some((s.id(), quantum.max(1)));
+        self.core().cpus = Some((s.id, quantum.max(1)));
     }
 
     /// Waits for `d`, attributing the time to `class`.
@@ -612,7 +609,9 @@ impl Handle {
 
     /// Ends the run after the current poll, whatever is still pending.
     pub fn stop(&self) {
-        self.core().stop = true;
+        let mut c = self.core();
+        c.stop = true;
+        c.slow = true;
     }
 
     /// Adds a model-defined mark to the trace (and its hash).
@@ -705,6 +704,133 @@ impl Future for Delay<'_> {
     }
 }
 
+/// Where a `Cpu` future is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CpuStep {
+    /// Not polled yet.
+    Start,
+    /// Unlimited CPU: sleeping the whole time.
+    Sleeping,
+    /// Queued for a core.
+    Queued,
+    /// On a core for one quantum.
+    Running,
+    /// Finished.
+    Done,
+}
+
+/// Future of `Handle::cpu`: with cores, per quantum it takes a core (or queues for one),
+/// sleeps the quantum and gives the core back, each step in one borrow of the engine and
+/// with the same trace records as `Semaphore::acquire`, `Handle::delay` and
+/// `Semaphore::release` would make.
+pub struct Cpu<'a> {
+    h: &'a Handle,
+    /// CPU time not yet run.
+    left: Nanos,
+    /// The quantum being run.
+    q: Nanos,
+    /// The cores' semaphore and quantum (with `set_cpus`).
+    id: ResId,
+    quantum: Nanos,
+    step: CpuStep,
+}
+
+impl Cpu<'_> {
+    /// Takes a core for the next quantum, or queues for one.
+    #[inline(always)]
+    fn next_quantum(&mut self, c: &mut Core) -> Poll<()> {
+        if crate::sync::sem_acquire(c, self.id, 1) {
+            self.run_quantum(c)
+        } else {
+            self.step = CpuStep::Queued;
+            Poll::Pending
+        }
+    }
+
+    /// On a core: sleeps one quantum.
+    #[inline(always)]
+    fn run_quantum(&mut self, c: &mut Core) -> Poll<()> {
+        let q = self.left.min(self.quantum);
+        self.q = q;
+        self.step = CpuStep::Running;
+        let cur = c.current;
+        c.record(cur, TraceKind::Sleep(CLASS_CPU), q);
+        c.sleep_current(q, CLASS_CPU);
+        Poll::Pending
+    }
+}
+
+impl Future for Cpu<'_> {
+    type Output = ();
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        match this.step {
+            CpuStep::Start => {
+                let mut g = this.h.core();
+                let c: &mut Core = &mut g;
+                match c.cpus {
+                    None => {
+                        this.step = CpuStep::Sleeping;
+                        let cur = c.current;
+                        c.record(cur, TraceKind::Sleep(CLASS_CPU), this.left);
+                        c.sleep_current(this.left, CLASS_CPU);
+                        Poll::Pending
+                    }
+                    Some(_) if this.left == 0 => {
+                        this.step = CpuStep::Done;
+                        Poll::Ready(())
+                    }
+                    Some((id, quantum)) => {
+                        this.id = id;
+                        this.quantum = quantum;
+                        this.next_quantum(c)
+                    }
+                }
+            }
+            CpuStep::Queued => this.run_quantum(&mut this.h.core()),
+            CpuStep::Running => {
+                let mut g = this.h.core();
+                let c: &mut Core = &mut g;
+                crate::sync::sem_release(c, this.id, 1);
+                this.left -= this.q;
+                if this.left == 0 {
+                    this.step = CpuStep::Done;
+                    Poll::Ready(())
+                } else {
+                    this.next_quantum(c)
+                }
+            }
+            CpuStep::Sleeping | CpuStep::Done => {
+                this.step = CpuStep::Done;
+                Poll::Ready(())
+            }
+        }
+    }
+}
+
+impl Drop for Cpu<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.step == CpuStep::Running {
+            self.give_back_core();
+        }
+    }
+}
+
+impl Cpu<'_> {
+    /// A task dropped while on a core gives it back (ignored while the simulation is
+    /// dropped), as the permit of `Semaphore::acquire` would.
+    #[cold]
+    #[inline(never)]
+    fn give_back_core(&mut self) {
+        let mut c = self.h.core();
+        if !c.tearing_down {
+            crate::sync::sem_release(&mut c, self.id, 1);
+        }
+    }
+}
+
 /// Future of `Handle::point`.
 pub struct Point<'a> {
     h: &'a Handle,
@@ -728,6 +854,7 @@ impl Future for Point<'_> {
         if c.pauses_at_points {
             let t = c.block_current(TaskState::Paused(self.label));
             let since = c.now;
+            c.slow = true;
             c.paused.push(PausedTask {
                 task: t,
                 point: self.label,
@@ -818,6 +945,7 @@ impl Sim {
     pub fn set_scheduler(&mut self, s: Box<dyn Scheduler>) {
         self.handle.core().pauses_at_points = s.pauses_at_points();
         self.handle.core().explores_ties = s.chooses_ties();
+        self.handle.core().slow = true;
         self.scheduler = s;
     }
 
@@ -932,11 +1060,14 @@ impl Sim {
             // pick the next task.
             let t = {
                 let mut c = self.handle.core.borrow_mut();
-                if !c.spawned.is_empty() {
-                    adopt(&mut self.futures, &mut c);
-                }
-                if c.stop {
-                    break;
+                if c.slow {
+                    if !c.spawned.is_empty() {
+                        adopt(&mut self.futures, &mut c);
+                    }
+                    if c.stop {
+                        break;
+                    }
+                    c.slow = c.live == 0 || c.explores_ties || !c.paused.is_empty();
                 }
                 match next_task(&mut c, self.scheduler.as_mut(), self.limit)? {
                     Some(t) => t,
@@ -954,6 +1085,7 @@ impl Sim {
                 task.state = TaskState::Done;
                 if !task.daemon {
                     c.live -= 1;
+                    c.slow |= c.live == 0;
                 }
             }
         }
@@ -988,7 +1120,7 @@ fn next_task(
 ) -> Result<Option<TaskId>, SimError> {
     // The common case — no exploring scheduler, nobody paused at a point — in the order of
     // `next_task_general`: timers of this instant, then wake-ups, then the next instant.
-    if c.live != 0 && !c.explores_ties && c.paused.is_empty() {
+    if !c.slow {
         loop {
             let next = c.heap.peek_time();
             if next != Some(c.now) {
@@ -1190,12 +1322,13 @@ fn stuck(c: &Core, reason: String) -> SimError {
 
 #[inline(always)]
 fn resume_timer(c: &mut Core, t: TaskId) -> TaskId {
-    let class = match c.tasks[t as usize].state {
+    let task = &mut c.tasks[t as usize];
+    let class = match task.state {
         TaskState::Sleeping(cl) => cl,
         s => unreachable!("timer fired for task {t} in state {s:?}"),
     };
-    c.close_wait(t, class);
-    c.tasks[t as usize].state = TaskState::Ready;
+    close_wait(task, c.now, c.accounting, class);
+    task.state = TaskState::Ready;
     c.current = t;
     c.dispatches += 1;
     c.trace.log_only(c.now, t, TraceKind::Run);

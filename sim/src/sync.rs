@@ -4,9 +4,9 @@
 //! recorded against the resource (count, total, max) and against the waiting task's account
 //! under the resource's wait class, so reports can attribute latency to each named lock.
 
+use crate::ring::Ring;
 use crate::runtime::{wake_task, Core, Handle, ResId, ResState, TaskId, TaskState};
 use crate::trace::TraceKind;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -31,7 +31,7 @@ impl Mutex {
             class,
             ResState::Mutex {
                 owner: None,
-                waiters: VecDeque::new(),
+                waiters: Ring::new(),
             },
         );
         Mutex { h: h.clone(), id }
@@ -156,7 +156,7 @@ impl Drop for MutexGuard<'_> {
 #[derive(Clone)]
 pub struct Semaphore {
     h: Handle,
-    id: ResId,
+    pub(crate) id: ResId,
 }
 
 impl Semaphore {
@@ -173,20 +173,10 @@ impl Semaphore {
             ResState::Semaphore {
                 permits,
                 capacity: permits,
-                waiters: VecDeque::new(),
+                waiters: Ring::new(),
             },
         );
         Semaphore { h: h.clone(), id }
-    }
-
-    /// A handle on the semaphore resource `id` (made by `with_class`).
-    pub(crate) fn from_id(h: &Handle, id: ResId) -> Self {
-        Semaphore { h: h.clone(), id }
-    }
-
-    /// The resource id.
-    pub(crate) fn id(&self) -> ResId {
-        self.id
     }
 
     /// Takes one permit, waiting FIFO; the permit is returned when the guard drops.
@@ -220,43 +210,14 @@ impl Semaphore {
     }
 
     /// Returns `n` permits and grants waiters in FIFO order.
+    #[inline]
     pub fn release_n(&self, n: u64) {
         let mut g = self.h.core();
         let c: &mut Core = &mut g;
         if c.tearing_down {
             return;
         }
-        let (cur, now, id) = (c.current, c.now, self.id);
-        let res = &mut c.resources[id as usize];
-        let class = res.class;
-        let ResState::Semaphore {
-            permits,
-            capacity,
-            waiters,
-        } = &mut res.state
-        else {
-            unreachable!()
-        };
-        *permits += n;
-        debug_assert!(*permits <= *capacity, "semaphore released more than taken");
-        let mut first_woken = 0;
-        while let Some(&(t, want)) = waiters.front() {
-            if want > *permits {
-                break;
-            }
-            *permits -= want;
-            waiters.pop_front();
-            if first_woken == 0 {
-                first_woken = u64::from(t) + 1;
-            }
-            let waited = wake_task(&mut c.tasks, &mut c.ready, now, c.accounting, t, class);
-            res.acquisitions += 1;
-            res.waits += 1;
-            res.wait_ns += waited;
-            res.max_wait_ns = res.max_wait_ns.max(waited);
-        }
-        c.trace
-            .record(now, cur, TraceKind::Release(id), first_woken);
+        sem_release(c, self.id, n);
     }
 
     /// Returns one permit.
@@ -288,38 +249,84 @@ impl<'a> Future for Acquire<'a> {
 
 impl<'a> Acquire<'a> {
     /// Takes the permits now, or queues the current task for them.
-    #[inline(never)]
+    #[inline(always)]
     fn first_poll(s: &'a Semaphore, n: u64) -> Poll<SemaphorePermit<'a>> {
-        let mut g = s.h.core();
-        let c: &mut Core = &mut g;
-        let (cur, now, id) = (c.current, c.now, s.id);
-        let res = &mut c.resources[id as usize];
-        let ResState::Semaphore {
-            permits,
-            capacity,
-            waiters,
-        } = &mut res.state
-        else {
-            unreachable!()
-        };
-        assert!(
-            n <= *capacity,
-            "asking a semaphore for more permits than it has"
-        );
-        if waiters.is_empty() && *permits >= n {
-            *permits -= n;
-            res.acquisitions += 1;
-            c.trace.record(now, cur, TraceKind::Acquire(id), n);
+        if sem_acquire(&mut s.h.core(), s.id, n) {
             Poll::Ready(SemaphorePermit { s, n })
         } else {
-            waiters.push_back((cur, n));
-            let task = &mut c.tasks[cur as usize];
-            task.state = TaskState::Blocked(id);
-            task.wait_since = now;
-            c.trace.record(now, cur, TraceKind::Block(id), n);
             Poll::Pending
         }
     }
+}
+
+/// Takes `n` permits of semaphore `id` for the current task now (true), or queues the task
+/// for them behind the earlier waiters (false; it is woken when they are granted).
+#[inline(always)]
+pub(crate) fn sem_acquire(c: &mut Core, id: ResId, n: u64) -> bool {
+    let (cur, now) = (c.current, c.now);
+    let res = &mut c.resources[id as usize];
+    let ResState::Semaphore {
+        permits,
+        capacity,
+        waiters,
+    } = &mut res.state
+    else {
+        unreachable!()
+    };
+    assert!(
+        n <= *capacity,
+        "asking a semaphore for more permits than it has"
+    );
+    if waiters.is_empty() && *permits >= n {
+        *permits -= n;
+        res.acquisitions += 1;
+        c.trace.record(now, cur, TraceKind::Acquire(id), n);
+        true
+    } else {
+        waiters.push_back((cur, n));
+        let task = &mut c.tasks[cur as usize];
+        task.state = TaskState::Blocked(id);
+        task.wait_since = now;
+        c.trace.record(now, cur, TraceKind::Block(id), n);
+        false
+    }
+}
+
+/// Returns `n` permits of semaphore `id` and grants waiters in FIFO order (a waiter for more
+/// permits than are free blocks the ones behind it).
+#[inline(always)]
+pub(crate) fn sem_release(c: &mut Core, id: ResId, n: u64) {
+    let (cur, now) = (c.current, c.now);
+    let res = &mut c.resources[id as usize];
+    let class = res.class;
+    let ResState::Semaphore {
+        permits,
+        capacity,
+        waiters,
+    } = &mut res.state
+    else {
+        unreachable!()
+    };
+    *permits += n;
+    debug_assert!(*permits <= *capacity, "semaphore released more than taken");
+    let mut first_woken = 0;
+    while let Some(&(t, want)) = waiters.front() {
+        if want > *permits {
+            break;
+        }
+        *permits -= want;
+        waiters.pop_front();
+        if first_woken == 0 {
+            first_woken = u64::from(t) + 1;
+        }
+        let waited = wake_task(&mut c.tasks, &mut c.ready, now, c.accounting, t, class);
+        res.acquisitions += 1;
+        res.waits += 1;
+        res.wait_ns += waited;
+        res.max_wait_ns = res.max_wait_ns.max(waited);
+    }
+    c.trace
+        .record(now, cur, TraceKind::Release(id), first_woken);
 }
 
 /// Permits taken from a `Semaphore`; returned on drop (or kept with `forget`).
@@ -363,7 +370,7 @@ impl WaitQueue {
             name,
             class,
             ResState::WaitQueue {
-                waiters: VecDeque::new(),
+                waiters: Ring::new(),
             },
         );
         WaitQueue { h: h.clone(), id }
