@@ -646,9 +646,10 @@ impl Btrfs {
             let inodes: Vec<Ino> = {
                 let st = self.inner.st.borrow();
                 let mut got = 0;
-                st.meta
-                    .delalloc_rsv
-                    .iter()
+                // In inode-number order, as the kernel's delalloc_inodes list is walked here.
+                let mut rsv: Vec<(&Ino, &u64)> = st.meta.delalloc_rsv.iter().collect();
+                rsv.sort_unstable_by_key(|&(&i, _)| i);
+                rsv.into_iter()
                     .take_while(|(_, &b)| {
                         let more = got < to_reclaim;
                         got += b;

@@ -630,10 +630,11 @@ pub struct MetaSpace {
     /// Tickets served: id → granted (true) or failed with ENOSPC (false).
     pub done: BTreeMap<u64, bool>,
     /// Delalloc metadata reserved per inode (one outstanding extent and its inode update).
-    pub delalloc_rsv: BTreeMap<Ino, u64>,
+    /// (Hashed for the write and writeback that touch it; the flusher sorts it.)
+    pub delalloc_rsv: FastMap<Ino, u64>,
     /// Dirty bytes per inode that `write-range` wrote inside the file's size (random
     /// overwrites: written back without growing the file).
-    pub range_dirty: BTreeMap<Ino, u64>,
+    pub range_dirty: FastMap<Ino, u64>,
 }
 
 impl MetaSpace {
