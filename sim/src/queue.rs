@@ -389,6 +389,31 @@ impl TimerQueue {
         }
     }
 
+    /// Removes the next timer of the tie list: timers due at the instant of the last pop,
+    /// after the first of them, in arming order.
+    #[inline(always)]
+    pub fn pop_tie(&mut self) -> Option<u32> {
+        self.ties.pop_front().map(|(_, task)| task)
+    }
+
+    /// Whether the heap (not the tie list) holds a timer due at `now`: only after the
+    /// clock was moved without popping, or after the early firing of a long timer.
+    pub fn due_in_heap(&self, now: u64) -> bool {
+        self.heap.peek().is_some_and(|k| self.time_of(k) == now)
+    }
+
+    /// Like `pop` with an empty tie list, but only if the next timer (or early firing) is
+    /// due no later than `limit`; None leaves the queue unchanged.
+    #[inline(always)]
+    pub fn pop_until(&mut self, limit: u64) -> Option<(u64, Option<u32>)> {
+        debug_assert!(self.ties.is_empty());
+        let key = self.heap.peek()?;
+        if self.time_of(key) > limit {
+            return None;
+        }
+        self.pop_heap()
+    }
+
     /// Removes the next timer: `(time, Some(task))`, or `(time, None)` for the early
     /// firing of a timer beyond the key range, which is re-armed here; the caller's clock
     /// must reach `time` either way. Timers due at the same instant come out in the order
@@ -398,6 +423,12 @@ impl TimerQueue {
         if let Some((t, task)) = self.ties.pop_front() {
             return Some((t, Some(task)));
         }
+        self.pop_heap()
+    }
+
+    /// `pop` from the heap (the tie list is empty).
+    #[inline(always)]
+    fn pop_heap(&mut self) -> Option<(u64, Option<u32>)> {
         let key = self.heap.pop()?;
         let (time, task) = (self.time_of(key), (key & TASK_MASK) as u32);
         if self.fires_early(time, task) {
@@ -478,6 +509,63 @@ mod tests {
                     }
                     pending[task as usize] = false;
                     now = t;
+                }
+                assert_eq!(q.len(), reference.len());
+            }
+        }
+    }
+
+    /// The run loop's fast path (`pop_tie`, then `pop_until` a limit) against the same
+    /// reference: ties in arming order, limits respected, long timers and rebasing.
+    #[test]
+    fn fast_path_pops_in_time_then_insertion_order() {
+        for bits in [4u32, 9, 40] {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(100 + u64::from(bits));
+            let mut q = TimerQueue::with_rel_bits(bits);
+            let mut reference = std::collections::BTreeMap::new();
+            let mut pending = [false; 64];
+            let (mut now, mut seq) = (0u64, 0u64);
+            for _ in 0..20_000 {
+                let task = rng.random_range(0..64u32);
+                if !pending[task as usize] && rng.random_bool(0.55) {
+                    let d = match rng.random_range(0..10) {
+                        0 => rng.random_range(1..100_000),
+                        _ => rng.random_range(1..8),
+                    };
+                    q.push(now, now + d, task);
+                    reference.insert((now + d, seq), task);
+                    seq += 1;
+                    pending[task as usize] = true;
+                    continue;
+                }
+                if let Some(t) = q.pop_tie() {
+                    let ((at, _), task) = reference.pop_first().expect("a tie is pending");
+                    assert_eq!((at, task), (now, t));
+                    pending[t as usize] = false;
+                    continue;
+                }
+                let limit = if rng.random_bool(0.3) {
+                    now + rng.random_range(0..4)
+                } else {
+                    u64::MAX
+                };
+                let first = reference.first_key_value().map(|(&(at, _), &t)| (at, t));
+                match q.pop_until(limit) {
+                    Some((at, Some(t))) => {
+                        assert!(at <= limit);
+                        assert_eq!(first, Some((at, t)));
+                        reference.pop_first();
+                        pending[t as usize] = false;
+                        now = at;
+                        // Every other timer due now is in the tie list.
+                        assert!(!q.due_in_heap(now));
+                    }
+                    Some((at, None)) => {
+                        assert!(at <= limit && at >= now);
+                        assert!(first.is_some_and(|(t, _)| at <= t), "early after the real");
+                        now = at;
+                    }
+                    None => assert!(first.is_none_or(|(t, _)| t > limit)),
                 }
                 assert_eq!(q.len(), reference.len());
             }

@@ -1067,7 +1067,10 @@ impl Sim {
                     if c.stop {
                         break;
                     }
-                    c.slow = c.live == 0 || c.explores_ties || !c.paused.is_empty();
+                    c.slow = c.live == 0
+                        || c.explores_ties
+                        || !c.paused.is_empty()
+                        || c.heap.due_in_heap(c.now);
                 }
                 match next_task(&mut c, self.scheduler.as_mut(), self.limit)? {
                     Some(t) => t,
@@ -1120,25 +1123,26 @@ fn next_task(
 ) -> Result<Option<TaskId>, SimError> {
     // The common case — no exploring scheduler, nobody paused at a point — in the order of
     // `next_task_general`: timers of this instant, then wake-ups, then the next instant.
+    // Here every timer due now other than the one just popped is in the queue's tie list
+    // (a real pop drains them there; `slow` is kept set while one is left in the heap), so
+    // the heap is only looked at when nothing else can run now.
     if !c.slow {
         loop {
-            let next = c.heap.peek_time();
-            if next != Some(c.now) {
-                if let Some(t) = c.ready.pop_front() {
-                    return Ok(Some(dispatch(c, t)));
-                }
-                match next {
-                    Some(at) if at <= limit => {}
-                    _ => break, // time limit or deadlock: reported below
-                }
+            if let Some(t) = c.heap.pop_tie() {
+                return Ok(Some(resume_timer(c, t)));
             }
-            match c.heap.pop() {
+            if let Some(t) = c.ready.pop_front() {
+                return Ok(Some(dispatch(c, t)));
+            }
+            match c.heap.pop_until(limit) {
                 Some((at, Some(t))) => {
                     c.now = at;
                     return Ok(Some(resume_timer(c, t)));
                 }
-                Some((at, None)) => c.now = at, // a long timer re-armed itself
-                None => unreachable!("peeked"),
+                // A long timer re-armed itself; nothing else is due before `at` and the
+                // ready queue is empty, so the next pop keeps the order.
+                Some((at, None)) => c.now = at,
+                None => break, // time limit or deadlock: reported below
             }
         }
     }
