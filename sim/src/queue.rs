@@ -470,6 +470,25 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
 
+    /// Arms `task`'s timer after a random delay, in `q` and in the (time, sequence) reference:
+    /// small delays make many ties; some are far beyond the key range.
+    fn arm_random(
+        rng: &mut rand_chacha::ChaCha8Rng,
+        q: &mut TimerQueue,
+        reference: &mut std::collections::BTreeMap<(u64, u64), u32>,
+        now: u64,
+        seq: &mut u64,
+        task: u32,
+    ) {
+        let d = match rng.random_range(0..10) {
+            0 => rng.random_range(1..100_000),
+            _ => rng.random_range(1..8),
+        };
+        q.push(now, now + d, task);
+        reference.insert((now + d, *seq), task);
+        *seq += 1;
+    }
+
     /// Random arms and pops against a reference ordered by (time, insertion sequence),
     /// with few key bits so rebasing and long timers happen constantly.
     #[test]
@@ -483,14 +502,7 @@ mod tests {
             for _ in 0..20_000 {
                 let task = rng.random_range(0..64u32);
                 if !pending[task as usize] && rng.random_bool(0.55) {
-                    // Small delays make many ties; some are far beyond the key range.
-                    let d = match rng.random_range(0..10) {
-                        0 => rng.random_range(1..100_000),
-                        _ => rng.random_range(1..8),
-                    };
-                    q.push(now, now + d, task);
-                    reference.insert((now + d, seq), task);
-                    seq += 1;
+                    arm_random(&mut rng, &mut q, &mut reference, now, &mut seq, task);
                     pending[task as usize] = true;
                 } else if let Some(((t, _), task)) = reference.pop_first() {
                     loop {
@@ -528,13 +540,7 @@ mod tests {
             for _ in 0..20_000 {
                 let task = rng.random_range(0..64u32);
                 if !pending[task as usize] && rng.random_bool(0.55) {
-                    let d = match rng.random_range(0..10) {
-                        0 => rng.random_range(1..100_000),
-                        _ => rng.random_range(1..8),
-                    };
-                    q.push(now, now + d, task);
-                    reference.insert((now + d, seq), task);
-                    seq += 1;
+                    arm_random(&mut rng, &mut q, &mut reference, now, &mut seq, task);
                     pending[task as usize] = true;
                     continue;
                 }
