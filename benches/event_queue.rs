@@ -43,7 +43,7 @@ fn hold(c: &mut Criterion) {
         });
         g.bench_with_input(BenchmarkId::new("EventQueue", size), &size, |b, &size| {
             b.iter(|| {
-                let mut q: EventQueue<u64> = EventQueue::new();
+                let mut q = EventQueue::new();
                 for &d in inc.iter().take(size) {
                     q.push(d);
                 }

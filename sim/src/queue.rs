@@ -1,6 +1,6 @@
 //! The pending-timer queue.
 //!
-//! `EventQueue` is a 4-ary min-heap of plain keys: four children share a cache line, so a
+//! `EventQueue` is a 4-ary min-heap of `u64` keys: four children share a cache line, so a
 //! pop touches half as many levels as a binary heap. `TimerQueue` packs each timer into one
 //! `u64` key — time relative to a base in the high 40 bits, task id in the low 24 — so every
 //! comparison is one integer compare and every move 8 bytes, and restores the engine's
@@ -8,140 +8,50 @@
 //! sequence number (a task has at most one pending timer). Measured against `std`'s
 //! `BinaryHeap` in `benches/event_queue.rs`.
 
-/// A min-heap of keys (the engine uses packed `u128` keys).
-#[derive(Debug, Clone)]
-pub struct EventQueue<K = u128> {
-    keys: Vec<K>,
-}
-
 const D: usize = 4;
 
-impl<K: Copy + Ord> Default for EventQueue<K> {
-    fn default() -> Self {
-        EventQueue { keys: Vec::new() }
-    }
-}
-
-impl<K: Copy + Ord> EventQueue<K> {
-    /// An empty queue.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Number of pending keys.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    /// Whether no key is pending.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    /// The smallest key.
-    #[inline]
-    pub fn peek(&self) -> Option<K> {
-        self.keys.first().copied()
-    }
-
-    /// Inserts a key.
-    #[inline]
-    pub fn push(&mut self, key: K) {
-        let mut i = self.keys.len();
-        self.keys.push(key);
-        // Sift up with a hole: move parents down until the key fits.
-        while i > 0 {
-            let parent = (i - 1) / D;
-            let pk = self.keys[parent];
-            if pk <= key {
-                break;
-            }
-            self.keys[i] = pk;
-            i = parent;
-        }
-        self.keys[i] = key;
-    }
-
-    /// Removes and returns the smallest key.
-    #[inline]
-    pub fn pop(&mut self) -> Option<K> {
-        let last = self.keys.pop()?;
-        let keys = &mut self.keys[..];
-        let n = keys.len();
-        if n == 0 {
-            return Some(last);
-        }
-        let top = keys[0];
-        // Sift the last key down from the root with a hole.
-        let mut i = 0;
-        loop {
-            let first = i * D + 1;
-            if first + D <= n {
-                // Full set of four children: a two-round tournament.
-                let c: &[K; D] = keys[first..first + D].try_into().unwrap();
-                let ia = usize::from(c[1] < c[0]);
-                let ib = 2 + usize::from(c[3] < c[2]);
-                let im = if c[ib] < c[ia] { ib } else { ia };
-                let m = c[im];
-                if last <= m {
-                    break;
-                }
-                keys[i] = m;
-                i = first + im;
-            } else {
-                // Last, partial level.
-                let mut best = i;
-                let mut bk = last;
-                let mut c = first;
-                while c < n {
-                    let k = keys[c];
-                    if k < bk {
-                        bk = k;
-                        best = c;
-                    }
-                    c += 1;
-                }
-                if best != i {
-                    keys[i] = bk;
-                    i = best;
-                }
-                break;
-            }
-        }
-        keys[i] = last;
-        Some(top)
-    }
-}
-
-/// A 4-ary min-heap of `u64` keys padded with `u64::MAX` to whole groups of four children,
-/// so every level of a sift-down is the same branch-free tournament (no partial last level)
-/// and an empty child never wins; one bounds check both fetches a node's children and ends
-/// the descent. `keys.len()` is always `1 + 4k`; entries at `n..` are MAX.
+/// A 4-ary min-heap of `u64` keys (the timer queue's).
+///
+/// Padded with `u64::MAX` to whole groups of four children, so every level of a sift-down is
+/// the same branch-free tournament (no partial last level) and an empty child never wins; one
+/// bounds check both fetches a node's children and ends the descent. `keys.len()` is always
+/// `1 + 4k`; entries at `n..` are MAX.
 #[derive(Debug, Clone)]
-struct PaddedHeap {
+pub struct EventQueue {
     keys: Vec<u64>,
     n: usize,
 }
 
-impl Default for PaddedHeap {
+impl Default for EventQueue {
     fn default() -> Self {
-        PaddedHeap {
+        EventQueue {
             keys: vec![u64::MAX],
             n: 0,
         }
     }
 }
 
-impl PaddedHeap {
+impl EventQueue {
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of pending keys.
     #[inline(always)]
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.n
     }
 
+    /// Whether no key is pending.
     #[inline(always)]
-    fn peek(&self) -> Option<u64> {
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The smallest key.
+    #[inline(always)]
+    pub fn peek(&self) -> Option<u64> {
         if self.n == 0 {
             None
         } else {
@@ -155,8 +65,9 @@ impl PaddedHeap {
         &mut self.keys[..self.n]
     }
 
+    /// Inserts a key.
     #[inline(always)]
-    fn push(&mut self, key: u64) {
+    pub fn push(&mut self, key: u64) {
         let mut i = self.n;
         if i == self.keys.len() {
             self.grow();
@@ -182,8 +93,9 @@ impl PaddedHeap {
         self.keys.extend_from_slice(&[u64::MAX; D]);
     }
 
+    /// Removes and returns the smallest key.
     #[inline(always)]
-    fn pop(&mut self) -> Option<u64> {
+    pub fn pop(&mut self) -> Option<u64> {
         if self.n == 0 {
             return None;
         }
@@ -236,7 +148,7 @@ struct Slot {
 /// Timers of tasks, popped in (time, insertion sequence) order.
 #[derive(Debug, Clone)]
 pub struct TimerQueue {
-    heap: PaddedHeap,
+    heap: EventQueue,
     /// Keys hold `time - base`.
     base: u64,
     /// Largest relative time a key can hold.
@@ -269,7 +181,7 @@ impl TimerQueue {
     pub fn with_rel_bits(bits: u32) -> Self {
         assert!((2..=64 - TASK_BITS).contains(&bits));
         TimerQueue {
-            heap: PaddedHeap::default(),
+            heap: EventQueue::new(),
             base: 0,
             max_rel: (1u64 << bits) - 1,
             long: 0,
@@ -584,7 +496,7 @@ mod tests {
         let mut q = EventQueue::new();
         let mut reference = Vec::new();
         for round in 0..2000 {
-            let k: u128 = rng.random_range(0..500);
+            let k: u64 = rng.random_range(0..500);
             q.push(k);
             reference.push(k);
             if round % 3 == 0 {

@@ -267,6 +267,14 @@ impl Core {
         }
     }
 
+    /// `sleep_current` with the trace record of a delay (`Handle::delay`, `Handle::cpu`).
+    #[inline(always)]
+    pub(crate) fn delay_current(&mut self, d: Nanos, class: ClassId) {
+        let cur = self.current;
+        self.record(cur, TraceKind::Sleep(class), d);
+        self.sleep_current(d, class);
+    }
+
     /// Marks the current task as waiting (state set by the caller) from now.
     #[inline]
     pub(crate) fn block_current(&mut self, state: TaskState) -> TaskId {
@@ -696,10 +704,7 @@ impl Future for Delay<'_> {
             return Poll::Ready(());
         }
         self.started = true;
-        let mut c = self.h.core();
-        let cur = c.current;
-        c.record(cur, TraceKind::Sleep(self.class), self.d);
-        c.sleep_current(self.d, self.class);
+        self.h.core().delay_current(self.d, self.class);
         Poll::Pending
     }
 }
@@ -753,10 +758,19 @@ impl Cpu<'_> {
         let q = self.left.min(self.quantum);
         self.q = q;
         self.step = CpuStep::Running;
-        let cur = c.current;
-        c.record(cur, TraceKind::Sleep(CLASS_CPU), q);
-        c.sleep_current(q, CLASS_CPU);
+        c.delay_current(q, CLASS_CPU);
         Poll::Pending
+    }
+
+    /// A task dropped while on a core gives it back (ignored while the simulation is
+    /// dropped), as the permit of `Semaphore::acquire` would.
+    #[cold]
+    #[inline(never)]
+    fn give_back_core(&mut self) {
+        let mut c = self.h.core();
+        if !c.tearing_down {
+            crate::sync::sem_release(&mut c, self.id, 1);
+        }
     }
 }
 
@@ -772,9 +786,7 @@ impl Future for Cpu<'_> {
                 match c.cpus {
                     None => {
                         this.step = CpuStep::Sleeping;
-                        let cur = c.current;
-                        c.record(cur, TraceKind::Sleep(CLASS_CPU), this.left);
-                        c.sleep_current(this.left, CLASS_CPU);
+                        c.delay_current(this.left, CLASS_CPU);
                         Poll::Pending
                     }
                     Some(_) if this.left == 0 => {
@@ -814,19 +826,6 @@ impl Drop for Cpu<'_> {
     fn drop(&mut self) {
         if self.step == CpuStep::Running {
             self.give_back_core();
-        }
-    }
-}
-
-impl Cpu<'_> {
-    /// A task dropped while on a core gives it back (ignored while the simulation is
-    /// dropped), as the permit of `Semaphore::acquire` would.
-    #[cold]
-    #[inline(never)]
-    fn give_back_core(&mut self) {
-        let mut c = self.h.core();
-        if !c.tearing_down {
-            crate::sync::sem_release(&mut c, self.id, 1);
         }
     }
 }
