@@ -169,27 +169,28 @@ pub type LiveNames = smallvec::SmallVec<[(Ino, NameId); 1]>;
 pub type FastSet<T> = std::collections::HashSet<T, std::hash::BuildHasherDefault<WordHash>>;
 
 /// Inodes by number: hashed for the lookups every operation makes; `values` walks them in
-/// number order, as a `BTreeMap` would. Boxed: the table's spare slots and its copy while it
-/// grows then cost a pointer each, not an inode.
+/// number order, as a `BTreeMap` would. Stored in the table itself (not boxed): a lookup
+/// then reads the inode from the bucket it found, one cache miss less per random inode,
+/// and creating or evicting one allocates nothing.
 #[derive(Clone, Debug, Default)]
-pub struct InodeMap(FastMap<Ino, Box<Inode>>);
+pub struct InodeMap(FastMap<Ino, Inode>);
 
 impl InodeMap {
     /// The inode numbered `ino`.
     #[inline]
     pub fn get(&self, ino: &Ino) -> Option<&Inode> {
-        self.0.get(ino).map(|i| &**i)
+        self.0.get(ino)
     }
 
     /// The inode numbered `ino`, for changing it.
     #[inline]
     pub fn get_mut(&mut self, ino: &Ino) -> Option<&mut Inode> {
-        self.0.get_mut(ino).map(|i| &mut **i)
+        self.0.get_mut(ino)
     }
 
     /// Adds (or replaces) inode `ino`.
     pub fn insert(&mut self, ino: Ino, inode: Inode) -> Option<Inode> {
-        self.0.insert(ino, Box::new(inode)).map(|i| *i)
+        self.0.insert(ino, inode)
     }
 
     /// Whether inode `ino` exists.
@@ -215,14 +216,14 @@ impl InodeMap {
 
     /// Every inode, in inode-number order.
     pub fn values(&self) -> impl Iterator<Item = &Inode> {
-        let mut v: Vec<&Inode> = self.0.values().map(|i| &**i).collect();
+        let mut v: Vec<&Inode> = self.0.values().collect();
         v.sort_unstable_by_key(|i| i.ino);
         v.into_iter()
     }
 
     /// Every inode for changing it, in no particular order (for order-independent updates).
     pub fn values_mut_unordered(&mut self) -> impl Iterator<Item = &mut Inode> {
-        self.0.values_mut().map(|i| &mut **i)
+        self.0.values_mut()
     }
 }
 
