@@ -41,7 +41,7 @@ pub fn inode_leaf(c: &Costs, ino: Ino) -> Leaf {
 /// entries spread evenly over the leaves the directory fills).
 pub fn dentry_leaf(c: &Costs, st: &FsState, dir: Ino, name: &str) -> Leaf {
     let per_leaf = (c.nodesize / c.item_bytes_per_dentry).max(1);
-    let entries = st.children.get(&dir).map_or(0, |m| m.len()) as u64;
+    let entries = st.child_count(dir) as u64;
     let leaves = entries / per_leaf + 1;
     let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)

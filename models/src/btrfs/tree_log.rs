@@ -383,8 +383,7 @@ impl Btrfs {
                 bytes += entries.len() as u64 * c.item_bytes_per_dentry;
                 facts.push(LogFact::DirEntries { dir: ino, entries });
             } else {
-                bytes +=
-                    st.children.get(&ino).map_or(0, |m| m.len()) as u64 * c.item_bytes_per_dentry;
+                bytes += st.child_count(ino) as u64 * c.item_bytes_per_dentry;
             }
         }
         let mut judgments = Vec::new();
