@@ -70,6 +70,9 @@ pub(crate) struct Task {
     pub(crate) acct: Vec<Nanos>,
     /// The model's estimate of the steps the task has left (0: unknown).
     pub(crate) remaining: u32,
+    /// While queued for a core (`Cpu`): the quantum to run once granted, which the run loop
+    /// starts itself when it picks the task (0: none). See `Sim::run`.
+    pub(crate) cpu_q: Nanos,
 }
 
 /// What kind of primitive a resource is.
@@ -375,6 +378,7 @@ impl Core {
             wait_since: self.now,
             acct: Vec::new(),
             remaining: 0,
+            cpu_q: 0,
         });
         if !daemon {
             self.live += 1;
@@ -528,6 +532,7 @@ impl Handle {
             q: 0,
             id: 0,
             quantum: 0,
+            task: 0,
             step: CpuStep::Start,
         }
     }
@@ -737,6 +742,8 @@ pub struct Cpu<'a> {
     /// The cores' semaphore and quantum (with `set_cpus`).
     id: ResId,
     quantum: Nanos,
+    /// The task running this future (set when it first takes or queues for a core).
+    task: TaskId,
     step: CpuStep,
 }
 
@@ -747,6 +754,12 @@ impl Cpu<'_> {
         if crate::sync::sem_acquire(c, self.id, 1) {
             self.run_quantum(c)
         } else {
+            // Granted later: the run loop starts this quantum when it picks the task (the
+            // same records and timer as `run_quantum` in a resumption, without polling the
+            // task's futures down to here), so the next poll is the quantum's end.
+            let q = self.left.min(self.quantum);
+            self.q = q;
+            c.tasks[self.task as usize].cpu_q = q;
             self.step = CpuStep::Queued;
             Poll::Pending
         }
@@ -760,6 +773,16 @@ impl Cpu<'_> {
         self.step = CpuStep::Running;
         c.delay_current(q, CLASS_CPU);
         Poll::Pending
+    }
+
+    /// A task dropped while queued holds a core only once the run loop started its quantum.
+    #[cold]
+    #[inline(never)]
+    fn give_back_core_if_started(&mut self) {
+        let started = self.h.core.borrow().tasks[self.task as usize].cpu_q == 0;
+        if started {
+            self.give_back_core();
+        }
     }
 
     /// A task dropped while on a core gives it back (ignored while the simulation is
@@ -796,14 +819,15 @@ impl Future for Cpu<'_> {
                     Some((id, quantum)) => {
                         this.id = id;
                         this.quantum = quantum;
+                        this.task = c.current;
                         this.next_quantum(c)
                     }
                 }
             }
-            CpuStep::Queued => this.run_quantum(&mut this.h.core()),
-            CpuStep::Running => {
+            CpuStep::Queued | CpuStep::Running => {
                 let mut g = this.h.core();
                 let c: &mut Core = &mut g;
+                debug_assert_eq!(c.tasks[c.current as usize].cpu_q, 0, "quantum not started");
                 crate::sync::sem_release(c, this.id, 1);
                 this.left -= this.q;
                 if this.left == 0 {
@@ -824,8 +848,10 @@ impl Future for Cpu<'_> {
 impl Drop for Cpu<'_> {
     #[inline]
     fn drop(&mut self) {
-        if self.step == CpuStep::Running {
-            self.give_back_core();
+        match self.step {
+            CpuStep::Running => self.give_back_core(),
+            CpuStep::Queued => self.give_back_core_if_started(),
+            _ => {}
         }
     }
 }
@@ -1072,6 +1098,8 @@ impl Sim {
                         || c.heap.due_in_heap(c.now);
                 }
                 match next_task(&mut c, self.scheduler.as_mut(), self.limit)? {
+                    // `dispatch` started a granted CPU quantum: nothing to poll.
+                    Some(STARTED_QUANTUM) => continue,
                     Some(t) => t,
                     None => break,
                 }
@@ -1296,12 +1324,25 @@ fn paused_view(c: &Core, next_event: Option<Nanos>) -> ChoiceView<'_> {
     }
 }
 
-/// Makes `t` the running task.
+/// What `dispatch` returns when it ran the task's resumption itself (never a task id: ids
+/// have `TASK_BITS` bits).
+const STARTED_QUANTUM: TaskId = TaskId::MAX;
+
+/// Resumes `t` from the ready queue. A task granted a core while queued in `Cpu` would only
+/// start its quantum (`Cpu::run_quantum`) in this resumption, so that is done here — the same
+/// trace records, timer and accounting, without polling its futures — and `STARTED_QUANTUM`
+/// returned.
 #[inline(always)]
 fn dispatch(c: &mut Core, t: TaskId) -> TaskId {
     c.current = t;
     c.dispatches += 1;
     c.trace.log_only(c.now, t, TraceKind::Run);
+    let task = &mut c.tasks[t as usize];
+    if task.cpu_q != 0 {
+        let q = std::mem::take(&mut task.cpu_q);
+        c.delay_current(q, CLASS_CPU);
+        return STARTED_QUANTUM;
+    }
     t
 }
 
