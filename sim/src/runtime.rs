@@ -200,6 +200,9 @@ pub(crate) struct Core {
     slow: bool,
     /// Set while the simulation is dropped: releases by dropped guards are ignored.
     pub(crate) tearing_down: bool,
+    /// Tasks with a quantum for the run loop to start (`Task::cpu_q` set): while 0, a
+    /// dispatch does not look at the task.
+    pub(crate) cpu_starts: u32,
     dispatches: u64,
 }
 
@@ -231,6 +234,7 @@ impl Core {
             stop: false,
             slow: true,
             tearing_down: false,
+            cpu_starts: 0,
             cpus: None,
             dispatches: 0,
         }
@@ -760,6 +764,7 @@ impl Cpu<'_> {
             let q = self.left.min(self.quantum);
             self.q = q;
             c.tasks[self.task as usize].cpu_q = q;
+            c.cpu_starts += 1;
             self.step = CpuStep::Queued;
             Poll::Pending
         }
@@ -1337,11 +1342,14 @@ fn dispatch(c: &mut Core, t: TaskId) -> TaskId {
     c.current = t;
     c.dispatches += 1;
     c.trace.log_only(c.now, t, TraceKind::Run);
-    let task = &mut c.tasks[t as usize];
-    if task.cpu_q != 0 {
-        let q = std::mem::take(&mut task.cpu_q);
-        c.delay_current(q, CLASS_CPU);
-        return STARTED_QUANTUM;
+    if c.cpu_starts != 0 {
+        let task = &mut c.tasks[t as usize];
+        if task.cpu_q != 0 {
+            let q = std::mem::take(&mut task.cpu_q);
+            c.cpu_starts -= 1;
+            c.delay_current(q, CLASS_CPU);
+            return STARTED_QUANTUM;
+        }
     }
     t
 }
