@@ -71,7 +71,7 @@ pub(crate) struct Task {
     /// The model's estimate of the steps the task has left (0: unknown).
     pub(crate) remaining: u32,
     /// While queued for a core (`Cpu`): the quantum to run once granted, which the run loop
-    /// starts itself when it picks the task (0: none). See `Sim::run`.
+    /// starts itself when it picks the task (0: none). See `dispatch`.
     pub(crate) cpu_q: Nanos,
 }
 
