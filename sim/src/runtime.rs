@@ -752,31 +752,23 @@ pub struct Cpu<'a> {
 }
 
 impl Cpu<'_> {
-    /// Takes a core for the next quantum, or queues for one.
+    /// Takes a core for the next quantum and sleeps it, or queues for one.
     #[inline(always)]
     fn next_quantum(&mut self, c: &mut Core) -> Poll<()> {
+        let q = self.left.min(self.quantum);
+        self.q = q;
         if crate::sync::sem_acquire(c, self.id, 1) {
-            self.run_quantum(c)
+            self.step = CpuStep::Running;
+            c.delay_current(q, CLASS_CPU);
         } else {
             // Granted later: the run loop starts this quantum when it picks the task (the
-            // same records and timer as `run_quantum` in a resumption, without polling the
-            // task's futures down to here), so the next poll is the quantum's end.
-            let q = self.left.min(self.quantum);
-            self.q = q;
+            // same records and timer as the `delay_current` above would make in a resumption,
+            // without polling the task's futures down to here), so the next poll is the
+            // quantum's end.
             c.tasks[self.task as usize].cpu_q = q;
             c.cpu_starts += 1;
             self.step = CpuStep::Queued;
-            Poll::Pending
         }
-    }
-
-    /// On a core: sleeps one quantum.
-    #[inline(always)]
-    fn run_quantum(&mut self, c: &mut Core) -> Poll<()> {
-        let q = self.left.min(self.quantum);
-        self.q = q;
-        self.step = CpuStep::Running;
-        c.delay_current(q, CLASS_CPU);
         Poll::Pending
     }
 
@@ -1334,7 +1326,7 @@ fn paused_view(c: &Core, next_event: Option<Nanos>) -> ChoiceView<'_> {
 const STARTED_QUANTUM: TaskId = TaskId::MAX;
 
 /// Resumes `t` from the ready queue. A task granted a core while queued in `Cpu` would only
-/// start its quantum (`Cpu::run_quantum`) in this resumption, so that is done here — the same
+/// start its quantum (`Cpu::next_quantum`) in this resumption, so that is done here — the same
 /// trace records, timer and accounting, without polling its futures — and `STARTED_QUANTUM`
 /// returned.
 #[inline(always)]
