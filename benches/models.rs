@@ -4,8 +4,8 @@
 //! Results are deterministic; only the wall time varies.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use models::btrfs::Policy;
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::scenario::{run, run_with_trace, Interleaving, Scenario};
 use models::workload::bench::{run as bench_run, run_loop, BenchParams};
 use models::workload::{fsload, spec::Spec};

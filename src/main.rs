@@ -7,8 +7,9 @@ mod limits;
 mod out;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use models::btrfs::{Fix, Mutant, Policy};
+use models::btrfs::{Fix, Mutant};
 use models::device::{presets, DeviceConfig};
+use models::kernel::Policy;
 use models::scenario::{self, Interleaving, RunResult, Scenario};
 use models::workload::{bench, fio};
 use out::{err, out, outln};
@@ -502,7 +503,7 @@ fn workload(a: WorkloadArgs) -> Result<(), Failure> {
     // The workload file's `current` policy, else linux-5.11.
     let default = spec.current.as_deref().map_or_else(
         || Policy::preset("linux-5.11"),
-        |c| models::workload::compare::parse_policy(c).ok(),
+        |c| models::kernel::parse_policy(c).ok(),
     );
     let pol = PolicyArgs {
         policy: a.pol.policy.clone().or(default),
@@ -573,10 +574,10 @@ struct CompareArgs {
     #[command(flatten)]
     load: LoadArgs,
     /// Baseline policy [default: linux-5.10; for `fsperf`, linux-5.13].
-    #[arg(long, value_parser = models::workload::compare::parse_policy)]
+    #[arg(long, value_parser = models::kernel::parse_policy)]
     baseline: Option<Policy>,
     /// Current policy [default: linux-5.11; for `fsperf`, linux-5.14].
-    #[arg(long, value_parser = models::workload::compare::parse_policy)]
+    #[arg(long, value_parser = models::kernel::parse_policy)]
     current: Option<Policy>,
     /// Seeds per side, a range A..B (B exclusive) or a count N (the N seeds from --seed on);
     /// differences are paired seed by seed.
@@ -704,7 +705,7 @@ fn compare(a: CompareArgs) -> Result<(), Failure> {
     // The flags, else the workload file's `baseline` / `current`, else linux-5.10 / 5.11.
     let from_file = |p: &Option<String>, d: &str| {
         p.as_deref()
-            .and_then(|n| models::workload::compare::parse_policy(n).ok())
+            .and_then(|n| models::kernel::parse_policy(n).ok())
             .unwrap_or_else(|| preset(d))
     };
     let baseline = a
@@ -855,7 +856,9 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
     Policy::preset(s).ok_or_else(|| {
         format!(
             "unknown policy '{s}': expected one of {}",
-            models::btrfs::policy::PRESETS.join(", ")
+            models::kernel::preset_names()
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     })
 }

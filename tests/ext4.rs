@@ -1,8 +1,8 @@
 //! ext3/ext4 on jbd/jbd2 (seed 003): the commit write type per release, ext4_sync_file's
 //! 2.6.37 early return, barriers and the S2 crash check, and determinism.
 
-use models::btrfs::Policy;
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
 fn scenario(fs: &str, mount: &str, setup: &[&str], tasks: &[&[&str]]) -> Scenario {

@@ -3,7 +3,8 @@
 //! tables; `compare fsperf` rejects what it cannot do as one line, exit 2.
 
 use models::device::DeviceConfig;
-use models::workload::compare::{compare, parse_policy};
+use models::kernel::parse_policy;
+use models::workload::compare::compare;
 use models::workload::fsload::run;
 use models::workload::spec::{FioRw, Kind, Spec, FSPERF};
 use std::process::Command;

@@ -666,9 +666,7 @@ fn flag_value_parsers_never_panic_and_errors_are_one_line() {
         ("vary", |s| {
             models::workload::compare::parse_vary(s).map(drop)
         }),
-        ("policy", |s| {
-            models::workload::compare::parse_policy(s).map(drop)
-        }),
+        ("policy", |s| models::kernel::parse_policy(s).map(drop)),
         ("target", |s| models::shrink::Target::parse(s).map(drop)),
         ("op", |s| models::scenario::parse_op(s).map(drop)),
     ];

@@ -3,8 +3,8 @@
 //! the jobs' reads while 2.6.37's sync ones progress, runs are deterministic, and
 //! `compare kbuild` sets the seed's iostat beside the model's.
 
-use models::btrfs::Policy;
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::workload::fsload::{run, WorkloadResult};
 use models::workload::spec::{Kind, Spec};
 use std::process::Command;

@@ -3,8 +3,8 @@
 //! batching: each test is a small scenario where the kernel flags (or does not) and fails
 //! if the model's rule is removed or changed.
 
-use models::btrfs::Policy;
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
 /// A scenario with `setup` ops, tasks `(name, ops)`, optional script steps and extra

@@ -2,8 +2,9 @@
 //! fdatasync, sync_file_range, syncfs, and unlink/rename inside a log): what each puts in
 //! the log, and the S2 check that catches a model broken where the kernel is careful.
 
-use models::btrfs::{Mutant, Policy};
+use models::btrfs::Mutant;
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
 fn scenario(setup: &[&str], ops: &[&str]) -> Scenario {

@@ -2,8 +2,9 @@
 //! invariant has a mutant that makes it fire; runs are deterministic; bad scenarios are
 //! rejected with file:line.
 
-use models::btrfs::{Fix, Mutant, Policy};
+use models::btrfs::{Fix, Mutant};
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::scenario::{compare, run, Interleaving, RunResult, Scenario};
 
 fn run_with(sc: &Scenario, p: &Policy) -> RunResult {
@@ -11,15 +12,9 @@ fn run_with(sc: &Scenario, p: &Policy) -> RunResult {
     run(sc, p, &dev, sc.seed, &Interleaving::Script)
 }
 
+/// The metric the switch registry names for a race's fix.
 fn key_metric(race: Fix) -> &'static str {
-    match race {
-        Fix::R1 => "unnecessary_inode_logs",
-        Fix::R2 => "unnecessary_extent_logs",
-        Fix::R3 => "unnecessary_ancestor_logs",
-        Fix::R4 | Fix::R5 => "unnecessary_full_commits",
-        Fix::R6 => "tree_log_mutex_waits",
-        Fix::R7 => "unnecessary_log_syncs",
-    }
+    models::btrfs::switches::of_fix(race).metric
 }
 
 #[test]
@@ -602,7 +597,7 @@ fn format_v2_declares_its_own_race_and_policies() {
     assert_eq!(sc.race, "R8");
     assert_eq!(sc.fix, None);
     assert_eq!(sc.labels(), ["before".to_string(), "after".to_string()]);
-    assert!(!sc.pre_policy().super_committed && sc.post_policy().super_committed);
+    assert!(!sc.pre_policy().btrfs.super_committed && sc.post_policy().btrfs.super_committed);
     let pre = run_with(&sc, &sc.pre_policy());
     let post = run_with(&sc, &sc.post_policy());
     assert!(

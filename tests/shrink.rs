@@ -1,7 +1,8 @@
 //! Shrinking: an explored hit becomes a small scripted scenario that reproduces it.
 
-use models::btrfs::{Fix, Mutant, Policy};
+use models::btrfs::{Fix, Mutant};
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::scenario::{self, run, Interleaving, Scenario};
 use models::shrink::{shrink, Size, Target};
 

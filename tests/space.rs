@@ -4,8 +4,8 @@
 use models::btrfs::policy::SpacePatch;
 use models::btrfs::space_info::need_preemptive_reclaim;
 use models::btrfs::state::FsState;
-use models::btrfs::Policy;
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
 const MIB: u64 = 1 << 20;
@@ -33,19 +33,19 @@ fn pre() -> Policy {
 fn the_global_reserve_makes_the_513_heuristic_flush_and_patch_5_stops_it() {
     let st = full_fs();
     // used = may_use (514 MiB) ≥ thresh = 928 MiB >> 1 = 464 MiB.
-    assert!(need_preemptive_reclaim(&st, &pre()));
+    assert!(need_preemptive_reclaim(&st, &pre().btrfs));
     assert!(!need_preemptive_reclaim(
         &st,
-        &pre().with_space(SpacePatch::GlobalRsvUsed, true)
+        &(pre().with_space(SpacePatch::GlobalRsvUsed, true)).btrfs
     ));
     assert!(!need_preemptive_reclaim(
         &st,
-        &Policy::preset("linux-5.14").unwrap()
+        &(Policy::preset("linux-5.14").unwrap()).btrfs
     ));
     // Patch 4 alone only lowers the threshold: (928 − 512) >> 1 = 208 MiB, still exceeded.
     assert!(need_preemptive_reclaim(
         &st,
-        &pre().with_space(SpacePatch::GlobalRsvThresh, true)
+        &(pre().with_space(SpacePatch::GlobalRsvThresh, true)).btrfs
     ));
 }
 
@@ -53,31 +53,31 @@ fn the_global_reserve_makes_the_513_heuristic_flush_and_patch_5_stops_it() {
 fn the_almost_full_test_counts_the_global_reserve_with_patch_3_and_at_90_percent_in_515() {
     let mut st = full_fs();
     st.meta.used = 2900 * MIB; // 87 % of total; 87 % + 15 % global reserve ≥ 98 %
-    assert!(need_preemptive_reclaim(&st, &pre()));
+    assert!(need_preemptive_reclaim(&st, &pre().btrfs));
     assert!(!need_preemptive_reclaim(
         &st,
-        &pre().with_space(SpacePatch::GlobalRsvFull, true)
+        &(pre().with_space(SpacePatch::GlobalRsvFull, true)).btrfs
     ));
     st.meta.used = 3030 * MIB; // 91 %
     assert!(!need_preemptive_reclaim(
         &st,
-        &pre().with_space(SpacePatch::Full90, true)
+        &(pre().with_space(SpacePatch::Full90, true)).btrfs
     ));
     // A queued ticket: the async reclaim owns the flushing.
     let mut st = full_fs();
     st.meta.reclaim_size = 1;
-    assert!(!need_preemptive_reclaim(&st, &pre()));
+    assert!(!need_preemptive_reclaim(&st, &pre().btrfs));
 }
 
 #[test]
 fn with_more_ordered_than_delalloc_only_the_delayed_reserves_count_and_patch_6_halves_ordered() {
     let mut st = full_fs();
     st.meta.ordered_bytes = 6 * MIB; // ≥ delalloc: used = pinned + delayed refs + items
-    assert!(!need_preemptive_reclaim(&st, &pre()));
+    assert!(!need_preemptive_reclaim(&st, &pre().btrfs));
     // 6/7: ordered counts half (3 MiB < 4 MiB of delalloc), so may_use counts again.
     assert!(need_preemptive_reclaim(
         &st,
-        &pre().with_space(SpacePatch::HalfOrdered, true)
+        &(pre().with_space(SpacePatch::HalfOrdered, true)).btrfs
     ));
 }
 

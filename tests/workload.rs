@@ -1,9 +1,11 @@
 //! Workloads and comparisons: table formats (dbench, fsperf), JSON schema, plots, the Chrome
 //! trace, determinism, and bad input.
 
-use models::btrfs::{Fix, Policy};
+use models::btrfs::Fix;
 use models::device::DeviceConfig;
-use models::workload::compare::{compare, parse_policy};
+use models::kernel::parse_policy;
+use models::kernel::Policy;
+use models::workload::compare::compare;
 use models::workload::fsload::run;
 use models::workload::spec::{Spec, DBENCH_OPS};
 use std::process::{Command, Output};

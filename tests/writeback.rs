@@ -2,8 +2,8 @@
 //! workload of jbd commit 2db938bee32e: a streaming writer is held to what the disk takes,
 //! dirty data stays under the thresholds, runs are deterministic, and the keys are checked.
 
-use models::btrfs::Policy;
 use models::device::DeviceConfig;
+use models::kernel::Policy;
 use models::workload::fsload::{run, WorkloadResult};
 use models::workload::spec::{Kind, Spec};
 

@@ -6,6 +6,7 @@ pub mod btrfs;
 pub mod device;
 pub mod ext4;
 pub mod jbd2;
+pub mod kernel;
 pub mod scenario;
 pub mod shrink;
 pub mod sweep;

@@ -1,8 +1,9 @@
 //! Race scenarios: parsing the TOML files in `scenarios/`, validating them (errors carry
 //! `file:line`), and running one under a policy.
 
-use crate::btrfs::{Costs, Fix, Metrics, OpLatency, Policy, Violation};
+use crate::btrfs::{Costs, Fix, Metrics, OpLatency, Violation};
 use crate::device::{Device, DeviceConfig};
+use crate::kernel::Policy;
 use crate::vfs::{Filesystem, FsKind, Mount, MountOptions, Mounted, Op};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
@@ -448,7 +449,7 @@ impl Scenario {
                 }
                 let mut out = Vec::new();
                 for (label, spec) in v {
-                    let mut p = crate::workload::compare::parse_policy(spec.get_ref())
+                    let mut p = crate::kernel::parse_policy(spec.get_ref())
                         .map_err(|m| err(spec.span().start, m))?;
                     // Reports name a declared policy by its spec, which parses back.
                     p.name = spec.get_ref().trim().to_string();

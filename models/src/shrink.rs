@@ -11,8 +11,9 @@
 //! Every candidate is a deterministic run with the original seed, so the result is a fixed
 //! function of (scenario, policy, seed, strategy, target).
 
-use crate::btrfs::{Metrics, Policy};
+use crate::btrfs::Metrics;
 use crate::device::DeviceConfig;
+use crate::kernel::Policy;
 use crate::scenario::{points_of, run_with_trace, Interleaving, RunResult, Scenario, Step};
 use crate::vfs::Op;
 

@@ -5,8 +5,8 @@
 //! order-independent operations (sums and minima), so the result is identical for any
 //! number of jobs, and memory does not grow with the number of seeds.
 
-use crate::btrfs::Policy;
 use crate::device::DeviceConfig;
+use crate::kernel::Policy;
 use crate::scenario::{run_with_trace, Interleaving, RunResult, Scenario};
 use rayon::prelude::*;
 use std::collections::BTreeMap;

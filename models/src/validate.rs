@@ -7,7 +7,8 @@
 //! experiment); nothing here is tuned to them.
 
 use crate::device::DeviceConfig;
-use crate::workload::compare::{compare, parse_policy};
+use crate::kernel::parse_policy;
+use crate::workload::compare::compare;
 use crate::workload::fsload::WorkloadResult;
 use crate::workload::spec::Spec;
 

@@ -58,7 +58,7 @@ pub fn run_json(r: &RunResult) -> Value {
     json!({
         "policy": r.policy.name,
         "fixes": r.policy.fix_list(),
-        "mutants": r.policy.mutants.iter().map(|m| m.name()).collect::<Vec<_>>(),
+        "mutants": r.policy.btrfs.mutants.iter().map(|m| m.name()).collect::<Vec<_>>(),
         "metrics": metrics_json(&r.metrics),
         "latency_ns": latency,
         "invariant_violations": r.violations.iter().map(|v| json!({

@@ -3,7 +3,7 @@
 //! replays it. A sweep's JSON carries what merging shards needs, and merged shards print
 //! exactly what one unsharded sweep prints.
 
-use models::btrfs::Policy;
+use models::kernel::Policy;
 use models::scenario::Scenario;
 use models::sweep::{wilson95, Shard, SweepResult, TargetStats};
 use serde_json::{json, Value};
@@ -17,19 +17,29 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub fn policy_flags(p: &Policy) -> String {
     let base = Policy::preset("linux-5.11").expect("preset");
     let mut flags = vec!["--policy linux-5.11".to_string()];
-    let without: Vec<&str> = base.fixes.difference(&p.fixes).map(|f| f.name()).collect();
-    let with: Vec<&str> = p.fixes.difference(&base.fixes).map(|f| f.name()).collect();
+    let without: Vec<&str> = base
+        .btrfs
+        .fixes
+        .difference(&p.btrfs.fixes)
+        .map(|f| f.name())
+        .collect();
+    let with: Vec<&str> = p
+        .btrfs
+        .fixes
+        .difference(&base.btrfs.fixes)
+        .map(|f| f.name())
+        .collect();
     if !without.is_empty() {
         flags.push(format!("--without {}", without.join(",")));
     }
     if !with.is_empty() {
         flags.push(format!("--fix {}", with.join(",")));
     }
-    if !p.mutants.is_empty() {
-        let m: Vec<&str> = p.mutants.iter().map(|m| m.name()).collect();
+    if !p.btrfs.mutants.is_empty() {
+        let m: Vec<&str> = p.btrfs.mutants.iter().map(|m| m.name()).collect();
         flags.push(format!("--mutant {}", m.join(",")));
     }
-    if p.super_committed {
+    if p.btrfs.super_committed {
         flags.push("--super-committed".into());
     }
     flags.join(" ")

@@ -1,8 +1,8 @@
 //! `fsyncsim list --ops/--points/--metrics/--policies`: the scenario vocabulary, generated
 //! from the code so it cannot drift from what the parser accepts.
 
-use models::btrfs::policy::PRESETS;
-use models::btrfs::{Fix, Mutant};
+use models::btrfs::Mutant;
+use models::kernel::PRESETS;
 use models::scenario::{parse_op, points_of};
 use models::vfs::{op::OPS, Metrics};
 
@@ -57,28 +57,22 @@ pub fn metrics() -> String {
     t
 }
 
-/// Policy presets, fixes, mutants and switches.
+/// Policy presets with their switches, then the switch registry, mutants and options.
 pub fn policies() -> String {
-    let mut t = String::from("presets:\n");
-    for p in PRESETS {
-        let fixes: Vec<&str> = models::btrfs::Policy::preset(p)
-            .map(|x| x.fixes.iter().map(|f| f.name()).collect())
-            .unwrap_or_default();
-        let space: Vec<&str> = models::btrfs::Policy::preset(p)
-            .and_then(|x| x.preempt)
-            .map(|s| s.iter().map(|q| q.name()).collect())
-            .unwrap_or_default();
-        let worker = match models::btrfs::Policy::preset(p).and_then(|x| x.preempt) {
-            None => "no preemptive reclaim worker".to_string(),
-            Some(_) if space.is_empty() => "preemptive reclaim worker".to_string(),
-            Some(_) => format!("preemptive reclaim worker with {}", space.join(",")),
-        };
-        let j = models::btrfs::Policy::preset(p)
-            .map(|x| x.journal)
-            .unwrap_or_default();
+    use models::btrfs::switches::SWITCHES;
+    let mut t = String::from("presets (each release's btrfs switches and journal policy):\n");
+    for preset in PRESETS {
+        let p = models::kernel::Policy::preset(preset.name).expect("a listed preset exists");
+        let on: Vec<&str> = SWITCHES
+            .iter()
+            .filter(|s| s.is_on(&p.btrfs))
+            .map(|s| s.name())
+            .collect();
+        let j = p.journal;
         t.push_str(&format!(
-            "  {p:<12} fixes {}; {worker}; ext4 commits {}, ext3 commits {}{}\n",
-            fixes.join(","),
+            "  {:<12} btrfs {}; ext4 commits {}, ext3 commits {}{}\n",
+            preset.name,
+            on.join(","),
             j.jbd2.name(),
             j.jbd.name(),
             if j.ext4_fsync_waits_only_if_started {
@@ -88,19 +82,24 @@ pub fn policies() -> String {
             }
         ));
     }
-    t.push_str("fixes (--fix/--without R, or :+R/:-R after a preset):\n");
-    for f in Fix::ALL {
-        t.push_str(&format!("  {:<4} {}\n", f.name(), f.title()));
+    t.push_str(
+        "btrfs switches (--fix/--without R, :+NAME/:-NAME after a preset; --super-committed):\n",
+    );
+    for s in &SWITCHES {
+        t.push_str(&format!(
+            "  {:<20} {:<6} {:<13} {:<28} {}\n    source: {}\n",
+            s.name(),
+            s.merged.split(',').next().unwrap_or(s.merged),
+            s.commit.unwrap_or("-"),
+            s.metric,
+            s.title(),
+            s.source
+        ));
     }
     t.push_str("mutants (--mutant NAME, or :+NAME):\n");
     for m in Mutant::ALL {
         t.push_str(&format!("  {:<30} {}\n", m.name(), m.description()));
     }
-    t.push_str("preemptive flushing changes (seed 004; :+NAME/:-NAME after a preset):\n");
-    for q in models::btrfs::policy::SpacePatch::ALL {
-        t.push_str(&format!("  {:<20} {}\n", q.name(), q.title()));
-    }
-    t.push_str("switches:\n  --super-committed  waiters of another task's commit return at SUPER_COMMITTED (5.12)\n");
     t
 }
 

@@ -789,8 +789,8 @@ pub fn headline(r: &WorkloadResult) -> (&'static str, f64) {
 /// paired metric rows.
 pub fn compare_json(
     spec: &models::workload::spec::Spec,
-    baseline: &models::btrfs::Policy,
-    current: &models::btrfs::Policy,
+    baseline: &models::kernel::Policy,
+    current: &models::kernel::Policy,
     pairs: &[models::workload::compare::Pair],
     vary: Option<&(String, Vec<String>)>,
 ) -> Value {
@@ -831,8 +831,8 @@ pub fn compare_json(
 /// parameter, one row per value), then the current side's attribution.
 pub fn compare_text(
     spec: &models::workload::spec::Spec,
-    baseline: &models::btrfs::Policy,
-    current: &models::btrfs::Policy,
+    baseline: &models::kernel::Policy,
+    current: &models::kernel::Policy,
     pairs: &[models::workload::compare::Pair],
     vary: Option<&(String, Vec<String>)>,
 ) -> String {
@@ -936,8 +936,8 @@ pub fn compare_text(
 /// Seed 003's kbuild figures beside the model's: the units/s change (from the pair's compare
 /// `rows`) and `iostat -x`.
 pub fn kbuild_seed_text(
-    baseline: &models::btrfs::Policy,
-    current: &models::btrfs::Policy,
+    baseline: &models::kernel::Policy,
+    current: &models::kernel::Policy,
     pair: &models::workload::compare::Pair,
     rows: &[CompareRow],
 ) -> String {
@@ -999,8 +999,8 @@ pub fn kbuild_seed_text(
 /// `fsyncsim compare fsperf`: per test, `<test> results` and its fsperf table, as fsperf's
 /// compare prints them (seed 004), then the btrfs space counters that explain the rows.
 pub fn fsperf_suite_text(
-    baseline: &models::btrfs::Policy,
-    current: &models::btrfs::Policy,
+    baseline: &models::kernel::Policy,
+    current: &models::kernel::Policy,
     tests: &[(
         models::workload::spec::Spec,
         Vec<models::workload::compare::Pair>,

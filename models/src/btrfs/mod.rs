@@ -20,6 +20,7 @@ pub mod recovery;
 pub mod scrub;
 pub mod space_info;
 pub mod state;
+pub mod switches;
 pub mod transaction;
 pub mod tree_log;
 pub mod xattr;

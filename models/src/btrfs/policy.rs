@@ -1,7 +1,8 @@
 //! Kernel policies: which of the fixes R1–R7 are applied, and deliberately broken mutants.
 //!
-//! R1–R6 are Filipe Manana's tree-log series (seed 000, patches 1/6–6/6, merged for 5.11);
-//! R7 is the 2015 fast-fsync regression fix (seed 001), present in 5.10.
+//! R1–R6 are Filipe Manana's tree-log series (the btrfs dbench thread, patches 1/6–6/6,
+//! merged for 5.11); R7 is the 2015 fast-fsync regression fix (the btrfs sysbench thread),
+//! present in 5.10. Where each switch comes from is in `switches::SWITCHES`.
 
 use std::collections::BTreeSet;
 
@@ -49,7 +50,7 @@ impl Fix {
             .find(|f| f.name().eq_ignore_ascii_case(s.trim()))
     }
 
-    /// The patch title, as posted (seed 000 patches 1/6–6/6; seed 001).
+    /// The patch title, as posted.
     pub fn title(self) -> &'static str {
         match self {
             Fix::R1 => "btrfs: fix race causing unnecessary inode logging during link and rename",
@@ -145,17 +146,18 @@ impl Mutant {
 /// The kernel release whose behaviour outside the fixes R1–R7 a policy follows (changes
 /// between releases that are not one of the races: transaction_kthread's sleep, where
 /// `log_batch` is counted).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kernel {
     /// Linux 5.10.
+    #[default]
     V5_10,
     /// Linux 5.11.
     V5_11,
 }
 
-/// One change to btrfs's preemptive metadata flushing (seed 004, F1): Josef Bacik's seven
-/// patches merged for 5.14, and two 5.15 follow-ups kept apart (../shared/MODELS-J1-F1-H1.md
-/// F1.6; fs/btrfs/space-info.c).
+/// One change to btrfs's preemptive metadata flushing (the btrfs fsperf thread): Josef
+/// Bacik's seven patches merged for 5.14, and two 5.15 follow-ups kept apart
+/// (fs/btrfs/space-info.c:need_preemptive_reclaim).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SpacePatch {
     /// 1/7: check `work_busy()` before need_preemptive_reclaim (CPU only).
@@ -232,11 +234,11 @@ impl SpacePatch {
     }
 }
 
-/// The kernel behaviour a run simulates.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// btrfs's part of a kernel policy: which of its switches are on (`switches::SWITCHES`
+/// says where each comes from) and which mutants are enabled. Release presets are composed
+/// by `crate::kernel`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Policy {
-    /// Name shown in reports ("linux-5.11", "linux-5.11 without R1", …).
-    pub name: String,
     /// Fixes applied.
     pub fixes: BTreeSet<Fix>,
     /// Mutants enabled.
@@ -249,79 +251,9 @@ pub struct Policy {
     /// The preemptive metadata reclaim worker (5.12+) with the F1 changes applied; None
     /// before 5.12 (no preemptive worker).
     pub preempt: Option<BTreeSet<SpacePatch>>,
-    /// ext3/ext4: how the journal writes its commits and how ext4's fsync waits (seed 003).
-    pub journal: crate::jbd2::JournalPolicy,
 }
 
-/// Policy preset names (the 2.6 ones matter for ext3/ext4 runs only).
-pub const PRESETS: [&str; 11] = [
-    "linux-2.6.36",
-    "linux-2.6.37",
-    "linux-2.6.38",
-    "jan-rfc",
-    "linux-2.6.39",
-    "linux-5.10",
-    "linux-5.11",
-    "linux-5.12",
-    "linux-5.13",
-    "linux-5.14",
-    "linux-5.15",
-];
-
 impl Policy {
-    /// A preset: `linux-5.10` (R7 fixed, R1–R6 not), `linux-5.11` (all fixed) or
-    /// `linux-5.12` (5.11 with SUPER_COMMITTED waiters).
-    pub fn preset(name: &str) -> Option<Policy> {
-        use crate::jbd2::{CommitWriteOp as W, JournalPolicy};
-        // Seed 003 (MODELS-J1-F1-H1.md J1.1): jbd2/jbd commit write type per release;
-        // ext4_sync_file waits only for a commit it started from 2.6.37 to 3.0
-        // (fs/ext4/fsync.c@v2.6.37; "ext4: fix waiting and sending of a barrier in
-        // ext4_sync_file", 3.0).
-        let old = |jbd2: W, jbd: W| JournalPolicy {
-            jbd2,
-            jbd,
-            ext4_fsync_waits_only_if_started: true,
-        };
-        let journal = match name {
-            "linux-2.6.36" => old(W::Write, W::Write),
-            "linux-2.6.37" | "linux-2.6.38" => old(W::WriteSync, W::WriteSync),
-            "jan-rfc" => old(W::WaitedAtLock, W::WaitedAtLock),
-            "linux-2.6.39" => old(W::WriteSync, W::WaitedAtFlush),
-            _ => JournalPolicy::default(),
-        };
-        let (fixes, kernel, super_committed): (BTreeSet<Fix>, Kernel, bool) = match name {
-            // btrfs of these releases is not modelled; their btrfs switches are 5.10's.
-            "linux-2.6.36" | "linux-2.6.37" | "linux-2.6.38" | "jan-rfc" | "linux-2.6.39" => {
-                ([Fix::R7].into(), Kernel::V5_10, false)
-            }
-            "linux-5.10" => ([Fix::R7].into(), Kernel::V5_10, false),
-            "linux-5.11" => (Fix::ALL.into(), Kernel::V5_11, false),
-            // 5.12: "btrfs: make concurrent fsyncs wait less when waiting for a transaction
-            // commit" adds TRANS_STATE_SUPER_COMMITTED (fs/btrfs/transaction.h@v5.12).
-            "linux-5.12" | "linux-5.13" | "linux-5.14" | "linux-5.15" => {
-                (Fix::ALL.into(), Kernel::V5_11, true)
-            }
-            _ => return None,
-        };
-        // The preemptive worker arrives in 5.12 (576fa34830af); the seven F1 patches in
-        // 5.14; the two follow-ups in 5.15 (MODELS-J1-F1-H1.md F1.1).
-        let preempt = match name {
-            "linux-5.12" | "linux-5.13" => Some(BTreeSet::new()),
-            "linux-5.14" => Some(SpacePatch::SERIES.iter().copied().collect()),
-            "linux-5.15" => Some(SpacePatch::ALL.into()),
-            _ => None,
-        };
-        Some(Policy {
-            name: name.to_string(),
-            fixes,
-            mutants: BTreeSet::new(),
-            super_committed,
-            kernel,
-            preempt,
-            journal,
-        })
-    }
-
     /// Whether a fix is applied.
     pub fn has(&self, f: Fix) -> bool {
         self.fixes.contains(&f)
@@ -332,62 +264,9 @@ impl Policy {
         self.mutants.contains(&m)
     }
 
-    /// This policy with `f` removed, renamed "<name> without <f>".
-    pub fn without(&self, f: Fix) -> Policy {
-        let mut p = self.clone();
-        if p.fixes.remove(&f) {
-            p.name = format!("{} without {}", p.name, f.name());
-        }
-        p
-    }
-
-    /// This policy with `f` added, renamed "<name> with <f>".
-    pub fn with(&self, f: Fix) -> Policy {
-        let mut p = self.clone();
-        if p.fixes.insert(f) {
-            p.name = format!("{} with {}", p.name, f.name());
-        }
-        p
-    }
-
-    /// This policy with a mutant enabled.
-    pub fn with_mutant(&self, m: Mutant) -> Policy {
-        let mut p = self.clone();
-        if p.mutants.insert(m) {
-            p.name = format!("{} +{}", p.name, m.name());
-        }
-        p
-    }
-
-    /// This policy with commit waiters released at SUPER_COMMITTED (5.12+).
-    pub fn with_super_committed(&self) -> Policy {
-        let mut p = self.clone();
-        if !p.super_committed {
-            p.super_committed = true;
-            p.name = format!("{} +SUPER_COMMITTED", p.name);
-        }
-        p
-    }
-
     /// Whether a preemptive-flushing change is applied.
     pub fn space(&self, p: SpacePatch) -> bool {
         self.preempt.as_ref().is_some_and(|s| s.contains(&p))
-    }
-
-    /// This policy with a preemptive-flushing change added (`+`) or removed (`-`).
-    pub fn with_space(&self, p: SpacePatch, on: bool) -> Policy {
-        let mut q = self.clone();
-        let set = q.preempt.get_or_insert_with(BTreeSet::new);
-        let changed = if on { set.insert(p) } else { set.remove(&p) };
-        if changed {
-            q.name = format!("{} {}{}", q.name, if on { "+" } else { "-" }, p.name());
-        }
-        q
-    }
-
-    /// "R1,R2,…" of the applied fixes.
-    pub fn fix_list(&self) -> Vec<String> {
-        self.fixes.iter().map(|f| f.name().to_string()).collect()
     }
 }
 
@@ -396,19 +275,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn presets_match_the_kernels() {
-        let p10 = Policy::preset("linux-5.10").unwrap();
-        assert!(p10.has(Fix::R7) && !p10.has(Fix::R1) && !p10.has(Fix::R6));
-        let p11 = Policy::preset("linux-5.11").unwrap();
-        assert!(Fix::ALL.iter().all(|&f| p11.has(f)));
-        let pre = p11.without(Fix::R4);
-        assert_eq!(pre.name, "linux-5.11 without R4");
-        assert!(!pre.has(Fix::R4) && pre.has(Fix::R5));
+    fn names_parse_back() {
         assert_eq!(Fix::parse("r6"), Some(Fix::R6));
         assert_eq!(Fix::parse("R8"), None);
         assert_eq!(
             Mutant::parse("sync-log-no-super-wait"),
             Some(Mutant::SyncLogNoSuperWait)
         );
+        for p in SpacePatch::ALL {
+            assert_eq!(SpacePatch::parse(p.name()), Some(p));
+        }
     }
 }

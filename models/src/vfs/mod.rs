@@ -12,9 +12,10 @@ pub mod op;
 pub use metrics::{Metrics, OpLatency, Violation, WAIT_CLASSES};
 pub use op::{Op, OpError, OpPath};
 
-use crate::btrfs::{Btrfs, Costs, Policy};
+use crate::btrfs::{Btrfs, Costs};
 use crate::device::Device;
 use crate::ext4::Ext4;
+use crate::kernel::Policy;
 use sim::{Handle, Nanos};
 use std::future::Future;
 
@@ -269,7 +270,7 @@ impl Mounted {
         match mount.fs {
             FsKind::Btrfs => {
                 let ssd = mount.options.ssd.unwrap_or(!dev.rotational());
-                let fs = Btrfs::new(h, dev, policy, costs);
+                let fs = Btrfs::new(h, dev, policy.btrfs, costs);
                 fs.set_ssd(ssd);
                 Mounted::Btrfs(fs)
             }

@@ -4,48 +4,9 @@
 
 use super::fsload::{run, WorkloadResult};
 use super::spec::Spec;
-use crate::btrfs::policy::SpacePatch;
-use crate::btrfs::{Fix, Mutant, Policy};
 use crate::device::DeviceConfig;
+use crate::kernel::Policy;
 use rayon::prelude::*;
-
-/// Parses a policy spec: a preset, then `:-R7`, `:+R1`, `:+MUTANT` or `:+super_committed`
-/// modifiers, separated by `:` or spaces (`linux-5.11:-R7` and `linux-5.11 -R7` are
-/// linux-5.11 without R7's fix).
-pub fn parse_policy(s: &str) -> Result<Policy, String> {
-    let norm = s.split_whitespace().collect::<Vec<_>>().join(":");
-    let mut parts = norm.split(':');
-    let base = parts.next().unwrap_or_default();
-    let mut p = Policy::preset(base).ok_or_else(|| {
-        format!(
-            "unknown policy '{base}': expected one of {} optionally with :-R7, :+R1, :+MUTANT or :+super_committed",
-            crate::btrfs::policy::PRESETS.join(", ")
-        )
-    })?;
-    for m in parts {
-        // The first character, whatever its width (`:é` panicked at a byte index).
-        let (sign, name) = m.split_at(m.chars().next().map_or(0, char::len_utf8));
-        p = match (sign, Fix::parse(name), Mutant::parse(name)) {
-            ("+", _, _) if name == "super_committed" => p.with_super_committed(),
-            ("-", _, _) if name == "super_committed" => Policy {
-                super_committed: false,
-                ..p
-            },
-            ("-", Some(f), _) => p.without(f),
-            ("+", Some(f), _) => p.with(f),
-            ("+", None, Some(mu)) => p.with_mutant(mu),
-            (sign @ ("+" | "-"), None, None) if SpacePatch::parse(name).is_some() => {
-                p.with_space(SpacePatch::parse(name).expect("checked"), sign == "+")
-            }
-            _ => {
-                return Err(format!(
-                    "invalid policy modifier ':{m}' in '{s}': expected :-R1..:-R7, :+R1..:+R7, :+MUTANT, :+super_committed or :±SPACE_PATCH (fsyncsim list --policies)"
-                ))
-            }
-        };
-    }
-    Ok(p)
-}
 
 /// Two-sided 97.5 % quantile of Student's t for `df` degrees of freedom.
 pub fn t975(df: usize) -> f64 {
@@ -180,6 +141,7 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::parse_policy;
 
     #[test]
     fn policy_specs_parse_and_reject() {

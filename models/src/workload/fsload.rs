@@ -5,8 +5,9 @@
 //! filesystem state compacted at every commit, the trace (when asked) streamed out.
 
 use super::spec::{Kind, Spec};
-use crate::btrfs::{Costs, Metrics, Policy, Violation};
+use crate::btrfs::{Costs, Metrics, Violation};
 use crate::device::{new_histogram, Device, DeviceConfig};
+use crate::kernel::Policy;
 use crate::vfs::{Filesystem, Mounted, Op, OpPath};
 use hdrhistogram::Histogram;
 use rand::Rng;

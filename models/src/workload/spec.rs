@@ -515,7 +515,7 @@ impl Spec {
             memory,
         };
         let policy = |v: &Option<Spanned<String>>| match v {
-            Some(v) => crate::workload::compare::parse_policy(v.get_ref())
+            Some(v) => crate::kernel::parse_policy(v.get_ref())
                 .map(|_| Some(v.get_ref().clone()))
                 .map_err(|m| err(v.span().start, m)),
             None => Ok(None),

@@ -1,0 +1,292 @@
+//! btrfs's switch registry: every change the model can turn on or off, declared once with
+//! its upstream origin, the release that merged it and the metric that measures what it
+//! removes. Release presets (`crate::kernel`), `list --policies`, sweep targets, the race
+//! summary and the tests read this table; a new switch is its model change plus one entry.
+
+use super::policy::{Fix, Policy, SpacePatch};
+
+/// What a switch turns on in `btrfs::Policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Toggle {
+    /// One of the races R1–R7.
+    Fix(Fix),
+    /// Commit waiters return at TRANS_STATE_SUPER_COMMITTED.
+    SuperCommitted,
+    /// The preemptive metadata reclaim worker.
+    PreemptWorker,
+    /// One change to preemptive flushing (needs the worker).
+    Space(SpacePatch),
+}
+
+/// One registry entry.
+#[derive(Clone, Copy, Debug)]
+pub struct Switch {
+    /// What it turns on.
+    pub toggle: Toggle,
+    /// The mainline commit id (12 hex digits) where verified, else None (see `source`).
+    pub commit: Option<&'static str>,
+    /// The first release whose preset includes it, as (major, minor).
+    pub since: (u8, u8),
+    /// The release that merged it, as a reader would say it.
+    pub merged: &'static str,
+    /// Where the change was posted or which kernel function it changes.
+    pub source: &'static str,
+    /// The metric that measures what it removes (the race's key metric).
+    pub metric: &'static str,
+    /// Further metrics it also removes.
+    pub also: &'static [&'static str],
+    /// Whether a non-zero `metric` in a run is waste (a sweep hit target).
+    pub hit: bool,
+}
+
+/// The posting of Filipe Manana's six-patch series (the btrfs dbench thread, 2020-11-25,
+/// merged for 5.11); mainline ids are not in the thread and were not verified here.
+const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
+
+/// Every switch, in listing order.
+pub const SWITCHES: [Switch; 18] = [
+    Switch {
+        toggle: Toggle::Fix(Fix::R1),
+        commit: None,
+        since: (5, 11),
+        merged: "5.11",
+        source: SERIES_5_11,
+        metric: "unnecessary_inode_logs",
+        also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Fix(Fix::R2),
+        commit: None,
+        since: (5, 11),
+        merged: "5.11",
+        source: SERIES_5_11,
+        metric: "unnecessary_extent_logs",
+        also: &["unnecessary_csum_bytes"],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Fix(Fix::R3),
+        commit: None,
+        since: (5, 11),
+        merged: "5.11",
+        source: SERIES_5_11,
+        metric: "unnecessary_ancestor_logs",
+        also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Fix(Fix::R4),
+        commit: None,
+        since: (5, 11),
+        merged: "5.11",
+        source: SERIES_5_11,
+        metric: "unnecessary_full_commits",
+        also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Fix(Fix::R5),
+        commit: None,
+        since: (5, 11),
+        merged: "5.11",
+        source: SERIES_5_11,
+        metric: "unnecessary_full_commits",
+        also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Fix(Fix::R6),
+        commit: None,
+        since: (5, 11),
+        merged: "5.11",
+        source: SERIES_5_11,
+        metric: "tree_log_mutex_waits",
+        also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Fix(Fix::R7),
+        commit: None,
+        since: (5, 10),
+        merged: "2015, before every modelled release",
+        source: "the btrfs sysbench thread: the fix of the regression from 3a8b36f37806 (fs/btrfs/file.c:btrfs_sync_file)",
+        metric: "unnecessary_log_syncs",
+        also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::SuperCommitted,
+        commit: None,
+        since: (5, 12),
+        merged: "5.12",
+        source: "\"btrfs: make concurrent fsyncs wait less when waiting for a transaction commit\" (TRANS_STATE_SUPER_COMMITTED, fs/btrfs/transaction.h@v5.12)",
+        metric: "wait_for_commit_ns",
+        also: &[],
+        hit: false,
+    },
+    Switch {
+        toggle: Toggle::PreemptWorker,
+        commit: Some("576fa34830af"),
+        since: (5, 12),
+        merged: "5.12",
+        source: "fs/btrfs/space-info.c:btrfs_preempt_reclaim_metadata_space@v5.12",
+        metric: "preempt_flushes",
+        also: &[],
+        hit: false,
+    },
+    space(SpacePatch::CheckWorkerFirst, None, (5, 14)),
+    space(SpacePatch::ClampOnce, None, (5, 14)),
+    space(SpacePatch::GlobalRsvFull, None, (5, 14)),
+    space(SpacePatch::GlobalRsvThresh, None, (5, 14)),
+    space(SpacePatch::GlobalRsvUsed, None, (5, 14)),
+    space(SpacePatch::HalfOrdered, None, (5, 14)),
+    space(SpacePatch::OneShotDelalloc, None, (5, 14)),
+    space(SpacePatch::Full90, Some("93c60b17f2b5"), (5, 15)),
+    space(SpacePatch::GlobalMajority, Some("114623979405"), (5, 15)),
+];
+
+/// A preemptive-flushing entry: Josef Bacik's seven patches (2021-04-28, merged for 5.14)
+/// or a 5.15 follow-up (the btrfs fsperf thread).
+const fn space(p: SpacePatch, commit: Option<&'static str>, since: (u8, u8)) -> Switch {
+    Switch {
+        toggle: Toggle::Space(p),
+        commit,
+        since,
+        merged: if since.1 == 14 { "5.14" } else { "5.15" },
+        source: "fs/btrfs/space-info.c:need_preemptive_reclaim (the btrfs fsperf thread)",
+        metric: "unnecessary_preempt_flushes",
+        also: &["preempt_flushes"],
+        hit: false,
+    }
+}
+
+impl Switch {
+    /// The switch's name: `R1`…`R7`, `super-committed`, `preempt-worker` or the
+    /// preemptive-flushing change's name.
+    pub fn name(&self) -> &'static str {
+        match self.toggle {
+            Toggle::Fix(f) => f.name(),
+            Toggle::SuperCommitted => "super-committed",
+            Toggle::PreemptWorker => "preempt-worker",
+            Toggle::Space(p) => p.name(),
+        }
+    }
+
+    /// The title of the change, as posted.
+    pub fn title(&self) -> &'static str {
+        match self.toggle {
+            Toggle::Fix(f) => f.title(),
+            Toggle::SuperCommitted => {
+                "btrfs: make concurrent fsyncs wait less when waiting for a transaction commit"
+            }
+            Toggle::PreemptWorker => "btrfs: introduce a preemptive metadata flushing worker",
+            Toggle::Space(p) => p.title(),
+        }
+    }
+
+    /// Whether `p` has this switch on.
+    pub fn is_on(&self, p: &Policy) -> bool {
+        match self.toggle {
+            Toggle::Fix(f) => p.has(f),
+            Toggle::SuperCommitted => p.super_committed,
+            Toggle::PreemptWorker => p.preempt.is_some(),
+            Toggle::Space(s) => p.space(s),
+        }
+    }
+
+    /// Turns this switch on in `p`.
+    fn apply(&self, p: &mut Policy) {
+        match self.toggle {
+            Toggle::Fix(f) => {
+                p.fixes.insert(f);
+            }
+            Toggle::SuperCommitted => p.super_committed = true,
+            Toggle::PreemptWorker => {
+                p.preempt.get_or_insert_with(Default::default);
+            }
+            Toggle::Space(s) => {
+                p.preempt.get_or_insert_with(Default::default).insert(s);
+            }
+        }
+    }
+}
+
+/// The registry entry of a race fix.
+pub fn of_fix(f: Fix) -> &'static Switch {
+    SWITCHES
+        .iter()
+        .find(|s| s.toggle == Toggle::Fix(f))
+        .expect("every Fix has a registry entry")
+}
+
+/// The switch named `name` (case-insensitive for R1–R7).
+pub fn by_name(name: &str) -> Option<&'static Switch> {
+    let n = name.trim();
+    SWITCHES.iter().find(|s| s.name().eq_ignore_ascii_case(n))
+}
+
+/// The metrics whose non-zero value is waste (sweep and shrink targets), in registry
+/// order without repeats.
+pub fn waste_targets() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for s in SWITCHES.iter().filter(|s| s.hit) {
+        for m in std::iter::once(s.metric).chain(s.also.iter().copied()) {
+            if !v.contains(&m) {
+                v.push(m);
+            }
+        }
+    }
+    v
+}
+
+/// btrfs of release `(major, minor)`: every switch merged by then (releases before 5.10
+/// are not modelled for btrfs: they get 5.10's switches).
+pub fn release(at: (u8, u8)) -> Policy {
+    let at = at.max((5, 10));
+    let mut p = Policy {
+        kernel: if at >= (5, 11) {
+            super::Kernel::V5_11
+        } else {
+            super::Kernel::V5_10
+        },
+        ..Policy::default()
+    };
+    // The worker comes before its patches (they need it), so apply it first.
+    for s in SWITCHES.iter().filter(|s| s.since <= at) {
+        s.apply(&mut p);
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fix_and_space_patch_has_exactly_one_entry() {
+        for f in Fix::ALL {
+            let n = SWITCHES
+                .iter()
+                .filter(|s| s.toggle == Toggle::Fix(f))
+                .count();
+            assert_eq!(n, 1, "{}", f.name());
+        }
+        for sp in SpacePatch::ALL {
+            let n = SWITCHES
+                .iter()
+                .filter(|s| s.toggle == Toggle::Space(sp))
+                .count();
+            assert_eq!(n, 1, "{}", sp.name());
+        }
+    }
+
+    #[test]
+    fn a_release_has_the_switches_merged_by_then() {
+        let p = release((5, 13));
+        for s in &SWITCHES {
+            assert_eq!(s.is_on(&p), s.since <= (5, 13), "{}", s.name());
+        }
+        assert_eq!(release((2, 6)), release((5, 10)));
+    }
+}
