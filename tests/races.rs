@@ -670,3 +670,16 @@ fn every_example_scenario_meets_its_expectations() {
     let r = run_with(&sc, &broken);
     assert!(r.violations.iter().any(|v| v.invariant == "S2"));
 }
+
+#[test]
+fn an_ext3_scenario_naming_a_btrfs_point_fails_at_its_line() {
+    let text = "format = 2\nrace = \"X1\"\nfs = \"ext3\"\n[policies]\nbefore = \"linux-2.6.37\"\nafter = \"linux-2.6.39\"\n[[task]]\nname = \"A\"\nops = [\"create /f\", \"fsync /f\"]\n[script]\nsteps = [\"A fsync:data_written\", \"A trans:unblocked\"]\n";
+    let e = Scenario::parse(text, "x.toml").unwrap_err();
+    assert!(e.location.starts_with("x.toml:11"), "{e:?}");
+    assert!(e.message.contains("trans:unblocked"), "{e:?}");
+    let ok = text.replace(", \"A trans:unblocked\"", "");
+    assert!(
+        Scenario::parse(&ok, "x.toml").is_ok(),
+        "ext3's own point is accepted"
+    );
+}

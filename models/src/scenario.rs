@@ -358,41 +358,9 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
     Ok(op)
 }
 
-/// Named points an operation can reach.
-pub fn points_of(op: &Op) -> Vec<String> {
-    let k = op.kind();
-    let mut v = vec![format!("{k}:start"), format!("{k}:done")];
-    let commit = [
-        "trans:commit_start",
-        "trans:commit_doing",
-        "trans:unblocked",
-        "trans:supers_written",
-        "trans:unpin",
-        "trans:unpinned",
-        "trans:completed",
-    ];
-    match op {
-        // An O_SYNC write ends in btrfs_sync_file: the fsync's points.
-        Op::Fsync(_) | Op::Fdatasync(_) | Op::WriteOsync(..) => {
-            v.extend(
-                [
-                    "fsync:joined",
-                    "fsync:logged",
-                    "fsync:full_commit",
-                    "sync_log:start",
-                    "sync_log:write_super",
-                ]
-                .map(String::from),
-            );
-            v.extend(commit.map(String::from));
-        }
-        Op::Link(..) => v.push("link:joined".into()),
-        Op::MmapWrite(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
-        Op::Rename(..) => v.push("rename:joined".into()),
-        Op::Commit | Op::Sync | Op::Syncfs => v.extend(commit.map(String::from)),
-        _ => {}
-    }
-    v
+/// Named points an operation can reach on filesystem `fs` (the filesystem's own list).
+pub fn points_of(fs: FsKind, op: &Op) -> Vec<String> {
+    fs.points_of(op)
 }
 
 impl Scenario {
@@ -540,6 +508,10 @@ impl Scenario {
             }
             tasks.push((name, ops(&t.ops)?));
         }
+        let fs = match &f.fs {
+            Some(v) => FsKind::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?,
+            None => FsKind::default(),
+        };
         let mut script = Vec::new();
         for s in f.script.iter().flat_map(|s| s.steps.iter()) {
             let line = line_at(text, s.span().start);
@@ -563,7 +535,8 @@ impl Scenario {
                     ),
                 ));
             };
-            let reachable: BTreeSet<String> = task_ops.iter().flat_map(points_of).collect();
+            let reachable: BTreeSet<String> =
+                task_ops.iter().flat_map(|o| points_of(fs, o)).collect();
             if !reachable.contains(point) {
                 return Err(err(
                     s.span().start,
@@ -625,10 +598,6 @@ impl Scenario {
                     .map_err(|m| err(c.span().start, m))?,
             ),
             None => None,
-        };
-        let fs = match &f.fs {
-            Some(v) => FsKind::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?,
-            None => FsKind::default(),
         };
         let options = match &f.mount {
             Some(v) => {
@@ -956,6 +925,7 @@ pub fn run_with_trace(
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
     dev.set_histograms(keep_trace);
     let fs = Mounted::mount(&h, dev, &sc.mount, policy.clone(), sc.costs.clone());
+    let kind = sc.mount.fs;
     fs.set_latency(keep_trace);
     if let Some(interval) = sc.commit_interval {
         fs.spawn_committer(&h, interval);
@@ -1001,7 +971,10 @@ pub fn run_with_trace(
                 let h3 = h2.clone();
                 h2.spawn(&name, async move {
                     // Remaining steps, for URW: the named points the rest of the ops reach.
-                    let steps: Vec<u32> = ops.iter().map(|o| points_of(o).len() as u32).collect();
+                    let steps: Vec<u32> = ops
+                        .iter()
+                        .map(|o| points_of(kind, o).len() as u32)
+                        .collect();
                     for (i, op) in ops.iter().enumerate() {
                         h3.set_remaining(h3.current(), steps[i..].iter().sum());
                         if let Err(e) = fs.run_op(op).await {

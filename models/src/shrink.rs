@@ -116,14 +116,14 @@ struct Candidate {
 
 impl Candidate {
     /// Drops steps of tasks that are gone or points their operations no longer reach.
-    fn prune(mut self) -> Self {
+    fn prune(mut self, fs: crate::vfs::FsKind) -> Self {
         self.tasks.retain(|(_, ops)| !ops.is_empty());
         let tasks = &self.tasks;
         self.steps.retain(|(t, p)| {
             tasks
                 .iter()
                 .find(|(n, _)| n == t)
-                .is_some_and(|(_, ops)| ops.iter().any(|o| points_of(o).contains(p)))
+                .is_some_and(|(_, ops)| ops.iter().any(|o| points_of(fs, o).contains(p)))
         });
         self
     }
@@ -233,7 +233,7 @@ fn shrink_passes(ctx: &mut Ctx<'_>, cur: &mut Candidate, sector: u64) {
             i -= 1;
             let mut c = cur.clone();
             c.tasks.remove(i);
-            let c = c.prune();
+            let c = c.prune(ctx.base.mount.fs);
             if ctx.test(&c) {
                 *cur = c;
             }
@@ -247,10 +247,10 @@ fn shrink_passes(ctx: &mut Ctx<'_>, cur: &mut Candidate, sector: u64) {
             let kept = ddmin(ops, &mut |o| {
                 let mut c = cur.clone();
                 c.tasks[i].1 = o.to_vec();
-                ctx.test(&c.prune())
+                ctx.test(&c.prune(ctx.base.mount.fs))
             });
             cur.tasks[i].1 = kept;
-            *cur = cur.clone().prune();
+            *cur = cur.clone().prune(ctx.base.mount.fs);
         }
         let setup = std::mem::take(&mut cur.setup);
         cur.setup = ddmin(setup, &mut |o| {

@@ -20,7 +20,7 @@ pub fn points() -> String {
     for (example, usage, _) in OPS {
         let op = parse_op(example).expect("every listed example parses");
         t.push_str(&format!("{usage}\n"));
-        for p in points_of(&op) {
+        for p in points_of(models::vfs::FsKind::Btrfs, &op) {
             t.push_str(&format!("  {p}\n"));
         }
     }

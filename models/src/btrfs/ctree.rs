@@ -400,3 +400,41 @@ impl crate::vfs::Filesystem for Btrfs {
         Btrfs::set_history(self, keep)
     }
 }
+
+/// Named points an operation reaches on btrfs (ctree.rs, tree_log.rs, transaction.rs
+/// announce them).
+pub fn points_of(op: &Op) -> Vec<String> {
+    let k = op.kind();
+    let mut v = vec![format!("{k}:start"), format!("{k}:done")];
+    let commit = [
+        "trans:commit_start",
+        "trans:commit_doing",
+        "trans:unblocked",
+        "trans:supers_written",
+        "trans:unpin",
+        "trans:unpinned",
+        "trans:completed",
+    ];
+    match op {
+        // An O_SYNC write ends in btrfs_sync_file: the fsync's points.
+        Op::Fsync(_) | Op::Fdatasync(_) | Op::WriteOsync(..) => {
+            v.extend(
+                [
+                    "fsync:joined",
+                    "fsync:logged",
+                    "fsync:full_commit",
+                    "sync_log:start",
+                    "sync_log:write_super",
+                ]
+                .map(String::from),
+            );
+            v.extend(commit.map(String::from));
+        }
+        Op::Link(..) => v.push("link:joined".into()),
+        Op::MmapWrite(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
+        Op::Rename(..) => v.push("rename:joined".into()),
+        Op::Commit | Op::Sync | Op::Syncfs => v.extend(commit.map(String::from)),
+        _ => {}
+    }
+    v
+}

@@ -491,3 +491,14 @@ impl crate::vfs::Filesystem for Ext4 {
         Ext4::set_history(self, keep)
     }
 }
+
+/// Named points an operation reaches on ext3/ext4: its `KIND:start`/`KIND:done`, and an
+/// fsync's `fsync:data_written` (fsync.rs, after filemap_write_and_wait).
+pub fn points_of(op: &Op) -> Vec<String> {
+    let k = op.kind();
+    let mut v = vec![format!("{k}:start"), format!("{k}:done")];
+    if matches!(op, Op::Fsync(_) | Op::Fdatasync(_) | Op::WriteOsync(..)) {
+        v.push("fsync:data_written".into());
+    }
+    v
+}

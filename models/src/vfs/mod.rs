@@ -77,6 +77,14 @@ impl FsKind {
             })
     }
 
+    /// The named points `op` reaches on this filesystem (its own vocabulary).
+    pub fn points_of(self, op: &Op) -> Vec<String> {
+        match self {
+            FsKind::Btrfs => crate::btrfs::ctree::points_of(op),
+            FsKind::Ext4 | FsKind::Ext3 => crate::ext4::points_of(op),
+        }
+    }
+
     /// The file spelling.
     pub fn name(self) -> &'static str {
         Self::ALL.iter().find(|(k, _)| *k == self).unwrap().1

@@ -141,6 +141,7 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::btrfs::Fix;
     use crate::kernel::parse_policy;
 
     #[test]
