@@ -673,9 +673,9 @@ fn every_example_scenario_meets_its_expectations() {
 
 #[test]
 fn an_ext3_scenario_naming_a_btrfs_point_fails_at_its_line() {
-    let text = "format = 2\nrace = \"X1\"\nfs = \"ext3\"\n[policies]\nbefore = \"linux-2.6.37\"\nafter = \"linux-2.6.39\"\n[[task]]\nname = \"A\"\nops = [\"create /f\", \"fsync /f\"]\n[script]\nsteps = [\"A fsync:data_written\", \"A trans:unblocked\"]\n";
+    let text = "name = \"x\"\ntitle = \"t\"\nsummary = \"s\"\nrace = \"X1\"\nfs = \"ext3\"\n[policies]\nbefore = \"linux-2.6.37\"\nafter = \"linux-2.6.39\"\n[[task]]\nname = \"A\"\nops = [\"create /f\", \"fsync /f\"]\n[script]\nsteps = [\"A fsync:data_written\", \"A trans:unblocked\"]\n";
     let e = Scenario::parse(text, "x.toml").unwrap_err();
-    assert!(e.location.starts_with("x.toml:11"), "{e:?}");
+    assert!(e.location.starts_with("x.toml:13"), "{e:?}");
     assert!(e.message.contains("trans:unblocked"), "{e:?}");
     let ok = text.replace(", \"A trans:unblocked\"", "");
     assert!(
