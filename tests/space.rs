@@ -36,16 +36,16 @@ fn the_global_reserve_makes_the_513_heuristic_flush_and_patch_5_stops_it() {
     assert!(need_preemptive_reclaim(&st, &pre().btrfs));
     assert!(!need_preemptive_reclaim(
         &st,
-        &(pre().with_space(SpacePatch::GlobalRsvUsed, true)).btrfs
+        &pre().with_space(SpacePatch::GlobalRsvUsed, true).btrfs
     ));
     assert!(!need_preemptive_reclaim(
         &st,
-        &(Policy::preset("linux-5.14").unwrap()).btrfs
+        &Policy::preset("linux-5.14").unwrap().btrfs
     ));
     // Patch 4 alone only lowers the threshold: (928 − 512) >> 1 = 208 MiB, still exceeded.
     assert!(need_preemptive_reclaim(
         &st,
-        &(pre().with_space(SpacePatch::GlobalRsvThresh, true)).btrfs
+        &pre().with_space(SpacePatch::GlobalRsvThresh, true).btrfs
     ));
 }
 
@@ -56,12 +56,12 @@ fn the_almost_full_test_counts_the_global_reserve_with_patch_3_and_at_90_percent
     assert!(need_preemptive_reclaim(&st, &pre().btrfs));
     assert!(!need_preemptive_reclaim(
         &st,
-        &(pre().with_space(SpacePatch::GlobalRsvFull, true)).btrfs
+        &pre().with_space(SpacePatch::GlobalRsvFull, true).btrfs
     ));
     st.meta.used = 3030 * MIB; // 91 %
     assert!(!need_preemptive_reclaim(
         &st,
-        &(pre().with_space(SpacePatch::Full90, true)).btrfs
+        &pre().with_space(SpacePatch::Full90, true).btrfs
     ));
     // A queued ticket: the async reclaim owns the flushing.
     let mut st = full_fs();
@@ -77,7 +77,7 @@ fn with_more_ordered_than_delalloc_only_the_delayed_reserves_count_and_patch_6_h
     // 6/7: ordered counts half (3 MiB < 4 MiB of delalloc), so may_use counts again.
     assert!(need_preemptive_reclaim(
         &st,
-        &(pre().with_space(SpacePatch::HalfOrdered, true)).btrfs
+        &pre().with_space(SpacePatch::HalfOrdered, true).btrfs
     ));
 }
 

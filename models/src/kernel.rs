@@ -31,73 +31,31 @@ const fn old(jbd2: W, jbd: W) -> JournalPolicy {
     }
 }
 
-/// Modern kernels: REQ_SYNC log writes (fs/jbd2/commit.c@v5.17), fsync always waits.
-const MODERN: JournalPolicy = JournalPolicy {
-    jbd2: W::WriteSync,
-    jbd: W::WaitedAtFlush,
-    ext4_fsync_waits_only_if_started: false,
-};
+/// A preset of `name` with btrfs of release `btrfs` and journal policy `journal`.
+const fn preset(name: &'static str, btrfs: (u8, u8), journal: JournalPolicy) -> Preset {
+    Preset {
+        name,
+        btrfs,
+        journal,
+    }
+}
 
 /// Every preset, oldest first (the 2.6 ones matter for ext3/ext4 runs only).
 pub const PRESETS: [Preset; 11] = [
-    Preset {
-        name: "linux-2.6.36",
-        btrfs: (2, 6),
-        journal: old(W::Write, W::Write),
-    },
+    preset("linux-2.6.36", (2, 6), old(W::Write, W::Write)),
     // 749ef9f8423054e326f: jbd/jbd2 commit writes become WRITE_SYNC.
-    Preset {
-        name: "linux-2.6.37",
-        btrfs: (2, 6),
-        journal: old(W::WriteSync, W::WriteSync),
-    },
-    Preset {
-        name: "linux-2.6.38",
-        btrfs: (2, 6),
-        journal: old(W::WriteSync, W::WriteSync),
-    },
+    preset("linux-2.6.37", (2, 6), old(W::WriteSync, W::WriteSync)),
+    preset("linux-2.6.38", (2, 6), old(W::WriteSync, W::WriteSync)),
     // Jan Kara's RFC "refine commit writeout logic" (the ext4 kbuild thread), never merged.
-    Preset {
-        name: "jan-rfc",
-        btrfs: (2, 6),
-        journal: old(W::WaitedAtLock, W::WaitedAtLock),
-    },
+    preset("jan-rfc", (2, 6), old(W::WaitedAtLock, W::WaitedAtLock)),
     // 2db938bee32e: the jbd refinement, ext3 only.
-    Preset {
-        name: "linux-2.6.39",
-        btrfs: (2, 6),
-        journal: old(W::WriteSync, W::WaitedAtFlush),
-    },
-    Preset {
-        name: "linux-5.10",
-        btrfs: (5, 10),
-        journal: MODERN,
-    },
-    Preset {
-        name: "linux-5.11",
-        btrfs: (5, 11),
-        journal: MODERN,
-    },
-    Preset {
-        name: "linux-5.12",
-        btrfs: (5, 12),
-        journal: MODERN,
-    },
-    Preset {
-        name: "linux-5.13",
-        btrfs: (5, 13),
-        journal: MODERN,
-    },
-    Preset {
-        name: "linux-5.14",
-        btrfs: (5, 14),
-        journal: MODERN,
-    },
-    Preset {
-        name: "linux-5.15",
-        btrfs: (5, 15),
-        journal: MODERN,
-    },
+    preset("linux-2.6.39", (2, 6), old(W::WriteSync, W::WaitedAtFlush)),
+    preset("linux-5.10", (5, 10), JournalPolicy::MODERN),
+    preset("linux-5.11", (5, 11), JournalPolicy::MODERN),
+    preset("linux-5.12", (5, 12), JournalPolicy::MODERN),
+    preset("linux-5.13", (5, 13), JournalPolicy::MODERN),
+    preset("linux-5.14", (5, 14), JournalPolicy::MODERN),
+    preset("linux-5.15", (5, 15), JournalPolicy::MODERN),
 ];
 
 /// The preset names, oldest first.

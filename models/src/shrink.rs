@@ -42,7 +42,7 @@ impl Target {
         Err(format!(
             "unknown target '{s}': expected an invariant ({}) or a metric such as {}",
             INVARIANTS.join(", "),
-            crate::sweep::WASTE_TARGETS.join(", ")
+            crate::sweep::waste_targets().join(", ")
         ))
     }
 

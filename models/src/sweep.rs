@@ -12,16 +12,13 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-/// Metrics whose non-zero value counts as a hit.
-pub const WASTE_TARGETS: [&str; 7] = [
-    "unnecessary_inode_logs",
-    "unnecessary_extent_logs",
-    "unnecessary_ancestor_logs",
-    "unnecessary_full_commits",
-    "unnecessary_log_syncs",
-    "tree_log_mutex_waits",
-    "unnecessary_csum_bytes",
-];
+/// Metrics whose non-zero value counts as a hit: the waste metrics of the switch registry
+/// (`btrfs::switches::waste_targets`), computed once.
+pub fn waste_targets() -> &'static [&'static str] {
+    static TARGETS: std::sync::LazyLock<Vec<&'static str>> =
+        std::sync::LazyLock::new(crate::btrfs::switches::waste_targets);
+    &TARGETS
+}
 
 /// Hits of one target over the seeds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -71,7 +68,7 @@ impl SweepResult {
     fn of_run(seed: u64, r: &RunResult) -> Self {
         let mut targets = BTreeMap::new();
         let len = r.decisions.len();
-        for t in WASTE_TARGETS {
+        for &t in waste_targets() {
             if r.metrics.get(t).unwrap_or(0) > 0 {
                 targets.insert(t.to_string(), TargetStats::hit(seed, len));
             }

@@ -300,11 +300,11 @@ fn check_target(
     start: u64,
     shard: Option<Shard>,
 ) -> Result<(), String> {
-    let known = models::sweep::WASTE_TARGETS.contains(&name) || name.starts_with("invariant:");
+    let known = models::sweep::waste_targets().contains(&name) || name.starts_with("invariant:");
     if !known {
         return Err(format!(
             "target {name}: expected a waste metric ({}) or invariant:NAME",
-            models::sweep::WASTE_TARGETS.join(", ")
+            models::sweep::waste_targets().join(", ")
         ));
     }
     let (first, (_, shortest)) = (t.first_seed.unwrap_or(0), t.shortest.unwrap_or((0, 0)));

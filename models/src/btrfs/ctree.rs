@@ -404,8 +404,8 @@ impl crate::vfs::Filesystem for Btrfs {
 /// Named points an operation reaches on btrfs (ctree.rs, tree_log.rs, transaction.rs
 /// announce them).
 pub fn points_of(op: &Op) -> Vec<String> {
-    let k = op.kind();
-    let mut v = vec![format!("{k}:start"), format!("{k}:done")];
+    let (start, done) = op.labels();
+    let mut v = vec![start.to_string(), done.to_string()];
     let commit = [
         "trans:commit_start",
         "trans:commit_doing",

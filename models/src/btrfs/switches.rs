@@ -45,66 +45,12 @@ const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305
 
 /// Every switch, in listing order.
 pub const SWITCHES: [Switch; 18] = [
-    Switch {
-        toggle: Toggle::Fix(Fix::R1),
-        commit: None,
-        since: (5, 11),
-        merged: "5.11",
-        source: SERIES_5_11,
-        metric: "unnecessary_inode_logs",
-        also: &[],
-        hit: true,
-    },
-    Switch {
-        toggle: Toggle::Fix(Fix::R2),
-        commit: None,
-        since: (5, 11),
-        merged: "5.11",
-        source: SERIES_5_11,
-        metric: "unnecessary_extent_logs",
-        also: &["unnecessary_csum_bytes"],
-        hit: true,
-    },
-    Switch {
-        toggle: Toggle::Fix(Fix::R3),
-        commit: None,
-        since: (5, 11),
-        merged: "5.11",
-        source: SERIES_5_11,
-        metric: "unnecessary_ancestor_logs",
-        also: &[],
-        hit: true,
-    },
-    Switch {
-        toggle: Toggle::Fix(Fix::R4),
-        commit: None,
-        since: (5, 11),
-        merged: "5.11",
-        source: SERIES_5_11,
-        metric: "unnecessary_full_commits",
-        also: &[],
-        hit: true,
-    },
-    Switch {
-        toggle: Toggle::Fix(Fix::R5),
-        commit: None,
-        since: (5, 11),
-        merged: "5.11",
-        source: SERIES_5_11,
-        metric: "unnecessary_full_commits",
-        also: &[],
-        hit: true,
-    },
-    Switch {
-        toggle: Toggle::Fix(Fix::R6),
-        commit: None,
-        since: (5, 11),
-        merged: "5.11",
-        source: SERIES_5_11,
-        metric: "tree_log_mutex_waits",
-        also: &[],
-        hit: true,
-    },
+    series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
+    series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
+    series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
+    series_5_11(Fix::R4, "unnecessary_full_commits", &[]),
+    series_5_11(Fix::R5, "unnecessary_full_commits", &[]),
+    series_5_11(Fix::R6, "tree_log_mutex_waits", &[]),
     Switch {
         toggle: Toggle::Fix(Fix::R7),
         commit: None,
@@ -145,6 +91,20 @@ pub const SWITCHES: [Switch; 18] = [
     space(SpacePatch::Full90, Some("93c60b17f2b5"), (5, 15)),
     space(SpacePatch::GlobalMajority, Some("114623979405"), (5, 15)),
 ];
+
+/// An entry of Filipe Manana's 5.11 series (R1–R6): waste metrics, a hit when non-zero.
+const fn series_5_11(f: Fix, metric: &'static str, also: &'static [&'static str]) -> Switch {
+    Switch {
+        toggle: Toggle::Fix(f),
+        commit: None,
+        since: (5, 11),
+        merged: "5.11",
+        source: SERIES_5_11,
+        metric,
+        also,
+        hit: true,
+    }
+}
 
 /// A preemptive-flushing entry: Josef Bacik's seven patches (2021-04-28, merged for 5.14)
 /// or a 5.15 follow-up (the btrfs fsperf thread).
@@ -252,7 +212,6 @@ pub fn release(at: (u8, u8)) -> Policy {
         },
         ..Policy::default()
     };
-    // The worker comes before its patches (they need it), so apply it first.
     for s in SWITCHES.iter().filter(|s| s.since <= at) {
         s.apply(&mut p);
     }

@@ -495,8 +495,8 @@ impl crate::vfs::Filesystem for Ext4 {
 /// Named points an operation reaches on ext3/ext4: its `KIND:start`/`KIND:done`, and an
 /// fsync's `fsync:data_written` (fsync.rs, after filemap_write_and_wait).
 pub fn points_of(op: &Op) -> Vec<String> {
-    let k = op.kind();
-    let mut v = vec![format!("{k}:start"), format!("{k}:done")];
+    let (start, done) = op.labels();
+    let mut v = vec![start.to_string(), done.to_string()];
     if matches!(op, Op::Fsync(_) | Op::Fdatasync(_) | Op::WriteOsync(..)) {
         v.push("fsync:data_written".into());
     }

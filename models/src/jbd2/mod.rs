@@ -73,14 +73,19 @@ pub struct JournalPolicy {
     pub ext4_fsync_waits_only_if_started: bool,
 }
 
-impl Default for JournalPolicy {
+impl JournalPolicy {
     /// Modern kernels: REQ_SYNC log writes (fs/jbd2/commit.c@v5.17), fsync always waits.
+    pub const MODERN: JournalPolicy = JournalPolicy {
+        jbd2: CommitWriteOp::WriteSync,
+        jbd: CommitWriteOp::WaitedAtFlush,
+        ext4_fsync_waits_only_if_started: false,
+    };
+}
+
+impl Default for JournalPolicy {
+    /// `JournalPolicy::MODERN`.
     fn default() -> Self {
-        JournalPolicy {
-            jbd2: CommitWriteOp::WriteSync,
-            jbd: CommitWriteOp::WaitedAtFlush,
-            ext4_fsync_waits_only_if_started: false,
-        }
+        JournalPolicy::MODERN
     }
 }
 
