@@ -683,3 +683,57 @@ fn an_ext3_scenario_naming_a_btrfs_point_fails_at_its_line() {
         "ext3's own point is accepted"
     );
 }
+
+/// A two-policy btrfs scenario text with `extra` added before `[policies]`.
+fn v2_text(extra: &str) -> String {
+    format!("name = \"x\"\ntitle = \"t\"\nsummary = \"s\"\nrace = \"X1\"\n{extra}[policies]\nbefore = \"linux-5.10\"\nafter = \"linux-5.11\"\n[[task]]\nname = \"A\"\nops = [\"create /f\", \"fsync /f\"]\n[expect.before]\ninode_logs = 1\n")
+}
+
+#[test]
+fn a_scenario_names_its_own_key_metric_and_keeps_it_through_to_toml() {
+    let sc = Scenario::parse(&v2_text("key_metric = \"relogged_inodes\"\n"), "x.toml").unwrap();
+    assert_eq!(sc.key_metric(), "relogged_inodes");
+    let again = Scenario::parse(&sc.to_toml(&[]), "y.toml").unwrap();
+    assert_eq!(again.key_metric(), "relogged_inodes");
+    // Without the field: the first expectation (no `unnecessary_*` one here).
+    let plain = Scenario::parse(&v2_text(""), "x.toml").unwrap();
+    assert_eq!(plain.key_metric(), "inode_logs");
+    assert!(!plain.to_toml(&[]).contains("key_metric"));
+}
+
+#[test]
+fn the_built_in_races_take_their_key_metric_from_the_switch_registry() {
+    for sc in Scenario::builtin().into_iter().filter(|s| s.fix.is_some()) {
+        assert_eq!(sc.key_metric(), key_metric(sc.fix.unwrap()), "{}", sc.name);
+    }
+}
+
+#[test]
+fn a_key_metric_or_expectation_the_filesystem_does_not_count_fails_at_its_line() {
+    let e = Scenario::parse(&v2_text("key_metric = \"no_such\"\n"), "x.toml").unwrap_err();
+    assert!(e.location.starts_with("x.toml:5"), "{e:?}");
+    assert!(e.message.contains("unknown metric 'no_such'"), "{e:?}");
+    // A btrfs counter in an ext3 scenario: the error names whose counter it is.
+    let ext3 = v2_text("fs = \"ext3\"\nkey_metric = \"unnecessary_inode_logs\"\n")
+        .replace("linux-5.10", "linux-2.6.37")
+        .replace("linux-5.11", "linux-2.6.39")
+        .replace("inode_logs = 1", "\"ext4.commits\" = 1");
+    let e = Scenario::parse(&ext3, "x.toml").unwrap_err();
+    assert!(e.location.starts_with("x.toml:6"), "{e:?}");
+    assert!(e.message.contains("is a btrfs counter"), "{e:?}");
+    let ok = ext3.replace("unnecessary_inode_logs", "ext4.commits");
+    assert_eq!(
+        Scenario::parse(&ok, "x.toml").unwrap().key_metric(),
+        "ext4.commits"
+    );
+    let e = Scenario::parse(
+        &ok.replace("\"ext4.commits\" = 1", "inode_logs = 1"),
+        "x.toml",
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("'inode_logs' in expectations is a btrfs counter"),
+        "{e:?}"
+    );
+}

@@ -121,6 +121,7 @@ struct ScenarioFile {
     script: Option<ScriptFile>,
     policies: Option<BTreeMap<String, Spanned<String>>>,
     expect: Option<BTreeMap<String, BTreeMap<String, Spanned<u64>>>>,
+    key_metric: Option<Spanned<String>>,
 }
 
 /// A scripted step: task `task` reaches point `point`.
@@ -166,6 +167,9 @@ pub struct Scenario {
     pub tasks: Vec<(String, Vec<Op>)>,
     /// The interleaving.
     pub script: Vec<Step>,
+    /// The metric that measures the race's waste, as the file names it (`key_metric`);
+    /// None: the default of `key_metric()`.
+    pub declared_key_metric: Option<String>,
     /// Expected metrics under the first policy (`[expect.pre]`, or its declared label).
     pub expect_pre: BTreeMap<String, u64>,
     /// Expected metrics under the second policy (`[expect.post]`, or its declared label).
@@ -176,6 +180,24 @@ pub struct Scenario {
     pub setup_lines: Vec<usize>,
     /// File line of each task operation, per task.
     pub task_lines: Vec<Vec<usize>>,
+}
+
+/// Checks that `name` is a counter of `fs`; the error says whose counter it is otherwise.
+fn check_metric(fs: FsKind, name: &str, role: &str) -> Result<(), String> {
+    if fs.is_metric(name) {
+        return Ok(());
+    }
+    let owner = FsKind::ALL
+        .iter()
+        .find(|(k, _)| k.is_metric(name))
+        .map(|(_, n)| *n);
+    Err(match owner {
+        Some(o) => format!(
+            "metric '{name}' {role} is a {o} counter: this scenario runs on {} (`fsyncsim list --metrics` lists each filesystem's)",
+            fs.name()
+        ),
+        None => format!("unknown metric '{name}' {role}"),
+    })
 }
 
 fn line_at(text: &str, offset: usize) -> usize {
@@ -555,15 +577,18 @@ impl Scenario {
         let expect = |m: &Option<BTreeMap<String, Spanned<u64>>>| -> Result<BTreeMap<String, u64>, ScenarioError> {
             let mut out = BTreeMap::new();
             for (k, v) in m.iter().flatten() {
-                if !Metrics::is_metric(k) {
-                    return Err(err(
-                        v.span().start,
-                        format!("unknown metric '{k}' in expectations"),
-                    ));
-                }
+                check_metric(fs, k, "in expectations").map_err(|m| err(v.span().start, m))?;
                 out.insert(k.clone(), *v.get_ref());
             }
             Ok(out)
+        };
+        let declared_key_metric = match &f.key_metric {
+            Some(k) => {
+                check_metric(fs, k.get_ref(), "as key_metric")
+                    .map_err(|m| err(k.span().start, m))?;
+                Some(k.get_ref().clone())
+            }
+            None => None,
         };
         let (expect_pre, expect_post) = match &f.expect {
             Some(e) => {
@@ -654,6 +679,7 @@ impl Scenario {
             setup,
             tasks,
             script,
+            declared_key_metric,
             expect_pre,
             expect_post,
             origin: origin.to_string(),
@@ -732,6 +758,9 @@ impl Scenario {
         if let Some(c) = self.commit_interval {
             t.push_str(&format!("commit_interval = \"{c}ns\"\n"));
         }
+        if let Some(k) = &self.declared_key_metric {
+            t.push_str(&format!("key_metric = {}\n", q(k)));
+        }
         let list = |t: &mut String, ops: &[String]| {
             t.push_str("[\n");
             for o in ops {
@@ -789,6 +818,24 @@ impl Scenario {
             }
         }
         t
+    }
+
+    /// The metric that measures the race's waste: the file's `key_metric`, else the
+    /// registry's for the built-in fix the race id names (R1–R7), else the first
+    /// expectation of the first policy that names waste (`unnecessary_*`), else its first.
+    pub fn key_metric(&self) -> String {
+        if let Some(k) = &self.declared_key_metric {
+            return k.clone();
+        }
+        if let Some(f) = self.fix {
+            return crate::btrfs::switches::of_fix(f).metric.to_string();
+        }
+        let e = &self.expect_pre;
+        e.keys()
+            .find(|k| k.starts_with("unnecessary_"))
+            .or_else(|| e.keys().next())
+            .cloned()
+            .unwrap_or_else(|| "unnecessary_log_syncs".into())
     }
 
     /// The policy before: the first declared, or linux-5.11 without the race's fix.

@@ -176,7 +176,7 @@ pub fn summary(items: &[(Scenario, Vec<RunResult>)]) -> String {
         "scenario", "race", "waste metric", "pre", "post"
     );
     for (sc, runs) in items {
-        let key = key_metric(sc);
+        let key = sc.key_metric();
         let v = |i: usize| runs.get(i).and_then(|r| r.metrics.get(&key)).unwrap_or(0);
         out.push_str(&format!(
             "{:<42} {:<4} {:<32} {:>6} {:>6}\n",
@@ -188,29 +188,6 @@ pub fn summary(items: &[(Scenario, Vec<RunResult>)]) -> String {
         ));
     }
     out
-}
-
-/// The metric that measures a race's waste: the built-in fix's, else the first
-/// expectation of the first policy that names waste (`unnecessary_*`), else its first.
-pub fn key_metric(sc: &Scenario) -> String {
-    let fixed = match sc.race.as_str() {
-        "R1" => "unnecessary_inode_logs",
-        "R2" => "unnecessary_extent_logs",
-        "R3" => "unnecessary_ancestor_logs",
-        "R4" | "R5" => "unnecessary_full_commits",
-        "R6" => "tree_log_mutex_waits",
-        "R7" => "unnecessary_log_syncs",
-        _ => {
-            let e = &sc.expect_pre;
-            return e
-                .keys()
-                .find(|k| k.starts_with("unnecessary_"))
-                .or_else(|| e.keys().next())
-                .cloned()
-                .unwrap_or_else(|| "unnecessary_log_syncs".into());
-        }
-    };
-    fixed.to_string()
 }
 
 /// The timeline of one run: per task, the named points it reached, the locks it waited for

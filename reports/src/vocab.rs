@@ -50,7 +50,7 @@ pub fn metrics() -> String {
             "{c}_count, {c}_ns  waits on {c} and their total time, all tasks\n"
         ));
     }
-    t.push_str("ext3/ext4 (fs = \"ext3\" | \"ext4\"):\n");
+    t.push_str("ext3/ext4 (fs = \"ext3\" | \"ext4\"): device_bytes_written, flushes, transaction_commits and\n");
     for (n, what) in models::vfs::metrics::JOURNAL_METRICS {
         t.push_str(&format!("ext4.{n}  {what}\n"));
     }

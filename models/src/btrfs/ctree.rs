@@ -401,6 +401,11 @@ impl crate::vfs::Filesystem for Btrfs {
     }
 }
 
+/// Whether `name` is a btrfs counter (every `Metrics` name but the journal's).
+pub fn is_metric(name: &str) -> bool {
+    !name.starts_with("ext4.") && Metrics::is_metric(name)
+}
+
 /// Named points an operation reaches on btrfs (ctree.rs, tree_log.rs, transaction.rs
 /// announce them).
 pub fn points_of(op: &Op) -> Vec<String> {

@@ -492,6 +492,16 @@ impl crate::vfs::Filesystem for Ext4 {
     }
 }
 
+/// Whether `name` is an ext3/ext4 counter: the journal's `ext4.*` rows and the device and
+/// commit totals.
+pub fn is_metric(name: &str) -> bool {
+    // The journal's rows, and what `Ext4::metrics` fills from the device and the journal.
+    match name.strip_prefix("ext4.") {
+        Some(_) => Metrics::is_metric(name),
+        None => ["device_bytes_written", "flushes", "transaction_commits"].contains(&name),
+    }
+}
+
 /// Named points an operation reaches on ext3/ext4: its `KIND:start`/`KIND:done`, and an
 /// fsync's `fsync:data_written` (fsync.rs, after filemap_write_and_wait).
 pub fn points_of(op: &Op) -> Vec<String> {

@@ -85,6 +85,14 @@ impl FsKind {
         }
     }
 
+    /// Whether `name` is one of this filesystem's counters (its own vocabulary).
+    pub fn is_metric(self, name: &str) -> bool {
+        match self {
+            FsKind::Btrfs => crate::btrfs::ctree::is_metric(name),
+            FsKind::Ext4 | FsKind::Ext3 => crate::ext4::is_metric(name),
+        }
+    }
+
     /// The file spelling.
     pub fn name(self) -> &'static str {
         Self::ALL.iter().find(|(k, _)| *k == self).unwrap().1
