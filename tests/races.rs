@@ -6,6 +6,7 @@ use models::btrfs::{Fix, Mutant};
 use models::device::DeviceConfig;
 use models::kernel::Policy;
 use models::scenario::{compare, run, Interleaving, RunResult, Scenario};
+use std::collections::BTreeMap;
 
 fn run_with(sc: &Scenario, p: &Policy) -> RunResult {
     let dev = DeviceConfig::resolve(&sc.device).unwrap();
@@ -736,4 +737,55 @@ fn a_key_metric_or_expectation_the_filesystem_does_not_count_fails_at_its_line()
             .contains("'inode_logs' in expectations is a btrfs counter"),
         "{e:?}"
     );
+}
+
+#[test]
+fn an_expected_invariant_violation_is_judged_by_its_count() {
+    let text = r#"
+name = "skip-log-loses-data"
+race = "M1"
+title = "t"
+summary = "s"
+setup = ["create /f", "write /f 8k", "fsync /f"]
+[[task]]
+name = "B"
+ops = ["write /f 4k", "fsync /f"]
+[policies]
+broken = "linux-5.11:+skip-log-when-logged-before"
+fixed = "linux-5.11"
+[expect.broken]
+"S2" = 1
+[expect.fixed]
+"S2" = 0
+"#;
+    let sc = Scenario::parse(text, "x.toml").unwrap();
+    let broken = run_with(&sc, &sc.pre_policy());
+    let fixed = run_with(&sc, &sc.post_policy());
+    assert_eq!(broken.violations.len(), 1, "{:?}", broken.violations);
+    assert!(compare(&sc.expect_pre, &broken).is_empty());
+    assert!(compare(&sc.expect_post, &fixed).is_empty());
+    // The count is checked both ways: expecting none where one fires fails, and an
+    // invariant not named still fails as a violation.
+    assert_eq!(
+        compare(&sc.expect_post, &broken),
+        vec!["S2: expected 0, got 1".to_string()]
+    );
+    let unexpected = compare(&BTreeMap::from([("S1".to_string(), 0)]), &broken);
+    assert!(unexpected[0].starts_with("S2 violated: "), "{unexpected:?}");
+    // Only the three invariants: "S4" is no metric.
+    let e = Scenario::parse(&text.replace("\"S2\" = 0", "\"S4\" = 0"), "x.toml").unwrap_err();
+    assert!(e.message.contains("unknown metric 'S4'"), "{e:?}");
+}
+
+#[test]
+fn every_missing_field_is_reported_at_once() {
+    let e = Scenario::parse("name = \"x\"\nrace = \"R1\"\n", "x.toml").unwrap_err();
+    assert_eq!(e.location, "x.toml");
+    assert!(
+        e.message.starts_with("missing `title`, `summary`, `task`:"),
+        "{e:?}"
+    );
+    // Not TOML at all: the syntax error keeps its line.
+    let e = Scenario::parse("name = \"x\"\nrace = \n", "x.toml").unwrap_err();
+    assert!(e.location.starts_with("x.toml:2"), "{e:?}");
 }

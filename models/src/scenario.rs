@@ -182,9 +182,40 @@ pub struct Scenario {
     pub task_lines: Vec<Vec<usize>>,
 }
 
+const IN_EXPECTATIONS: &str = "in expectations";
+
+/// The top-level keys every scenario file needs.
+const REQUIRED: [&str; 5] = ["name", "race", "title", "summary", "task"];
+
+/// Reports every missing top-level field at once (serde stops at the first); a file that is
+/// not TOML is left to the typed parse, which names the line.
+fn missing_fields(text: &str, origin: &str) -> Result<(), ScenarioError> {
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Ok(());
+    };
+    let missing: Vec<String> = REQUIRED
+        .iter()
+        .filter(|k| !table.contains_key(**k))
+        .map(|k| format!("`{k}`"))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ScenarioError {
+        location: origin.to_string(),
+        message: format!(
+            "missing {}: a scenario needs name, race, title, summary and at least one [[task]]",
+            missing.join(", ")
+        ),
+    })
+}
+
+/// The invariants the crash check judges; `[expect.*]` may expect how often each fires.
+pub const INVARIANTS: [&str; 3] = ["S1", "S2", "S3"];
+
 /// Checks that `name` is a counter of `fs`; the error says whose counter it is otherwise.
 fn check_metric(fs: FsKind, name: &str, role: &str) -> Result<(), String> {
-    if fs.is_metric(name) {
+    if fs.is_metric(name) || (role == IN_EXPECTATIONS && INVARIANTS.contains(&name)) {
         return Ok(());
     }
     let owner = FsKind::ALL
@@ -392,6 +423,7 @@ impl Scenario {
             location: format!("{origin}:{}", line_at(text, offset)),
             message,
         };
+        missing_fields(text, origin)?;
         let f: ScenarioFile = toml::from_str(text).map_err(|e| ScenarioError {
             location: match e.span() {
                 Some(s) => format!("{origin}:{}", line_at(text, s.start)),
@@ -577,7 +609,7 @@ impl Scenario {
         let expect = |m: &Option<BTreeMap<String, Spanned<u64>>>| -> Result<BTreeMap<String, u64>, ScenarioError> {
             let mut out = BTreeMap::new();
             for (k, v) in m.iter().flatten() {
-                check_metric(fs, k, "in expectations").map_err(|m| err(v.span().start, m))?;
+                check_metric(fs, k, IN_EXPECTATIONS).map_err(|m| err(v.span().start, m))?;
                 out.insert(k.clone(), *v.get_ref());
             }
             Ok(out)
@@ -1136,11 +1168,19 @@ pub fn compare(expect: &BTreeMap<String, u64>, got: &RunResult) -> Vec<String> {
     let mut out: Vec<String> = expect
         .iter()
         .filter_map(|(k, &want)| {
-            let have = got.metrics.get(k).unwrap_or(0);
+            let have = match INVARIANTS.contains(&k.as_str()) {
+                true => got.violations.iter().filter(|v| v.invariant == *k).count() as u64,
+                false => got.metrics.get(k).unwrap_or(0),
+            };
             (have != want).then(|| format!("{k}: expected {want}, got {have}"))
         })
         .collect();
-    for v in &got.violations {
+    // A violation of an invariant the file expects by count is judged by that count.
+    for v in got
+        .violations
+        .iter()
+        .filter(|v| !expect.contains_key(&v.invariant))
+    {
         out.push(format!("{} violated: {}", v.invariant, v.message));
     }
     out
