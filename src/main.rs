@@ -342,7 +342,7 @@ struct ShrinkArgs {
     /// The seed whose explored run hits the target.
     #[arg(long)]
     seed: u64,
-    /// What must keep hitting: a metric (unnecessary_inode_logs, …) or an invariant (S1, S2, S3).
+    /// What must keep hitting: a metric (unnecessary_inode_logs, relogged_inodes>=2, wait_for_commit_ns>=1000000, …) or an invariant (S1, S2, S3).
     #[arg(long, value_parser = models::shrink::Target::parse)]
     target: models::shrink::Target,
     #[command(flatten)]

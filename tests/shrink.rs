@@ -205,3 +205,28 @@ fn a_shrink_on_another_device_names_that_device() {
     let file = reproduces(&s.toml, &pre, &target, &d);
     assert_eq!(file.device, "sata-ssd");
 }
+
+#[test]
+fn a_metric_target_with_a_threshold_hits_only_at_or_above_it() {
+    let sc = r1();
+    let policy = sc.pre_policy();
+    let r = run(&sc, &policy, &dev(&sc), sc.seed, &Interleaving::Script);
+    let logs = r.metrics.get("inode_logs").unwrap();
+    assert!(logs >= 2, "R1's script logs inodes more than once: {logs}");
+    let at = |n: u64| Target::parse(&format!("inode_logs>={n}")).unwrap();
+    assert!(at(logs).hit(&r));
+    assert!(!at(logs + 1).hit(&r));
+    // Shrinking to a threshold the seed does not reach is refused, naming the target.
+    let e = shrink(
+        &sc,
+        &policy,
+        &dev(&sc),
+        0,
+        &Interleaving::Random,
+        &at(logs * 100),
+        "test",
+        "",
+    )
+    .unwrap_err();
+    assert!(e.contains(&format!("inode_logs>={}", logs * 100)), "{e}");
+}

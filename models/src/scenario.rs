@@ -4,6 +4,7 @@
 use crate::btrfs::{Costs, Fix, Metrics, OpLatency, Violation};
 use crate::device::{Device, DeviceConfig};
 use crate::kernel::Policy;
+use crate::vfs::metrics::INVARIANTS;
 use crate::vfs::{Filesystem, FsKind, Mount, MountOptions, Mounted, Op};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
@@ -209,9 +210,6 @@ fn missing_fields(text: &str, origin: &str) -> Result<(), ScenarioError> {
         ),
     })
 }
-
-/// The invariants the crash check judges; `[expect.*]` may expect how often each fires.
-pub const INVARIANTS: [&str; 3] = ["S1", "S2", "S3"];
 
 /// Checks that `name` is a counter of `fs`; the error says whose counter it is otherwise.
 fn check_metric(fs: FsKind, name: &str, role: &str) -> Result<(), String> {

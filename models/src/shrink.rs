@@ -20,36 +20,49 @@ use crate::vfs::Op;
 /// What a shrink keeps hitting.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// A metric that must stay non-zero.
-    Metric(String),
+    /// A metric that must stay at or above a threshold (at least 1).
+    Metric(String, u64),
     /// An invariant (S1, S2, S3) that must stay violated.
     Invariant(String),
 }
 
-/// Invariants a run can violate.
-pub const INVARIANTS: [&str; 3] = ["S1", "S2", "S3"];
+pub use crate::vfs::metrics::INVARIANTS;
 
 impl Target {
-    /// Parses a metric name, an invariant name (`S2`) or a sweep target (`invariant:S2`).
+    /// Parses `METRIC`, `METRIC>=N` (N >= 1), an invariant name (`S2`) or a sweep target
+    /// (`invariant:S2`).
     pub fn parse(s: &str) -> Result<Target, String> {
         let inv = s.strip_prefix("invariant:").unwrap_or(s);
         if INVARIANTS.contains(&inv) {
             return Ok(Target::Invariant(inv.to_string()));
         }
-        if Metrics::is_metric(s) {
-            return Ok(Target::Metric(s.to_string()));
+        let (name, min) = match s.split_once(">=") {
+            Some((n, v)) => match v.trim().parse::<u64>() {
+                Ok(min) if min >= 1 => (n.trim(), min),
+                _ => {
+                    return Err(format!(
+                        "invalid threshold in target '{s}': expected METRIC>=N with N a whole number from 1 to {}",
+                        u64::MAX
+                    ))
+                }
+            },
+            None => (s, 1),
+        };
+        if Metrics::is_metric(name) {
+            return Ok(Target::Metric(name.to_string(), min));
         }
         Err(format!(
-            "unknown target '{s}': expected an invariant ({}) or a metric such as {}",
+            "unknown target '{s}': expected an invariant ({}) or a metric (`fsyncsim list --metrics`) such as {}, optionally with a threshold (relogged_inodes>=2)",
             INVARIANTS.join(", "),
             crate::sweep::waste_targets().join(", ")
         ))
     }
 
-    /// The target's name as sweeps print it.
+    /// The target's name as sweeps print it (`METRIC`, `METRIC>=N`, `invariant:S2`).
     pub fn name(&self) -> String {
         match self {
-            Target::Metric(m) => m.clone(),
+            Target::Metric(m, 1) => m.clone(),
+            Target::Metric(m, n) => format!("{m}>={n}"),
             Target::Invariant(i) => format!("invariant:{i}"),
         }
     }
@@ -57,11 +70,20 @@ impl Target {
     /// How much the run hits it: the metric, or the number of violations.
     pub fn value(&self, r: &RunResult) -> u64 {
         match self {
-            Target::Metric(m) => r.metrics.get(m).unwrap_or(0),
+            Target::Metric(m, _) => r.metrics.get(m).unwrap_or(0),
             Target::Invariant(i) => {
                 r.violations.iter().filter(|v| &v.invariant == i).count() as u64
             }
         }
+    }
+
+    /// Whether the run hits it: the metric at or above its threshold, or a violation.
+    pub fn hit(&self, r: &RunResult) -> bool {
+        let min = match self {
+            Target::Metric(_, n) => *n,
+            Target::Invariant(_) => 1,
+        };
+        self.value(r) >= min
     }
 }
 
@@ -200,7 +222,7 @@ impl Ctx<'_> {
             &Interleaving::Script,
             false,
         );
-        if !clean(&r) || self.target.value(&r) == 0 {
+        if !clean(&r) || !self.target.hit(&r) {
             return false;
         }
         for p in self.also.iter().filter(|_| self.strict) {
@@ -385,7 +407,7 @@ pub fn shrink_on(
 ) -> Result<Shrunk, String> {
     let first = run_with_trace(sc, policy, device, seed, how, true);
     let v0 = target.value(&first);
-    if v0 == 0 {
+    if !target.hit(&first) {
         return Err(format!(
             "seed {seed} does not hit {} under {}; run `fsyncsim sweep` to find a seed that does",
             target.name(),
@@ -503,7 +525,7 @@ pub fn shrink_on(
     );
     let v1 = target.value(&r);
     let mut out = final_sc.clone();
-    if let (true, Target::Metric(m)) = (pre, target) {
+    if let (true, Target::Metric(m, _)) = (pre, target) {
         out.expect_pre.insert(m.clone(), v1);
         let post = run_with_trace(
             &final_sc,
@@ -565,7 +587,7 @@ mod tests {
     fn targets_parse_and_reject() {
         assert_eq!(
             Target::parse("unnecessary_inode_logs"),
-            Ok(Target::Metric("unnecessary_inode_logs".into()))
+            Ok(Target::Metric("unnecessary_inode_logs".into(), 1))
         );
         assert_eq!(Target::parse("S2"), Ok(Target::Invariant("S2".into())));
         assert_eq!(
@@ -574,5 +596,17 @@ mod tests {
         );
         assert!(Target::parse("S9").is_err());
         assert!(Target::parse("fast").is_err());
+        let t = Target::parse("relogged_inodes>=2").unwrap();
+        assert_eq!(t, Target::Metric("relogged_inodes".into(), 2));
+        assert_eq!(t.name(), "relogged_inodes>=2");
+        assert_eq!(Target::parse(&t.name()), Ok(t));
+        for bad in [
+            "relogged_inodes>=0",
+            "relogged_inodes>=-1",
+            "relogged_inodes>=x",
+            "nope>=2",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -435,6 +435,10 @@ impl Metrics {
     }
 }
 
+/// The invariants the crash check judges (S1 superblock order, S2 what a returned fsync
+/// promised, S3 deadlock); `[expect.*]`, sweep and shrink targets name them.
+pub const INVARIANTS: [&str; 3] = ["S1", "S2", "S3"];
+
 /// An invariant violation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
