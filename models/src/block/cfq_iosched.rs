@@ -388,10 +388,17 @@ impl Cfq {
         let c = self.qm(q);
         c.fifo.remove(&(x.fifo_time, x.fifo_seq));
         c.sort.remove(&(x.offset, x.seq));
+        // BUG_ON(!cfqq->queued[sync]) in cfq_del_rq_rb; WARN_ON(!cfqq->meta_pending) in
+        // cfq_remove_request (block/cfq-iosched.c@v2.6.37).
+        assert!(
+            c.queued > 0 && (!x.meta || c.meta_pending > 0),
+            "cfq: queued count underflow"
+        );
         c.queued -= 1;
         if x.meta {
             c.meta_pending -= 1;
         }
+        assert!(self.rq_queued > 0, "cfq: rq_queued underflow");
         self.rq_queued -= 1;
     }
 
@@ -949,9 +956,17 @@ impl Elevator for Cfq {
         let t = now as i64;
         let x = *r(rqs, id);
         let q = x.cfqq;
+        // WARN_ON(!cfqd->rq_in_driver); WARN_ON(!cfqq->dispatched) in cfq_completed_request
+        // (block/cfq-iosched.c@v2.6.37).
+        let qsync = self.q(q).sync;
+        assert!(
+            self.rq_in_driver > 0
+                && self.q(q).dispatched > 0
+                && self.rq_in_flight[usize::from(qsync)] > 0,
+            "cfq: completion of a request the driver does not hold"
+        );
         self.rq_in_driver -= 1;
         self.qm(q).dispatched -= 1;
-        let qsync = self.q(q).sync;
         self.rq_in_flight[usize::from(qsync)] -= 1;
         if x.sync {
             self.cics[x.cic as usize].last_end_request = t;

@@ -355,6 +355,10 @@ impl State {
 
     /// Gives a tag to request `id` and queues it for service; returns its scheduler entry.
     fn issue(&mut self, id: u64, now: Nanos) {
+        assert!(
+            self.tags_free > 0,
+            "device: request issued without a free tag"
+        );
         self.tags_free -= 1;
         let f = self.slots[id as usize].as_mut().expect("live request");
         f.done.issued = now;
@@ -901,6 +905,10 @@ impl Device {
     /// Finishes one bio: timestamps, statistics; returns the task to wake.
     fn finish_bio(&self, st: &mut State, bio: u32, now: Nanos) -> Option<TaskId> {
         st.account_area(now);
+        assert!(
+            st.in_system > 0,
+            "device: completion with nothing in the system"
+        );
         st.in_system -= 1;
         let (req, done, submitter, keep) = {
             let f = st.slots[bio as usize].as_mut().expect("live bio");
@@ -1076,6 +1084,10 @@ impl Device {
         let now = inner.h.now();
         let mut st = inner.state.borrow_mut();
         st.account_area(now);
+        assert!(
+            st.in_system > 0,
+            "device: completion with nothing in the system"
+        );
         st.in_system -= 1;
         let (req, cover, done, submitter) = {
             let f = st.slots[id as usize].as_mut().expect("live request");

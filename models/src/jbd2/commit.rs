@@ -19,7 +19,9 @@ impl Journal {
         let tid = {
             let mut st = inner.st.borrow_mut();
             let Some(tid) = st.running else { return };
-            st.trans.get_mut(&tid).unwrap().state = TState::Locked;
+            // J_ASSERT(journal->j_committing_transaction == NULL): one commit at a time.
+            assert_eq!(st.committing, None, "jbd2: commit of {tid} while one runs");
+            st.trans.get_mut(&tid).unwrap().advance(TState::Locked);
             tid
         };
         let start = h.now();
@@ -46,7 +48,7 @@ impl Journal {
         // Step 2: T_FLUSH; j_running_transaction = NULL, so handles start the next one.
         {
             let mut st = inner.st.borrow_mut();
-            st.trans.get_mut(&tid).unwrap().state = TState::Flush;
+            st.trans.get_mut(&tid).unwrap().advance(TState::Flush);
             st.running = None;
             st.committing = Some(tid);
         }
@@ -90,7 +92,7 @@ impl Journal {
         let buffers: Vec<u64> = {
             let mut st = inner.st.borrow_mut();
             let t = st.trans.get_mut(&tid).unwrap();
-            t.state = TState::Commit;
+            t.advance(TState::Commit);
             t.buffers.iter().copied().collect()
         };
         self.point_mark("jbd2:log_submit", buffers.len() as u64);
@@ -147,6 +149,17 @@ impl Journal {
             let mut st = inner.st.borrow_mut();
             // T_FINISHED: the transaction moves to the checkpoint list.
             let t = st.trans.remove(&tid).unwrap();
+            assert_eq!(
+                t.state,
+                TState::Commit,
+                "jbd2: {tid} finished from {:?}",
+                t.state
+            );
+            assert_eq!(
+                st.committing,
+                Some(tid),
+                "jbd2: {tid} finished, not committing"
+            );
             st.checkpoint.insert(tid, (t.buffers, total + 1, now));
             st.commit_blocks.insert(tid, record);
             st.committing = None;

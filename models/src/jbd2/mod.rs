@@ -159,6 +159,27 @@ pub struct Transaction {
     pub synchronous: bool,
 }
 
+impl Transaction {
+    /// Moves the transaction to the next commit state, asserting the one it leaves as
+    /// fs/jbd2/commit.c:jbd2_journal_commit_transaction@v2.6.37 does (J_ASSERT on t_state):
+    /// a transaction is locked only while running, flushed only when locked, committed only
+    /// when flushed.
+    pub fn advance(&mut self, to: TState) {
+        let from = match to {
+            TState::Running => unreachable!("a transaction is created running"),
+            TState::Locked => TState::Running,
+            TState::Flush => TState::Locked,
+            TState::Commit => TState::Flush,
+        };
+        assert_eq!(
+            self.state, from,
+            "jbd2: transaction {} to {to:?} from {:?}",
+            self.tid, self.state
+        );
+        self.state = to;
+    }
+}
+
 /// Counters of the journal (reported under the `ext4.` names).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JournalStats {
@@ -423,5 +444,42 @@ pub async fn submit_and_wait(dev: &Device, reqs: Vec<crate::device::Request>) {
     let tickets: Vec<_> = reqs.into_iter().map(|r| dev.submit_nowait(r)).collect();
     for t in tickets {
         dev.wait(t).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(tid: Tid) -> Transaction {
+        Transaction {
+            tid,
+            state: TState::Running,
+            updates: 0,
+            outstanding: 0,
+            buffers: BTreeSet::new(),
+            inodes: BTreeSet::new(),
+            data: BTreeMap::new(),
+            start: 0,
+            expires: 0,
+            synchronous: false,
+        }
+    }
+
+    #[test]
+    fn a_transaction_advances_through_the_commit_states_in_order() {
+        let mut t = running(7);
+        for s in [TState::Locked, TState::Flush, TState::Commit] {
+            t.advance(s);
+            assert_eq!(t.state, s);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "jbd2: transaction 7 to Commit from Locked")]
+    fn skipping_t_flush_is_caught() {
+        let mut t = running(7);
+        t.advance(TState::Locked);
+        t.advance(TState::Commit);
     }
 }
