@@ -789,3 +789,62 @@ fn every_missing_field_is_reported_at_once() {
     let e = Scenario::parse("name = \"x\"\nrace = \n", "x.toml").unwrap_err();
     assert!(e.location.starts_with("x.toml:2"), "{e:?}");
 }
+
+/// The 5.12 tree-log switches with the example that shows each one's waste.
+const LOG_5_12: [(&str, &str); 4] = [
+    (
+        "skip-logged-ancestors",
+        "scenarios/examples/r9-ancestor-logged-again.toml",
+    ),
+    (
+        "skip-logged-parents",
+        "scenarios/examples/r10-parent-logged-again.toml",
+    ),
+    (
+        "skip-logged-new-entries",
+        "scenarios/examples/r11-new-entry-logged-again.toml",
+    ),
+    (
+        "no-parent-dirs-check",
+        "scenarios/examples/r12-parent-dirs-check-commits.toml",
+    ),
+];
+
+#[test]
+fn each_5_12_log_switch_removes_its_waste_and_only_it_does() {
+    let p512 = Policy::preset("linux-5.12").unwrap();
+    for (name, file) in LOG_5_12 {
+        let sw = models::btrfs::switches::by_name(name).unwrap();
+        assert!(sw.commit.is_some() && sw.since == (5, 12), "{name}");
+        let sc = Scenario::load(file).unwrap();
+        assert_eq!(sc.key_metric(), sw.metric, "{file}");
+        let without = models::kernel::parse_policy(&format!("linux-5.12:-{name}")).unwrap();
+        let w = run_with(&sc, &without);
+        let on = run_with(&sc, &p512);
+        assert!(
+            w.metrics.get(sw.metric).unwrap() > 0,
+            "{name}: no waste without it"
+        );
+        assert_eq!(on.metrics.get(sw.metric), Some(0), "{name}: waste with it");
+        assert!(
+            w.violations.is_empty() && on.violations.is_empty(),
+            "{name}"
+        );
+        // linux-5.11 has none of them: the example's before shows the waste too.
+        assert!(!sw.is_on(&Policy::preset("linux-5.11").unwrap().btrfs));
+    }
+}
+
+#[test]
+fn without_check_parent_dirs_a_directory_fsync_after_a_rename_out_still_commits() {
+    // 64d6b281ba4d moves the check to btrfs_log_inode: fsyncing the directory a file was
+    // renamed out of must still fall back, or the renamed file would be lost.
+    let text = "name = \"x\"\ntitle = \"t\"\nsummary = \"s\"\nrace = \"X\"\nsetup = [\"mkdir /a\", \"mkdir /b\", \"create /a/x\", \"commit\"]\n[[task]]\nname = \"A\"\nops = [\"rename /a/x /b/x\", \"fsync /a\"]\n[policies]\nbefore = \"linux-5.11\"\nafter = \"linux-5.12\"\n";
+    let sc = Scenario::parse(text, "x.toml").unwrap();
+    for p in [sc.pre_policy(), sc.post_policy()] {
+        let r = run_with(&sc, &p);
+        assert_eq!(r.metrics.full_commits, 1, "{}", p.name);
+        assert_eq!(r.metrics.unnecessary_full_commits, 0, "{}", p.name);
+        assert!(r.violations.is_empty(), "{}: {:?}", p.name, r.violations);
+    }
+}

@@ -3,7 +3,7 @@
 //! `Policy` a run simulates. No block-layer default of the modelled device path changes
 //! between the modelled releases, so a preset carries none.
 
-use crate::btrfs::policy::SpacePatch;
+use crate::btrfs::policy::{LogPatch, SpacePatch};
 use crate::btrfs::{self, Fix, Mutant};
 use crate::jbd2::{CommitWriteOp as W, JournalPolicy};
 
@@ -148,6 +148,20 @@ impl Policy {
         q
     }
 
+    /// This policy with a 5.12 tree-log change turned on or off, renamed "<name> ±<patch>".
+    pub fn with_log(&self, lp: LogPatch, on: bool) -> Policy {
+        let mut q = self.clone();
+        let changed = if on {
+            q.btrfs.log.insert(lp)
+        } else {
+            q.btrfs.log.remove(&lp)
+        };
+        if changed {
+            q.name = format!("{} {}{}", q.name, if on { "+" } else { "-" }, lp.name());
+        }
+        q
+    }
+
     /// "R1,R2,…" of the applied fixes.
     pub fn fix_list(&self) -> Vec<String> {
         self.btrfs
@@ -186,9 +200,12 @@ pub fn parse_policy(s: &str) -> Result<Policy, String> {
             (sign @ ("+" | "-"), None, None) if SpacePatch::parse(name).is_some() => {
                 p.with_space(SpacePatch::parse(name).expect("checked"), sign == "+")
             }
+            (sign @ ("+" | "-"), None, None) if LogPatch::parse(name).is_some() => {
+                p.with_log(LogPatch::parse(name).expect("checked"), sign == "+")
+            }
             _ => {
                 return Err(format!(
-                    "invalid policy modifier ':{m}' in '{s}': expected :-R1..:-R7, :+R1..:+R7, :+MUTANT, :+super_committed or :±SPACE_PATCH (fsyncsim list --policies)"
+                    "invalid policy modifier ':{m}' in '{s}': expected :-R1..:-R7, :+R1..:+R7, :+MUTANT, :+super_committed, :±SPACE_PATCH or :±LOG_PATCH (fsyncsim list --policies)"
                 ))
             }
         };
@@ -210,6 +227,12 @@ mod tests {
         let pre = p11.without(Fix::R4);
         assert_eq!(pre.name, "linux-5.11 without R4");
         assert!(!pre.has(Fix::R4) && pre.has(Fix::R5));
+        assert!(LogPatch::ALL.iter().all(|&l| !p11.btrfs.log(l)));
+        let p12 = Policy::preset("linux-5.12").unwrap();
+        assert!(LogPatch::ALL.iter().all(|&l| p12.btrfs.log(l)));
+        let off = parse_policy("linux-5.12:-skip-logged-parents").unwrap();
+        assert!(!off.btrfs.log(LogPatch::SkipLoggedParents));
+        assert_eq!(off.name, "linux-5.12 -skip-logged-parents");
         let p14 = Policy::preset("linux-5.14").unwrap();
         assert!(SpacePatch::SERIES.iter().all(|&s| p14.space(s)));
         assert!(!p14.space(SpacePatch::Full90));

@@ -6,7 +6,7 @@
 //! and exploration strategies choose.
 
 use super::costs::Costs;
-use super::policy::{Fix, Mutant, Policy};
+use super::policy::{Fix, LogPatch, Mutant, Policy};
 use super::state::*;
 use crate::device::Device;
 use crate::vfs::metrics::{Metrics, OpLatency, Violation};
@@ -221,6 +221,10 @@ impl Btrfs {
 
     pub(super) fn has(&self, f: Fix) -> bool {
         self.inner.policy.has(f)
+    }
+
+    pub(super) fn log_patch(&self, p: LogPatch) -> bool {
+        self.inner.policy.log(p)
     }
 
     pub(super) fn mutant(&self, m: Mutant) -> bool {

@@ -46,6 +46,8 @@ impl Btrfs {
                     xattrs: Default::default(),
                     change_seq: 0,
                     logged_full: None,
+                    logged_any: None,
+                    copy_everything: false,
                 },
             );
             let c = &self.inner.costs;

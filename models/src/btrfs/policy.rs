@@ -234,6 +234,66 @@ impl SpacePatch {
     }
 }
 
+/// The 5.12 tree-log changes of Filipe Manana's series "btrfs: more performance
+/// improvements for dbench workloads" that change what an fsync logs or when it falls back
+/// to a full commit (the series' other switch is `super_committed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogPatch {
+    /// log_new_ancestors(_fast): an ancestor new in this transaction is logged only if
+    /// need_log_inode says it is not already logged (ab12313a9f56).
+    SkipLoggedAncestors,
+    /// btrfs_log_all_parents: a parent directory already logged in this transaction is
+    /// skipped (3e6a86a193b0).
+    SkipLoggedParents,
+    /// log_new_dir_dentries: an inode of a new entry already logged is skipped
+    /// (0e44cb3f9428).
+    SkipLoggedNewEntries,
+    /// check_parent_dirs_for_sync removed: only a directory logged in full whose
+    /// last_unlink_trans is this transaction makes the fsync fall back (64d6b281ba4d).
+    NoParentDirsCheck,
+}
+
+impl LogPatch {
+    /// All, in series order.
+    pub const ALL: [LogPatch; 4] = [
+        LogPatch::SkipLoggedAncestors,
+        LogPatch::SkipLoggedParents,
+        LogPatch::SkipLoggedNewEntries,
+        LogPatch::NoParentDirsCheck,
+    ];
+
+    /// Switch name (`:+NAME` / `:-NAME` after a preset).
+    pub fn name(self) -> &'static str {
+        match self {
+            LogPatch::SkipLoggedAncestors => "skip-logged-ancestors",
+            LogPatch::SkipLoggedParents => "skip-logged-parents",
+            LogPatch::SkipLoggedNewEntries => "skip-logged-new-entries",
+            LogPatch::NoParentDirsCheck => "no-parent-dirs-check",
+        }
+    }
+
+    /// The patch title, as posted.
+    pub fn title(self) -> &'static str {
+        match self {
+            LogPatch::SkipLoggedAncestors => {
+                "btrfs: avoid logging new ancestor inodes when logging new inode"
+            }
+            LogPatch::SkipLoggedParents => {
+                "btrfs: skip logging directories already logged when logging all parents"
+            }
+            LogPatch::SkipLoggedNewEntries => {
+                "btrfs: skip logging inodes already logged when logging new entries"
+            }
+            LogPatch::NoParentDirsCheck => "btrfs: remove unnecessary check_parent_dirs_for_sync()",
+        }
+    }
+
+    /// Parses a switch name.
+    pub fn parse(s: &str) -> Option<LogPatch> {
+        LogPatch::ALL.into_iter().find(|p| p.name() == s.trim())
+    }
+}
+
 /// btrfs's part of a kernel policy: which of its switches are on (`switches::SWITCHES`
 /// says where each comes from) and which mutants are enabled. Release presets are composed
 /// by `crate::kernel`.
@@ -251,12 +311,19 @@ pub struct Policy {
     /// The preemptive metadata reclaim worker (5.12+) with the F1 changes applied; None
     /// before 5.12 (no preemptive worker).
     pub preempt: Option<BTreeSet<SpacePatch>>,
+    /// The 5.12 tree-log changes applied.
+    pub log: BTreeSet<LogPatch>,
 }
 
 impl Policy {
     /// Whether a fix is applied.
     pub fn has(&self, f: Fix) -> bool {
         self.fixes.contains(&f)
+    }
+
+    /// Whether a 5.12 tree-log change is applied.
+    pub fn log(&self, p: LogPatch) -> bool {
+        self.log.contains(&p)
     }
 
     /// Whether a mutant is enabled.

@@ -713,6 +713,12 @@ pub struct Inode {
     /// (transaction, change_seq) when it was last logged in full (an fsync's
     /// LOG_INODE_ALL, or a directory logged as ancestor or parent).
     pub logged_full: Option<(TransId, u64)>,
+    /// (transaction, change_seq) when it was last logged in any mode (the oracle's view of
+    /// what this transaction's log already holds of it).
+    pub logged_any: Option<(TransId, u64)>,
+    /// BTRFS_INODE_COPY_EVERYTHING: an xattr changed since it was last logged
+    /// (xattr.c:btrfs_setxattr_trans sets it; btrfs_log_inode clears it).
+    pub copy_everything: bool,
 }
 
 /// The versions of one (directory, name) entry, oldest first (inline for the usual one).
@@ -958,6 +964,8 @@ impl FsState {
                 xattrs: BTreeMap::new(),
                 change_seq: 0,
                 logged_full: None,
+                logged_any: None,
+                copy_everything: false,
             },
         );
         let mut trans = BTreeMap::new();

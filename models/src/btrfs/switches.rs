@@ -3,7 +3,7 @@
 //! removes. Release presets (`crate::kernel`), `list --policies`, sweep targets, the race
 //! summary and the tests read this table; a new switch is its model change plus one entry.
 
-use super::policy::{Fix, Policy, SpacePatch};
+use super::policy::{Fix, LogPatch, Policy, SpacePatch};
 
 /// What a switch turns on in `btrfs::Policy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +16,8 @@ pub enum Toggle {
     PreemptWorker,
     /// One change to preemptive flushing (needs the worker).
     Space(SpacePatch),
+    /// One of the 5.12 tree-log changes.
+    Log(LogPatch),
 }
 
 /// One registry entry.
@@ -44,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 18] = [
+pub const SWITCHES: [Switch; 22] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -61,9 +63,13 @@ pub const SWITCHES: [Switch; 18] = [
         also: &[],
         hit: true,
     },
+    log_5_12(LogPatch::SkipLoggedAncestors, "ab12313a9f56", "relogged_ancestors"),
+    log_5_12(LogPatch::SkipLoggedParents, "3e6a86a193b0", "relogged_dir_items"),
+    log_5_12(LogPatch::SkipLoggedNewEntries, "0e44cb3f9428", "relogged_inodes"),
+    log_5_12(LogPatch::NoParentDirsCheck, "64d6b281ba4d", "unnecessary_full_commits"),
     Switch {
         toggle: Toggle::SuperCommitted,
-        commit: None,
+        commit: Some("d0c2f4fa555e"),
         since: (5, 12),
         merged: "5.12",
         source: "\"btrfs: make concurrent fsyncs wait less when waiting for a transaction commit\" (TRANS_STATE_SUPER_COMMITTED, fs/btrfs/transaction.h@v5.12)",
@@ -91,6 +97,26 @@ pub const SWITCHES: [Switch; 18] = [
     space(SpacePatch::Full90, Some("93c60b17f2b5"), (5, 15)),
     space(SpacePatch::GlobalMajority, Some("114623979405"), (5, 15)),
 ];
+
+/// Filipe Manana's seven-patch series "btrfs: more performance improvements for dbench
+/// workloads" (linux-btrfs 2021-01-27, cover.1611742865.git.fdmanana@suse.com); the ids are
+/// those of David Sterba's for-5.12 branch (kdave/linux next-fixes, pushed 2021-02-22 on
+/// v5.11-rc7), merged for 5.12.
+const SERIES_5_12: &str = "linux-btrfs 2021-01-27 \"[PATCH n/7]\" (cover.1611742865.git.fdmanana@suse.com), kdave/linux for-5.12, merged for 5.12";
+
+/// An entry of the 5.12 series that changes what is logged (waste: a hit when non-zero).
+const fn log_5_12(p: LogPatch, commit: &'static str, metric: &'static str) -> Switch {
+    Switch {
+        toggle: Toggle::Log(p),
+        commit: Some(commit),
+        since: (5, 12),
+        merged: "5.12",
+        source: SERIES_5_12,
+        metric,
+        also: &[],
+        hit: true,
+    }
+}
 
 /// An entry of Filipe Manana's 5.11 series (R1–R6): waste metrics, a hit when non-zero.
 const fn series_5_11(f: Fix, metric: &'static str, also: &'static [&'static str]) -> Switch {
@@ -130,6 +156,7 @@ impl Switch {
             Toggle::SuperCommitted => "super-committed",
             Toggle::PreemptWorker => "preempt-worker",
             Toggle::Space(p) => p.name(),
+            Toggle::Log(p) => p.name(),
         }
     }
 
@@ -142,6 +169,7 @@ impl Switch {
             }
             Toggle::PreemptWorker => "btrfs: introduce a preemptive metadata flushing worker",
             Toggle::Space(p) => p.title(),
+            Toggle::Log(p) => p.title(),
         }
     }
 
@@ -152,6 +180,7 @@ impl Switch {
             Toggle::SuperCommitted => p.super_committed,
             Toggle::PreemptWorker => p.preempt.is_some(),
             Toggle::Space(s) => p.space(s),
+            Toggle::Log(l) => p.log(l),
         }
     }
 
@@ -167,6 +196,9 @@ impl Switch {
             }
             Toggle::Space(s) => {
                 p.preempt.get_or_insert_with(Default::default).insert(s);
+            }
+            Toggle::Log(l) => {
+                p.log.insert(l);
             }
         }
     }
@@ -237,6 +269,13 @@ mod tests {
                 .filter(|s| s.toggle == Toggle::Space(sp))
                 .count();
             assert_eq!(n, 1, "{}", sp.name());
+        }
+        for lp in LogPatch::ALL {
+            let n = SWITCHES
+                .iter()
+                .filter(|s| s.toggle == Toggle::Log(lp))
+                .count();
+            assert_eq!(n, 1, "{}", lp.name());
         }
     }
 

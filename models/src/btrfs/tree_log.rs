@@ -4,7 +4,7 @@
 
 use super::ctree::{Btrfs, LogResult};
 use super::oracle::{self, Judged, Judgment};
-use super::policy::{Fix, Kernel, Mutant};
+use super::policy::{Fix, Kernel, LogPatch, Mutant};
 use super::state::*;
 use crate::device::Request;
 
@@ -76,6 +76,12 @@ impl Btrfs {
                 UnlinkRelation::Ancestor
             }
         };
+        Some((self.mark_full_commit(t, ino), relation))
+    }
+
+    /// btrfs_set_log_full_commit for an fsync of `ino` in `t`: marks the transaction and
+    /// returns the oracle's verdict (whether the log would have lost a name).
+    fn mark_full_commit(&self, t: TransId, ino: Ino) -> bool {
         let necessary = {
             let st = self.inner.st.borrow();
             let facts = self.would_log(&st, t, ino);
@@ -86,7 +92,7 @@ impl Btrfs {
             st.last_trans_log_full_commit = t;
             st.trans.get_mut(&t).unwrap().marked_unnecessarily = !necessary;
         }
-        Some((necessary, relation))
+        necessary
     }
 
     /// The namespace facts btrfs_log_inode_parent would log for `ino` in transaction `t`
@@ -146,7 +152,11 @@ impl Btrfs {
         }
         let bound = self.recent_bound(t);
         let ancestors = Self::ancestors(&self.inner.st.borrow(), ino);
-        if let Some((necessary, relation)) = self.check_parent_dirs_for_sync(t, ino) {
+        let parent_dirs_check = !self.log_patch(LogPatch::NoParentDirsCheck);
+        if let Some((necessary, relation)) = parent_dirs_check
+            .then(|| self.check_parent_dirs_for_sync(t, ino))
+            .flatten()
+        {
             self.count_full_commit(t, FullCommitCause::UnlinkTrans(relation), necessary);
             return LogResult::FullCommit;
         }
@@ -158,6 +168,11 @@ impl Btrfs {
                 return LogResult::FullCommit;
             }
         };
+        if !parent_dirs_check {
+            if let Some(necessary) = self.dir_forces_commit(t, ino, ino) {
+                return self.fall_back_in_log(t, UnlinkRelation::Inode, necessary);
+            }
+        }
         self.log_inode(t, ino, log_transid, LogKind::Fsync).await;
         // log_new_dir_dentries (tree-log.c@v5.10): a fsynced directory's entries that point
         // at inodes new in this transaction get those inodes logged too (LOG_INODE_EXISTS).
@@ -168,6 +183,10 @@ impl Btrfs {
                     .into_iter()
                     .map(|(_, c)| c)
                     .filter(|c| st.inodes[c].generation >= bound)
+                    .filter(|&c| {
+                        !self.log_patch(LogPatch::SkipLoggedNewEntries)
+                            || Self::need_log_inode(&st, c, t)
+                    })
                     .collect()
             } else {
                 Vec::new()
@@ -188,6 +207,16 @@ impl Btrfs {
             }
         };
         for dir in parents {
+            if self.log_patch(LogPatch::SkipLoggedParents)
+                && !Self::need_log_inode(&self.inner.st.borrow(), dir, t)
+            {
+                continue;
+            }
+            if !parent_dirs_check {
+                if let Some(necessary) = self.dir_forces_commit(t, ino, dir) {
+                    return self.fall_back_in_log(t, UnlinkRelation::Parent, necessary);
+                }
+            }
             self.log_inode(t, dir, log_transid, LogKind::Parent).await;
         }
         // The regular-file early-out before logging new ancestors (R4 site 3).
@@ -208,6 +237,9 @@ impl Btrfs {
                 } else {
                     gen > last_committed
                 };
+                let new = new
+                    && (!self.log_patch(LogPatch::SkipLoggedAncestors)
+                        || Self::need_log_inode(&self.inner.st.borrow(), dir, t));
                 if new {
                     self.log_inode(t, dir, log_transid, LogKind::Ancestor).await;
                 }
@@ -215,6 +247,14 @@ impl Btrfs {
         }
         self.end_log_trans();
         LogResult::Logged(log_transid)
+    }
+
+    /// btrfs_log_inode returning 1 inside a joined log transaction: the log transaction
+    /// ends and the fsync falls back to a full commit.
+    fn fall_back_in_log(&self, t: TransId, relation: UnlinkRelation, necessary: bool) -> LogResult {
+        self.end_log_trans();
+        self.count_full_commit(t, FullCommitCause::UnlinkTrans(relation), necessary);
+        LogResult::FullCommit
     }
 
     /// start_log_trans: returns the log sub-transaction joined, or None for -EAGAIN.
@@ -330,8 +370,13 @@ impl Btrfs {
             };
             // The oracle's re-log check: already in this transaction's log in full, and
             // not changed since.
-            let relogged = !matches!(kind, LogKind::NewName(_) | LogKind::DirDentry)
-                && i.logged_full == Some((t, i.change_seq));
+            // An inode of a directory's new entry (LOG_INODE_EXISTS) is judged against
+            // what the log holds of it in any mode.
+            let relogged = match kind {
+                LogKind::NewName(_) => false,
+                LogKind::DirDentry => i.logged_any == Some((t, i.change_seq)),
+                _ => i.logged_full == Some((t, i.change_seq)),
+            };
             (
                 relogged,
                 i.needs_full_sync,
@@ -436,10 +481,10 @@ impl Btrfs {
                 .sum::<u64>();
             if relogged {
                 match kind {
-                    LogKind::Fsync => m.relogged_inodes += 1,
+                    LogKind::Fsync | LogKind::DirDentry => m.relogged_inodes += 1,
                     LogKind::Ancestor => m.relogged_ancestors += 1,
                     LogKind::Parent => m.relogged_dir_items += 1,
-                    LogKind::NewName(_) | LogKind::DirDentry => {}
+                    LogKind::NewName(_) => {}
                 }
             }
             match kind {
@@ -481,8 +526,16 @@ impl Btrfs {
         }
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
+        i.logged_any = Some((t, i.change_seq));
         if !matches!(kind, LogKind::NewName(_) | LogKind::DirDentry) {
             i.logged_full = Some((t, i.change_seq));
+        }
+        // LOG_INODE_ALL clears BTRFS_INODE_COPY_EVERYTHING; a directory has it cleared in any
+        // mode (btrfs_log_inode@v5.12, from ab12313a9f56).
+        if matches!(kind, LogKind::Fsync | LogKind::Parent)
+            || (is_dir && self.log_patch(LogPatch::SkipLoggedAncestors))
+        {
+            i.copy_everything = false;
         }
         if kind == LogKind::Fsync {
             // LOG_INODE_ALL of a non-directory clears the full-sync flag and the
@@ -495,6 +548,28 @@ impl Btrfs {
             // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
             i.last_log_commit = i.last_sub_trans;
         }
+    }
+
+    /// need_log_inode (tree-log.c@v5.12, from ab12313a9f56): an inode already logged in this
+    /// transaction with no xattr changed since need not be logged again — link, unlink and
+    /// rename keep a logged inode's names in the log up to date.
+    pub(super) fn need_log_inode(st: &FsState, ino: Ino, t: TransId) -> bool {
+        let i = &st.inodes[&ino];
+        i.logged_trans != t || i.copy_everything
+    }
+
+    /// Whether `dir` must make the fsync fall back before it is logged in full: the
+    /// check 64d6b281ba4d moved to the top of btrfs_log_inode@v5.12 (a directory logged
+    /// LOG_INODE_ALL whose last_unlink_trans is this transaction: a file moved out of it
+    /// would be lost). Marks the transaction like check_parent_dirs_for_sync and returns
+    /// the oracle's verdict on the mark.
+    pub(super) fn dir_forces_commit(&self, t: TransId, fsynced: Ino, dir: Ino) -> Option<bool> {
+        if !self.inner.st.borrow().inodes[&dir].is_dir
+            || self.inner.st.borrow().inodes[&dir].last_unlink_trans < t
+        {
+            return None;
+        }
+        Some(self.mark_full_commit(t, fsynced))
     }
 
     /// inode_logged (tree-log.c@v5.10): logged in this transaction, or changed in it with
@@ -593,7 +668,9 @@ impl Btrfs {
             }
         }
         // … and check_parent_dirs_for_sync may mark the transaction.
-        if self.check_parent_dirs_for_sync(t, ino).is_some() {
+        if !self.log_patch(LogPatch::NoParentDirsCheck)
+            && self.check_parent_dirs_for_sync(t, ino).is_some()
+        {
             self.inner.m.borrow_mut().new_name_full_commit_marks += 1;
             return;
         }

@@ -7,7 +7,8 @@ use crate::vfs::OpError;
 impl Btrfs {
     /// btrfs_setxattr_trans (xattr.c@v5.10): btrfs_start_transaction(root, 2), btrfs_setxattr
     /// inserts the BTRFS_XATTR_ITEM_KEY item next to the inode item, then inode_inc_iversion,
-    /// ctime and btrfs_update_inode (which stamps last_trans). A later LOG_INODE_ALL logs
+    /// ctime, set_bit(BTRFS_INODE_COPY_EVERYTHING) and btrfs_update_inode (which stamps
+    /// last_trans). A later LOG_INODE_ALL logs
     /// every xattr (tree-log.c:btrfs_log_all_xattrs@v5.10).
     pub(super) async fn setxattr(&self, path: &str, name: &str) -> Result<(), OpError> {
         let ino = self.resolve(path)?;
@@ -19,6 +20,7 @@ impl Btrfs {
             let i = st.inodes.get_mut(&ino).unwrap();
             i.xattrs.insert(name.to_string(), t);
             i.item_trans = t;
+            i.copy_everything = true;
             Self::dirty(&mut st, t, &[blocks::inode_leaf(&self.inner.costs, ino)]);
         }
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
