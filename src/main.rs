@@ -1237,6 +1237,8 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
             }
             *slot = (done, report.result);
         }
+        // Checkpoints are written into it: a directory under /dev or /proc is refused.
+        out_dir("--resume", d)?;
     } else if let Some(d) = &a.out {
         out_dir("--out", d)?;
     }
