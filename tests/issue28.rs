@@ -137,3 +137,85 @@ fn a_chrome_trace_through_a_symlink_chain_lands_at_the_end_of_the_chain() {
     assert_eq!(entries(&d), ["l1", "sub"]);
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// An ext3 or ext4 scenario: `setup`, then one task doing `ops`.
+fn ext_scenario(fs: &str, setup: &[&str], ops: &[&str]) -> String {
+    let list = |v: &[&str]| {
+        v.iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "name = \"e\"\nrace = \"E\"\ntitle = \"t\"\nsummary = \"s\"\nfs = \"{fs}\"\ndevice = \"hdd\"\nsetup = [{}]\n[[task]]\nname = \"A\"\nops = [{}]\n[policies]\nbefore = \"linux-2.6.36\"\nafter = \"linux-2.6.37\"\n",
+        list(setup),
+        list(ops)
+    )
+}
+
+/// The scenario failure of running `ops` after `setup` (None: every operation succeeded).
+fn ext_failure(fs: &str, setup: &[&str], ops: &[&str]) -> Option<String> {
+    let sc = models::scenario::Scenario::parse(&ext_scenario(fs, setup, ops), "e.toml").unwrap();
+    let p = models::kernel::Policy::preset("linux-2.6.37").unwrap();
+    let dev = models::device::DeviceConfig::resolve(&sc.device).unwrap();
+    let r = models::scenario::run(&sc, &p, &dev, 1, &models::scenario::Interleaving::Script);
+    r.violations
+        .iter()
+        .find(|v| v.invariant == "scenario")
+        .map(|v| v.message.clone())
+}
+
+#[test]
+fn ext_rename_fails_as_rename_2_does_instead_of_panicking() {
+    let setup = [
+        "mkdir /d",
+        "create /d/f",
+        "mkdir /d/e",
+        "mkdir /e2",
+        "mkdir /e3",
+        "create /e3/x",
+        "create /g",
+    ];
+    for fs in ["ext3", "ext4"] {
+        for (op, want) in [
+            // Onto an ancestor of the source: ENOTEMPTY (Linux checks the rename trap first).
+            ("rename /d/f /d", Some("directory not empty: /d")),
+            ("rename /d/e /d", Some("directory not empty: /d")),
+            // A directory into its own subtree: EINVAL.
+            (
+                "rename /d /d/e/x",
+                Some("cannot move a directory into itself"),
+            ),
+            (
+                "rename /d /d/e",
+                Some("cannot move a directory into itself"),
+            ),
+            // A non-directory onto a directory: EISDIR; the other way round: ENOTDIR.
+            ("rename /g /e2", Some("is a directory: /e2")),
+            ("rename /d /g", Some("not a directory: /g")),
+            ("rename /d /e3", Some("directory not empty: /e3")),
+            // A directory onto an empty directory, a file onto a file, a name onto itself.
+            ("rename /d /e2", None),
+            ("rename /g /d/f", None),
+            ("rename /g /g", None),
+        ] {
+            let got = ext_failure(fs, &setup, &[op, "fsync /e3/x"]);
+            match want {
+                Some(w) => {
+                    let got = got.unwrap_or_else(|| panic!("{fs}: {op} succeeded"));
+                    assert!(got.contains(w), "{fs}: {op}: {got}");
+                }
+                None => assert_eq!(got, None, "{fs}: {op}"),
+            }
+        }
+        // After a refused rename the tree is intact: the file is still there to fsync.
+        let m = ext_failure(fs, &setup, &["rename /d/f /d", "fsync /d/f"]).unwrap();
+        assert!(m.ends_with("directory not empty: /d"), "{m}");
+    }
+    // The command line: one line, exit 2, no panic.
+    let d = temp_dir("rename");
+    let text = ext_scenario("ext4", &["mkdir /d", "create /d/f"], &["rename /d/f /d"]);
+    std::fs::write(d.join("s.toml"), text).unwrap();
+    assert_one_line_in(&d, 2, &["run", "s.toml"], &["directory not empty: /d"]);
+    std::fs::remove_dir_all(d).unwrap();
+}
