@@ -219,3 +219,55 @@ fn ext_rename_fails_as_rename_2_does_instead_of_panicking() {
     assert_one_line_in(&d, 2, &["run", "s.toml"], &["directory not empty: /d"]);
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// Runs fsyncsim, killing it after `secs` seconds: None when it did not end by then.
+fn fsyncsim_within(secs: u64, args: &[&str]) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run fsyncsim");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn a_shard_of_the_whole_seed_space_runs_only_its_own_seeds() {
+    let max = u64::MAX.to_string();
+    let range = format!("0..{max}");
+    // The last shard of 2^64 - 1 owns one seed, 2^64 - 2; the last of 2^63 one too, the
+    // first of 2^62 four.
+    for (k, n, runs) in [
+        (u64::MAX, u64::MAX, 1),
+        (1u64 << 63, 1u64 << 63, 1),
+        (1, 1u64 << 62, 4),
+    ] {
+        let shard = format!("{k}/{n}");
+        let o = fsyncsim_within(
+            60,
+            &[
+                "sweep", R1, "--seeds", &range, "--shard", &shard, "--json", "--jobs", "1",
+            ],
+        )
+        .unwrap_or_else(|| panic!("--shard {shard} did not end within 60 s"));
+        assert_eq!(o.status.code(), Some(0), "{shard}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        for r in v.as_array().unwrap() {
+            assert_eq!(r["runs"], runs, "{shard}: {r}");
+            // Every hit is one of the shard's seeds.
+            for t in r["targets"].as_object().unwrap().values() {
+                let first = t["first_seed"].as_u64().unwrap();
+                assert_eq!(first % n, k - 1, "{shard}: {t}");
+            }
+        }
+    }
+}
