@@ -28,8 +28,9 @@ macro_rules! exit_codes {
          0  success (also when a reader closes the pipe early: fsyncsim run | head)\n  \
          1  an invariant fired (run, replay, sweep: S1, S2, S3 or the time limit in any run or\n     \
          seed), a check failed (check), or stdout could not be written\n  \
-         2  bad input: flags, files, an output path that is not a regular file (a directory\n     \
-         for --out DIR), a scenario that cannot play (a stuck script, a failing setup;\n     \
+         2  bad input: flags, files, an input file that is not a regular file or is larger than\n     \
+         16 MiB, an output path that is not a regular file (a directory for --out DIR) or is\n     \
+         under /dev, /proc or /sys (a symlink is followed to its target), a scenario that cannot play (a stuck script, a failing setup;\n     \
          a sweep in which every seed fails to play)\n  \
          3  a resource limit refused the request (sweep, workload, compare, bench, fio: one line\n     \
          naming the flags and the estimate; --force runs anyway)"
@@ -1188,8 +1189,8 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         vec![(0, models::sweep::SweepResult::default()); pols.len()];
     if let Some(d) = &a.resume {
         let path = d.join("state.json");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| Failure(format!("--resume {}: {e}", path.display())))?;
+        let text = models::units::read_text(&path.display().to_string(), "checkpoint")
+            .map_err(|(at, e)| Failure(format!("--resume {at}: {e}")))?;
         // Both checksums first: an edited or truncated file is refused as a whole.
         let (state_meta, state_progress) =
             reports::checkpoint::open(&text, &path.display().to_string()).map_err(Failure)?;
@@ -1366,7 +1367,8 @@ fn merge(files: &[PathBuf], json: bool) -> Result<(), Failure> {
     let mut inputs = Vec::new();
     for f in files {
         let name = f.display().to_string();
-        let text = std::fs::read_to_string(f).map_err(|e| Failure(format!("{name}: {e}")))?;
+        let text = models::units::read_text(&name, "sweep JSON")
+            .map_err(|(at, e)| Failure(format!("{at}: {e}")))?;
         let reports = reports::sweep::read_shards(&name, &text).map_err(Failure)?;
         inputs.push((name, reports));
     }

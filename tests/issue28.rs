@@ -221,9 +221,10 @@ fn ext_rename_fails_as_rename_2_does_instead_of_panicking() {
 }
 
 /// Runs fsyncsim, killing it after `secs` seconds: None when it did not end by then.
-fn fsyncsim_within(secs: u64, args: &[&str]) -> Option<Output> {
+fn fsyncsim_within(dir: &Path, secs: u64, args: &[&str]) -> Option<Output> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
         .args(args)
+        .current_dir(dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -253,6 +254,7 @@ fn a_shard_of_the_whole_seed_space_runs_only_its_own_seeds() {
     ] {
         let shard = format!("{k}/{n}");
         let o = fsyncsim_within(
+            Path::new("."),
             60,
             &[
                 "sweep", R1, "--seeds", &range, "--shard", &shard, "--json", "--jobs", "1",
@@ -270,4 +272,70 @@ fn a_shard_of_the_whole_seed_space_runs_only_its_own_seeds() {
             }
         }
     }
+}
+
+#[cfg(unix)]
+#[test]
+fn input_files_that_are_not_small_regular_files_are_refused_without_reading_them() {
+    let d = temp_dir("inputs");
+    let cap = models::units::MAX_INPUT_BYTES;
+    let want = format!("expected a regular file of at most {cap} bytes");
+    assert_eq!(cap, 16 << 20);
+    assert!(Command::new("mkfifo")
+        .arg(d.join("fifo.toml"))
+        .status()
+        .unwrap()
+        .success());
+    // One byte over the cap (sparse: nothing to write).
+    std::fs::File::create(d.join("big.toml"))
+        .unwrap()
+        .set_len(cap + 1)
+        .unwrap();
+    std::fs::create_dir(d.join("state-fifo")).unwrap();
+    assert!(Command::new("mkfifo")
+        .arg(d.join("state-fifo/state.json"))
+        .status()
+        .unwrap()
+        .success());
+    // A scenario that names /dev/zero as its device file.
+    let sc = std::fs::read_to_string(format!(
+        "{}/scenarios/j1a-fsync-waits-for-async-commit.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+    .replace("device = \"hdd\"", "device = \"/dev/zero\"");
+    assert!(sc.contains("/dev/zero"));
+    std::fs::write(d.join("zero-device.toml"), sc).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "/dev/zero"], "/dev/zero"),
+        (vec!["run", "fifo.toml"], "fifo.toml"),
+        (vec!["run", "big.toml"], "big.toml"),
+        (vec!["check", "big.toml"], "big.toml"),
+        (vec!["run", "zero-device.toml"], "/dev/zero"),
+        (
+            vec!["sweep", "zero-device.toml", "--seeds", "0..4"],
+            "/dev/zero",
+        ),
+        (vec!["run", R1, "--device", "/dev/zero"], "/dev/zero"),
+        (vec!["run", R1, "--device", "fifo.toml"], "fifo.toml"),
+        (vec!["fio", "--device", "fifo.toml"], "fifo.toml"),
+        (vec!["workload", "/dev/zero"], "/dev/zero"),
+        (vec!["workload", "big.toml"], "big.toml"),
+        (vec!["merge", "/dev/zero"], "/dev/zero"),
+        (vec!["merge", "fifo.toml"], "fifo.toml"),
+        (
+            vec!["sweep", R1, "--seeds", "0..4", "--resume", "state-fifo"],
+            "state-fifo/state.json",
+        ),
+    ];
+    for (args, path) in &cases {
+        let o = fsyncsim_within(&d, 30, args)
+            .unwrap_or_else(|| panic!("{args:?} did not end within 30 s"));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        assert!(err.contains(&format!("{path}: {want}")), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(d).unwrap();
 }
