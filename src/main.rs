@@ -1177,6 +1177,12 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     // Where checkpoints go, and what an earlier interrupted run left there.
     let dir = a.out.clone().or_else(|| a.resume.clone());
     let flags = a.strat.flags();
+    // What determines each policy's result (reports::sweep::Identity): in every report, and
+    // in the checkpoint's arguments, so that --resume with other inputs is refused.
+    let ids: Vec<reports::sweep::Identity> = pols
+        .iter()
+        .map(|p| reports::sweep::Identity::new(&sc, &dev, p, &flags, &a.seeds, COMMIT))
+        .collect();
     let meta = serde_json::json!({
         "version": reports::sweep::VERSION,
         "scenario": sc.name,
@@ -1184,6 +1190,7 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         "shard": a.shard.map(|s| format!("{}/{}", s.k, s.n)),
         "strategy": flags,
         "policies": pols.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+        "identity": ids.iter().map(|id| id.json()).collect::<Vec<_>>(),
     });
     let mut progress: Vec<(u64, models::sweep::SweepResult)> =
         vec![(0, models::sweep::SweepResult::default()); pols.len()];
@@ -1196,8 +1203,9 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
             reports::checkpoint::open(&text, &path.display().to_string()).map_err(Failure)?;
         if state_meta != meta {
             return Err(Failure(format!(
-                "--resume {}: it holds a sweep with other arguments ({state_meta}); rerun with those",
+                "--resume {}: it holds a sweep with other arguments: {}; rerun with those",
                 d.display(),
+                meta_difference(&state_meta, &meta),
             )));
         }
         if state_progress.len() != progress.len() {
@@ -1262,7 +1270,9 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
                     stop.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
                 match &dir {
-                    Some(d) => write_state(d, &meta, &progress, &sc, &pols, &a, shard, &flags),
+                    Some(d) => {
+                        write_state(d, &meta, &progress, &sc, &dev, &pols, &a, shard, &flags)
+                    }
                     None => Ok(()),
                 }
             };
@@ -1286,8 +1296,15 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         }
         progress[i] = (done, acc.clone());
         bar.set_message(format!("{} hit targets", acc.targets.len()));
-        let mut report =
-            reports::sweep::SweepReport::new(&sc, p, &flags, a.seeds.clone(), shard, acc);
+        let mut report = reports::sweep::SweepReport::new(
+            &sc,
+            p,
+            &flags,
+            a.seeds.clone(),
+            shard,
+            acc,
+            ids[i].clone(),
+        );
         report.partial = !finished;
         out.push(report);
     }
@@ -1328,6 +1345,45 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     } else {
         Verdict::Clean
     })
+}
+
+/// The commit this binary was built from (build.rs; "unknown commit" outside git).
+const COMMIT: &str = env!("FSYNCSIM_COMMIT");
+
+/// Which argument or input of a checkpoint (`was`) differs from this sweep's (`now`), in
+/// words: the first of the arguments, then of each policy's identity fields.
+fn meta_difference(was: &serde_json::Value, now: &serde_json::Value) -> String {
+    for (key, what) in [
+        ("scenario", "scenario"),
+        ("seeds", "seed range"),
+        ("shard", "shard"),
+        ("strategy", "strategy"),
+        ("policies", "policies"),
+        ("version", "version"),
+    ] {
+        if was[key] != now[key] {
+            return format!("its {what} is {} (now {})", was[key], now[key]);
+        }
+    }
+    let (old, new) = (&was["identity"], &now["identity"]);
+    if old.is_null() {
+        return "it was written before checkpoints recorded the sweep's inputs".to_string();
+    }
+    let n = old
+        .as_array()
+        .map_or(0, Vec::len)
+        .max(new.as_array().map_or(0, Vec::len));
+    for field in reports::sweep::IDENTITY_FIELDS {
+        for i in 0..n {
+            if old[i][field] != new[i][field] {
+                return format!(
+                    "its {field} differs ({} there, {} now)",
+                    old[i][field], new[i][field]
+                );
+            }
+        }
+    }
+    "its arguments differ".to_string()
 }
 
 /// The first seed, when every seed of a sweep failed to play (a stuck script or a failed
@@ -1384,6 +1440,7 @@ fn write_state(
     meta: &serde_json::Value,
     progress: &[(u64, models::sweep::SweepResult)],
     sc: &Scenario,
+    dev: &DeviceConfig,
     pols: &[Policy],
     a: &SweepArgs,
     shard: models::sweep::Shard,
@@ -1393,8 +1450,15 @@ fn write_state(
         .iter()
         .zip(pols)
         .map(|((done, r), p)| {
-            let mut rep =
-                reports::sweep::SweepReport::new(sc, p, flags, a.seeds.clone(), shard, r.clone());
+            let mut rep = reports::sweep::SweepReport::new(
+                sc,
+                p,
+                flags,
+                a.seeds.clone(),
+                shard,
+                r.clone(),
+                reports::sweep::Identity::new(sc, dev, p, flags, &a.seeds, COMMIT),
+            );
             // A checkpoint holds the counts of the chunks done so far.
             rep.partial = true;
             serde_json::json!({"done_chunks": done, "report": rep.json()})

@@ -339,3 +339,125 @@ fn input_files_that_are_not_small_regular_files_are_refused_without_reading_them
     }
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// Runs `args` in `dir` and asserts success; returns stdout.
+fn ok_in(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let o = fsyncsim_in(dir, args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    o.stdout
+}
+
+#[test]
+fn resume_refuses_a_checkpoint_of_another_device_or_scenario_text() {
+    let d = temp_dir("identity-resume");
+    let sc = std::fs::read_to_string(format!(
+        "{}/scenarios/{R1}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    std::fs::write(d.join("s.toml"), &sc).unwrap();
+    let base = ["sweep", "s.toml", "--seeds", "0..9000", "--jobs", "1"];
+    let stopped = |dir: &str| {
+        ok_in(
+            &d,
+            &[&base[..], &["--out", dir, "--stop-after-chunks", "1"]].concat(),
+        );
+    };
+    // The example: interrupted on nvme, resumed on sata-ssd.
+    stopped("a");
+    assert_one_line_in(
+        &d,
+        2,
+        &[
+            &base[..],
+            &["--device", "sata-ssd", "--resume", "a", "--json"],
+        ]
+        .concat(),
+        &["--resume a", "other arguments", "its device differs"],
+    );
+    // The scenario file edited between the two runs (a comment is enough).
+    std::fs::write(d.join("s.toml"), format!("{sc}\n# edited\n")).unwrap();
+    assert_one_line_in(
+        &d,
+        2,
+        &[&base[..], &["--resume", "a"]].concat(),
+        &["--resume a", "its scenario differs"],
+    );
+    // With the same inputs it finishes, as the unbroken sweep does.
+    std::fs::write(d.join("s.toml"), &sc).unwrap();
+    let resumed = ok_in(&d, &[&base[..], &["--resume", "a", "--json"]].concat());
+    assert_eq!(resumed, ok_in(&d, &[&base[..], &["--json"]].concat()));
+    // The record: every report carries the identity, with the commit.
+    let v: serde_json::Value = serde_json::from_slice(&resumed).unwrap();
+    for r in v.as_array().unwrap() {
+        let id = &r["identity"];
+        for f in [
+            "scenario", "device", "policy", "strategy", "seeds", "version", "commit",
+        ] {
+            assert!(id[f].as_str().is_some_and(|s| !s.is_empty()), "{f}: {id}");
+        }
+        assert!(id["device"].as_str().unwrap().starts_with("fnv1a64:"));
+        assert_eq!(id["seeds"], "0..9000");
+    }
+    assert_ne!(v[0]["identity"]["policy"], v[1]["identity"]["policy"]);
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn merge_refuses_shards_of_another_device_scenario_text_or_edited_identity() {
+    let d = temp_dir("identity-merge");
+    let sc = std::fs::read_to_string(format!(
+        "{}/scenarios/{R1}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    std::fs::write(d.join("s.toml"), &sc).unwrap();
+    let shard = |k: &str, extra: &[&str], out: &str| {
+        let args = [
+            &[
+                "sweep", "s.toml", "--seeds", "0..200", "--shard", k, "--json",
+            ][..],
+            extra,
+        ]
+        .concat();
+        std::fs::write(d.join(out), ok_in(&d, &args)).unwrap();
+    };
+    shard("1/2", &[], "s1.json");
+    shard("2/2", &[], "s2.json");
+    shard("2/2", &["--device", "sata-ssd"], "s2-ssd.json");
+    std::fs::write(d.join("s.toml"), format!("{sc}\n# edited\n")).unwrap();
+    shard("2/2", &[], "s2-edited.json");
+    // The good pair merges into what the unsharded sweep prints.
+    std::fs::write(d.join("s.toml"), &sc).unwrap();
+    assert_eq!(
+        ok_in(&d, &["merge", "s1.json", "s2.json", "--json"]),
+        ok_in(&d, &["sweep", "s.toml", "--seeds", "0..200", "--json"])
+    );
+    assert_one_line_in(
+        &d,
+        2,
+        &["merge", "s1.json", "s2-ssd.json"],
+        &["s2-ssd.json", "another device", "do not merge"],
+    );
+    assert_one_line_in(
+        &d,
+        2,
+        &["merge", "s1.json", "s2-edited.json"],
+        &["s2-edited.json", "another scenario"],
+    );
+    // An identity edited by hand no longer matches its digest.
+    let text = std::fs::read_to_string(d.join("s2-ssd.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let ssd = v[0]["identity"]["device"].as_str().unwrap().to_string();
+    let nvme: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("s1.json")).unwrap()).unwrap();
+    let nvme = nvme[0]["identity"]["device"].as_str().unwrap().to_string();
+    std::fs::write(d.join("forged.json"), text.replace(&ssd, &nvme)).unwrap();
+    assert_one_line_in(
+        &d,
+        2,
+        &["merge", "s1.json", "forged.json"],
+        &["forged.json", "do not match their digest"],
+    );
+    std::fs::remove_dir_all(d).unwrap();
+}
