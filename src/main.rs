@@ -30,8 +30,9 @@ macro_rules! exit_codes {
          seed), a check failed (check), or stdout could not be written\n  \
          2  bad input: flags, files, an input file that is not a regular file or is larger than\n     \
          16 MiB, an output path that is not a regular file (a directory for --out DIR) or is\n     \
-         under /dev, /proc or /sys (a symlink is followed to its target), a scenario that cannot play (a stuck script, a failing setup;\n     \
-         a sweep in which every seed fails to play)\n  \
+         under /dev, /proc or /sys (a symlink is followed to its target and that replaced),\n     \
+         a scenario that cannot play (a stuck script, a failing setup; a sweep in which\n     \
+         every seed fails to play)\n  \
          3  a resource limit refused the request (sweep, workload, compare, bench, fio: one line\n     \
          naming the flags and the estimate; --force runs anyway)"
     };
