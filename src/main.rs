@@ -28,9 +28,11 @@ macro_rules! exit_codes {
          0  success (also when a reader closes the pipe early: fsyncsim run | head)\n  \
          1  an invariant fired (run, replay, sweep: S1, S2, S3 or the time limit in any run or\n     \
          seed), a check failed (check), or stdout could not be written\n  \
-         2  bad input: flags, files, an output path that is not a regular file (a directory\n     \
-         for --out DIR), a scenario that cannot play (a stuck script, a failing setup;\n     \
-         a sweep in which every seed fails to play)\n  \
+         2  bad input: flags, files, an input file that is not a regular file or is larger than\n     \
+         16 MiB, an output path that is not a regular file (a directory for --out DIR) or is\n     \
+         under /dev, /proc or /sys (a symlink is followed to its target and that replaced),\n     \
+         a scenario that cannot play (a stuck script, a failing setup; a sweep in which\n     \
+         every seed fails to play)\n  \
          3  a resource limit refused the request (sweep, workload, compare, bench, fio: one line\n     \
          naming the flags and the estimate; --force runs anyway)"
     };
@@ -1176,6 +1178,12 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     // Where checkpoints go, and what an earlier interrupted run left there.
     let dir = a.out.clone().or_else(|| a.resume.clone());
     let flags = a.strat.flags();
+    // What determines each policy's result (reports::sweep::Identity): in every report, and
+    // in the checkpoint's arguments, so that --resume with other inputs is refused.
+    let ids: Vec<reports::sweep::Identity> = pols
+        .iter()
+        .map(|p| reports::sweep::Identity::new(&sc, &dev, p, &flags, &a.seeds, COMMIT))
+        .collect();
     let meta = serde_json::json!({
         "version": reports::sweep::VERSION,
         "scenario": sc.name,
@@ -1183,20 +1191,22 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         "shard": a.shard.map(|s| format!("{}/{}", s.k, s.n)),
         "strategy": flags,
         "policies": pols.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+        "identity": ids.iter().map(|id| id.json()).collect::<Vec<_>>(),
     });
     let mut progress: Vec<(u64, models::sweep::SweepResult)> =
         vec![(0, models::sweep::SweepResult::default()); pols.len()];
     if let Some(d) = &a.resume {
         let path = d.join("state.json");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| Failure(format!("--resume {}: {e}", path.display())))?;
+        let text = models::units::read_text(&path.display().to_string(), "checkpoint")
+            .map_err(|(at, e)| Failure(format!("--resume {at}: {e}")))?;
         // Both checksums first: an edited or truncated file is refused as a whole.
         let (state_meta, state_progress) =
             reports::checkpoint::open(&text, &path.display().to_string()).map_err(Failure)?;
         if state_meta != meta {
             return Err(Failure(format!(
-                "--resume {}: it holds a sweep with other arguments ({state_meta}); rerun with those",
+                "--resume {}: it holds a sweep with other arguments: {}; rerun with those",
                 d.display(),
+                meta_difference(&state_meta, &meta),
             )));
         }
         if state_progress.len() != progress.len() {
@@ -1237,6 +1247,8 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
             }
             *slot = (done, report.result);
         }
+        // Checkpoints are written into it: a directory under /dev or /proc is refused.
+        out_dir("--resume", d)?;
     } else if let Some(d) = &a.out {
         out_dir("--out", d)?;
     }
@@ -1259,7 +1271,9 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
                     stop.store(true, std::sync::atomic::Ordering::SeqCst);
                 }
                 match &dir {
-                    Some(d) => write_state(d, &meta, &progress, &sc, &pols, &a, shard, &flags),
+                    Some(d) => {
+                        write_state(d, &meta, &progress, &sc, &dev, &pols, &a, shard, &flags)
+                    }
                     None => Ok(()),
                 }
             };
@@ -1283,8 +1297,15 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         }
         progress[i] = (done, acc.clone());
         bar.set_message(format!("{} hit targets", acc.targets.len()));
-        let mut report =
-            reports::sweep::SweepReport::new(&sc, p, &flags, a.seeds.clone(), shard, acc);
+        let mut report = reports::sweep::SweepReport::new(
+            &sc,
+            p,
+            &flags,
+            a.seeds.clone(),
+            shard,
+            acc,
+            ids[i].clone(),
+        );
         report.partial = !finished;
         out.push(report);
     }
@@ -1327,6 +1348,45 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     })
 }
 
+/// The commit this binary was built from (build.rs; "unknown commit" outside git).
+const COMMIT: &str = env!("FSYNCSIM_COMMIT");
+
+/// Which argument or input of a checkpoint (`was`) differs from this sweep's (`now`), in
+/// words: the first of the arguments, then of each policy's identity fields.
+fn meta_difference(was: &serde_json::Value, now: &serde_json::Value) -> String {
+    for (key, what) in [
+        ("scenario", "scenario"),
+        ("seeds", "seed range"),
+        ("shard", "shard"),
+        ("strategy", "strategy"),
+        ("policies", "policies"),
+        ("version", "version"),
+    ] {
+        if was[key] != now[key] {
+            return format!("its {what} is {} (now {})", was[key], now[key]);
+        }
+    }
+    let (old, new) = (&was["identity"], &now["identity"]);
+    if old.is_null() {
+        return "it was written before checkpoints recorded the sweep's inputs".to_string();
+    }
+    let n = old
+        .as_array()
+        .map_or(0, Vec::len)
+        .max(new.as_array().map_or(0, Vec::len));
+    for field in reports::sweep::IDENTITY_FIELDS {
+        for i in 0..n {
+            if old[i][field] != new[i][field] {
+                return format!(
+                    "its {field} differs ({} there, {} now)",
+                    old[i][field], new[i][field]
+                );
+            }
+        }
+    }
+    "its arguments differ".to_string()
+}
+
 /// The first seed, when every seed of a sweep failed to play (a stuck script or a failed
 /// operation in all of them).
 fn never_played(r: &models::sweep::SweepResult) -> Option<u64> {
@@ -1364,7 +1424,8 @@ fn merge(files: &[PathBuf], json: bool) -> Result<(), Failure> {
     let mut inputs = Vec::new();
     for f in files {
         let name = f.display().to_string();
-        let text = std::fs::read_to_string(f).map_err(|e| Failure(format!("{name}: {e}")))?;
+        let text = models::units::read_text(&name, "sweep JSON")
+            .map_err(|(at, e)| Failure(format!("{at}: {e}")))?;
         let reports = reports::sweep::read_shards(&name, &text).map_err(Failure)?;
         inputs.push((name, reports));
     }
@@ -1380,6 +1441,7 @@ fn write_state(
     meta: &serde_json::Value,
     progress: &[(u64, models::sweep::SweepResult)],
     sc: &Scenario,
+    dev: &DeviceConfig,
     pols: &[Policy],
     a: &SweepArgs,
     shard: models::sweep::Shard,
@@ -1389,8 +1451,15 @@ fn write_state(
         .iter()
         .zip(pols)
         .map(|((done, r), p)| {
-            let mut rep =
-                reports::sweep::SweepReport::new(sc, p, flags, a.seeds.clone(), shard, r.clone());
+            let mut rep = reports::sweep::SweepReport::new(
+                sc,
+                p,
+                flags,
+                a.seeds.clone(),
+                shard,
+                r.clone(),
+                reports::sweep::Identity::new(sc, dev, p, flags, &a.seeds, COMMIT),
+            );
             // A checkpoint holds the counts of the chunks done so far.
             rep.partial = true;
             serde_json::json!({"done_chunks": done, "report": rep.json()})

@@ -181,6 +181,8 @@ pub struct Scenario {
     pub setup_lines: Vec<usize>,
     /// File line of each task operation, per task.
     pub task_lines: Vec<Vec<usize>>,
+    /// FNV-1a 64 of the text it was parsed from: what a sweep's identity records of it.
+    pub source_digest: u64,
 }
 
 const IN_EXPECTATIONS: &str = "in expectations";
@@ -713,6 +715,7 @@ impl Scenario {
             expect_pre,
             expect_post,
             origin: origin.to_string(),
+            source_digest: crate::units::fnv1a64(text.as_bytes()),
             setup_lines: f
                 .setup
                 .iter()

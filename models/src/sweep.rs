@@ -122,6 +122,25 @@ impl Shard {
         Ok(Shard { k, n })
     }
 
+    /// The seeds of `seeds` this shard runs, for a whole range starting at `start`: the
+    /// first and how many (every `n`-th from it), or None when it holds none. Computed, not
+    /// walked: a shard of a range of 2^64 seeds finds its seeds at once.
+    pub fn owned_in(&self, start: u64, seeds: Range<u64>) -> Option<(u64, u64)> {
+        let n = u128::from(self.n);
+        let (lo, hi) = (
+            u128::from(seeds.start - start),
+            u128::from(seeds.end - start),
+        );
+        // The first offset at or after `lo` that is k - 1 modulo n.
+        let first = lo + (u128::from(self.k - 1) + n - lo % n) % n;
+        if first >= hi {
+            return None;
+        }
+        let count = (hi - first - 1) / n + 1;
+        // Both fit: first < hi <= 2^64 - 1 - start, and count <= hi - first.
+        Some((start + first as u64, count as u64))
+    }
+
     /// Whether this shard runs `seed` of a range starting at `start`.
     pub fn owns(&self, start: u64, seed: u64) -> bool {
         (seed - start) % self.n == self.k - 1
@@ -133,8 +152,10 @@ pub const CHUNK: u64 = 4096;
 
 /// Runs `seeds` chunk by chunk (CHUNK seeds of the range each), starting after `done`
 /// chunks, folding into `acc`; stops between chunks when `stop` is set. `checkpoint` is
-/// called after every chunk with the chunks done and the result so far. Returns the chunks
-/// done and whether the range is finished.
+/// called after every chunk that holds a seed of `shard`, and once at the end, with the
+/// chunks done and the result so far; chunks without such a seed are skipped without being
+/// walked, so a shard of a huge range costs its own seeds only. Returns the chunks done and
+/// whether the range is finished.
 #[allow(clippy::too_many_arguments)]
 pub fn sweep_chunked(
     sc: &Scenario,
@@ -151,6 +172,10 @@ pub fn sweep_chunked(
     checkpoint: &mut dyn FnMut(u64, &SweepResult) -> Result<(), String>,
 ) -> Result<(u64, bool), String> {
     let chunks = (seeds.end - seeds.start).div_ceil(CHUNK);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| format!("cannot start {jobs} threads: {e}"))?;
     while done < chunks {
         if stop.load(std::sync::atomic::Ordering::SeqCst) {
             return Ok((done, false));
@@ -159,51 +184,32 @@ pub fn sweep_chunked(
         // Saturating: a range may end at 2^64 - 1.
         let hi = lo.saturating_add(CHUNK).min(seeds.end);
         // Shard ownership is relative to the whole range's start.
-        let part = sweep_owned(
-            sc,
-            policy,
-            device,
-            lo..hi,
-            seeds.start,
-            shard,
-            jobs,
-            strategy,
-            progress,
-        )?;
+        let Some((first, count)) = shard.owned_in(seeds.start, lo..hi) else {
+            // No seed of this shard here: on to the chunk of its next seed, or the end.
+            done = shard
+                .owned_in(seeds.start, lo..seeds.end)
+                .map_or(chunks, |(next, _)| (next - seeds.start) / CHUNK);
+            if done == chunks {
+                checkpoint(done, acc)?;
+            }
+            continue;
+        };
+        let part = pool.install(|| {
+            (0..count)
+                .into_par_iter()
+                .map(|j| {
+                    let seed = first + j * shard.n;
+                    progress(1);
+                    let r = run_with_trace(sc, policy, device, seed, strategy, false);
+                    SweepResult::of_run(seed, &r)
+                })
+                .reduce(SweepResult::default, SweepResult::merge)
+        });
         *acc = std::mem::take(acc).merge(part);
         done += 1;
         checkpoint(done, acc)?;
     }
     Ok((done, true))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn sweep_owned(
-    sc: &Scenario,
-    policy: &Policy,
-    device: &DeviceConfig,
-    seeds: Range<u64>,
-    origin: u64,
-    shard: Shard,
-    jobs: usize,
-    strategy: &Interleaving,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<SweepResult, String> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| format!("cannot start {jobs} threads: {e}"))?;
-    Ok(pool.install(|| {
-        seeds
-            .into_par_iter()
-            .filter(|&seed| shard.owns(origin, seed))
-            .map(|seed| {
-                progress(1);
-                let r = run_with_trace(sc, policy, device, seed, strategy, false);
-                SweepResult::of_run(seed, &r)
-            })
-            .reduce(SweepResult::default, SweepResult::merge)
-    }))
 }
 
 /// Wilson score 95 % interval of a proportion `hits / n`.
@@ -256,6 +262,39 @@ mod tests {
         for seed in 10..40 {
             assert_eq!(shards.iter().filter(|s| s.owns(10, seed)).count(), 1);
         }
+        // owned_in gives exactly the seeds `owns` picks, for any sub-range.
+        for n in 1..=7 {
+            for k in 1..=n {
+                let sh = Shard { k, n };
+                for lo in 10..30 {
+                    for hi in lo + 1..40 {
+                        let want: Vec<u64> = (lo..hi).filter(|&s| sh.owns(10, s)).collect();
+                        let got: Vec<u64> = sh
+                            .owned_in(10, lo..hi)
+                            .map_or(vec![], |(f, c)| (0..c).map(|j| f + j * n).collect());
+                        assert_eq!(got, want, "{k}/{n} {lo}..{hi}");
+                    }
+                }
+            }
+        }
+        let last = Shard {
+            k: u64::MAX,
+            n: u64::MAX,
+        };
+        assert_eq!(last.owned_in(0, 0..u64::MAX), Some((u64::MAX - 1, 1)));
+        assert_eq!(last.owned_in(1, 1..u64::MAX), None);
+        assert_eq!(
+            Shard {
+                k: 3,
+                n: u64::MAX - 1
+            }
+            .owned_in(0, 0..u64::MAX),
+            Some((2, 1))
+        );
+        assert_eq!(
+            Shard { k: 1, n: 1 << 62 }.owned_in(5, 5..u64::MAX),
+            Some((5, 4))
+        );
         assert_eq!(Shard::parse("2/5"), Ok(Shard { k: 2, n: 5 }));
         for bad in ["3/2", "0/4", "a/b", "4", "1/0"] {
             assert!(Shard::parse(bad).is_err(), "{bad}");

@@ -42,12 +42,52 @@ mod tests {
     }
 }
 
-/// Reads the `what` file (scenario, device, …) at `spec`; an error comes back as
-/// (location, message): `spec:line` of the first bad byte for invalid UTF-8, `spec` when the
-/// file cannot be read.
+/// FNV-1a, 64 bits, of `bytes`: the stable hash of everything fsyncsim persists (sweep
+/// checkpoints' checksums, sweep identities); never std's `DefaultHasher`, which may change.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The largest input file fsyncsim reads (scenario, workload and device TOML, sweep
+/// checkpoints and shard JSON): 16 MiB. Larger files, and anything that is not a regular
+/// file (`/dev/zero`, a FIFO, a directory), are refused before they are read.
+pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+
+/// Reads the input file at `path` through [`MAX_INPUT_BYTES`]: refuses anything that is
+/// not a regular file (after following symlinks) or is larger, with the one message
+/// `expected a regular file of at most N bytes`; reads at most the cap plus one byte even
+/// if the file grows meanwhile. `what` names the file in other errors ("scenario").
+pub fn read_capped(path: &str, what: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let refused = || format!("expected a regular file of at most {MAX_INPUT_BYTES} bytes");
+    let cannot = |e: std::io::Error| format!("cannot read {what} file: {e}");
+    // Looked at before it is opened: opening a FIFO would wait for a writer.
+    let m = std::fs::metadata(path).map_err(cannot)?;
+    if !m.is_file() || m.len() > MAX_INPUT_BYTES {
+        return Err(refused());
+    }
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    let m = f.metadata().map_err(cannot)?;
+    if !m.is_file() {
+        return Err(refused());
+    }
+    let mut bytes = Vec::with_capacity(m.len().min(MAX_INPUT_BYTES) as usize);
+    f.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(refused());
+    }
+    Ok(bytes)
+}
+
+/// Reads the `what` file (scenario, device, …) at `spec` through [`read_capped`]; an error
+/// comes back as (location, message): `spec:line` of the first bad byte for invalid UTF-8,
+/// `spec` when the file cannot be read or is refused.
 pub fn read_text(spec: &str, what: &str) -> Result<String, (String, String)> {
-    let bytes = std::fs::read(spec)
-        .map_err(|e| (spec.to_string(), format!("cannot read {what} file: {e}")))?;
+    let bytes = read_capped(spec, what).map_err(|m| (spec.to_string(), m))?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;

@@ -9,12 +9,7 @@
 
 use serde_json::{json, Value};
 
-/// FNV-1a, 64 bits, of `bytes`.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
+pub use models::units::fnv1a64;
 
 /// The checksum of a JSON value: `fnv1a64:` and the FNV-1a 64 of its compact text.
 pub fn checksum(v: &Value) -> String {

@@ -7,13 +7,11 @@ use sim::trace::{TraceKind, TraceRecord};
 use sim::{Handle, Nanos, TaskId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A trace file being written.
 pub struct ChromeTrace {
-    out: BufWriter<std::fs::File>,
-    tmp: PathBuf,
-    path: PathBuf,
+    out: BufWriter<crate::output::Temp>,
     pid: u32,
     /// Tasks whose name was emitted.
     named: BTreeSet<TaskId>,
@@ -36,8 +34,7 @@ impl ChromeTrace {
     /// `path` that exists and is not a regular file is refused.
     pub fn create(path: &Path, process: &str) -> std::io::Result<ChromeTrace> {
         // Refuses a path that exists and is not a regular file (crate::output).
-        let (tmp, file) = crate::output::create_temp(path)?;
-        let mut out = BufWriter::new(file);
+        let mut out = BufWriter::new(crate::output::Temp::create(path)?);
         write!(
             out,
             "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{{\"name\":{}}}}}",
@@ -45,8 +42,6 @@ impl ChromeTrace {
         )?;
         Ok(ChromeTrace {
             out,
-            tmp,
-            path: path.to_path_buf(),
             pid: 1,
             named: BTreeSet::new(),
             open: BTreeMap::new(),
@@ -146,22 +141,14 @@ impl ChromeTrace {
         Ok(())
     }
 
-    /// Closes the JSON and moves the file into place.
+    /// Closes the JSON and moves the file into place (the temp file is removed on an error).
     pub fn finish(mut self) -> std::io::Result<()> {
-        let result = (|| {
-            self.out.write_all(b"\n]}\n")?;
-            self.out.flush()?;
-            self.out.get_ref().sync_all()?;
-            std::fs::rename(&self.tmp, &self.path)
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-        result
+        self.out.write_all(b"\n]}\n")?;
+        self.out.into_inner().map_err(|e| e.into_error())?.persist()
     }
 
     /// Drops the partial file (on an error elsewhere).
     pub fn abandon(self) {
-        let _ = std::fs::remove_file(&self.tmp);
+        drop(self);
     }
 }

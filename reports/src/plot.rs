@@ -12,7 +12,6 @@
 //! components stacked bottom-up in `stacks` order and each bar's total written above it.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use plotters::coord::combinators::LogCoord;
@@ -159,34 +158,23 @@ fn check_format(path: &Path) -> Result<Format, String> {
 
 fn write_chart<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
     let format = check_format(path)?;
-    let file_name = path
-        .file_name()
+    path.file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| format!("{}: not a file name", path.display()))?;
-    // A directory, FIFO or device at `path` is refused, not replaced by the rename below.
+    // A directory, FIFO or device at `path` is refused, a symlink followed (crate::output).
     crate::output::check_file(path).map_err(|e| format!("{}: {e}", path.display()))?;
     ensure_font()?;
-    let ext = match format {
-        Format::Png => "png",
-        Format::Svg => "svg",
-    };
-    // Unique per process and call, so concurrent writers never share a temp file.
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-    let pid = std::process::id();
-    let tmp = path.with_file_name(format!(".{file_name}.{pid}-{seq}.tmp.{ext}"));
-    let result = guarded(|| render(chart, format, &tmp))
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
-    match result {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(one_line(&format!("cannot write {}: {e}", path.display())))
-        }
-    }
+    let result = crate::output::Temp::create(path)
+        .map_err(|e| e.to_string())
+        .and_then(|mut tmp| {
+            guarded(|| render(chart, format, tmp.file()))?;
+            // On an error above, `tmp` is dropped here, which removes the temp file.
+            tmp.persist().map_err(|e| e.to_string())
+        });
+    result.map_err(|e| one_line(&format!("cannot write {}: {e}", path.display())))
 }
 
-fn render<C: Chart>(chart: &C, format: Format, tmp: &Path) -> Result<(), String> {
+fn render<C: Chart>(chart: &C, format: Format, out: &mut std::fs::File) -> Result<(), String> {
     match format {
         Format::Png => {
             // Render to an RGB buffer and encode it ourselves: plotters' own PNG writer
@@ -198,8 +186,7 @@ fn render<C: Chart>(chart: &C, format: Format, tmp: &Path) -> Result<(), String>
                 chart.draw(&root)?;
                 root.present().map_err(err)?;
             }
-            let file = std::fs::File::create(tmp).map_err(err)?;
-            let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), WIDTH, HEIGHT);
+            let mut encoder = png::Encoder::new(std::io::BufWriter::new(out), WIDTH, HEIGHT);
             encoder.set_color(png::ColorType::Rgb);
             encoder.set_depth(png::BitDepth::Eight);
             let mut writer = encoder.write_header().map_err(err)?;
@@ -213,7 +200,7 @@ fn render<C: Chart>(chart: &C, format: Format, tmp: &Path) -> Result<(), String>
                 chart.draw(&root)?;
                 root.present().map_err(err)?;
             }
-            std::fs::write(tmp, svg).map_err(err)
+            std::io::Write::write_all(out, svg.as_bytes()).map_err(err)
         }
     }
 }
@@ -785,7 +772,7 @@ mod tests {
     fn no_temp_files_left(dir: &Path) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
-            assert!(!name.contains(".tmp."), "temp file left behind: {name}");
+            assert!(!name.ends_with(".tmp"), "temp file left behind: {name}");
         }
     }
 
@@ -919,6 +906,26 @@ mod tests {
         std::fs::write(&p, b"old").unwrap();
         cdf_overlay("t", &[cdf("a", 1.0)], &p).unwrap();
         assert_eq!(png_size(&std::fs::read(&p).unwrap()), (WIDTH, HEIGHT));
+        no_temp_files_left(&dir);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_chart_path_replaces_the_target_not_the_link() {
+        let dir = scratch("link");
+        let target = dir.join("real.svg");
+        std::fs::write(&target, b"old").unwrap();
+        let link = dir.join("link.svg");
+        std::os::unix::fs::symlink("real.svg", &link).unwrap();
+        cdf_overlay("t", &[cdf("a", 1.0)], &link).unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::read_to_string(&target)
+            .unwrap()
+            .starts_with("<svg"));
         no_temp_files_left(&dir);
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -13,6 +13,127 @@ use std::ops::Range;
 /// The version stamped into sweep results; shards of different versions do not merge.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// Everything that determines one policy's sweep result, field by field, as recorded in
+/// its JSON (`"identity"`: a sweep's output, a shard, a checkpoint's reports): the
+/// scenario's text, the device (preset or file, as resolved) and the policy as stable
+/// FNV-1a digests, the strategy flags, the seed range, the fsyncsim version and the commit
+/// it was built from, plus a digest of all of them. `merge` refuses shards whose identities
+/// differ, naming the first field that does. The shard is not part of it: every shard of
+/// one sweep has the same identity, and so has the merged result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// (field, value) in a fixed order: scenario, device, policy, strategy, seeds,
+    /// version, commit.
+    pub fields: Vec<(&'static str, String)>,
+}
+
+/// The fields of an [`Identity`], in order.
+pub const IDENTITY_FIELDS: [&str; 7] = [
+    "scenario", "device", "policy", "strategy", "seeds", "version", "commit",
+];
+
+/// `fnv1a64:` and the FNV-1a 64 of `bytes`, as an identity field shows a digest.
+pub fn digest(bytes: &[u8]) -> String {
+    format!("fnv1a64:{:016x}", models::units::fnv1a64(bytes))
+}
+
+impl Identity {
+    /// The identity of sweeping `sc` on `dev` under `p` with `strategy` over `seeds`, by the
+    /// fsyncsim built from `commit`.
+    pub fn new(
+        sc: &Scenario,
+        dev: &models::device::DeviceConfig,
+        p: &Policy,
+        strategy: &str,
+        seeds: &Range<u64>,
+        commit: &str,
+    ) -> Identity {
+        // Debug text: every parameter, in declaration order (no hash maps in either).
+        let values = [
+            format!("fnv1a64:{:016x}", sc.source_digest),
+            digest(format!("{dev:?}").as_bytes()),
+            digest(format!("{p:?}").as_bytes()),
+            strategy.to_string(),
+            format!("{}..{}", seeds.start, seeds.end),
+            VERSION.to_string(),
+            commit.to_string(),
+        ];
+        Identity {
+            fields: IDENTITY_FIELDS.iter().copied().zip(values).collect(),
+        }
+    }
+
+    /// The digest of all fields.
+    pub fn digest(&self) -> String {
+        let text: Vec<String> = self
+            .fields
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        digest(text.join("\n").as_bytes())
+    }
+
+    /// The value of `field`.
+    pub fn get(&self, field: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| *k == field)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The first field whose value differs from `other`'s (skipping `skip`): (field, this
+    /// value, other's value).
+    pub fn differs<'a>(
+        &'a self,
+        other: &'a Identity,
+        skip: &[&str],
+    ) -> Option<(&'static str, &'a str, &'a str)> {
+        IDENTITY_FIELDS
+            .iter()
+            .filter(|f| !skip.contains(f))
+            .find_map(|&f| {
+                let (a, b) = (self.get(f).unwrap_or(""), other.get(f).unwrap_or(""));
+                (a != b).then_some((f, a, b))
+            })
+    }
+
+    /// The JSON object: the fields and `digest`.
+    pub fn json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        for (k, v) in &self.fields {
+            m.insert(k.to_string(), json!(v));
+        }
+        m.insert("digest".into(), json!(self.digest()));
+        Value::Object(m)
+    }
+
+    /// Reads [`Identity::json`] back, refusing a missing field or a digest that does not
+    /// match the fields.
+    pub fn from_json(v: &Value) -> Result<Identity, String> {
+        if v.is_null() {
+            return Err(
+                "missing field 'identity': written before sweeps recorded their inputs; rerun the sweep"
+                    .into(),
+            );
+        }
+        let mut fields = Vec::new();
+        for f in IDENTITY_FIELDS {
+            let x = v[f]
+                .as_str()
+                .ok_or_else(|| format!("identity: missing field '{f}'"))?;
+            fields.push((f, x.to_string()));
+        }
+        let id = Identity { fields };
+        if v["digest"].as_str() != Some(id.digest().as_str()) {
+            return Err(format!(
+                "identity: the fields do not match their digest {}: the file was edited or is corrupt",
+                v["digest"]
+            ));
+        }
+        Ok(id)
+    }
+}
+
 /// The `fsyncsim run` flags that select `p` (relative to linux-5.11).
 pub fn policy_flags(p: &Policy) -> String {
     let base = Policy::preset("linux-5.11").expect("preset");
@@ -72,10 +193,12 @@ pub struct SweepReport {
     pub result: SweepResult,
     /// The sweep was interrupted before every seed ran.
     pub partial: bool,
+    /// What determines the result.
+    pub identity: Identity,
 }
 
 impl SweepReport {
-    /// A report of `result`.
+    /// A report of `result`, the sweep of `sc` under `p` whose identity is `identity`.
     pub fn new(
         sc: &Scenario,
         p: &Policy,
@@ -83,8 +206,10 @@ impl SweepReport {
         seeds: Range<u64>,
         shard: Shard,
         result: SweepResult,
+        identity: Identity,
     ) -> Self {
         SweepReport {
+            identity,
             scenario: sc.name.clone(),
             race: sc.race.clone(),
             scenario_ref: sc.origin_name().to_string(),
@@ -190,6 +315,7 @@ impl SweepReport {
             "version": self.version,
             "runs": r.runs,
             "targets": targets,
+            "identity": self.identity.json(),
         });
         if let Some(s) = self.shard {
             v["shard"] = json!(format!("{}/{}", s.k, s.n));
@@ -237,6 +363,15 @@ impl SweepReport {
             Some(sh) => len / sh.n + u64::from(sh.k - 1 < len % sh.n),
             None => len,
         };
+        let identity = Identity::from_json(&v["identity"])?;
+        if identity.get("seeds") != Some(format!("{}..{}", seeds.start, seeds.end).as_str()) {
+            return Err(format!(
+                "identity: seeds {} but the report's are {}..{}: the file was edited or is corrupt",
+                identity.get("seeds").unwrap_or(""),
+                seeds.start,
+                seeds.end
+            ));
+        }
         let runs = u(v, "runs")?;
         let partial = v["partial"].as_bool().unwrap_or(false);
         if runs > owned || (!partial && runs != owned) {
@@ -288,6 +423,7 @@ impl SweepReport {
             version: s("version")?,
             result: SweepResult { runs, targets },
             partial,
+            identity,
         })
     }
 }
@@ -363,6 +499,11 @@ fn read_shards_inner(name: &str, text: &str) -> Result<Vec<SweepReport>, String>
                 "{name}: [{i}]: another scenario, seed range, strategy or shard than [0]: not one sweep's output"
             ));
         }
+        if let Some((f, a, b)) = r.identity.differs(&first.identity, &["policy"]) {
+            return Err(format!(
+                "{name}: [{i}]: its {f} ({a}) differs from [0]'s ({b}): not one sweep's output"
+            ));
+        }
         if !policies.insert(r.policy.clone()) {
             return Err(format!("{name}: [{i}]: policy {} twice", r.policy));
         }
@@ -411,6 +552,12 @@ fn merge_inner(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>,
                     "{name}: a sweep of {} {} under {} ({}, seeds {}..{}) does not match {first_name}'s {} {} under {} ({}, seeds {}..{})",
                     r.scenario, r.version, r.policy, r.strategy, r.seeds.start, r.seeds.end,
                     m.scenario, m.version, m.policy, m.strategy, m.seeds.start, m.seeds.end
+                ));
+            }
+            if let Some((f, a, b)) = r.identity.differs(&m.identity, &[]) {
+                return Err(format!(
+                    "{name}: the sweep under {} has another {f} ({a}) than {first_name}'s ({b}): shards of different sweeps do not merge",
+                    r.policy
                 ));
             }
             let s = r.shard.unwrap_or(Shard::ALL);

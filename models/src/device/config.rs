@@ -145,9 +145,9 @@ pub struct ConfigError {
 
 impl ConfigError {
     /// The message a file that names this device shows at its own line: the device file's
-    /// location too, when the fault is inside it.
+    /// location too, when the fault is inside it or the file itself cannot be read.
     pub fn referenced(self) -> String {
-        if self.location.contains(':') {
+        if self.location != "--device" {
             format!("device {}: {}", self.location, self.message)
         } else {
             self.message

@@ -15,6 +15,16 @@ const DIRTY_INODE_CREDITS: u64 = 2;
 /// bitmap, a group descriptor, the inode, an extent block, the superblock; guess 8).
 const WRITEPAGES_CREDITS: u64 = 8;
 
+/// What a rename moves: from (directory, name) to (directory, name), and the inode.
+#[derive(Debug, PartialEq, Eq)]
+struct RenamePlan {
+    sp: Ino,
+    sname: String,
+    dp: Ino,
+    dname: String,
+    ino: Ino,
+}
+
 impl Ext4 {
     /// The parent directory and name of `path`, which must not exist yet.
     fn free_name(&self, path: &str) -> Result<(Ino, String), OpError> {
@@ -387,12 +397,34 @@ impl Ext4 {
 
     /// ext4_rename: the entry moves (a target name is replaced and its inode dropped).
     pub(super) async fn rename(&self, from: &str, to: &str) -> Result<(), OpError> {
-        let (sp, sname) = self.split(from)?;
-        let (dp, dname) = self.split(to)?;
-        let ino = self.resolve(from)?;
+        let Some(plan) = self.rename_plan(from, to)? else {
+            // Both names are links of one inode: rename(2) does nothing and succeeds.
+            return Ok(());
+        };
         self.inner.h.cpu(self.inner.cfg.namespace_op).await;
         let j = &self.inner.journal;
         let h = j.start(2 * NAMESPACE_CREDITS).await;
+        // Other tasks ran while this one waited: the names must still mean the same.
+        match self.rename_plan(from, to) {
+            Ok(Some(now)) if now == plan => {}
+            Ok(_) => {
+                j.stop(h).await;
+                return Err(OpError(format!(
+                    "{from} or {to} changed while rename waited"
+                )));
+            }
+            Err(e) => {
+                j.stop(h).await;
+                return Err(e);
+            }
+        }
+        let RenamePlan {
+            sp,
+            sname,
+            dp,
+            dname,
+            ino,
+        } = plan;
         {
             let mut st = self.inner.st.borrow_mut();
             st.dentries.remove(&(sp, sname));
@@ -405,17 +437,87 @@ impl Ext4 {
                 }
             }
             for d in [sp, dp] {
-                let p = st.inodes.get_mut(&d).unwrap();
-                p.sync_tid = h.tid;
-                let pb = p.dir_block;
-                j.dirty_metadata(&h, pb);
-                j.dirty_metadata(&h, Ext4::itable_block(d));
+                if let Some(p) = st.inodes.get_mut(&d) {
+                    p.sync_tid = h.tid;
+                    let pb = p.dir_block;
+                    j.dirty_metadata(&h, pb);
+                    j.dirty_metadata(&h, Ext4::itable_block(d));
+                }
             }
-            st.inodes.get_mut(&ino).unwrap().sync_tid = h.tid;
+            if let Some(i) = st.inodes.get_mut(&ino) {
+                i.sync_tid = h.tid;
+            }
             j.dirty_metadata(&h, Ext4::itable_block(ino));
         }
         j.stop(h).await;
         Ok(())
+    }
+
+    /// The inodes of the directories on `path`'s way from the root (the root first, `path`'s
+    /// own inode left out).
+    fn ancestors(&self, path: &str) -> Vec<Ino> {
+        let st = self.inner.st.borrow();
+        let dir = crate::vfs::split_path(path).map_or("", |(d, _)| d);
+        let mut cur = super::ROOT_INO;
+        let mut out = vec![cur];
+        for part in dir.split('/').filter(|s| !s.is_empty()) {
+            match st.dentries.get(&(cur, part.to_string())) {
+                Some(&i) => {
+                    cur = i;
+                    out.push(i);
+                }
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// rename(2)'s checks, in the kernel's order (fs/namei.c:do_renameat2, vfs_rename,
+    /// may_delete): what moves where, None when both names are links of one inode (nothing
+    /// to do), or the error the kernel returns: EINVAL for a directory moved into its own
+    /// subtree, ENOTEMPTY onto an ancestor of the source (`rename /d/f /d`) or a non-empty
+    /// directory, EISDIR for a non-directory onto a directory, ENOTDIR the other way round.
+    fn rename_plan(&self, from: &str, to: &str) -> Result<Option<RenamePlan>, OpError> {
+        let (sp, sname) = self.split(from)?;
+        let (dp, dname) = self.split(to)?;
+        let ino = self.resolve(from)?;
+        if self.ancestors(to).contains(&ino) {
+            return Err(OpError(format!(
+                "cannot move a directory into itself: {from} -> {to}"
+            )));
+        }
+        let st = self.inner.st.borrow();
+        if let Some(&old) = st.dentries.get(&(dp, dname.clone())) {
+            if self.ancestors(from).contains(&old) {
+                return Err(OpError(format!("directory not empty: {to}")));
+            }
+            if old == ino {
+                return Ok(None);
+            }
+            let is_dir = |i: Ino| st.inodes.get(&i).is_some_and(|n| n.is_dir);
+            match (is_dir(ino), is_dir(old)) {
+                (false, true) => return Err(OpError(format!("is a directory: {to}"))),
+                (true, false) => return Err(OpError(format!("not a directory: {to}"))),
+                (true, true) => {
+                    let empty = st
+                        .dentries
+                        .range((old, String::new())..)
+                        .next()
+                        .is_none_or(|((p, _), _)| *p != old);
+                    if !empty {
+                        return Err(OpError(format!("directory not empty: {to}")));
+                    }
+                }
+                (false, false) => {}
+            }
+        }
+        Ok(Some(RenamePlan {
+            sp,
+            sname,
+            dp,
+            dname,
+            ino,
+        }))
     }
 
     /// Drops one link; a last link frees the inode. Returns the dirty bytes it held (ext4's
