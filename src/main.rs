@@ -307,6 +307,11 @@ struct SweepArgs {
     /// Device preset or file (default: the scenario's).
     #[arg(long)]
     device: Option<String>,
+    /// Also count seeds that hit these targets (comma-separated): any metric, with a
+    /// threshold (relogged_inodes>=2, wait_for_commit_ns>=1000000); the waste metrics and
+    /// S1-S3 are always counted.
+    #[arg(long, value_delimiter = ',', value_parser = models::shrink::Target::parse)]
+    target: Vec<models::shrink::Target>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -1179,10 +1184,12 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     let dir = a.out.clone().or_else(|| a.resume.clone());
     let flags = a.strat.flags();
     // What determines each policy's result (reports::sweep::Identity): in every report, and
-    // in the checkpoint's arguments, so that --resume with other inputs is refused.
+    // in the checkpoint's arguments, so that --resume with other inputs is refused. Extra
+    // targets change what is counted, so they are part of it.
+    let id_flags = sweep_id_flags(&flags, &a.target);
     let ids: Vec<reports::sweep::Identity> = pols
         .iter()
-        .map(|p| reports::sweep::Identity::new(&sc, &dev, p, &flags, &a.seeds, COMMIT))
+        .map(|p| reports::sweep::Identity::new(&sc, &dev, p, &id_flags, &a.seeds, COMMIT))
         .collect();
     let meta = serde_json::json!({
         "version": reports::sweep::VERSION,
@@ -1285,6 +1292,7 @@ fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
                 shard,
                 jobs,
                 &strategy,
+                &a.target,
                 &|n| bar.inc(n),
                 &stop,
                 done,
@@ -1458,7 +1466,14 @@ fn write_state(
                 a.seeds.clone(),
                 shard,
                 r.clone(),
-                reports::sweep::Identity::new(sc, dev, p, flags, &a.seeds, COMMIT),
+                reports::sweep::Identity::new(
+                    sc,
+                    dev,
+                    p,
+                    &sweep_id_flags(flags, &a.target),
+                    &a.seeds,
+                    COMMIT,
+                ),
             );
             // A checkpoint holds the counts of the chunks done so far.
             rep.partial = true;
@@ -1469,6 +1484,16 @@ fn write_state(
     let path = dir.join("state.json");
     reports::output::write_atomic(&path, format!("{state:#}\n").as_bytes())
         .map_err(|e| format!("{} {}: {e}", dir_flag(a), path.display()))
+}
+
+/// The flags that determine a sweep's result besides its inputs: the strategy's, then the
+/// extra targets.
+fn sweep_id_flags(strategy: &str, targets: &[models::shrink::Target]) -> String {
+    let mut f = strategy.to_string();
+    for t in targets {
+        f.push_str(&format!(" --target {}", t.name()));
+    }
+    f
 }
 
 /// Runs each scenario pre- and post-fix and compares with its expectations: Failed (exit 1)

@@ -1144,3 +1144,38 @@ fn a_bad_device_file_named_by_a_scenario_is_reported_at_both_lines() {
         &["sc.toml:5:", "qd0.toml:2:", "expected an integer >= 1"],
     );
 }
+
+#[test]
+fn sweep_targets_any_metric_with_a_threshold() {
+    let sweep = |target: &str| {
+        let o = fsyncsim(&[
+            "sweep",
+            "scenarios/examples/r10-parent-logged-again.toml",
+            "--seeds",
+            "0..60",
+            "--target",
+            target,
+            "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    // Every explored run of the pre-5.12 policy logs at least three inodes; the count of a
+    // threshold target is the number of runs at or above it.
+    let v = sweep("inode_logs>=3,wait_for_commit_ns>=1000000000000");
+    let pre = &v[0];
+    assert_eq!(pre["targets"]["inode_logs>=3"]["hits"], pre["runs"]);
+    assert!(pre["targets"]["wait_for_commit_ns>=1000000000000"].is_null());
+    // The target is part of the sweep's identity.
+    let other = sweep("inode_logs>=4");
+    assert_ne!(v[0]["identity"]["digest"], other[0]["identity"]["digest"]);
+    assert_bad_input(
+        &[
+            "sweep",
+            "r1-link-rename-logged-trans",
+            "--target",
+            "inode_logs>=0",
+        ],
+        &["--target", "threshold"],
+    );
+}

@@ -306,6 +306,7 @@ fn shard_texts() -> Vec<String> {
                     shard,
                     1,
                     &models::scenario::Interleaving::Random,
+                    &[],
                     &|_| {},
                     &stop,
                     0,

@@ -11,81 +11,12 @@
 //! Every candidate is a deterministic run with the original seed, so the result is a fixed
 //! function of (scenario, policy, seed, strategy, target).
 
-use crate::btrfs::Metrics;
 use crate::device::DeviceConfig;
 use crate::kernel::Policy;
 use crate::scenario::{points_of, run_with_trace, Interleaving, RunResult, Scenario, Step};
 use crate::vfs::Op;
 
-/// What a shrink keeps hitting.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// A metric that must stay at or above a threshold (at least 1).
-    Metric(String, u64),
-    /// An invariant (S1, S2, S3) that must stay violated.
-    Invariant(String),
-}
-
-pub use crate::vfs::metrics::INVARIANTS;
-
-impl Target {
-    /// Parses `METRIC`, `METRIC>=N` (N >= 1), an invariant name (`S2`) or a sweep target
-    /// (`invariant:S2`).
-    pub fn parse(s: &str) -> Result<Target, String> {
-        let inv = s.strip_prefix("invariant:").unwrap_or(s);
-        if INVARIANTS.contains(&inv) {
-            return Ok(Target::Invariant(inv.to_string()));
-        }
-        let (name, min) = match s.split_once(">=") {
-            Some((n, v)) => match v.trim().parse::<u64>() {
-                Ok(min) if min >= 1 => (n.trim(), min),
-                _ => {
-                    return Err(format!(
-                        "invalid threshold in target '{s}': expected METRIC>=N with N a whole number from 1 to {}",
-                        u64::MAX
-                    ))
-                }
-            },
-            None => (s, 1),
-        };
-        if Metrics::is_metric(name) {
-            return Ok(Target::Metric(name.to_string(), min));
-        }
-        Err(format!(
-            "unknown target '{s}': expected an invariant ({}) or a metric (`fsyncsim list --metrics`) such as {}, optionally with a threshold (relogged_inodes>=2)",
-            INVARIANTS.join(", "),
-            crate::sweep::waste_targets().join(", ")
-        ))
-    }
-
-    /// The target's name as sweeps print it (`METRIC`, `METRIC>=N`, `invariant:S2`).
-    pub fn name(&self) -> String {
-        match self {
-            Target::Metric(m, 1) => m.clone(),
-            Target::Metric(m, n) => format!("{m}>={n}"),
-            Target::Invariant(i) => format!("invariant:{i}"),
-        }
-    }
-
-    /// How much the run hits it: the metric, or the number of violations.
-    pub fn value(&self, r: &RunResult) -> u64 {
-        match self {
-            Target::Metric(m, _) => r.metrics.get(m).unwrap_or(0),
-            Target::Invariant(i) => {
-                r.violations.iter().filter(|v| &v.invariant == i).count() as u64
-            }
-        }
-    }
-
-    /// Whether the run hits it: the metric at or above its threshold, or a violation.
-    pub fn hit(&self, r: &RunResult) -> bool {
-        let min = match self {
-            Target::Metric(_, n) => *n,
-            Target::Invariant(_) => 1,
-        };
-        self.value(r) >= min
-    }
-}
+pub use crate::sweep::Target;
 
 /// The size of a scenario, as shrinking counts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 use crate::device::DeviceConfig;
 use crate::kernel::Policy;
 use crate::scenario::{run_with_trace, Interleaving, RunResult, Scenario};
+use crate::vfs::metrics::{Metrics, INVARIANTS};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -18,6 +19,74 @@ pub fn waste_targets() -> &'static [&'static str] {
     static TARGETS: std::sync::LazyLock<Vec<&'static str>> =
         std::sync::LazyLock::new(crate::btrfs::switches::waste_targets);
     &TARGETS
+}
+
+/// What a sweep counts or a shrink keeps hitting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A metric that must stay at or above a threshold (at least 1).
+    Metric(String, u64),
+    /// An invariant (S1, S2, S3) that must stay violated.
+    Invariant(String),
+}
+
+impl Target {
+    /// Parses `METRIC`, `METRIC>=N` (N >= 1), an invariant name (`S2`) or a sweep target
+    /// (`invariant:S2`).
+    pub fn parse(s: &str) -> Result<Target, String> {
+        let inv = s.strip_prefix("invariant:").unwrap_or(s);
+        if INVARIANTS.contains(&inv) {
+            return Ok(Target::Invariant(inv.to_string()));
+        }
+        let (name, min) = match s.split_once(">=") {
+            Some((n, v)) => match v.trim().parse::<u64>() {
+                Ok(min) if min >= 1 => (n.trim(), min),
+                _ => {
+                    return Err(format!(
+                        "invalid threshold in target '{s}': expected METRIC>=N with N a whole number from 1 to {}",
+                        u64::MAX
+                    ))
+                }
+            },
+            None => (s, 1),
+        };
+        if Metrics::is_metric(name) {
+            return Ok(Target::Metric(name.to_string(), min));
+        }
+        Err(format!(
+            "unknown target '{s}': expected an invariant ({}) or a metric (`fsyncsim list --metrics`) such as {}, optionally with a threshold (relogged_inodes>=2)",
+            INVARIANTS.join(", "),
+            waste_targets().join(", ")
+        ))
+    }
+
+    /// The target's name as sweeps print it (`METRIC`, `METRIC>=N`, `invariant:S2`).
+    pub fn name(&self) -> String {
+        match self {
+            Target::Metric(m, 1) => m.clone(),
+            Target::Metric(m, n) => format!("{m}>={n}"),
+            Target::Invariant(i) => format!("invariant:{i}"),
+        }
+    }
+
+    /// How much the run hits it: the metric, or the number of violations.
+    pub fn value(&self, r: &RunResult) -> u64 {
+        match self {
+            Target::Metric(m, _) => r.metrics.get(m).unwrap_or(0),
+            Target::Invariant(i) => {
+                r.violations.iter().filter(|v| &v.invariant == i).count() as u64
+            }
+        }
+    }
+
+    /// Whether the run hits it: the metric at or above its threshold, or a violation.
+    pub fn hit(&self, r: &RunResult) -> bool {
+        let min = match self {
+            Target::Metric(_, n) => *n,
+            Target::Invariant(_) => 1,
+        };
+        self.value(r) >= min
+    }
 }
 
 /// Hits of one target over the seeds.
@@ -65,9 +134,12 @@ pub struct SweepResult {
 }
 
 impl SweepResult {
-    fn of_run(seed: u64, r: &RunResult) -> Self {
+    fn of_run(seed: u64, r: &RunResult, extra: &[Target]) -> Self {
         let mut targets = BTreeMap::new();
         let len = r.decisions.len();
+        for t in extra.iter().filter(|t| t.hit(r)) {
+            targets.insert(t.name(), TargetStats::hit(seed, len));
+        }
         for &t in waste_targets() {
             if r.metrics.get(t).unwrap_or(0) > 0 {
                 targets.insert(t.to_string(), TargetStats::hit(seed, len));
@@ -150,7 +222,8 @@ impl Shard {
 /// Seeds per checkpoint of a chunked sweep.
 pub const CHUNK: u64 = 4096;
 
-/// Runs `seeds` chunk by chunk (CHUNK seeds of the range each), starting after `done`
+/// Runs `seeds` chunk by chunk (CHUNK seeds of the range each), counting the waste metrics,
+/// S1–S3 and the `extra` targets (`METRIC>=N`, …), starting after `done`
 /// chunks, folding into `acc`; stops between chunks when `stop` is set. `checkpoint` is
 /// called after every chunk that holds a seed of `shard`, and once at the end, with the
 /// chunks done and the result so far; chunks without such a seed are skipped without being
@@ -165,6 +238,7 @@ pub fn sweep_chunked(
     shard: Shard,
     jobs: usize,
     strategy: &Interleaving,
+    extra: &[Target],
     progress: &(dyn Fn(u64) + Sync),
     stop: &std::sync::atomic::AtomicBool,
     mut done: u64,
@@ -201,7 +275,7 @@ pub fn sweep_chunked(
                     let seed = first + j * shard.n;
                     progress(1);
                     let r = run_with_trace(sc, policy, device, seed, strategy, false);
-                    SweepResult::of_run(seed, &r)
+                    SweepResult::of_run(seed, &r, extra)
                 })
                 .reduce(SweepResult::default, SweepResult::merge)
         });
