@@ -1,0 +1,285 @@
+//! `workload`, `compare` and `validate`: workloads on the models, and the model checked
+//! against the source threads.
+
+#[allow(unused_imports)]
+use crate::*;
+
+pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
+    let (spec, dev) = a.load.load()?;
+    // The workload file's `current` policy, else linux-5.11.
+    let default = spec.current.as_deref().map_or_else(
+        || Policy::preset("linux-5.11"),
+        |c| models::kernel::parse_policy(c).ok(),
+    );
+    let pol = PolicyArgs {
+        policy: a.pol.policy.clone().or(default),
+        ..a.pol.clone()
+    };
+    let p = policy_of(&pol);
+    let total = spec.warmup + spec.duration;
+    // A progress bar over virtual time, on a terminal only.
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(total / sim::S)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} virtual s ETA {eta}",
+        )
+        .expect("valid template"),
+    );
+    let b2 = bar.clone();
+    let r = models::workload::fsload::run_with_progress(
+        &spec,
+        &p,
+        &dev,
+        a.seed.unwrap_or(spec.seed),
+        None,
+        Some(Box::new(move |t| b2.set_position(t / sim::S))),
+    )
+    .map_err(Failure)?;
+    bar.finish_and_clear();
+    if a.json {
+        outln!("{:#}", reports::workload::json(&r));
+    } else {
+        outln!(
+            "{} ({}) under {} on {}, seed {}:",
+            spec.name,
+            spec.title,
+            p.name,
+            dev.name,
+            r.seed
+        );
+        out!("{}", reports::workload::table(&r, spec.file_size));
+        out!("{}", reports::workload::attribution_text(&r));
+    }
+    Ok(())
+}
+
+/// The one policy the flags describe (linux-5.11 by default).
+pub(crate) fn policy_of(a: &PolicyArgs) -> Policy {
+    let mut p = a
+        .policy
+        .clone()
+        .unwrap_or_else(|| Policy::preset("linux-5.11").expect("preset"));
+    for &f in &a.fix {
+        p = p.with(f);
+    }
+    for &f in &a.without {
+        p = p.without(f);
+    }
+    for &m in &a.mutant {
+        p = p.with_mutant(m);
+    }
+    p
+}
+
+pub(crate) fn validate(a: ValidateArgs) -> Result<(), Failure> {
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new_spinner()
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} {pos} workload runs done")
+            .expect("valid template"),
+    );
+    let v = models::validate::validate(a.quick, jobs, &|| bar.inc(1)).map_err(Failure)?;
+    bar.finish_and_clear();
+    if a.json {
+        outln!("{:#}", reports::validate::json(&v));
+    } else {
+        out!("{}", reports::validate::text(&v));
+    }
+    Ok(())
+}
+
+/// `fsyncsim compare fsperf`: every fsperf test of seed 004 under both policies, one
+/// fsperf table per test.
+pub(crate) fn compare_fsperf(
+    a: &CompareArgs,
+    baseline: &Policy,
+    current: &Policy,
+) -> Result<(), Failure> {
+    if a.vary.is_some() || a.trace.is_some() || a.out.is_some() {
+        return Err(Failure(
+            "compare fsperf: --vary, --trace and --out take one workload (e.g. compare dio4kbs16threads)"
+                .into(),
+        ));
+    }
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let mut tests = Vec::new();
+    for name in models::workload::spec::FSPERF {
+        let load = LoadArgs {
+            workload: name.to_string(),
+            ..a.load.clone()
+        };
+        let (spec, dev) = load.load()?;
+        let seed = a.seeds.first(a.seed, spec.seed).map_err(Failure)?;
+        let pairs = models::workload::compare::compare(
+            &spec,
+            &dev,
+            baseline,
+            current,
+            seed,
+            a.seeds.count(),
+            None,
+            jobs,
+            &|| {},
+        )
+        .map_err(Failure)?;
+        tests.push((spec, pairs));
+    }
+    if a.json {
+        let v: Vec<serde_json::Value> = tests
+            .iter()
+            .map(|(s, p)| reports::workload::compare_json(s, baseline, current, p, None))
+            .collect();
+        outln!("{:#}", serde_json::Value::Array(v));
+    } else {
+        out!(
+            "{}",
+            reports::workload::fsperf_suite_text(baseline, current, &tests)
+        );
+    }
+    Ok(())
+}
+
+pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
+    use models::workload::{compare as cmp, fsload};
+    let fsperf = a.load.workload == "fsperf";
+    let preset = |n: &str| Policy::preset(n).expect("preset");
+    if fsperf {
+        let baseline = a.baseline.clone().unwrap_or_else(|| preset("linux-5.13"));
+        let current = a.current.clone().unwrap_or_else(|| preset("linux-5.14"));
+        return compare_fsperf(&a, &baseline, &current);
+    }
+    let (spec, dev) = a.load.load()?;
+    // The flags, else the workload file's `baseline` / `current`, else linux-5.10 / 5.11.
+    let from_file = |p: &Option<String>, d: &str| {
+        p.as_deref()
+            .and_then(|n| models::kernel::parse_policy(n).ok())
+            .unwrap_or_else(|| preset(d))
+    };
+    let baseline = a
+        .baseline
+        .clone()
+        .unwrap_or_else(|| from_file(&spec.baseline, "linux-5.10"));
+    let current = a
+        .current
+        .clone()
+        .unwrap_or_else(|| from_file(&spec.current, "linux-5.11"));
+    // --trace FILE, or --trace alone: trace.json in --out.
+    let trace_path =
+        match (&a.trace, &a.out) {
+            (None, _) => None,
+            (Some(Some(f)), _) => Some(f.clone()),
+            (Some(None), Some(d)) => Some(d.join("trace.json")),
+            (Some(None), None) => return Err(Failure(
+                "--trace without FILE writes trace.json into --out DIR: give --out or --trace FILE"
+                    .into(),
+            )),
+        };
+    if let (Some(Some(f)), _) = (&a.trace, &a.out) {
+        out_file("--trace", f)?;
+    }
+    if let Some(d) = &a.out {
+        out_dir("--out", d)?;
+    }
+    let seeds = a.seeds.count();
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let seed = a.seeds.first(a.seed, spec.seed).map_err(Failure)?;
+    let points = a.vary.as_ref().map_or(1, |(_, v)| v.len() as u64);
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(points * seeds * 2)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} runs ETA {eta}",
+        )
+        .expect("valid template"),
+    );
+    let pairs = cmp::compare(
+        &spec,
+        &dev,
+        &baseline,
+        &current,
+        seed,
+        seeds,
+        a.vary.as_ref(),
+        jobs,
+        &|| bar.inc(1),
+    )
+    .map_err(Failure)?;
+    bar.finish_and_clear();
+    let json = reports::workload::compare_json(&spec, &baseline, &current, &pairs, a.vary.as_ref());
+    if let Some(d) = &a.out {
+        let results = d.join("results.json");
+        reports::output::write_atomic(&results, format!("{json:#}\n").as_bytes())
+            .map_err(|e| Failure(format!("--out {}: {e}", results.display())))?;
+        let first = &pairs[0];
+        reports::workload::write_plots(&first.baseline[0], &first.current[0], d)
+            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+    }
+    if let Some(path) = &trace_path {
+        let flag = if matches!(a.trace, Some(Some(_))) {
+            "--trace"
+        } else {
+            "--out"
+        };
+        let title = format!("{} under {} (seed {seed})", spec.name, current.name);
+        let writer = reports::chrome::ChromeTrace::create(path, &title)
+            .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?;
+        let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
+        let w2 = writer.clone();
+        let ops = spec.kind.ops();
+        let sink: fsload::TraceSink = Box::new(move |h, recs, slices| {
+            let named: Vec<(sim::TaskId, &str, u64, u64)> = slices
+                .iter()
+                .map(|&(t, op, s, e)| (t, ops[op], s, e))
+                .collect();
+            match w2.borrow_mut().as_mut() {
+                Some(w) => w.push(h, recs, &named),
+                None => Ok(()),
+            }
+        });
+        // The same configuration the plots show: the first point.
+        let (tspec, tdev) = cmp::first_point(&spec, &dev, a.vary.as_ref()).map_err(Failure)?;
+        let run = fsload::run(&tspec, &current, &tdev, seed, Some(sink));
+        let w = writer.borrow_mut().take().expect("writer");
+        match run {
+            Ok(_) => w
+                .finish()
+                .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?,
+            Err(e) => {
+                w.abandon();
+                return Err(Failure(e));
+            }
+        }
+    }
+    if a.json {
+        outln!("{json:#}");
+    } else {
+        out!(
+            "{}",
+            reports::workload::compare_text(&spec, &baseline, &current, &pairs, a.vary.as_ref())
+        );
+        if let Some(d) = &a.out {
+            outln!("wrote {}", d.display());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! `run`, `replay`, `shrink` and `check`: the race scenarios.
+
+#[allow(unused_imports)]
+use crate::*;
+
+pub(crate) fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
+    let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    if let Some(path) = &a.out {
+        out_file("--out", path)?;
+    }
+    let dev = device_for(&sc, &a.device)?;
+    let p = policies_from(&sc, &a.pol, false).remove(0);
+    let command = std::iter::once("fsyncsim".to_string())
+        .chain(std::env::args().skip(1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let s = models::shrink::shrink_on(
+        &sc,
+        &p,
+        &dev,
+        a.device.as_deref().unwrap_or(&sc.device),
+        a.seed,
+        &a.strat.interleaving(),
+        &a.target,
+        &command,
+        &reports::sweep::policy_flags(&p),
+    )
+    .map_err(Failure)?;
+    if let (true, Some(path)) = (a.json, &a.out) {
+        reports::output::write_atomic(path, s.toml.as_bytes())
+            .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?;
+    }
+    if a.json {
+        outln!("{:#}", reports::race::shrink_json(&s, &a.target.name()));
+        return Ok(());
+    }
+    match &a.out {
+        Some(path) => {
+            reports::output::write_atomic(path, s.toml.as_bytes())
+                .map_err(|e| Failure(format!("--out {}: {e}", path.display())))?;
+            out!("{}", reports::race::shrink_summary(&s, &a.target.name()));
+            outln!("wrote {}", path.display());
+        }
+        None => {
+            err!("{}", reports::race::shrink_summary(&s, &a.target.name()));
+            out!("{}", s.toml);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn replay(a: ReplayArgs) -> Result<Verdict, Failure> {
+    let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    if let Some(path) = &a.trace {
+        out_file("--trace", path)?;
+    }
+    let dev = device_for(&sc, &a.device)?;
+    let pol = PolicyArgs {
+        policy: a
+            .pol
+            .policy
+            .clone()
+            .or_else(|| Policy::preset("linux-5.11")),
+        ..a.pol.clone()
+    };
+    let p = policies_from(&sc, &pol, false).pop().expect("one policy");
+    let r = scenario::run(&sc, &p, &dev, a.seed, &a.strat.interleaving());
+    playable(&r)?;
+    if let Some(path) = &a.trace {
+        reports::output::write_atomic(path, (r.trace.join("\n") + "\n").as_bytes())
+            .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
+    }
+    if a.json {
+        outln!("{:#}", reports::race::replay_json(&sc, &r, a.seed));
+    } else {
+        out!("{}", reports::race::timeline(&sc, &r, a.seed));
+    }
+    Ok(verdict([&r]))
+}
+
+pub(crate) fn run_races(a: RunArgs) -> Result<Verdict, Failure> {
+    let specs: Vec<String> = a.scenario.iter().cloned().collect();
+    let scenarios = load_scenarios(&specs)?;
+    if let Some(path) = &a.trace {
+        out_file("--trace", path)?;
+    }
+    let interleaving = if !a.explore {
+        Interleaving::Script
+    } else {
+        a.strat.interleaving()
+    };
+    let mut items: Vec<(Scenario, Vec<RunResult>)> = Vec::new();
+    for sc in scenarios {
+        let dev = device_for(&sc, &a.device)?;
+        let seed = a.seed.unwrap_or(sc.seed);
+        let runs = policies_from(&sc, &a.pol, a.super_committed)
+            .iter()
+            .map(|p| scenario::run(&sc, p, &dev, seed, &interleaving))
+            .collect();
+        items.push((sc, runs));
+    }
+    // A scenario that cannot play (a stuck script, an operation on a missing path) is bad
+    // input, not a result.
+    for (_, runs) in &items {
+        for r in runs {
+            playable(r)?;
+        }
+    }
+    if let Some(path) = &a.trace {
+        let mut text = String::new();
+        for (sc, runs) in &items {
+            for r in runs {
+                text.push_str(&format!("# {} under {}\n", sc.name, r.policy.name));
+                for l in &r.trace {
+                    text.push_str(l);
+                    text.push('\n');
+                }
+            }
+        }
+        reports::output::write_atomic(path, text.as_bytes())
+            .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
+    }
+    if a.json {
+        let v: Vec<serde_json::Value> = items
+            .iter()
+            .map(|(sc, runs)| reports::race::json(sc, runs))
+            .collect();
+        if v.len() == 1 {
+            outln!("{:#}", v[0]);
+        } else {
+            outln!("{:#}", serde_json::Value::Array(v));
+        }
+    } else {
+        for (sc, runs) in &items {
+            outln!("{}", reports::race::side_by_side(sc, runs));
+        }
+        if items.len() > 1 && items.iter().all(|(_, r)| r.len() == 2) {
+            out!("{}", reports::race::summary(&items));
+        }
+    }
+    Ok(verdict(items.iter().flat_map(|(_, runs)| runs)))
+}
+
+/// Runs each scenario pre- and post-fix and compares with its expectations: Failed (exit 1)
+/// on any mismatch. A scenario that cannot play (a stuck script) is bad input, as in `run`:
+/// every scenario runs before anything is printed.
+pub(crate) fn check(specs: &[String], allow_empty: bool, json: bool) -> Result<Verdict, Failure> {
+    let mut results = Vec::new();
+    for sc in load_scenarios(specs)? {
+        let dev = device_for(&sc, &None)?;
+        let mut problems = Vec::new();
+        if sc.expect_pre.is_empty() && sc.expect_post.is_empty() && !allow_empty {
+            problems.push(format!(
+                "{}: no expectations ([expect.*] is empty): nothing to check (--allow-empty accepts it)",
+                sc.origin
+            ));
+        }
+        let [before, after] = sc.labels();
+        for (label, policy, expect) in [
+            (before, sc.pre_policy(), &sc.expect_pre),
+            (after, sc.post_policy(), &sc.expect_post),
+        ] {
+            let r = scenario::run(&sc, &policy, &dev, sc.seed, &Interleaving::Script);
+            playable(&r)?;
+            for m in scenario::compare(expect, &r) {
+                problems.push(format!("{label} ({}): {m}", policy.name));
+            }
+        }
+        results.push((sc, problems));
+    }
+    let mut verdict = Verdict::Clean;
+    if results.iter().any(|(_, p)| !p.is_empty()) {
+        verdict = Verdict::Failed;
+    }
+    if json {
+        outln!("{:#}", reports::race::check_json(&results));
+        return Ok(verdict);
+    }
+    for (sc, problems) in results {
+        if problems.is_empty() {
+            outln!("PASS {} [{}]", sc.name, sc.race);
+        } else {
+            verdict = Verdict::Failed;
+            outln!("FAIL {} [{}]", sc.name, sc.race);
+            for p in problems {
+                outln!("  {p}");
+            }
+        }
+    }
+    Ok(verdict)
+}

@@ -1,0 +1,344 @@
+//! `sweep` and `merge`: seed sweeps with checkpoints, shards and their identity.
+
+#[allow(unused_imports)]
+use crate::*;
+
+pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
+    let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    let dev = device_for(&sc, &a.device)?;
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let pols = policies_from(&sc, &a.pol, false);
+    let shard = a.shard.unwrap_or(models::sweep::Shard::ALL);
+    let strategy = a.strat.interleaving();
+    let len = a.seeds.end - a.seeds.start;
+    let owned = len / shard.n + u64::from(shard.k - 1 < len % shard.n);
+    // A progress bar on a terminal only; nothing else reads the clock.
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        indicatif::ProgressBar::new(owned * pols.len() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {per_sec} ETA {eta} {msg}",
+        )
+        .expect("valid template"),
+    );
+    // Where checkpoints go, and what an earlier interrupted run left there.
+    let dir = a.out.clone().or_else(|| a.resume.clone());
+    let flags = a.strat.flags();
+    // What determines each policy's result (reports::sweep::Identity): in every report, and
+    // in the checkpoint's arguments, so that --resume with other inputs is refused. Extra
+    // targets change what is counted, so they are part of it.
+    let id_flags = sweep_id_flags(&flags, &a.target);
+    let ids: Vec<reports::sweep::Identity> = pols
+        .iter()
+        .map(|p| reports::sweep::Identity::new(&sc, &dev, p, &id_flags, &a.seeds, COMMIT))
+        .collect();
+    let meta = serde_json::json!({
+        "version": reports::sweep::VERSION,
+        "scenario": sc.name,
+        "seeds": {"start": a.seeds.start, "end": a.seeds.end},
+        "shard": a.shard.map(|s| format!("{}/{}", s.k, s.n)),
+        "strategy": flags,
+        "policies": pols.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+        "identity": ids.iter().map(|id| id.json()).collect::<Vec<_>>(),
+    });
+    let mut progress: Vec<(u64, models::sweep::SweepResult)> =
+        vec![(0, models::sweep::SweepResult::default()); pols.len()];
+    if let Some(d) = &a.resume {
+        let path = d.join("state.json");
+        let text = models::units::read_text(&path.display().to_string(), "checkpoint")
+            .map_err(|(at, e)| Failure(format!("--resume {at}: {e}")))?;
+        // Both checksums first: an edited or truncated file is refused as a whole.
+        let (state_meta, state_progress) =
+            reports::checkpoint::open(&text, &path.display().to_string()).map_err(Failure)?;
+        if state_meta != meta {
+            return Err(Failure(format!(
+                "--resume {}: it holds a sweep with other arguments: {}; rerun with those",
+                d.display(),
+                meta_difference(&state_meta, &meta),
+            )));
+        }
+        if state_progress.len() != progress.len() {
+            return Err(Failure(format!(
+                "{}: {} policies in progress, expected {}: the file was edited or is corrupt",
+                path.display(),
+                state_progress.len(),
+                progress.len()
+            )));
+        }
+        for (slot, p) in progress.iter_mut().zip(&state_progress) {
+            let report = reports::sweep::SweepReport::from_json(&p["report"])
+                .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+            // The counts must be exactly those of the chunks the file says are done.
+            let seeds = &a.seeds;
+            let chunks = (seeds.end - seeds.start).div_ceil(models::sweep::CHUNK);
+            let done = p["done_chunks"]
+                .as_u64()
+                .filter(|&d| d <= chunks)
+                .ok_or_else(|| {
+                    Failure(format!(
+                        "{}: done_chunks: expected an integer from 0 to {chunks}",
+                        path.display()
+                    ))
+                })?;
+            let end = seeds
+                .start
+                .saturating_add(done.saturating_mul(models::sweep::CHUNK))
+                .min(seeds.end);
+            let len = end - seeds.start;
+            let expect = len / shard.n + u64::from(shard.k - 1 < len % shard.n);
+            if report.result.runs != expect {
+                return Err(Failure(format!(
+                    "{}: {} runs recorded, but {done} finished chunk(s) of this shard hold {expect}: the file was edited or is corrupt",
+                    path.display(),
+                    report.result.runs
+                )));
+            }
+            *slot = (done, report.result);
+        }
+        // Checkpoints are written into it: a directory under /dev or /proc is refused.
+        out_dir("--resume", d)?;
+    } else if let Some(d) = &a.out {
+        out_dir("--out", d)?;
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // A second handler cannot be installed; then Ctrl-C simply kills the process.
+        let _ = ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::SeqCst));
+    }
+    let chunks_run = std::cell::Cell::new(0u64);
+    let mut finished = true;
+    let mut out = Vec::new();
+    for (i, p) in pols.iter().enumerate() {
+        let (mut done, mut acc) = std::mem::take(&mut progress[i]);
+        if finished {
+            let mut checkpoint = |d: u64, r: &models::sweep::SweepResult| -> Result<(), String> {
+                progress[i] = (d, r.clone());
+                chunks_run.set(chunks_run.get() + 1);
+                if a.stop_after_chunks.is_some_and(|n| chunks_run.get() >= n) {
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                match &dir {
+                    Some(d) => {
+                        write_state(d, &meta, &progress, &sc, &dev, &pols, &a, shard, &flags)
+                    }
+                    None => Ok(()),
+                }
+            };
+            let (d, complete) = models::sweep::sweep_chunked(
+                &sc,
+                p,
+                &dev,
+                a.seeds.clone(),
+                shard,
+                jobs,
+                &strategy,
+                &a.target,
+                &|n| bar.inc(n),
+                &stop,
+                done,
+                &mut acc,
+                &mut checkpoint,
+            )
+            .map_err(Failure)?;
+            done = d;
+            finished = complete;
+        }
+        progress[i] = (done, acc.clone());
+        bar.set_message(format!("{} hit targets", acc.targets.len()));
+        let mut report = reports::sweep::SweepReport::new(
+            &sc,
+            p,
+            &flags,
+            a.seeds.clone(),
+            shard,
+            acc,
+            ids[i].clone(),
+        );
+        report.partial = !finished;
+        out.push(report);
+    }
+    bar.finish_and_clear();
+    // A scenario that no seed could play (its setup always fails, say) is bad input, as in
+    // `run`; the first seed's run says why.
+    for (r, p) in out.iter().zip(&pols) {
+        if let Some(seed) = never_played(&r.result) {
+            let run = scenario::run(&sc, p, &dev, seed, &strategy);
+            let why = run
+                .violations
+                .iter()
+                .find(|v| is_bad_input(&v.invariant))
+                .map_or("the scenario cannot play", |v| v.message.as_str());
+            return Err(Failure(format!(
+                "{why} (under {}, in every one of the {} seeds run)",
+                p.name, r.result.runs
+            )));
+        }
+    }
+    if let Some(d) = &dir {
+        let v: Vec<serde_json::Value> = out.iter().map(|r| r.json()).collect();
+        let path = d.join("sweep.json");
+        reports::output::write_atomic(
+            &path,
+            format!("{:#}\n", serde_json::Value::Array(v)).as_bytes(),
+        )
+        .map_err(|e| Failure(format!("{} {}: {e}", dir_flag(&a), path.display())))?;
+    }
+    print_sweeps(&out, a.json);
+    let fired = out
+        .iter()
+        .flat_map(|r| r.result.targets.keys())
+        .filter_map(|k| k.strip_prefix("invariant:"))
+        .any(|inv| !is_bad_input(inv));
+    Ok(if fired {
+        Verdict::Failed
+    } else {
+        Verdict::Clean
+    })
+}
+
+/// The commit this binary was built from (build.rs; "unknown commit" outside git).
+pub(crate) const COMMIT: &str = env!("FSYNCSIM_COMMIT");
+
+/// Which argument or input of a checkpoint (`was`) differs from this sweep's (`now`), in
+/// words: the first of the arguments, then of each policy's identity fields.
+pub(crate) fn meta_difference(was: &serde_json::Value, now: &serde_json::Value) -> String {
+    for (key, what) in [
+        ("scenario", "scenario"),
+        ("seeds", "seed range"),
+        ("shard", "shard"),
+        ("strategy", "strategy"),
+        ("policies", "policies"),
+        ("version", "version"),
+    ] {
+        if was[key] != now[key] {
+            return format!("its {what} is {} (now {})", was[key], now[key]);
+        }
+    }
+    let (old, new) = (&was["identity"], &now["identity"]);
+    if old.is_null() {
+        return "it was written before checkpoints recorded the sweep's inputs".to_string();
+    }
+    let n = old
+        .as_array()
+        .map_or(0, Vec::len)
+        .max(new.as_array().map_or(0, Vec::len));
+    for field in reports::sweep::IDENTITY_FIELDS {
+        for i in 0..n {
+            if old[i][field] != new[i][field] {
+                return format!(
+                    "its {field} differs ({} there, {} now)",
+                    old[i][field], new[i][field]
+                );
+            }
+        }
+    }
+    "its arguments differ".to_string()
+}
+
+/// The first seed, when every seed of a sweep failed to play (a stuck script or a failed
+/// operation in all of them).
+pub(crate) fn never_played(r: &models::sweep::SweepResult) -> Option<u64> {
+    if r.runs == 0 {
+        return None;
+    }
+    ["invariant:script", "invariant:scenario"]
+        .iter()
+        .filter_map(|k| r.targets.get(*k))
+        .find(|t| t.hits == r.runs)
+        .and_then(|t| t.first_seed)
+}
+
+/// The flag that named a sweep's checkpoint directory.
+pub(crate) fn dir_flag(a: &SweepArgs) -> &'static str {
+    if a.resume.is_some() {
+        "--resume"
+    } else {
+        "--out"
+    }
+}
+
+pub(crate) fn print_sweeps(out: &[reports::sweep::SweepReport], json: bool) {
+    if json {
+        let v: Vec<serde_json::Value> = out.iter().map(|r| r.json()).collect();
+        outln!("{:#}", serde_json::Value::Array(v));
+    } else {
+        for r in out {
+            outln!("{}", r.text());
+        }
+    }
+}
+
+pub(crate) fn merge(files: &[PathBuf], json: bool) -> Result<(), Failure> {
+    let mut inputs = Vec::new();
+    for f in files {
+        let name = f.display().to_string();
+        let text = models::units::read_text(&name, "sweep JSON")
+            .map_err(|(at, e)| Failure(format!("{at}: {e}")))?;
+        let reports = reports::sweep::read_shards(&name, &text).map_err(Failure)?;
+        inputs.push((name, reports));
+    }
+    let merged = reports::sweep::merge(&inputs).map_err(Failure)?;
+    print_sweeps(&merged, json);
+    Ok(())
+}
+
+/// Writes `state.json`: the arguments and, per policy, the chunks done and the counts so far.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_state(
+    dir: &std::path::Path,
+    meta: &serde_json::Value,
+    progress: &[(u64, models::sweep::SweepResult)],
+    sc: &Scenario,
+    dev: &DeviceConfig,
+    pols: &[Policy],
+    a: &SweepArgs,
+    shard: models::sweep::Shard,
+    flags: &str,
+) -> Result<(), String> {
+    let per: Vec<serde_json::Value> = progress
+        .iter()
+        .zip(pols)
+        .map(|((done, r), p)| {
+            let mut rep = reports::sweep::SweepReport::new(
+                sc,
+                p,
+                flags,
+                a.seeds.clone(),
+                shard,
+                r.clone(),
+                reports::sweep::Identity::new(
+                    sc,
+                    dev,
+                    p,
+                    &sweep_id_flags(flags, &a.target),
+                    &a.seeds,
+                    COMMIT,
+                ),
+            );
+            // A checkpoint holds the counts of the chunks done so far.
+            rep.partial = true;
+            serde_json::json!({"done_chunks": done, "report": rep.json()})
+        })
+        .collect();
+    let state = reports::checkpoint::seal(meta, serde_json::Value::Array(per));
+    let path = dir.join("state.json");
+    reports::output::write_atomic(&path, format!("{state:#}\n").as_bytes())
+        .map_err(|e| format!("{} {}: {e}", dir_flag(a), path.display()))
+}
+
+/// The flags that determine a sweep's result besides its inputs: the strategy's, then the
+/// extra targets.
+pub(crate) fn sweep_id_flags(strategy: &str, targets: &[models::shrink::Target]) -> String {
+    let mut f = strategy.to_string();
+    for t in targets {
+        f.push_str(&format!(" --target {}", t.name()));
+    }
+    f
+}
