@@ -428,6 +428,14 @@ impl Btrfs {
                     i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
                     i.disk_size,
                     i.xattrs.keys().cloned().collect::<Vec<_>>(),
+                    // A directory's entries as this fsync logs them (taken when it returned,
+                    // they included names another task created after the directory was
+                    // logged: a false S2).
+                    if i.is_dir {
+                        st.entries_of(ino)
+                    } else {
+                        Vec::new()
+                    },
                 )
             })
         };
@@ -485,7 +493,7 @@ impl Btrfs {
         // fsync returned success: record what must survive and check a crash now (S2).
         {
             let mut st = self.st_mut();
-            if let Some((names, extents, size, xattrs)) = promise {
+            if let Some((names, extents, size, xattrs, entries)) = promise {
                 let rec = FsyncRecord {
                     ino,
                     path: path.to_string(),
@@ -493,11 +501,7 @@ impl Btrfs {
                     extents,
                     size,
                     xattrs,
-                    entries: if st.inodes[&ino].is_dir {
-                        st.entries_of(ino)
-                    } else {
-                        Vec::new()
-                    },
+                    entries,
                     at: self.inner.h.now(),
                 };
                 st.fsyncs.push(rec);

@@ -5,12 +5,15 @@ use super::ctree_blocks::{self as blocks, Leaves};
 use super::state::*;
 use crate::vfs::OpError;
 
-/// A held inode lock (i_rwsem taken exclusively); unlocks when dropped.
-pub(super) struct InodeLock(sim::Mutex);
+/// A held inode lock (i_rwsem taken exclusively); unlocks when dropped. `None` under the
+/// `no-inode-lock` mutant.
+pub(super) struct InodeLock(Option<sim::Mutex>);
 
 impl Drop for InodeLock {
     fn drop(&mut self) {
-        self.0.unlock();
+        if let Some(m) = &self.0 {
+            m.unlock();
+        }
     }
 }
 
@@ -26,15 +29,29 @@ impl Btrfs {
             .clone()
     }
 
+    /// The inode's log_mutex (struct btrfs_inode, btrfs_inode.h@v5.10), made at its first
+    /// use (the class `inode.log_mutex` sums their waits).
+    pub(super) fn inode_log_mutex(&self, ino: Ino) -> sim::Mutex {
+        self.inner
+            .inode_log_mutexes
+            .borrow_mut()
+            .entry(ino)
+            .or_insert_with(|| sim::Mutex::new(&self.inner.h, "inode.log_mutex"))
+            .clone()
+    }
+
     /// inode_lock(inode) (include/linux/fs.h: down_write(&inode->i_rwsem)); from 5.11 btrfs
     /// calls it through btrfs_inode_lock (inode.c), with BTRFS_ILOCK_MMAP in fsync, fallocate
     /// and punch hole from 5.13 (i_mmap_lock is not modelled: page_mkwrite takes no lock
     /// here). Taken before any transaction handle or log mutex, as every caller in the
     /// kernel does (write, fsync, setattr/truncate, fallocate, punch hole, setxattr).
     pub(super) async fn lock_inode(&self, ino: Ino) -> InodeLock {
+        if self.mutant(super::policy::Mutant::NoInodeLock) {
+            return InodeLock(None);
+        }
         let m = self.inode_rwsem(ino);
         std::mem::forget(m.lock().await);
-        InodeLock(m)
+        InodeLock(Some(m))
     }
 
     /// The inode `path` names, locked: looked up, locked, and looked up again (a rename

@@ -235,7 +235,7 @@ impl JournalMetrics {
 }
 
 /// The filesystem locks and wait queues whose waits every run reports.
-pub const WAIT_CLASSES: [&str; 13] = [
+pub const WAIT_CLASSES: [&str; 14] = [
     "wait_current_trans",
     "metadata_ticket",
     "wait_for_commit",
@@ -250,6 +250,8 @@ pub const WAIT_CLASSES: [&str; 13] = [
     "chunk_mutex",
     // Every inode's i_rwsem (inode_lock), summed over inodes.
     "inode_lock",
+    // Every inode's BTRFS_I(inode)->log_mutex, summed over inodes.
+    "inode.log_mutex",
 ];
 
 impl Metrics {
