@@ -36,18 +36,19 @@ impl Btrfs {
     /// CPU, and the data-space reservation (btrfs_check_data_free_space /
     /// btrfs_delalloc_reserve_space).
     async fn dirty_pages(&self, path: &str, bytes: u64) -> Result<Ino, OpError> {
-        self.dirty_pages_range(path, bytes, false).await
+        let ino = self.resolve(path)?;
+        self.dirty_pages_range(ino, path, bytes, false).await
     }
 
     /// `dirty_pages`; `new_range`: the pages are not adjacent to the file's other dirty
     /// pages, so they are an outstanding extent of their own (one more insert reserved).
     async fn dirty_pages_range(
         &self,
+        ino: Ino,
         path: &str,
         bytes: u64,
         new_range: bool,
     ) -> Result<Ino, OpError> {
-        let ino = self.resolve(path)?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
@@ -93,8 +94,8 @@ impl Btrfs {
     /// (file.c@v5.10; btrfs_buffered_write → btrfs_inode_lock from 5.12), so an O_SYNC
     /// write's fsync takes it again.
     async fn buffered_write(&self, path: &str, bytes: u64, range: bool) -> Result<(), OpError> {
-        let (_, _ilock) = self.lock_path(path).await?;
-        let ino = self.dirty_pages_range(path, bytes, range).await?;
+        let (ino, _ilock) = self.lock_path(path).await?;
+        self.dirty_pages_range(ino, path, bytes, range).await?;
         if range {
             // Inside a file laid out to its size (fio's ftruncate): an overwrite or a hole
             // filled at a random offset, which does not change i_size.
@@ -180,50 +181,13 @@ impl Btrfs {
             let keep = st.keep_history;
             let pieces = Self::alloc_data_extent(&mut st, bytes);
             st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
-            let size = st.inodes[&ino].disk_size;
-            let inside = inside.min(bytes).min(size);
-            let mut parts = Vec::with_capacity(2);
-            if inside > 0 {
-                let at = self.place_inside(&mut st, ino, inside, t);
-                parts.push((at, inside));
-            }
-            if bytes > inside {
-                parts.push((size, bytes - inside));
-            }
-            let mut rest = pieces;
-            let mut data_offset = off;
-            for (k, (offset, len)) in parts.into_iter().enumerate() {
-                let (mine, more) = split_pieces(rest, len);
-                rest = more;
-                let eid = if k == 0 {
-                    id
-                } else {
-                    st.next_extent += 1;
-                    st.next_extent - 1
-                };
-                let i = st.inodes.get_mut(&ino).unwrap();
-                let ext = Extent {
-                    id: eid,
-                    offset,
-                    len,
-                    generation: t,
-                    item_trans: t,
-                    hole: false,
-                    prealloc: false,
-                    data_token: tok,
-                    data_offset,
-                    pieces: mine,
-                };
-                data_offset += len;
-                if offset < size {
-                    // Inside the file: in file order among the others.
-                    let pos = i.extents.partition_point(|e| e.offset < offset);
-                    i.extents.insert(pos, ext);
-                } else {
-                    i.extents.push(ext);
-                }
-                i.modified_extents.push(eid);
-            }
+            let w = Written {
+                id,
+                tok,
+                off,
+                bytes,
+            };
+            let inside = self.insert_written(&mut st, ino, w, pieces, inside, t);
             let i = st.inodes.get_mut(&ino).unwrap();
             i.item_trans = t;
             // btrfs_inode_safe_disk_i_size_write at ordered-extent completion (writes inside
@@ -528,6 +492,72 @@ impl Btrfs {
 }
 
 impl Btrfs {
+    /// The extents an ordered extent's completion inserts (btrfs_finish_ordered_io →
+    /// insert_reserved_file_extent, inode.c@v5.10): the `inside` bytes a write-range wrote
+    /// inside the file where `place_inside` puts them, the rest appended at i_size. Returns
+    /// the inside bytes (at most i_size).
+    fn insert_written(
+        &self,
+        st: &mut FsState,
+        ino: Ino,
+        w: Written,
+        pieces: Pieces,
+        inside: u64,
+        t: TransId,
+    ) -> u64 {
+        let Written {
+            id,
+            tok,
+            off,
+            bytes,
+        } = w;
+        let size = st.inodes[&ino].disk_size;
+        let inside = inside.min(bytes).min(size);
+        let mut parts = Vec::with_capacity(2);
+        if inside > 0 {
+            let at = self.place_inside(st, ino, inside, t);
+            parts.push((at, inside));
+        }
+        if bytes > inside {
+            parts.push((size, bytes - inside));
+        }
+        let mut rest = pieces;
+        let mut data_offset = off;
+        for (k, (offset, len)) in parts.into_iter().enumerate() {
+            let (mine, more) = split_pieces(rest, len);
+            rest = more;
+            let eid = if k == 0 {
+                id
+            } else {
+                st.next_extent += 1;
+                st.next_extent - 1
+            };
+            let i = st.inodes.get_mut(&ino).unwrap();
+            let ext = Extent {
+                id: eid,
+                offset,
+                len,
+                generation: t,
+                item_trans: t,
+                hole: false,
+                prealloc: false,
+                data_token: tok,
+                data_offset,
+                pieces: mine,
+            };
+            data_offset += len;
+            if offset < size {
+                // Inside the file: in file order among the others.
+                let pos = i.extents.partition_point(|e| e.offset < offset);
+                i.extents.insert(pos, ext);
+            } else {
+                i.extents.push(ext);
+            }
+            i.modified_extents.push(eid);
+        }
+        inside
+    }
+
     /// Where the `len` bytes a `write-range` wrote inside the file land when its ordered
     /// extent completes, and what they replace. The kernel's ordered extent covers the
     /// file range that was written, inside i_size, and insert_reserved_file_extent drops
@@ -846,8 +876,21 @@ fn inside_offset(i: &Inode, len: u64) -> (u64, bool) {
     (0, false)
 }
 
-/// The first `n` bytes of an allocation's (block group, bytes) pieces, and the rest.
-fn split_pieces(pieces: Vec<(u64, u64)>, n: u64) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+/// An allocation's (block group, bytes) pieces.
+type Pieces = Vec<(u64, u64)>;
+
+/// One ordered extent's data write: the first extent id, the device token and offset, and
+/// its bytes.
+#[derive(Clone, Copy)]
+struct Written {
+    id: u64,
+    tok: u64,
+    off: u64,
+    bytes: u64,
+}
+
+/// The first `n` bytes of an allocation's pieces, and the rest.
+fn split_pieces(pieces: Pieces, n: u64) -> (Pieces, Pieces) {
     let (mut first, mut rest) = (Vec::new(), Vec::new());
     let mut need = n;
     for (bg, len) in pieces {

@@ -54,20 +54,12 @@ impl Btrfs {
         InodeLock(Some(m))
     }
 
-    /// The inode `path` names, locked: looked up, locked, and looked up again (a rename
-    /// while this task waited may have given the path to another inode, whose lock is then
-    /// taken instead), as a descriptor opened before the call would pin it.
+    /// The inode `path` names, locked. The path is looked up once, when the call starts, as
+    /// a descriptor pins its inode: the call goes on with that inode even if the name is
+    /// unlinked or renamed while the task waits for the lock.
     pub(super) async fn lock_path(&self, path: &str) -> Result<(Ino, InodeLock), OpError> {
-        let mut ino = self.resolve(path)?;
-        loop {
-            let held = self.lock_inode(ino).await;
-            let now = self.resolve(path)?;
-            if now == ino {
-                return Ok((ino, held));
-            }
-            drop(held);
-            ino = now;
-        }
+        let ino = self.resolve(path)?;
+        Ok((ino, self.lock_inode(ino).await))
     }
 
     pub(super) async fn create(&self, path: &str, is_dir: bool) -> Result<(), OpError> {
