@@ -91,7 +91,7 @@ impl Btrfs {
 
     /// The write under the inode lock: btrfs_file_write_iter takes inode_lock before
     /// copying the pages and reserving space and drops it before generic_write_sync
-    /// (file.c@v5.10; btrfs_buffered_write → btrfs_inode_lock from 5.12), so an O_SYNC
+    /// (file.c@v5.10; btrfs_buffered_write → btrfs_inode_lock from 5.11), so an O_SYNC
     /// write's fsync takes it again.
     async fn buffered_write(&self, path: &str, bytes: u64, range: bool) -> Result<(), OpError> {
         let (ino, _ilock) = self.lock_path(path).await?;

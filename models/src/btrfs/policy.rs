@@ -96,7 +96,7 @@ pub enum Mutant {
     FsyncSkipsXattrs,
     /// No inode lock anywhere (write, fsync, setattr, truncate, fallocate, punch hole,
     /// setxattr): one task's write and logging overlap another's logging of the same inode,
-    /// the model before issue 26 (breaks S2).
+    /// as in the model before issue 26 (the inode's log_mutex is still taken; breaks S2).
     NoInodeLock,
 }
 
