@@ -685,7 +685,11 @@ ops = ["fallocate /a 1 1"]
 "#,
     )
     .unwrap();
-    for extra in [&[][..], &["--explore", "--seed", "3"]] {
+    // Seed 1: T2's fallocate and then T0's truncate hold /a's inode lock in turn while
+    // T1's unlink completes, so the truncate drops extents of the unlinked, still open file
+    // (seed 3 did this before the inode lock; with it, seed 3's walk unlinks /a before the
+    // truncate starts, and truncate("/a") is ENOENT).
+    for extra in [&[][..], &["--explore", "--seed", "1"]] {
         let args: Vec<&str> = ["run", f.to_str().unwrap()]
             .iter()
             .chain(extra)

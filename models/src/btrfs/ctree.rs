@@ -69,6 +69,12 @@ pub(super) struct Inner {
     pub(super) endio_wait: RefCell<Option<WaitQueue>>,
     /// See `endio`.
     pub(super) endio_workers: std::cell::Cell<u32>,
+    /// Each inode's i_rwsem (inode->i_rwsem, taken by inode_lock / btrfs_inode_lock), made
+    /// at its first use; all of them report their waits as the one class `inode_lock`.
+    pub(super) inode_locks: RefCell<FastMap<Ino, Mutex>>,
+    /// Each inode's BTRFS_I(inode)->log_mutex, made at its first use; their waits are the
+    /// class `inode.log_mutex`.
+    pub(super) inode_log_mutexes: RefCell<FastMap<Ino, Mutex>>,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -140,6 +146,8 @@ impl Btrfs {
                 endio: RefCell::new(Default::default()),
                 endio_wait: RefCell::new(None),
                 endio_workers: std::cell::Cell::new(0),
+                inode_locks: RefCell::new(FastMap::default()),
+                inode_log_mutexes: RefCell::new(FastMap::default()),
             }),
         }
     }

@@ -36,18 +36,19 @@ impl Btrfs {
     /// CPU, and the data-space reservation (btrfs_check_data_free_space /
     /// btrfs_delalloc_reserve_space).
     async fn dirty_pages(&self, path: &str, bytes: u64) -> Result<Ino, OpError> {
-        self.dirty_pages_range(path, bytes, false).await
+        let ino = self.resolve(path)?;
+        self.dirty_pages_range(ino, path, bytes, false).await
     }
 
     /// `dirty_pages`; `new_range`: the pages are not adjacent to the file's other dirty
     /// pages, so they are an outstanding extent of their own (one more insert reserved).
     async fn dirty_pages_range(
         &self,
+        ino: Ino,
         path: &str,
         bytes: u64,
         new_range: bool,
     ) -> Result<Ino, OpError> {
-        let ino = self.resolve(path)?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
@@ -88,8 +89,13 @@ impl Btrfs {
         self.buffered_write(path, bytes, true).await
     }
 
+    /// The write under the inode lock: btrfs_file_write_iter takes inode_lock before
+    /// copying the pages and reserving space and drops it before generic_write_sync
+    /// (file.c@v5.10; btrfs_buffered_write → btrfs_inode_lock from 5.11), so an O_SYNC
+    /// write's fsync takes it again.
     async fn buffered_write(&self, path: &str, bytes: u64, range: bool) -> Result<(), OpError> {
-        let ino = self.dirty_pages_range(path, bytes, range).await?;
+        let (ino, _ilock) = self.lock_path(path).await?;
+        self.dirty_pages_range(ino, path, bytes, range).await?;
         if range {
             // Inside a file laid out to its size (fio's ftruncate): an overwrite or a hole
             // filled at a random offset, which does not change i_size.
@@ -175,57 +181,18 @@ impl Btrfs {
             let keep = st.keep_history;
             let pieces = Self::alloc_data_extent(&mut st, bytes);
             st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
-            // Random writes inside the file: with uniformly random offsets a block already
-            // holds data with probability (data bytes / size); that share of what is written
-            // replaces old extents, freed and pinned until the commit (COW).
-            if inside > 0 {
-                let (size, data) = {
-                    let i = &st.inodes[&ino];
-                    let data: u64 = i
-                        .extents
-                        .iter()
-                        .flat_map(|e| e.pieces.iter().map(|p| p.1))
-                        .sum();
-                    (i.disk_size.max(1), data)
-                };
-                let over =
-                    (u128::from(inside) * u128::from(data.min(size)) / u128::from(size)) as u64;
-                let mut need = over;
-                let mut freed = Vec::new();
-                for e in st.inodes.get_mut(&ino).unwrap().extents.iter_mut() {
-                    for p in e.pieces.iter_mut() {
-                        let take = p.1.min(need);
-                        if take > 0 {
-                            p.1 -= take;
-                            need -= take;
-                            freed.push((p.0, take));
-                        }
-                    }
-                    e.pieces.retain(|p| p.1 > 0);
-                    if need == 0 {
-                        break;
-                    }
-                }
-                Self::free_pieces(&mut st, freed, t);
-            }
-            let i = st.inodes.get_mut(&ino).unwrap();
-            i.extents.push(Extent {
+            let w = Written {
                 id,
-                offset: i.disk_size,
-                len: bytes,
-                generation: t,
-                item_trans: t,
-                hole: false,
-                prealloc: false,
-                data_token: tok,
-                data_offset: off,
-                pieces,
-            });
-            i.modified_extents.push(id);
+                tok,
+                off,
+                bytes,
+            };
+            let inside = self.insert_written(&mut st, ino, w, pieces, inside, t);
+            let i = st.inodes.get_mut(&ino).unwrap();
             i.item_trans = t;
             // btrfs_inode_safe_disk_i_size_write at ordered-extent completion (writes inside
             // the file do not move it).
-            i.disk_size += bytes - inside.min(bytes);
+            i.disk_size += bytes - inside;
             if keep {
                 i.size_hist.push((t, i.disk_size));
             }
@@ -402,9 +369,16 @@ impl Btrfs {
             && i.modified_extents.is_empty()
     }
 
-    /// btrfs_sync_file.
+    /// btrfs_sync_file. The inode lock is held from before the ordered extents are waited
+    /// for until the inode is logged (or the skip checks pass), and dropped before
+    /// btrfs_sync_log or the fallback commit: "we've logged all the items and now have a
+    /// consistent version of the file in the log" (file.c:btrfs_sync_file@v5.10: inode_lock
+    /// after the first start_ordered_ops, inode_unlock after btrfs_log_dentry_safe;
+    /// btrfs_inode_lock(inode, BTRFS_ILOCK_MMAP) from 5.13). The model's writeback (start,
+    /// wait, finish the ordered extent) runs under the lock: the kernel's first
+    /// start_ordered_ops outside it only starts I/O that the second one, under it, waits for.
     pub(super) async fn fsync(&self, path: &str) -> Result<(), OpError> {
-        let ino = self.resolve(path)?;
+        let (ino, ilock) = self.lock_path(path).await?;
         self.writeback(ino).await;
         // What this fsync promises: the names and extents the inode has once its data is
         // written back (later changes by other tasks are not covered). Only kept with the
@@ -418,6 +392,14 @@ impl Btrfs {
                     i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
                     i.disk_size,
                     i.xattrs.keys().cloned().collect::<Vec<_>>(),
+                    // A directory's entries as this fsync logs them (taken when it returned,
+                    // they included names another task created after the directory was
+                    // logged: a false S2).
+                    if i.is_dir {
+                        st.entries_of(ino)
+                    } else {
+                        Vec::new()
+                    },
                 )
             })
         };
@@ -445,12 +427,15 @@ impl Btrfs {
             // (btrfs_sync_file@v5.10/v5.11).
             self.st_mut().inodes.get_mut(&ino).unwrap().needs_full_sync = false;
             self.inner.m.borrow_mut().fsync_skips += 1;
+            drop(ilock);
         } else {
             let mut th = self.start_transaction().await;
             th.in_fsync = true;
             let t = th.id;
             self.point("fsync:joined").await;
-            match self.log_inode_parent(t, ino).await {
+            let logged = self.log_inode_parent(t, ino).await;
+            drop(ilock);
+            match logged {
                 LogResult::Logged(log_transid) => {
                     self.point("fsync:logged").await;
                     if self.sync_log(t, log_transid).await {
@@ -472,7 +457,7 @@ impl Btrfs {
         // fsync returned success: record what must survive and check a crash now (S2).
         {
             let mut st = self.st_mut();
-            if let Some((names, extents, size, xattrs)) = promise {
+            if let Some((names, extents, size, xattrs, entries)) = promise {
                 let rec = FsyncRecord {
                     ino,
                     path: path.to_string(),
@@ -480,11 +465,7 @@ impl Btrfs {
                     extents,
                     size,
                     xattrs,
-                    entries: if st.inodes[&ino].is_dir {
-                        st.entries_of(ino)
-                    } else {
-                        Vec::new()
-                    },
+                    entries,
                     at: self.inner.h.now(),
                 };
                 st.fsyncs.push(rec);
@@ -511,6 +492,134 @@ impl Btrfs {
 }
 
 impl Btrfs {
+    /// The extents an ordered extent's completion inserts (btrfs_finish_ordered_io →
+    /// insert_reserved_file_extent, inode.c@v5.10): the `inside` bytes a write-range wrote
+    /// inside the file where `place_inside` puts them, the rest appended at i_size. Returns
+    /// the inside bytes (at most i_size).
+    fn insert_written(
+        &self,
+        st: &mut FsState,
+        ino: Ino,
+        w: Written,
+        pieces: Pieces,
+        inside: u64,
+        t: TransId,
+    ) -> u64 {
+        let Written {
+            id,
+            tok,
+            off,
+            bytes,
+        } = w;
+        let size = st.inodes[&ino].disk_size;
+        let inside = inside.min(bytes).min(size);
+        let mut parts = Vec::with_capacity(2);
+        if inside > 0 {
+            let at = self.place_inside(st, ino, inside, t);
+            parts.push((at, inside));
+        }
+        if bytes > inside {
+            parts.push((size, bytes - inside));
+        }
+        let mut rest = pieces;
+        let mut data_offset = off;
+        for (k, (offset, len)) in parts.into_iter().enumerate() {
+            let (mine, more) = split_pieces(rest, len);
+            rest = more;
+            let eid = if k == 0 {
+                id
+            } else {
+                st.next_extent += 1;
+                st.next_extent - 1
+            };
+            let i = st.inodes.get_mut(&ino).unwrap();
+            let ext = Extent {
+                id: eid,
+                offset,
+                len,
+                generation: t,
+                item_trans: t,
+                hole: false,
+                prealloc: false,
+                data_token: tok,
+                data_offset,
+                pieces: mine,
+            };
+            data_offset += len;
+            if offset < size {
+                // Inside the file: in file order among the others.
+                let pos = i.extents.partition_point(|e| e.offset < offset);
+                i.extents.insert(pos, ext);
+            } else {
+                i.extents.push(ext);
+            }
+            i.modified_extents.push(eid);
+        }
+        inside
+    }
+
+    /// Where the `len` bytes a `write-range` wrote inside the file land when its ordered
+    /// extent completes, and what they replace. The kernel's ordered extent covers the
+    /// file range that was written, inside i_size, and insert_reserved_file_extent drops
+    /// what the file had there first (inode.c:insert_reserved_file_extent →
+    /// btrfs_drop_extents@v5.10). The model's op has no offset, so the bytes go into the
+    /// first gap of the file's data large enough for them (after its last data extent when
+    /// that fits), a hole filled: the overwritten share of the old data is freed by the
+    /// random-offset estimate (`free_overwritten`), and hole extents there are dropped. A
+    /// file with no such gap is overwritten from offset 0: btrfs_drop_extents over the range
+    /// trims or drops the old extents (a trimmed extent keeps its allocation, as a bookend
+    /// extent does). Before this placement the model put the bytes past i_size, where the
+    /// next logged inode item's i_size cut them off in log replay: a false S2.
+    fn place_inside(&self, st: &mut FsState, ino: Ino, len: u64, t: TransId) -> u64 {
+        let (at, gap) = inside_offset(&st.inodes[&ino], len);
+        if gap {
+            Self::free_overwritten(st, ino, len, t);
+            let holes = st.inodes[&ino]
+                .extents
+                .iter()
+                .any(|e| e.hole && e.offset < at + len && e.end() > at);
+            if holes {
+                self.drop_extents(st, ino, at, at + len, t);
+            }
+        } else {
+            self.drop_extents(st, ino, at, at + len, t);
+        }
+        at
+    }
+
+    /// Random writes inside the file: with uniformly random offsets a block already holds
+    /// data with probability (data bytes / size); that share of the `inside` bytes written
+    /// replaces old extents' bytes, freed and pinned until the commit (COW).
+    fn free_overwritten(st: &mut FsState, ino: Ino, inside: u64, t: TransId) {
+        let (size, data) = {
+            let i = &st.inodes[&ino];
+            let data: u64 = i
+                .extents
+                .iter()
+                .flat_map(|e| e.pieces.iter().map(|p| p.1))
+                .sum();
+            (i.disk_size.max(1), data)
+        };
+        let over = (u128::from(inside) * u128::from(data.min(size)) / u128::from(size)) as u64;
+        let mut need = over;
+        let mut freed = Vec::new();
+        for e in st.inodes.get_mut(&ino).unwrap().extents.iter_mut() {
+            for p in e.pieces.iter_mut() {
+                let take = p.1.min(need);
+                if take > 0 {
+                    p.1 -= take;
+                    need -= take;
+                    freed.push((p.0, take));
+                }
+            }
+            e.pieces.retain(|p| p.1 > 0);
+            if need == 0 {
+                break;
+            }
+        }
+        Self::free_pieces(st, freed, t);
+    }
+
     /// btrfs_drop_extents + btrfs_drop_extent_cache (file.c@v5.10) over [start, end) of
     /// `ino` in transaction `t`: extents inside the range leave the file (their space is
     /// freed when no piece refers to it); an extent crossing an edge is trimmed into new
@@ -594,7 +703,9 @@ impl Btrfs {
     /// extents in the range, reserves data space, then __btrfs_prealloc_file_range
     /// (inode.c@v5.10) allocates a preallocated extent for each hole of the range in a
     /// started transaction (its extent map, generation = transid, goes on the modified
-    /// list) and, without KEEP_SIZE, moves i_size to the range's end.
+    /// list) and, without KEEP_SIZE, moves i_size to the range's end. All of it under the
+    /// inode lock: btrfs_fallocate takes inode_lock first (file.c@v5.10;
+    /// btrfs_inode_lock(inode, BTRFS_ILOCK_MMAP) from 5.13).
     pub(super) async fn fallocate(
         &self,
         path: &str,
@@ -602,7 +713,7 @@ impl Btrfs {
         len: u64,
         keep_size: bool,
     ) -> Result<(), OpError> {
-        let ino = self.resolve(path)?;
+        let (ino, _ilock) = self.lock_path(path).await?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
@@ -686,14 +797,16 @@ impl Btrfs {
     /// started transaction drops the extents inside it (btrfs_punch_hole_range →
     /// btrfs_drop_extents) and fill_holes puts a hole extent map (generation = transid) on
     /// the modified list, so a fast fsync logs the hole and replay drops the old data.
-    /// i_size does not change; a range past it is cut at it.
+    /// i_size does not change; a range past it is cut at it. All of it under the inode
+    /// lock: btrfs_punch_hole takes inode_lock first (file.c@v5.10;
+    /// btrfs_inode_lock(inode, BTRFS_ILOCK_MMAP) from 5.13).
     pub(super) async fn punch_hole(
         &self,
         path: &str,
         offset: u64,
         len: u64,
     ) -> Result<(), OpError> {
-        let ino = self.resolve(path)?;
+        let (ino, _ilock) = self.lock_path(path).await?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
@@ -736,4 +849,59 @@ impl Btrfs {
         self.end(th);
         Ok(())
     }
+}
+
+/// The first offset below i_size where `len` bytes fit between the file's data extents
+/// (after the last one when they fit there), and whether it is such a gap; (0, false) when
+/// there is none.
+fn inside_offset(i: &Inode, len: u64) -> (u64, bool) {
+    let size = i.disk_size;
+    let data = || i.extents.iter().filter(|e| !e.hole && e.offset < size);
+    let tail = data().map(|e| e.end()).max().unwrap_or(0);
+    if tail + len <= size {
+        return (tail, true);
+    }
+    let mut spans: Vec<(u64, u64)> = data().map(|e| (e.offset, e.end())).collect();
+    spans.sort_unstable();
+    let mut cur = 0;
+    for (a, b) in spans {
+        if a >= cur + len {
+            return (cur, true);
+        }
+        cur = cur.max(b);
+    }
+    if cur + len <= size {
+        return (cur, true);
+    }
+    (0, false)
+}
+
+/// An allocation's (block group, bytes) pieces.
+type Pieces = Vec<(u64, u64)>;
+
+/// One ordered extent's data write: the first extent id, the device token and offset, and
+/// its bytes.
+#[derive(Clone, Copy)]
+struct Written {
+    id: u64,
+    tok: u64,
+    off: u64,
+    bytes: u64,
+}
+
+/// The first `n` bytes of an allocation's pieces, and the rest.
+fn split_pieces(pieces: Pieces, n: u64) -> (Pieces, Pieces) {
+    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    let mut need = n;
+    for (bg, len) in pieces {
+        let take = len.min(need);
+        if take > 0 {
+            first.push((bg, take));
+            need -= take;
+        }
+        if len > take {
+            rest.push((bg, len - take));
+        }
+    }
+    (first, rest)
 }

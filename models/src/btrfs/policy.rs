@@ -94,11 +94,15 @@ pub enum Mutant {
     /// A fast fsync logs the inode without its xattrs (btrfs_log_all_xattrs skipped):
     /// an xattr set before a returned fsync is lost (breaks S2).
     FsyncSkipsXattrs,
+    /// No inode lock anywhere (write, fsync, setattr, truncate, fallocate, punch hole,
+    /// setxattr): one task's write and logging overlap another's logging of the same inode,
+    /// as in the model before issue 26 (the inode's log_mutex is still taken; breaks S2).
+    NoInodeLock,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 8] = [
+    pub const ALL: [Mutant; 9] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -107,6 +111,7 @@ impl Mutant {
         Mutant::UnlinkKeepsLoggedNames,
         Mutant::PunchHoleLogsNoHole,
         Mutant::FsyncSkipsXattrs,
+        Mutant::NoInodeLock,
     ];
 
     /// Kebab-case name used on the command line.
@@ -120,6 +125,7 @@ impl Mutant {
             Mutant::UnlinkKeepsLoggedNames => "unlink-keeps-logged-names",
             Mutant::PunchHoleLogsNoHole => "punch-hole-logs-no-hole",
             Mutant::FsyncSkipsXattrs => "fsync-skips-xattrs",
+            Mutant::NoInodeLock => "no-inode-lock",
         }
     }
 
@@ -134,6 +140,7 @@ impl Mutant {
             Mutant::UnlinkKeepsLoggedNames => "unlink and rename leave the removed name in the log (no btrfs_del_dir_entries_in_log / btrfs_del_inode_ref_in_log) (S2)",
             Mutant::PunchHoleLogsNoHole => "a hole punch puts no hole extent map on the modified list: a fast fsync keeps the old data (S2)",
             Mutant::FsyncSkipsXattrs => "an fsync logs the inode without its xattrs (S2)",
+            Mutant::NoInodeLock => "no inode lock (i_rwsem) in write, fsync, setattr, truncate, fallocate, punch hole, setxattr: two fsyncers of one file log it at once (S2)",
         }
     }
 

@@ -197,10 +197,25 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
                 continue;
             }
             // The same bytes may live on in trimmed pieces of the extent: only bytes the
-            // file does not map now count.
+            // file did not map when the fsync returned count. Pieces dropped since (a later
+            // hole punch, truncate or overwrite whose fsync has not returned) still mapped
+            // them then, and a crash may keep them.
+            let mut then: Vec<&Extent> = inode
+                .extents
+                .iter()
+                .chain(
+                    inode
+                        .dead_extents
+                        .iter()
+                        .filter(|d| d.removed_at > rec.at)
+                        .map(|d| &d.ext),
+                )
+                .filter(|e| !e.hole && same_bytes(e, s))
+                .collect();
+            then.sort_by_key(|e| e.offset);
             let mut cur = s.offset;
             let mut gap = None;
-            for e in inode.extents.iter().filter(|e| !e.hole && same_bytes(e, s)) {
+            for e in then {
                 if e.end() <= cur || e.offset >= s.end() {
                     continue;
                 }

@@ -329,8 +329,16 @@ impl Btrfs {
         self.inner.log_writers_wait.notify_all();
     }
 
-    /// btrfs_log_inode: the inode item and its changed extents (R2) into the log.
+    /// btrfs_log_inode: the inode item and its changed extents (R2) into the log, under the
+    /// inode's log_mutex from before its items are read until they are in the log
+    /// (tree-log.c:btrfs_log_inode@v5.10: mutex_lock(&inode->log_mutex) before copying,
+    /// mutex_unlock at out_unlock), so two tasks logging one inode (two children's fsyncs
+    /// logging their parent, a link's new name during an fsync) copy it one after the other.
+    /// Taken after the root's log_mutex was released by start_log_trans, and no other lock
+    /// is taken under it here.
     pub(super) async fn log_inode(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
+        let log_mutex = self.inode_log_mutex(ino);
+        let _held = log_mutex.lock().await;
         let c = &self.inner.costs;
         let (last_committed, keep) = {
             let st = self.inner.st.borrow();

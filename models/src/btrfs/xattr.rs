@@ -8,10 +8,11 @@ impl Btrfs {
     /// btrfs_setxattr_trans (xattr.c@v5.10): btrfs_start_transaction(root, 2), btrfs_setxattr
     /// inserts the BTRFS_XATTR_ITEM_KEY item next to the inode item, then inode_inc_iversion,
     /// ctime, set_bit(BTRFS_INODE_COPY_EVERYTHING) and btrfs_update_inode (which stamps
-    /// last_trans). A later LOG_INODE_ALL logs
-    /// every xattr (tree-log.c:btrfs_log_all_xattrs@v5.10).
+    /// last_trans). A later LOG_INODE_ALL logs every xattr
+    /// (tree-log.c:btrfs_log_all_xattrs@v5.10). Under the inode lock: vfs_setxattr takes
+    /// inode_lock around __vfs_setxattr_locked (fs/xattr.c@v5.10).
     pub(super) async fn setxattr(&self, path: &str, name: &str) -> Result<(), OpError> {
-        let ino = self.resolve(path)?;
+        let (ino, _ilock) = self.lock_path(path).await?;
         let th = self.start_transaction_items(2).await?;
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.btree_item * 2).await;

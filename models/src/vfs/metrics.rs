@@ -235,7 +235,7 @@ impl JournalMetrics {
 }
 
 /// The filesystem locks and wait queues whose waits every run reports.
-pub const WAIT_CLASSES: [&str; 12] = [
+pub const WAIT_CLASSES: [&str; 14] = [
     "wait_current_trans",
     "metadata_ticket",
     "wait_for_commit",
@@ -248,6 +248,10 @@ pub const WAIT_CLASSES: [&str; 12] = [
     "tree_root.log_mutex",
     "log_root_tree.log_mutex",
     "chunk_mutex",
+    // Every inode's i_rwsem (inode_lock), summed over inodes.
+    "inode_lock",
+    // Every inode's BTRFS_I(inode)->log_mutex, summed over inodes.
+    "inode.log_mutex",
 ];
 
 impl Metrics {

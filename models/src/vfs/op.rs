@@ -227,7 +227,7 @@ pub const OPS: [(&str, &str, &str); 29] = [
     ("syncfs", "syncfs", "syncfs(2) → sync_filesystem: writeback of every dirty file, then btrfs_sync_fs(wait = 1) commits"),
     ("fill-metadata 900m", "fill-metadata SIZE", "setup for space scenarios: SIZE of existing tree blocks counted as used metadata (chunks allocated for them), the rest of the device given to data, the global reserve resized (an aged, full filesystem)"),
     ("dio-write /f 0 4k", "dio-write PATH OFFSET SIZE", "btrfs only: an O_DIRECT write (btrfs_direct_write): data and outstanding-extent metadata reserved, a new extent written, its ordered extent finished by an endio worker"),
-    ("write-range /f 4k", "write-range PATH SIZE", "btrfs only: a buffered write of a separate dirty range (one more outstanding extent to reserve metadata for), as fio's random buffered writes make"),
+    ("write-range /f 4k", "write-range PATH SIZE", "btrfs only: a buffered write of a separate dirty range (one more outstanding extent to reserve metadata for), as fio's random buffered writes make; inside a file laid out to its size the bytes replace blocks inside i_size (at writeback: the first gap of the file's data that fits, else an overwrite from offset 0), otherwise they append"),
     ("read /f 128k", "read PATH SIZE", "ext3/ext4 only: a sequential buffered read from the file's position; missing pages come in 128 KiB readahead windows, one synchronous READ each from the reader's I/O context"),
     ("populate /f 1g", "populate PATH SIZE", "ext3/ext4 setup: a file of SIZE already on disk (laid out contiguously, committed, not cached), as a benchmark's layout phase and drop_caches leave it"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
