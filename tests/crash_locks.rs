@@ -33,6 +33,7 @@ fn sweep(sc: &Scenario, p: &Policy, seeds: std::ops::Range<u64>) -> SweepResult 
         Shard::ALL,
         2,
         &Interleaving::Random,
+        &[],
         &|_| {},
         &stop,
         0,
