@@ -7,7 +7,7 @@ use super::ctree_blocks::{tree, Leaf};
 use super::state::*;
 
 /// A new chunk dirties the chunk and device trees and the block-group item's leaf.
-const CHUNK_LEAVES: [Leaf; 3] = [(tree::ROOT, 1), (tree::ROOT, 2), (tree::EXTENT, u64::MAX)];
+const CHUNK_LEAVES: [Leaf; 3] = [(tree::CHUNK, 1), (tree::CHUNK, 2), (tree::EXTENT, u64::MAX)];
 
 impl Btrfs {
     /// The `new-block-group` operation: btrfs_make_block_group → btrfs_set_log_full_commit.

@@ -90,6 +90,26 @@ pub struct Costs {
     /// The global block reserve's cap: 512 MiB (block-rsv.c:btrfs_update_global_block_rsv
     /// @v5.12).
     pub global_rsv_max: u64,
+    /// Picoseconds per b-tree key comparison in a binary search (btrfs_comp_keys on a
+    /// btrfs_disk_key: ~10 instructions, ~3 cycles; the probe's cache line is an L2 hit,
+    /// 14 cycles on Skylake-SP (Intel 64 and IA-32 Optimization Reference Manual, 2019,
+    /// §2.2, Skylake Server L2 latency); half the probes' branches mispredict, ~16.5 cycles
+    /// each (Agner Fog, "The microarchitecture of Intel, AMD and VIA CPUs", Skylake: 15-20
+    /// cycles): 3 + 14 + 8 ≈ 25 cycles at 2.5 GHz (Xeon Gold 6248 base clock, 2019-20 server
+    /// part) = 10 ns.
+    pub key_compare_ps: u64,
+    /// Picoseconds per tree level visited (read_block_for_search → find_extent_buffer's
+    /// radix-tree walk, ~3 dependent loads from L3 at ~60 cycles each on Skylake-SP
+    /// (Optimization Reference Manual §2.2); the extent buffer's refcount get and put and
+    /// the tree lock's lock and unlock, 4 atomic read-modify-writes at ~18 cycles (Agner
+    /// Fog, instruction tables, Skylake-X: LOCK XADD/CMPXCHG): ~250 cycles at 2.5 GHz
+    /// = 100 ns).
+    pub tree_level_ps: u64,
+    /// Picoseconds per byte moved inside an extent buffer (memmove_extent_buffer → the
+    /// kernel's memmove, arch/x86/lib/memmove_64.S: 8-byte moves, one store per cycle on
+    /// Skylake (one store port: Optimization Reference Manual §2.2): 8 B/cycle at 2.5 GHz
+    /// = 50 ps/B). Also prices a COW's copy of the whole block (copy_extent_buffer_full).
+    pub leaf_move_ps_per_byte: u64,
 }
 
 impl Default for Costs {
@@ -125,6 +145,9 @@ impl Default for Costs {
             mkfs_meta_chunk: 256 << 20,
             mkfs_meta_used: 16 * (16 << 10),
             global_rsv_max: 512 << 20,
+            key_compare_ps: 10_000,
+            tree_level_ps: 100_000,
+            leaf_move_ps_per_byte: 50,
         }
     }
 }
@@ -136,8 +159,17 @@ impl Costs {
         self.nodesize * 8 * 2
     }
 
+    /// CPU of b-tree work: levels, key comparisons and bytes moved at their unit costs, and
+    /// `cowed` blocks COWed (btrfs_cow_block copies the whole nodesize block).
+    pub fn tree_cpu(&self, w: &super::ctree_btree::Work, cowed: u64) -> Nanos {
+        let ps = w.levels * self.tree_level_ps
+            + w.compares * self.key_compare_ps
+            + (w.moved + cowed * self.nodesize) * self.leaf_move_ps_per_byte;
+        ps.div_ceil(1000)
+    }
+
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 30] = [
+    pub const FIELDS: [&'static str; 33] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -168,6 +200,9 @@ impl Costs {
         "mkfs_meta_chunk",
         "mkfs_meta_used",
         "global_rsv_max",
+        "key_compare_ps",
+        "tree_level_ps",
+        "leaf_move_ps_per_byte",
     ];
 
     /// Sets one field by name; false if there is no such field.
@@ -218,6 +253,9 @@ impl Costs {
             "mkfs_meta_chunk" => &mut self.mkfs_meta_chunk,
             "mkfs_meta_used" => &mut self.mkfs_meta_used,
             "global_rsv_max" => &mut self.global_rsv_max,
+            "key_compare_ps" => &mut self.key_compare_ps,
+            "tree_level_ps" => &mut self.tree_level_ps,
+            "leaf_move_ps_per_byte" => &mut self.leaf_move_ps_per_byte,
             _ => return None,
         };
         Some(f)

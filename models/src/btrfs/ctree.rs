@@ -117,6 +117,7 @@ impl Btrfs {
                     st.data.unallocated = (fs_size - mkfs).saturating_sub(2 * meta);
                     st.meta.total = meta;
                     st.meta.nodesize = nodesize;
+                    st.trees = super::ctree_btree::Trees::new(nodesize);
                     st.meta.used = meta_used;
                     st.meta.clamp = 1;
                     Btrfs::update_global_rsv(&mut st, item * 13, rsv_max);

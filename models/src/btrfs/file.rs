@@ -1,7 +1,9 @@
 //! fs/btrfs/file.c: buffered writes, ordered writeback and fsync (btrfs_sync_file).
 
 use super::ctree::{Btrfs, LogResult};
-use super::ctree_blocks as blocks;
+use super::ctree_btree::{
+    drop_extent_ops, extent_ops, inode_key, key_type, size, tree_id, Key, TreeOp,
+};
 use super::oracle;
 use super::policy::{Fix, Mutant};
 use super::state::*;
@@ -175,8 +177,7 @@ impl Btrfs {
             .await;
         let th = self.join_transaction().await;
         let t = th.id;
-        self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
-        {
+        let cpu = {
             let mut st = self.st_mut();
             let keep = st.keep_history;
             let pieces = Self::alloc_data_extent(&mut st, bytes);
@@ -187,7 +188,15 @@ impl Btrfs {
                 off,
                 bytes,
             };
-            let inside = self.insert_written(&mut st, ino, w, pieces, inside, t);
+            // insert_reserved_file_extent: the file extent item (its extent item via the
+            // delayed ref), the checksums (add_pending_csums), the inode item.
+            let mut ops = Vec::with_capacity(7);
+            let inside = self.insert_written(&mut st, ino, w, pieces, inside, t, &mut ops);
+            ops.push(TreeOp::Update(
+                tree_id::FS,
+                inode_key(ino),
+                size::INODE_ITEM,
+            ));
             let i = st.inodes.get_mut(&ino).unwrap();
             i.item_trans = t;
             // btrfs_inode_safe_disk_i_size_write at ordered-extent completion (writes inside
@@ -197,15 +206,10 @@ impl Btrfs {
                 i.size_hist.push((t, i.disk_size));
             }
             Self::set_inode_last_trans(&mut st, ino, t);
-            let c = &self.inner.costs;
-            let leaves = [
-                blocks::inode_leaf(c, ino),
-                blocks::extent_leaf(c, id),
-                blocks::csum_leaf(c, off),
-            ];
-            Self::dirty(&mut st, t, &leaves);
             st.meta.ordered_bytes -= bytes;
-        }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         // The ordered extent is done: its delalloc metadata goes back.
         let rsv = self.st_mut().meta.delalloc_rsv.remove(&ino).unwrap_or(0);
         self.release_metadata(rsv);
@@ -326,15 +330,14 @@ impl Btrfs {
             ino,
             offset,
             bytes,
-            id,
+            id: _,
             dev_offset,
             rsv,
         } = j;
         let th = self.join_transaction().await;
         let t = th.id;
         // insert_reserved_file_extent (with btrfs_drop_extents), the csum items, the inode.
-        self.inner.h.cpu(self.inner.costs.btree_item * 3).await;
-        {
+        let cpu = {
             let mut st = self.st_mut();
             let pieces = Self::alloc_data_extent(&mut st, bytes);
             st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
@@ -346,16 +349,19 @@ impl Btrfs {
                 i.item_trans = t;
                 Self::set_inode_last_trans(&mut st, ino, t);
             }
-            let c = &self.inner.costs;
-            let leaves = [
-                blocks::inode_leaf(c, ino),
-                blocks::file_extent_leaf(c, ino, offset),
-                blocks::extent_leaf(c, id),
-                blocks::csum_leaf(c, dev_offset),
-            ];
-            Self::dirty(&mut st, t, &leaves);
+            // The file extent item at `offset` is replaced (the map is not split here);
+            // the new extent's item and checksums go in.
+            let mut ops =
+                extent_ops(ino, offset, dev_offset, bytes, self.inner.costs.sectorsize).to_vec();
+            ops.push(TreeOp::Update(
+                tree_id::FS,
+                inode_key(ino),
+                size::INODE_ITEM,
+            ));
             st.meta.ordered_bytes -= bytes;
-        }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         self.release_metadata(rsv);
         self.end(th);
     }
@@ -504,6 +510,7 @@ impl Btrfs {
         pieces: Pieces,
         inside: u64,
         t: TransId,
+        ops: &mut Vec<TreeOp>,
     ) -> u64 {
         let Written {
             id,
@@ -545,6 +552,13 @@ impl Btrfs {
                 data_offset,
                 pieces: mine,
             };
+            ops.extend(extent_ops(
+                ino,
+                offset,
+                data_offset,
+                len,
+                self.inner.costs.sectorsize,
+            ));
             data_offset += len;
             if offset < size {
                 // Inside the file: in file order among the others.
@@ -689,16 +703,6 @@ impl Btrfs {
         Self::free_pieces(st, freed, t);
     }
 
-    /// The leaves a change of the inode item and of the file's extent items dirties.
-    fn file_leaves(&self, st: &FsState, ino: Ino) -> Vec<blocks::Leaf> {
-        let c = &self.inner.costs;
-        let i = &st.inodes[&ino];
-        std::iter::once(blocks::inode_leaf(c, ino))
-            .chain(i.extents.iter().map(|e| blocks::extent_leaf(c, e.id)))
-            .take(1 + 8)
-            .collect()
-    }
-
     /// btrfs_fallocate (file.c@v5.10) with mode 0 or FALLOC_FL_KEEP_SIZE: waits for ordered
     /// extents in the range, reserves data space, then __btrfs_prealloc_file_range
     /// (inode.c@v5.10) allocates a preallocated extent for each hole of the range in a
@@ -744,12 +748,13 @@ impl Btrfs {
         // insert_prealloc_file_extent: the inode, the removed range, the new extent (3).
         let th = self.start_transaction_items(3).await?;
         let t = th.id;
-        self.inner
-            .h
-            .cpu(self.inner.costs.btree_item * (1 + holes.len() as u64))
-            .await;
-        {
+        let cpu = {
             let mut st = self.st_mut();
+            let mut ops = vec![TreeOp::Update(
+                tree_id::FS,
+                inode_key(ino),
+                size::INODE_ITEM,
+            )];
             for (off, l) in holes {
                 // Punched holes inside the range give way to the new extent.
                 self.drop_extents(&mut st, ino, off, off + l, t);
@@ -760,6 +765,12 @@ impl Btrfs {
                 // Its disk_bytenr: allocated, never written.
                 let disk = st.next_offset;
                 st.next_offset += l.next_multiple_of(4096);
+                // A preallocated extent's file extent item and extent item (no checksums).
+                ops.extend(
+                    extent_ops(ino, off, disk, l, self.inner.costs.sectorsize)[..2]
+                        .iter()
+                        .copied(),
+                );
                 let i = st.inodes.get_mut(&ino).unwrap();
                 i.extents.push(Extent {
                     id,
@@ -785,9 +796,9 @@ impl Btrfs {
                 }
             }
             i.item_trans = t;
-            let leaves = self.file_leaves(&st, ino);
-            Self::dirty(&mut st, t, &leaves);
-        }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
@@ -818,9 +829,27 @@ impl Btrfs {
         // btrfs_punch_hole: rsv_count 3 without NO_HOLES (file.c@v5.10).
         let th = self.start_transaction_items(3).await?;
         let t = th.id;
-        self.inner.h.cpu(self.inner.costs.btree_item * 2).await;
-        {
+        let cpu = {
             let mut st = self.st_mut();
+            // btrfs_drop_extents: the items of the extents inside the range go (the ones
+            // crossing its ends are trimmed: counted as rewrites of their items).
+            let mut ops = vec![TreeOp::Update(
+                tree_id::FS,
+                inode_key(ino),
+                size::INODE_ITEM,
+            )];
+            for e in st.inodes[&ino]
+                .extents
+                .iter()
+                .filter(|e| e.offset < end && e.end() > offset)
+            {
+                if e.offset >= offset && e.end() <= end {
+                    ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
+                } else {
+                    let k = Key::new(ino, key_type::EXTENT_DATA, e.offset);
+                    ops.push(TreeOp::Update(tree_id::FS, k, size::FILE_EXTENT));
+                }
+            }
             self.drop_extents(&mut st, ino, offset, end, t);
             if !self.mutant(Mutant::PunchHoleLogsNoHole) {
                 let id = st.next_extent;
@@ -840,11 +869,14 @@ impl Btrfs {
                 });
                 i.extents.sort_by_key(|e| e.offset);
                 i.modified_extents.push(id);
+                // fill_holes: the hole's file extent item.
+                let k = Key::new(ino, key_type::EXTENT_DATA, offset);
+                ops.push(TreeOp::Insert(tree_id::FS, k, size::FILE_EXTENT));
             }
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
-            let leaves = self.file_leaves(&st, ino);
-            Self::dirty(&mut st, t, &leaves);
-        }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())

@@ -1,7 +1,7 @@
 //! fs/btrfs/inode.c: namespace operations (create, mkdir, link, rename, unlink, rmdir).
 
 use super::ctree::Btrfs;
-use super::ctree_blocks::{self as blocks, Leaves};
+use super::ctree_btree::{drop_extent_ops, inode_key, link_ops, size, tree_id, unlink_ops, TreeOp};
 use super::state::*;
 use crate::vfs::OpError;
 
@@ -70,13 +70,12 @@ impl Btrfs {
         // btrfs_create / btrfs_mkdir (inode.c@v5.10): btrfs_start_transaction(root, 5).
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
-        self.inner.h.cpu(self.inner.costs.namespace_op).await;
         if self.inner.st.borrow().live_entry(dir, name).is_some() {
             // Another task created it while this one waited.
             self.end(th);
             return Err(OpError(format!("file exists: {path}")));
         }
-        {
+        let cpu = {
             let mut st = self.st_mut();
             let ino = st.next_ino;
             st.next_ino += 1;
@@ -106,18 +105,22 @@ impl Btrfs {
                     copy_everything: false,
                 },
             );
-            let c = &self.inner.costs;
-            let leaves = [
-                blocks::inode_leaf(c, ino),
-                blocks::dentry_leaf(c, &st, dir, name),
-                blocks::inode_leaf(c, dir),
-            ];
+            // btrfs_new_inode inserts the inode item and its ref; btrfs_add_link the dir
+            // item and index, and updates the directory's inode item.
+            let mut ops = vec![TreeOp::Insert(
+                tree_id::FS,
+                inode_key(ino),
+                size::INODE_ITEM,
+            )];
+            ops.extend(link_ops(&mut st.trees, ino, dir, name));
+            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
             st.add_dentry(dir, name, ino, t);
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::set_inode_last_trans(&mut st, dir, t);
             st.inodes.get_mut(&dir).unwrap().item_trans = t;
-            Self::dirty(&mut st, t, &leaves);
-        }
+            cpu
+        };
+        self.inner.h.cpu(cpu).await;
         self.end(th);
         Ok(())
     }
@@ -169,7 +172,6 @@ impl Btrfs {
             ("link", "link:joined")
         };
         self.point(joined).await;
-        self.inner.h.cpu(self.inner.costs.namespace_op).await;
         {
             let st = self.inner.st.borrow();
             if st.live_entry(old_dir, old_name) != Some(ino)
@@ -182,18 +184,19 @@ impl Btrfs {
                 )));
             }
         }
-        {
+        let cpu = {
             let mut st = self.st_mut();
-            let c = &self.inner.costs;
-            let mut leaves: Leaves = smallvec::smallvec![
-                blocks::inode_leaf(c, ino),
-                blocks::dentry_leaf(c, &st, new_dir, new_name),
-                blocks::inode_leaf(c, new_dir),
-            ];
+            let mut ops: smallvec::SmallVec<[TreeOp; 9]> = smallvec::SmallVec::new();
             if rename {
-                leaves.push(blocks::dentry_leaf(c, &st, old_dir, old_name));
-                leaves.push(blocks::inode_leaf(c, old_dir));
+                ops.extend(unlink_ops(&mut st.trees, ino, old_dir, old_name));
             }
+            ops.extend(link_ops(&mut st.trees, ino, new_dir, new_name));
+            ops.push(TreeOp::Update(
+                tree_id::FS,
+                inode_key(ino),
+                size::INODE_ITEM,
+            ));
+            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
             if rename {
                 st.remove_dentry(old_dir, old_name, t, self.inner.h.now());
                 // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
@@ -216,8 +219,9 @@ impl Btrfs {
             st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::set_inode_last_trans(&mut st, new_dir, t);
-            Self::dirty(&mut st, t, &leaves);
-        }
+            cpu
+        };
+        self.inner.h.cpu(cpu).await;
         if rename {
             // __btrfs_unlink_inode of the old name (inode.c@v5.10).
             self.del_name_in_log(t, ino, old_dir, old_name).await;
@@ -250,20 +254,14 @@ impl Btrfs {
         // reserve (modelled as the plain reservation).
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
-        self.inner.h.cpu(self.inner.costs.namespace_op).await;
         if self.inner.st.borrow().live_entry(parent, name) != Some(ino) {
             self.end(th);
             return Err(OpError(format!("{path} changed while it waited")));
         }
         let mut evicted = false;
-        {
+        let cpu = {
             let mut st = self.st_mut();
-            let c = &self.inner.costs;
-            let mut leaves: Leaves = smallvec::smallvec![
-                blocks::inode_leaf(c, ino),
-                blocks::dentry_leaf(c, &st, parent, name),
-                blocks::inode_leaf(c, parent),
-            ];
+            let mut ops: Vec<TreeOp> = unlink_ops(&mut st.trees, ino, parent, name).to_vec();
             st.remove_dentry(parent, name, t, self.inner.h.now());
             if dir {
                 // btrfs_rmdir (inode.c@v5.10/v5.11) does not call btrfs_record_unlink_dir:
@@ -287,17 +285,27 @@ impl Btrfs {
                     st.meta.delalloc_bytes -= dirty;
                     let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
                     st.meta.may_use -= rsv;
-                    // Dropping the extent items and checksums dirties their leaves.
-                    for e in &st.inodes[&ino].extents {
-                        leaves.push(blocks::extent_leaf(c, e.id));
-                        leaves.push(blocks::csum_leaf(c, e.data_offset));
+                    // btrfs_truncate_inode_items drops the file extent items, their
+                    // extent items and checksums, then the inode item goes.
+                    for e in st.inodes[&ino].extents.iter().filter(|e| !e.hole) {
+                        ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
                     }
+                    ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
                 }
+            }
+            if !evicted {
+                // The inode item's nlink and ctime (btrfs_update_inode).
+                ops.push(TreeOp::Update(
+                    tree_id::FS,
+                    inode_key(ino),
+                    size::INODE_ITEM,
+                ));
             }
             st.inodes.get_mut(&parent).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, parent, t);
-            Self::dirty(&mut st, t, &leaves);
-        }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         // __btrfs_unlink_inode (inode.c@v5.10), for unlink and rmdir alike.
         self.del_name_in_log(t, ino, parent, name).await;
         self.end(th);
@@ -325,12 +333,13 @@ impl Btrfs {
         let (ino, _ilock) = self.lock_path(path).await?;
         let th = self.join_transaction().await;
         let t = th.id;
-        self.inner.h.cpu(self.inner.costs.btree_item).await;
-        {
+        let cpu = {
             let mut st = self.st_mut();
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
-            Self::dirty(&mut st, t, &[blocks::inode_leaf(&self.inner.costs, ino)]);
-        }
+            let op = TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM);
+            Self::tree_ops(&mut st, &self.inner.costs, t, &[op])
+        };
+        self.inner.h.cpu(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
@@ -356,11 +365,20 @@ impl Btrfs {
             .start_transaction_items(if shrink { 2 } else { 1 })
             .await?;
         let t = th.id;
-        self.inner.h.cpu(self.inner.costs.btree_item * 2).await;
-        {
+        let cpu = {
             let mut st = self.st_mut();
             let old = st.inodes[&ino].disk_size;
+            let mut ops = vec![TreeOp::Update(
+                tree_id::FS,
+                inode_key(ino),
+                size::INODE_ITEM,
+            )];
             if size < old {
+                // btrfs_truncate_inode_items: the items of the extents past the new size.
+                let i = &st.inodes[&ino];
+                for e in i.extents.iter().filter(|e| !e.hole && e.offset >= size) {
+                    ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
+                }
                 self.drop_extents(&mut st, ino, size, u64::MAX, t);
                 st.inodes.get_mut(&ino).unwrap().needs_full_sync = true;
             }
@@ -371,21 +389,9 @@ impl Btrfs {
                 i.size_hist.push((t, size));
             }
             i.item_trans = t;
-            let mut leaves: Leaves =
-                smallvec::smallvec![blocks::inode_leaf(&self.inner.costs, ino)];
-            if size < old {
-                let c = &self.inner.costs;
-                leaves.extend(
-                    st.inodes[&ino]
-                        .extents
-                        .iter()
-                        .rev()
-                        .take(4)
-                        .map(|e| blocks::extent_leaf(c, e.id)),
-                );
-            }
-            Self::dirty(&mut st, t, &leaves);
-        }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())

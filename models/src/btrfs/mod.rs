@@ -7,6 +7,7 @@ pub mod block_group;
 pub mod costs;
 pub mod ctree;
 pub mod ctree_blocks;
+pub mod ctree_btree;
 pub mod disk_io;
 pub mod extent_tree;
 pub mod file;

@@ -892,6 +892,8 @@ pub struct FsState {
     pub log_root_tree_of: Option<TransId>,
     /// Bytes logged since the last log sync (dirty log tree blocks).
     pub log_dirty_bytes: u64,
+    /// The b-trees' structure (ctree_btree.rs).
+    pub trees: crate::btrfs::ctree_btree::Trees,
     /// Facts logged per (transaction, log sub-transaction) (kept only with the history).
     pub log_facts: BTreeMap<(TransId, u64), Vec<LogFact>>,
     /// Per transaction, the first log sub-transaction that received a new name the log
@@ -1004,6 +1006,7 @@ impl FsState {
             log_tree_of: None,
             log_root_tree_of: None,
             log_dirty_bytes: 0,
+            trees: Default::default(),
             log_facts: BTreeMap::new(),
             log_new_content: BTreeMap::new(),
             judgments: Vec::new(),

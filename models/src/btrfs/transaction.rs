@@ -163,15 +163,21 @@ impl Btrfs {
     /// btrfs_cow_block on each leaf a change touches: the leaf joins the transaction's
     /// dirty set once.
     /// The old copy of each newly COWed leaf is pinned until the commit (metadata
-    /// `bytes_pinned`).
-    pub(super) fn dirty(st: &mut FsState, t: TransId, leaves: &[crate::btrfs::ctree_blocks::Leaf]) {
+    /// `bytes_pinned`). Returns how many of them were newly COWed.
+    pub(super) fn dirty(
+        st: &mut FsState,
+        t: TransId,
+        leaves: &[crate::btrfs::ctree_blocks::Leaf],
+    ) -> u64 {
         let nodesize = st.meta.nodesize;
         let tr = st.trans.get_mut(&t).expect("transaction");
         let before = tr.dirty.len();
         tr.dirty.extend(leaves.iter().copied());
-        let new = (tr.dirty.len() - before) as u64 * nodesize;
+        let blocks = (tr.dirty.len() - before) as u64;
+        let new = blocks * nodesize;
         tr.meta_pinned += new;
         st.meta.pinned += new;
+        blocks
     }
 
     /// btrfs_commit_transaction, called with a handle on `th.id`.
@@ -238,8 +244,11 @@ impl Btrfs {
                 let mut st = self.st_mut();
                 let tr = st.trans.get_mut(&t).unwrap();
                 let dirty = std::mem::take(&mut tr.dirty);
+                let heights = st.trees.heights();
+                let tr = st.trans.get_mut(&t).unwrap();
                 tr.dirty_blocks =
-                    crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty).max(1);
+                    crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty, heights)
+                        .max(1);
                 (tr.dirty_blocks, tr.delayed_refs)
             };
             // btrfs_run_delayed_refs: one extent-tree update per COWed block (its new copy
@@ -258,6 +267,7 @@ impl Btrfs {
                 st.log_root_tree_of = None;
             }
             st.log_dirty_bytes = 0;
+            st.trees.free_log();
             st.super_generation = t;
         }
         {

@@ -395,7 +395,7 @@ impl Btrfs {
                 new_name_needed,
             )
         };
-        let mut cpu = c.log_inode_item;
+        let mut cpu = self.log_inode_copy_cpu(ino);
         let mut bytes = c.log_bytes_inode;
         let (size, xattrs, xattr_count) = {
             let st = self.inner.st.borrow();
@@ -461,7 +461,7 @@ impl Btrfs {
             } else {
                 e.len.div_ceil(c.sectorsize) * c.csum_per_block
             };
-            cpu += c.log_extent_item + csum * c.log_csum_per_byte;
+            cpu += self.log_extent_copy_cpu(ino, e, csum);
             bytes += c.log_bytes_extent + csum;
             if keep {
                 facts.push(LogFact::Extent { ino, extent: e.id });
@@ -615,7 +615,8 @@ impl Btrfs {
             }
             st.log_writers += 1;
         }
-        self.inner.h.cpu(self.inner.costs.btree_item).await;
+        let cpu = self.log_del_name_cpu(ino, dir, name);
+        self.inner.h.cpu(cpu).await;
         {
             let mut st = self.st_mut();
             let k = st.log_transid;

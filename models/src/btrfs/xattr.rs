@@ -1,7 +1,7 @@
 //! fs/btrfs/xattr.c: setting an extended attribute.
 
 use super::ctree::Btrfs;
-use super::ctree_blocks as blocks;
+use super::ctree_btree::{inode_key, key_type, name_hash, size, tree_id, Key, TreeOp};
 use crate::vfs::OpError;
 
 impl Btrfs {
@@ -15,15 +15,22 @@ impl Btrfs {
         let (ino, _ilock) = self.lock_path(path).await?;
         let th = self.start_transaction_items(2).await?;
         let t = th.id;
-        self.inner.h.cpu(self.inner.costs.btree_item * 2).await;
-        {
+        let cpu = {
             let mut st = self.st_mut();
             let i = st.inodes.get_mut(&ino).unwrap();
             i.xattrs.insert(name.to_string(), t);
             i.item_trans = t;
             i.copy_everything = true;
-            Self::dirty(&mut st, t, &[blocks::inode_leaf(&self.inner.costs, ino)]);
-        }
+            // The XATTR_ITEM (a btrfs_dir_item with the name; the value is not modelled)
+            // keyed by the name's hash, and the inode item.
+            let key = Key::new(ino, key_type::XATTR_ITEM, name_hash(name));
+            let ops = [
+                TreeOp::Insert(tree_id::FS, key, size::DIR_ITEM + name.len() as u32),
+                TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM),
+            ];
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())

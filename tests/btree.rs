@@ -1,0 +1,119 @@
+//! The b-trees of extent buffers (models/src/btrfs/ctree_btree.rs): height grows with the
+//! items, full leaves split by the on-disk item sizes, a deeper tree costs more CPU, and the
+//! structure is deterministic.
+
+use models::btrfs::ctree_blocks::Leaves;
+use models::btrfs::ctree_btree::{
+    apply, inode_key, key_type, link_ops, size, tree_id, Key, Tree, TreeOp, Trees, Work,
+};
+use models::btrfs::Costs;
+
+/// Creates `n` files (inode numbers from `start`) in directory 256 the way btrfs_create does: inode item, inode ref,
+/// dir item, dir index, the directory's inode update.
+fn create_files(trees: &mut Trees, start: u64, n: u64) -> Work {
+    let mut w = Work::default();
+    let mut leaves = Leaves::new();
+    for ino in start..start + n {
+        let name = format!("file{ino:08}");
+        let mut ops = vec![TreeOp::Insert(
+            tree_id::FS,
+            inode_key(ino),
+            size::INODE_ITEM,
+        )];
+        ops.extend(link_ops(trees, ino, 256, &name));
+        apply(trees, &ops, &mut w, &mut leaves);
+        leaves.clear();
+    }
+    w
+}
+
+#[test]
+fn height_grows_with_items() {
+    let mut t = Trees::new(16 << 10);
+    assert_eq!(t.fs.height(), 1);
+    create_files(&mut t, 257, 100);
+    assert_eq!(t.fs.height(), 2, "100 files: {} leaves", t.fs.leaves());
+    create_files(&mut t, 357, 100_000);
+    assert!(t.fs.height() >= 2);
+    // ~4 items of ~50-185 B per file: at most ~45 files per 16 KiB leaf.
+    assert!(
+        t.fs.leaves() as u64 >= 100_000 / 45,
+        "{} leaves",
+        t.fs.leaves()
+    );
+    assert_eq!(t.fs.items(), 100_100 * 4 + 1);
+}
+
+#[test]
+fn leaf_splits_when_full_by_item_sizes() {
+    let mut t = Tree::new(16 << 10);
+    let mut w = Work::default();
+    // Inode items: 25 + 160 B each; (16384 - 101) / 185 = 88 fit in one leaf.
+    let per_leaf = (16384 - u64::from(size::HEADER)) / u64::from(size::ITEM + size::INODE_ITEM);
+    assert_eq!(per_leaf, 88);
+    for ino in 0..per_leaf {
+        t.insert(inode_key(ino), size::INODE_ITEM, &mut w);
+    }
+    assert_eq!((t.leaves(), w.splits), (1, 0));
+    t.insert(inode_key(per_leaf), size::INODE_ITEM, &mut w);
+    assert_eq!((t.leaves(), w.splits), (2, 1));
+    assert_eq!(t.leaf_items(), vec![44, 45]);
+    assert_eq!(t.height(), 2);
+    // Smaller items: more of them per leaf before the next split.
+    let mut small = Tree::new(16 << 10);
+    let mut w2 = Work::default();
+    for off in 0..200 {
+        small.insert(
+            Key::new(300, key_type::EXTENT_DATA, off << 12),
+            size::FILE_EXTENT,
+            &mut w2,
+        );
+    }
+    assert_eq!(
+        small.leaves(),
+        1,
+        "200 file extent items of 78 B fit one leaf"
+    );
+}
+
+#[test]
+fn deeper_tree_costs_more_cpu() {
+    let c = Costs::default();
+    let mut shallow = Trees::new(16 << 10);
+    let mut deep = Trees::new(16 << 10);
+    create_files(&mut shallow, 257, 10);
+    create_files(&mut deep, 257, 50_000);
+    assert!(deep.fs.height() > shallow.fs.height());
+    let probe = |t: &mut Trees| {
+        let mut w = Work::default();
+        let mut l = Leaves::new();
+        apply(
+            t,
+            &[TreeOp::Update(
+                tree_id::FS,
+                inode_key(260),
+                size::INODE_ITEM,
+            )],
+            &mut w,
+            &mut l,
+        );
+        (w, c.tree_cpu(&w, 0))
+    };
+    let (ws, cs) = probe(&mut shallow);
+    let (wd, cd) = probe(&mut deep);
+    assert!(
+        wd.levels > ws.levels && wd.compares > ws.compares,
+        "{ws:?} {wd:?}"
+    );
+    assert!(cd > cs, "{cs} ns vs {cd} ns");
+}
+
+#[test]
+fn deterministic() {
+    let run = || {
+        let mut t = Trees::new(16 << 10);
+        let w = create_files(&mut t, 257, 5_000);
+        (w, t.fs.leaf_items(), t.fs.height())
+    };
+    assert_eq!(run(), run());
+}
