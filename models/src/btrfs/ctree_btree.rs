@@ -22,7 +22,6 @@
 //! offsets are a 64-bit FNV-1a hash of the name, not crc32c (only their spread matters).
 
 use std::collections::BTreeMap;
-use std::ops::Bound::{Excluded, Unbounded};
 
 /// Key types (include/uapi/linux/btrfs_tree.h@v5.10).
 pub mod key_type {
@@ -125,14 +124,25 @@ impl Work {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct LeafInfo {
-    /// Items in the leaf (nritems).
-    n: u32,
+    /// The leaf's items: key and data size, in key order (what nritems counts).
+    items: Vec<(Key, u32)>,
     /// Bytes used: item headers + data.
     used: u32,
     /// The block's id, stable over its life (what dirty sets hold).
     id: u64,
+}
+
+impl LeafInfo {
+    /// Bytes (headers + data) of the items from slot `i` on: what an insert or delete at
+    /// `i` memmoves.
+    fn bytes_from(&self, i: usize) -> u64 {
+        self.items[i..]
+            .iter()
+            .map(|&(_, s)| u64::from(s + size::ITEM))
+            .sum()
+    }
 }
 
 /// ⌊log2 n⌋ + 1 for n ≥ 1 (generic_bin_search's comparisons), 0 for an empty node.
@@ -140,11 +150,11 @@ fn bin_search_compares(n: u64) -> u64 {
     u64::from(64 - n.leading_zeros())
 }
 
-/// One b-tree: its items' keys and sizes, and its leaves by first key.
+/// One b-tree: its leaves by first key, each with its items' keys and sizes.
 #[derive(Clone, Debug)]
 pub struct Tree {
-    items: BTreeMap<Key, u32>,
     leaves: BTreeMap<Key, LeafInfo>,
+    nitems: usize,
     next_id: u64,
     /// BTRFS_LEAF_DATA_SIZE: nodesize − header.
     leaf_data: u32,
@@ -159,22 +169,20 @@ impl Tree {
     pub fn new(nodesize: u64) -> Tree {
         let data = nodesize.saturating_sub(u64::from(size::HEADER)).max(256) as u32;
         let mut t = Tree {
-            items: BTreeMap::new(),
             leaves: BTreeMap::new(),
+            nitems: 0,
             next_id: 1,
             leaf_data: data,
             fanout: (u64::from(data) / u64::from(size::KEY_PTR)).max(2),
             height: 1,
             node_compares: 0,
         };
-        t.leaves.insert(
-            Key::default(),
-            LeafInfo {
-                n: 0,
-                used: 0,
-                id: 0,
-            },
-        );
+        let root = LeafInfo {
+            items: Vec::new(),
+            used: 0,
+            id: 0,
+        };
+        t.leaves.insert(Key::default(), root);
         t
     }
 
@@ -190,12 +198,12 @@ impl Tree {
 
     /// Number of items.
     pub fn items(&self) -> usize {
-        self.items.len()
+        self.nitems
     }
 
     /// Items per leaf, in key order.
     pub fn leaf_items(&self) -> Vec<u32> {
-        self.leaves.values().map(|l| l.n).collect()
+        self.leaves.values().map(|l| l.items.len() as u32).collect()
     }
 
     /// Bytes of a leaf's data area (BTRFS_LEAF_DATA_SIZE).
@@ -205,27 +213,17 @@ impl Tree {
 
     /// The id of the leaf that holds (or would hold) `key`.
     pub fn leaf_of(&self, key: Key) -> u64 {
-        self.find(key).1.id
-    }
-
-    fn find(&self, key: Key) -> (Key, LeafInfo) {
-        let (k, l) = self
-            .leaves
+        self.leaves
             .range(..=key)
             .next_back()
-            .expect("leftmost leaf");
-        (*k, *l)
+            .expect("leftmost leaf")
+            .1
+            .id
     }
 
-    fn next_leaf(&self, lk: Key) -> Option<(Key, LeafInfo)> {
-        self.leaves
-            .range((Excluded(lk), Unbounded))
-            .next()
-            .map(|(k, l)| (*k, *l))
-    }
-
-    fn prev_leaf(&self, lk: Key) -> Option<(Key, LeafInfo)> {
-        self.leaves.range(..lk).next_back().map(|(k, l)| (*k, *l))
+    fn leaf_mut(leaves: &mut BTreeMap<Key, LeafInfo>, key: Key) -> (Key, &mut LeafInfo) {
+        let (k, l) = leaves.range_mut(..=key).next_back().expect("leftmost leaf");
+        (*k, l)
     }
 
     /// Height and per-level search comparisons above the leaves, after the leaf count
@@ -243,225 +241,188 @@ impl Tree {
         self.node_compares = cmp;
     }
 
-    /// btrfs_search_slot's work to reach `key`'s leaf holding `n` items.
-    fn search(&self, n: u32, w: &mut Work) {
-        w.levels += u64::from(self.height);
-        w.compares += self.node_compares + bin_search_compares(u64::from(n));
-    }
-
-    /// Bytes (headers + data) of the leaf's items from `from` (exclusive) to the leaf's end.
-    fn bytes_after(&self, from: Key, end: Option<Key>) -> u64 {
-        let r = match end {
-            Some(e) => self.items.range((Excluded(from), Excluded(e))),
-            None => self.items.range((Excluded(from), Unbounded)),
-        };
-        r.map(|(_, s)| u64::from(s + size::ITEM)).sum()
+    /// btrfs_search_slot's work down to a leaf of `n` items.
+    fn search(height: u32, node_compares: u64, n: usize, w: &mut Work) {
+        w.levels += u64::from(height);
+        w.compares += node_compares + bin_search_compares(n as u64);
     }
 
     /// Inserts (or, if present, resizes) the item `key` of `data` bytes; returns the id of
     /// the leaf it lands in.
     pub fn insert(&mut self, key: Key, data: u32, w: &mut Work) -> u64 {
-        let (mut lk, mut leaf) = self.find(key);
-        self.search(leaf.n, w);
-        if let Some(old) = self.items.get(&key).copied() {
-            // btrfs_extend_item / btrfs_truncate_item: the data after it shifts.
-            let end = self.next_leaf(lk).map(|x| x.0);
-            w.moved += self.bytes_after(key, end);
-            let l = self.leaves.get_mut(&lk).unwrap();
-            l.used = (l.used + data).saturating_sub(old);
-            self.items.insert(key, data);
-            return l.id;
-        }
+        let (h, nc, ld) = (self.height, self.node_compares, self.leaf_data);
         let need = data + size::ITEM;
-        // split_leaf may push the key's place into a neighbour: look again, at most twice.
-        for attempt in 0..4 {
-            if leaf.used + need <= self.leaf_data || leaf.n < 2 {
-                break;
+        let (lk, l) = Self::leaf_mut(&mut self.leaves, key);
+        Self::search(h, nc, l.items.len(), w);
+        match l.items.binary_search_by_key(&key, |x| x.0) {
+            Ok(i) => {
+                // btrfs_extend_item / btrfs_truncate_item: the data after it shifts.
+                w.moved += l.bytes_from(i + 1);
+                l.used = (l.used + data).saturating_sub(l.items[i].1);
+                l.items[i].1 = data;
+                return l.id;
             }
-            if attempt == 0 {
-                self.make_room(lk, need, w);
-            } else {
-                let end = self.next_leaf(lk).map(|x| x.0);
-                self.split(lk, end, w);
+            Err(i) if l.used + need <= ld || l.items.len() < 2 => {
+                w.moved += l.bytes_from(i);
+                l.items.insert(i, (key, data));
+                l.used += need;
+                self.nitems += 1;
+                return l.id;
             }
-            (lk, leaf) = self.find(key);
+            Err(_) => {}
         }
-        let end = self.next_leaf(lk).map(|x| x.0);
-        w.moved += self.bytes_after(key, end);
-        self.items.insert(key, data);
-        let l = self.leaves.get_mut(&lk).unwrap();
-        l.n += 1;
-        l.used += need;
-        debug_assert_eq!(l.id, leaf.id);
-        l.id
+        // split_leaf: push to the neighbours, else split; the key's place may move into
+        // a neighbour: look again, then split that leaf if it is still full.
+        self.make_room(lk, need);
+        for _ in 0..3 {
+            let (lk, l) = Self::leaf_mut(&mut self.leaves, key);
+            if l.used + need <= ld || l.items.len() < 2 {
+                let i = l.items.binary_search_by_key(&key, |x| x.0).unwrap_err();
+                w.moved += l.bytes_from(i);
+                l.items.insert(i, (key, data));
+                l.used += need;
+                self.nitems += 1;
+                return l.id;
+            }
+            self.split(lk, w);
+        }
+        unreachable!("a split leaf has room for one item")
     }
 
     /// Deletes the item `key` if present; returns the id of the leaf searched.
     pub fn delete(&mut self, key: Key, w: &mut Work) -> u64 {
-        let (lk, leaf) = self.find(key);
-        self.search(leaf.n, w);
-        let Some(data) = self.items.remove(&key) else {
-            return leaf.id;
+        let (h, nc, ld) = (self.height, self.node_compares, self.leaf_data);
+        let (lk, l) = Self::leaf_mut(&mut self.leaves, key);
+        Self::search(h, nc, l.items.len(), w);
+        let id = l.id;
+        let Ok(i) = l.items.binary_search_by_key(&key, |x| x.0) else {
+            return id;
         };
-        let next = self.next_leaf(lk);
-        w.moved += self.bytes_after(key, next.map(|x| x.0));
-        let l = self.leaves.get_mut(&lk).unwrap();
-        l.n -= 1;
+        let (_, data) = l.items.remove(i);
+        w.moved += l.bytes_from(i);
         l.used -= data + size::ITEM;
-        let (n, used) = (l.n, l.used);
-        if used < self.leaf_data / 3 {
-            self.merge(lk, n, used, next, w);
+        self.nitems -= 1;
+        if l.used < ld / 3 {
+            self.merge(lk, w);
         }
-        leaf.id
+        id
     }
 
     /// Finds `key`'s item and rewrites it in place (btrfs_update_inode's lookup and
     /// write_extent_buffer); inserts it if the tree does not hold it yet (an item the model
     /// did not create, such as the root directory's). Returns the leaf's id.
     pub fn update(&mut self, key: Key, data: u32, w: &mut Work) -> u64 {
-        if self.items.contains_key(&key) {
-            let (_, leaf) = self.find(key);
-            self.search(leaf.n, w);
-            leaf.id
+        let (h, nc) = (self.height, self.node_compares);
+        let (_, l) = Self::leaf_mut(&mut self.leaves, key);
+        if l.items.binary_search_by_key(&key, |x| x.0).is_ok() {
+            Self::search(h, nc, l.items.len(), w);
+            l.id
         } else {
             self.insert(key, data, w)
         }
     }
 
-    /// split_leaf for an insert of `need` bytes into the full leaf at `lk`: push to the
-    /// left neighbour, then the right, else split in the middle.
-    fn make_room(&mut self, lk: Key, need: u32, w: &mut Work) {
-        let leaf = self.leaves[&lk];
-        let end = self.next_leaf(lk);
-        // push_leaf_left: the leaf's first items into the left neighbour's free space.
-        if let Some((pk, prev)) = self.prev_leaf(lk) {
-            // Both leaves keep room for the new item, wherever its key lands.
-            let room = self.leaf_data.saturating_sub(prev.used + need);
-            let (k, bytes, first) = self.prefix_fitting(lk, end.map(|x| x.0), room);
-            if k > 0 && leaf.used - bytes + need <= self.leaf_data {
-                w.moved += u64::from(bytes) + u64::from(leaf.used - bytes);
-                let p = self.leaves.get_mut(&pk).unwrap();
-                p.n += k;
-                p.used += bytes;
-                let mut l = self.leaves.remove(&lk).unwrap();
-                l.n -= k;
-                l.used -= bytes;
-                self.leaves.insert(first.unwrap_or(lk), l);
-                return;
+    /// split_leaf's pushes for an insert of `need` bytes into the full leaf at `lk`:
+    /// push_leaf_left (the leaf's first items into the left neighbour), then
+    /// push_leaf_right (its last items into the right one). Both leaves keep room for the
+    /// new item wherever its key lands. Returns whether a push was made.
+    fn make_room(&mut self, lk: Key, need: u32) -> bool {
+        let ld = self.leaf_data;
+        // How many items, taken in order, fit in `room` bytes.
+        let fits = |items: &mut dyn Iterator<Item = u32>, room: u32| {
+            let (mut k, mut bytes) = (0usize, 0u32);
+            for s in items {
+                if bytes + s + size::ITEM > room {
+                    break;
+                }
+                k += 1;
+                bytes += s + size::ITEM;
             }
-        }
-        // push_leaf_right: the leaf's last items into the right neighbour's free space.
-        if let Some((nk, next)) = end {
-            let room = self.leaf_data.saturating_sub(next.used + need);
-            let (k, bytes, first) = self.suffix_fitting(lk, nk, room);
-            if k > 0 && leaf.used - bytes + need <= self.leaf_data {
-                w.moved += u64::from(bytes) + u64::from(next.used);
-                let mut r = self.leaves.remove(&nk).unwrap();
-                r.n += k;
-                r.used += bytes;
-                self.leaves.insert(first.expect("pushed items"), r);
-                let l = self.leaves.get_mut(&lk).unwrap();
-                l.n -= k;
-                l.used -= bytes;
-                return;
-            }
-        }
-        self.split(lk, end.map(|x| x.0), w);
-    }
-
-    /// How many of the leaf's first items fit in `room` bytes: (count, bytes, the first
-    /// key left behind).
-    fn prefix_fitting(&self, lk: Key, end: Option<Key>, room: u32) -> (u32, u32, Option<Key>) {
-        let (mut k, mut bytes) = (0, 0);
-        let n = self.leaves[&lk].n;
-        for (key, s) in self.items_of(lk, end) {
-            if bytes + s + size::ITEM > room || k + 1 >= n {
-                return (k, bytes, Some(key));
-            }
-            k += 1;
-            bytes += s + size::ITEM;
-        }
-        (k, bytes, None)
-    }
-
-    /// How many of the leaf's last items fit in `room` bytes: (count, bytes, the first
-    /// pushed key).
-    fn suffix_fitting(&self, lk: Key, end: Key, room: u32) -> (u32, u32, Option<Key>) {
-        let (mut k, mut bytes, mut first) = (0, 0, None);
-        let n = self.leaves[&lk].n;
-        for (key, s) in self.items.range(lk..end).rev() {
-            if bytes + s + size::ITEM > room || k + 1 >= n {
-                break;
-            }
-            k += 1;
-            bytes += s + size::ITEM;
-            first = Some(*key);
-        }
-        (k, bytes, first)
-    }
-
-    fn items_of(&self, lk: Key, end: Option<Key>) -> impl Iterator<Item = (Key, u32)> + '_ {
-        let r = match end {
-            Some(e) => self.items.range(lk..e),
-            None => self.items.range(lk..),
+            k
         };
-        r.map(|(k, s)| (*k, *s))
+        let mut leaf = self.leaves.remove(&lk).expect("leaf");
+        let n = leaf.items.len();
+        if let Some((_, prev)) = self.leaves.range_mut(..lk).next_back() {
+            let room = ld.saturating_sub(prev.used + need);
+            let k = fits(&mut leaf.items.iter().map(|x| x.1), room);
+            let k = k.min(n - 1);
+            let bytes: u32 = leaf.items[..k].iter().map(|x| x.1 + size::ITEM).sum();
+            if k > 0 && leaf.used - bytes + need <= ld {
+                prev.items.extend(leaf.items.drain(..k));
+                prev.used += bytes;
+                leaf.used -= bytes;
+                self.leaves.insert(leaf.items[0].0, leaf);
+                return true;
+            }
+        }
+        if let Some((&nk, next)) = self.leaves.range_mut(lk..).next() {
+            let room = ld.saturating_sub(next.used + need);
+            let k = fits(&mut leaf.items.iter().rev().map(|x| x.1), room);
+            let k = k.min(n - 1);
+            let bytes: u32 = leaf.items[n - k..].iter().map(|x| x.1 + size::ITEM).sum();
+            if k > 0 && leaf.used - bytes + need <= ld {
+                let mut r = self.leaves.remove(&nk).unwrap();
+                let mut moved = leaf.items.split_off(n - k);
+                moved.append(&mut r.items);
+                r.items = moved;
+                r.used += bytes;
+                leaf.used -= bytes;
+                self.leaves.insert(r.items[0].0, r);
+                self.leaves.insert(lk, leaf);
+                return true;
+            }
+        }
+        self.leaves.insert(lk, leaf);
+        false
     }
 
     /// Splits the leaf at `lk` at `mid = (nritems + 1) / 2` (copy_for_split).
-    fn split(&mut self, lk: Key, end: Option<Key>, w: &mut Work) {
-        let n = self.leaves[&lk].n;
-        let mid = n.div_ceil(2);
-        let mut right = LeafInfo {
-            n: n - mid,
-            used: 0,
-            id: self.next_id,
-        };
-        let mut mid_key = None;
-        for (i, (key, s)) in self.items_of(lk, end).enumerate() {
-            if i as u32 == mid {
-                mid_key = Some(key);
-            }
-            if i as u32 >= mid {
-                right.used += s + size::ITEM;
-            }
-        }
-        let Some(mk) = mid_key else { return };
+    fn split(&mut self, lk: Key, w: &mut Work) {
+        let l = self.leaves.get_mut(&lk).expect("leaf");
+        let mid = l.items.len().div_ceil(2);
+        let items = l.items.split_off(mid);
+        let used: u32 = items.iter().map(|x| x.1 + size::ITEM).sum();
+        l.used -= used;
+        let id = self.next_id;
         self.next_id += 1;
-        let l = self.leaves.get_mut(&lk).unwrap();
-        l.n = mid;
-        l.used -= right.used;
         // copy_for_split copies the right half; insert_ptr shifts half a parent's pointers.
-        w.moved += u64::from(right.used) + self.fanout / 2 * u64::from(size::KEY_PTR);
+        w.moved += u64::from(used) + self.fanout / 2 * u64::from(size::KEY_PTR);
         w.splits += 1;
         w.levels += 1;
-        right.id = self.next_id - 1;
-        self.leaves.insert(mk, right);
+        self.leaves.insert(items[0].0, LeafInfo { items, used, id });
         self.reshape();
     }
 
     /// btrfs_del_items on a leaf under a third full: push everything into the left or the
     /// right neighbour if it fits there and free the leaf (btrfs_del_leaf).
-    fn merge(&mut self, lk: Key, n: u32, used: u32, next: Option<(Key, LeafInfo)>, w: &mut Work) {
+    fn merge(&mut self, lk: Key, w: &mut Work) {
         if self.leaves.len() == 1 {
             return;
         }
-        let prev = self.prev_leaf(lk);
-        if let Some((pk, _)) = prev.filter(|(_, p)| p.used + used <= self.leaf_data) {
-            self.leaves.remove(&lk);
-            let p = self.leaves.get_mut(&pk).unwrap();
-            p.n += n;
-            p.used += used;
-        } else if let Some((nk, r)) = next.filter(|(_, r)| r.used + used <= self.leaf_data) {
-            self.leaves.remove(&nk);
-            let l = self.leaves.get_mut(&lk).unwrap();
-            l.n += r.n;
-            l.used += r.used;
-        } else {
-            return;
+        let ld = self.leaf_data;
+        let mut leaf = self.leaves.remove(&lk).expect("leaf");
+        let used = leaf.used;
+        if let Some((_, p)) = self.leaves.range_mut(..lk).next_back() {
+            if p.used + used <= ld {
+                p.items.append(&mut leaf.items);
+                p.used += used;
+                w.moved += u64::from(used);
+                self.reshape();
+                return;
+            }
         }
-        w.moved += u64::from(used);
-        self.reshape();
+        if let Some((&nk, r)) = self.leaves.range(lk..).next() {
+            if r.used + used <= ld {
+                let mut r = self.leaves.remove(&nk).unwrap();
+                leaf.items.append(&mut r.items);
+                leaf.used += r.used;
+                w.moved += u64::from(used);
+                self.leaves.insert(lk, leaf);
+                self.reshape();
+                return;
+            }
+        }
+        self.leaves.insert(lk, leaf);
     }
 }
 

@@ -190,8 +190,7 @@ impl Btrfs {
             };
             // insert_reserved_file_extent: the file extent item (its extent item via the
             // delayed ref), the checksums (add_pending_csums), the inode item.
-            let mut ops = Vec::with_capacity(7);
-            let inside = self.insert_written(&mut st, ino, w, pieces, inside, t, &mut ops);
+            let (inside, mut ops) = self.insert_written(&mut st, ino, w, pieces, inside, t);
             ops.push(TreeOp::Update(
                 tree_id::FS,
                 inode_key(ino),
@@ -501,7 +500,7 @@ impl Btrfs {
     /// The extents an ordered extent's completion inserts (btrfs_finish_ordered_io →
     /// insert_reserved_file_extent, inode.c@v5.10): the `inside` bytes a write-range wrote
     /// inside the file where `place_inside` puts them, the rest appended at i_size. Returns
-    /// the inside bytes (at most i_size).
+    /// the inside bytes (at most i_size) and the new extents' item inserts.
     fn insert_written(
         &self,
         st: &mut FsState,
@@ -510,8 +509,8 @@ impl Btrfs {
         pieces: Pieces,
         inside: u64,
         t: TransId,
-        ops: &mut Vec<TreeOp>,
-    ) -> u64 {
+    ) -> (u64, Vec<TreeOp>) {
+        let mut ops = Vec::with_capacity(7);
         let Written {
             id,
             tok,
@@ -569,7 +568,7 @@ impl Btrfs {
             }
             i.modified_extents.push(eid);
         }
-        inside
+        (inside, ops)
     }
 
     /// Where the `len` bytes a `write-range` wrote inside the file land when its ordered
