@@ -70,12 +70,26 @@ impl Btrfs {
         // btrfs_create / btrfs_mkdir (inode.c@v5.10): btrfs_start_transaction(root, 5).
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
+        {
+            // btrfs_new_inode inserts the inode item and its ref; btrfs_add_link the dir
+            // item and index, and updates the directory's inode item. The tree work is
+            // applied before its CPU passes, the inode's state after (the order the model
+            // had with a constant cost).
+            let mut st = self.st_mut();
+            let ino = st.next_ino;
+            let item = TreeOp::Insert(tree_id::FS, inode_key(ino), size::INODE_ITEM);
+            let mut ops = vec![item];
+            ops.extend(link_ops(&mut st.trees, ino, dir, name));
+            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
+            drop(st);
+            self.inner.h.cpu(cpu).await;
+        }
         if self.inner.st.borrow().live_entry(dir, name).is_some() {
             // Another task created it while this one waited.
             self.end(th);
             return Err(OpError(format!("file exists: {path}")));
         }
-        let cpu = {
+        {
             let mut st = self.st_mut();
             let ino = st.next_ino;
             st.next_ino += 1;
@@ -105,22 +119,11 @@ impl Btrfs {
                     copy_everything: false,
                 },
             );
-            // btrfs_new_inode inserts the inode item and its ref; btrfs_add_link the dir
-            // item and index, and updates the directory's inode item.
-            let mut ops = vec![TreeOp::Insert(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            )];
-            ops.extend(link_ops(&mut st.trees, ino, dir, name));
-            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
             st.add_dentry(dir, name, ino, t);
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::set_inode_last_trans(&mut st, dir, t);
             st.inodes.get_mut(&dir).unwrap().item_trans = t;
-            cpu
-        };
-        self.inner.h.cpu(cpu).await;
+        }
         self.end(th);
         Ok(())
     }
@@ -254,14 +257,38 @@ impl Btrfs {
         // reserve (modelled as the plain reservation).
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
+        {
+            // The tree work is applied before its CPU passes, the unlink's state after (the
+            // order the model had with a constant cost).
+            let mut st = self.st_mut();
+            let mut ops: Vec<TreeOp> = unlink_ops(&mut st.trees, ino, parent, name).to_vec();
+            let last = !dir && st.live.get(&ino).is_none_or(|l| l.len() <= 1);
+            if last {
+                // btrfs_truncate_inode_items drops the file extent items, their
+                // extent items and checksums, then the inode item goes.
+                for e in st.inodes[&ino].extents.iter().filter(|e| !e.hole) {
+                    ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
+                }
+                ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
+            } else {
+                // The inode item's nlink and ctime (btrfs_update_inode).
+                ops.push(TreeOp::Update(
+                    tree_id::FS,
+                    inode_key(ino),
+                    size::INODE_ITEM,
+                ));
+            }
+            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
+            drop(st);
+            self.inner.h.cpu(cpu).await;
+        }
         if self.inner.st.borrow().live_entry(parent, name) != Some(ino) {
             self.end(th);
             return Err(OpError(format!("{path} changed while it waited")));
         }
         let mut evicted = false;
-        let cpu = {
+        {
             let mut st = self.st_mut();
-            let mut ops: Vec<TreeOp> = unlink_ops(&mut st.trees, ino, parent, name).to_vec();
             st.remove_dentry(parent, name, t, self.inner.h.now());
             if dir {
                 // btrfs_rmdir (inode.c@v5.10/v5.11) does not call btrfs_record_unlink_dir:
@@ -285,27 +312,11 @@ impl Btrfs {
                     st.meta.delalloc_bytes -= dirty;
                     let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
                     st.meta.may_use -= rsv;
-                    // btrfs_truncate_inode_items drops the file extent items, their
-                    // extent items and checksums, then the inode item goes.
-                    for e in st.inodes[&ino].extents.iter().filter(|e| !e.hole) {
-                        ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
-                    }
-                    ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
                 }
-            }
-            if !evicted {
-                // The inode item's nlink and ctime (btrfs_update_inode).
-                ops.push(TreeOp::Update(
-                    tree_id::FS,
-                    inode_key(ino),
-                    size::INODE_ITEM,
-                ));
             }
             st.inodes.get_mut(&parent).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, parent, t);
-            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
-        };
-        self.inner.h.cpu(cpu).await;
+        }
         // __btrfs_unlink_inode (inode.c@v5.10), for unlink and rmdir alike.
         self.del_name_in_log(t, ino, parent, name).await;
         self.end(th);
