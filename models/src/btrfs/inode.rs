@@ -70,7 +70,7 @@ impl Btrfs {
         // btrfs_create / btrfs_mkdir (inode.c@v5.10): btrfs_start_transaction(root, 5).
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
-        {
+        let cpu = {
             // btrfs_new_inode inserts the inode item and its ref; btrfs_add_link the dir
             // item and index, and updates the directory's inode item. The tree work is
             // applied before its CPU passes, the inode's state after (the order the model
@@ -80,10 +80,9 @@ impl Btrfs {
             let item = TreeOp::Insert(tree_id::FS, inode_key(ino), size::INODE_ITEM);
             let mut ops = vec![item];
             ops.extend(link_ops(&mut st.trees, ino, dir, name));
-            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
-            drop(st);
-            self.inner.h.cpu(cpu).await;
-        }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         if self.inner.st.borrow().live_entry(dir, name).is_some() {
             // Another task created it while this one waited.
             self.end(th);
@@ -257,7 +256,7 @@ impl Btrfs {
         // reserve (modelled as the plain reservation).
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
-        {
+        let cpu = {
             // The tree work is applied before its CPU passes, the unlink's state after (the
             // order the model had with a constant cost).
             let mut st = self.st_mut();
@@ -278,10 +277,9 @@ impl Btrfs {
                     size::INODE_ITEM,
                 ));
             }
-            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
-            drop(st);
-            self.inner.h.cpu(cpu).await;
-        }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.inner.h.cpu(cpu).await;
         if self.inner.st.borrow().live_entry(parent, name) != Some(ino) {
             self.end(th);
             return Err(OpError(format!("{path} changed while it waited")));
