@@ -99,7 +99,7 @@ pub(crate) fn validate(a: ValidateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `fsyncsim compare fsperf`: every fsperf test of seed 004 under both policies, one
+/// `fsyncsim compare fsperf`: every fsperf test of the btrfs preemptive-flushing thread under both policies, one
 /// fsperf table per test.
 pub(crate) fn compare_fsperf(
     a: &CompareArgs,
