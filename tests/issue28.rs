@@ -515,3 +515,101 @@ fn sigint_stops_a_sweep_between_seeds_keeping_finished_chunks_for_resume() {
     assert_eq!(resumed.stdout, whole.stdout);
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// The names in `dir`, none when it does not exist (yet).
+fn listing(dir: &Path) -> Vec<String> {
+    match dir.exists() {
+        true => entries(dir),
+        false => Vec::new(),
+    }
+}
+
+#[test]
+fn compare_out_appears_whole_or_not_at_all_even_on_sigint() {
+    let d = temp_dir("compare-out");
+    // A result name that is a directory is refused before any work, nothing written.
+    std::fs::create_dir_all(d.join("o1/results.json")).unwrap();
+    let o = fsyncsim_in(
+        &d,
+        &[
+            "compare",
+            "dbench",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--seeds",
+            "1",
+            "--clients",
+            "2",
+            "--out",
+            "o1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("results.json"), "{}", stderr(&o));
+    assert_eq!(entries(&d.join("o1")), vec!["results.json".to_string()]);
+    // A finished compare leaves its files and no staging directory.
+    let o = fsyncsim_in(
+        &d,
+        &[
+            "compare",
+            "dbench",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--seeds",
+            "1",
+            "--clients",
+            "2",
+            "--out",
+            "o2",
+            "--trace",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files = entries(&d.join("o2"));
+    assert!(
+        files.contains(&"results.json".to_string()) && files.contains(&"trace.json".to_string())
+    );
+    assert!(!files.iter().any(|f| f.starts_with('.')), "{files:?}");
+    // Interrupted mid-run: no result file, no hidden directory, exit 130.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args([
+            "compare",
+            "dbench",
+            "--duration",
+            "600s",
+            "--out",
+            "o3",
+            "--trace",
+            "--force",
+        ])
+        .current_dir(&d)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while listing(&d.join("o3")).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        !listing(&d.join("o3")).is_empty(),
+        "no staging directory within 60 s"
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(listing(&d.join("o3")), Vec::<String>::new());
+    std::fs::remove_dir_all(d).unwrap();
+}
