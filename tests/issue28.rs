@@ -516,6 +516,20 @@ fn sigint_stops_a_sweep_between_seeds_keeping_finished_chunks_for_resume() {
     std::fs::remove_dir_all(d).unwrap();
 }
 
+/// A compare that takes well under a second.
+const SMALL_COMPARE: &[&str] = &[
+    "compare",
+    "dbench",
+    "--duration",
+    "1s",
+    "--warmup",
+    "0s",
+    "--seeds",
+    "1",
+    "--clients",
+    "2",
+];
+
 /// The names in `dir`, none when it does not exist (yet).
 fn listing(dir: &Path) -> Vec<String> {
     match dir.exists() {
@@ -529,45 +543,12 @@ fn compare_out_appears_whole_or_not_at_all_even_on_sigint() {
     let d = temp_dir("compare-out");
     // A result name that is a directory is refused before any work, nothing written.
     std::fs::create_dir_all(d.join("o1/results.json")).unwrap();
-    let o = fsyncsim_in(
-        &d,
-        &[
-            "compare",
-            "dbench",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--seeds",
-            "1",
-            "--clients",
-            "2",
-            "--out",
-            "o1",
-        ],
-    );
+    let o = fsyncsim_in(&d, &[SMALL_COMPARE, &["--out", "o1"]].concat());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("results.json"), "{}", stderr(&o));
     assert_eq!(entries(&d.join("o1")), vec!["results.json".to_string()]);
     // A finished compare leaves its files and no staging directory.
-    let o = fsyncsim_in(
-        &d,
-        &[
-            "compare",
-            "dbench",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--seeds",
-            "1",
-            "--clients",
-            "2",
-            "--out",
-            "o2",
-            "--trace",
-        ],
-    );
+    let o = fsyncsim_in(&d, &[SMALL_COMPARE, &["--out", "o2", "--trace"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let files = entries(&d.join("o2"));
     assert!(

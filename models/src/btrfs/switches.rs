@@ -256,26 +256,14 @@ mod tests {
 
     #[test]
     fn every_fix_and_space_patch_has_exactly_one_entry() {
-        for f in Fix::ALL {
-            let n = SWITCHES
-                .iter()
-                .filter(|s| s.toggle == Toggle::Fix(f))
-                .count();
-            assert_eq!(n, 1, "{}", f.name());
-        }
-        for sp in SpacePatch::ALL {
-            let n = SWITCHES
-                .iter()
-                .filter(|s| s.toggle == Toggle::Space(sp))
-                .count();
-            assert_eq!(n, 1, "{}", sp.name());
-        }
-        for lp in LogPatch::ALL {
-            let n = SWITCHES
-                .iter()
-                .filter(|s| s.toggle == Toggle::Log(lp))
-                .count();
-            assert_eq!(n, 1, "{}", lp.name());
+        let toggles = Fix::ALL
+            .map(Toggle::Fix)
+            .into_iter()
+            .chain(SpacePatch::ALL.map(Toggle::Space))
+            .chain(LogPatch::ALL.map(Toggle::Log));
+        for t in toggles {
+            let n = SWITCHES.iter().filter(|s| s.toggle == t).count();
+            assert_eq!(n, 1, "{t:?}");
         }
     }
 
