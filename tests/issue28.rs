@@ -573,7 +573,12 @@ fn compare_out_appears_whole_or_not_at_all_even_on_sigint() {
         .spawn()
         .unwrap();
     let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while listing(&d.join("o3")).is_empty() && std::time::Instant::now() < until {
+    let staged = |d: &Path| {
+        listing(&d.join("o3"))
+            .iter()
+            .any(|f| f.starts_with(".fsyncsim-"))
+    };
+    while !staged(&d) && std::time::Instant::now() < until {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert!(

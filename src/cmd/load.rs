@@ -154,6 +154,10 @@ pub(crate) fn compare_fsperf(
 }
 
 pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
+    let _ = ctrlc::set_handler(|| {
+        reports::output::remove_staged();
+        std::process::exit(130);
+    });
     use models::workload::{compare as cmp, fsload};
     let fsperf = a.load.workload == "fsperf";
     let preset = |n: &str| Policy::preset(n).expect("preset");
@@ -195,11 +199,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
         out_dir("--out", d)?;
     }
     // Every output is staged next to its destination and moved into place once all are
-    // written: a failure or a signal leaves none of them (and no temp file).
-    let _ = ctrlc::set_handler(|| {
-        reports::output::remove_staged();
-        std::process::exit(130);
-    });
+    // written: a failure or a signal (the handler is installed first) leaves none of them.
     let mut staging = reports::output::Staging::default();
     let staged_trace = match &trace_path {
         Some(p) => {
