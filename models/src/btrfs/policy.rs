@@ -98,11 +98,15 @@ pub enum Mutant {
     /// setxattr): one task's write and logging overlap another's logging of the same inode,
     /// as in the model before issue 26 (the inode's log_mutex is still taken; breaks S2).
     NoInodeLock,
+    /// btrfs_log_inode copies a new inode's refs without btrfs_check_ref_name_override /
+    /// log_conflicting_inodes: an inode that held one of its names in the commit root is
+    /// not logged, and replay leaves it without a name (breaks S2; xfstests generic/342).
+    NoConflictingInodes,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 9] = [
+    pub const ALL: [Mutant; 10] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -112,6 +116,7 @@ impl Mutant {
         Mutant::PunchHoleLogsNoHole,
         Mutant::FsyncSkipsXattrs,
         Mutant::NoInodeLock,
+        Mutant::NoConflictingInodes,
     ];
 
     /// Kebab-case name used on the command line.
@@ -126,6 +131,7 @@ impl Mutant {
             Mutant::PunchHoleLogsNoHole => "punch-hole-logs-no-hole",
             Mutant::FsyncSkipsXattrs => "fsync-skips-xattrs",
             Mutant::NoInodeLock => "no-inode-lock",
+            Mutant::NoConflictingInodes => "no-conflicting-inodes",
         }
     }
 
@@ -141,6 +147,7 @@ impl Mutant {
             Mutant::PunchHoleLogsNoHole => "a hole punch puts no hole extent map on the modified list: a fast fsync keeps the old data (S2)",
             Mutant::FsyncSkipsXattrs => "an fsync logs the inode without its xattrs (S2)",
             Mutant::NoInodeLock => "no inode lock (i_rwsem) in write, fsync, setattr, truncate, fallocate, punch hole, setxattr: two fsyncers of one file log it at once (S2)",
+            Mutant::NoConflictingInodes => "a new inode's names are logged without logging the inode that held them in the commit root (no log_conflicting_inodes): that inode loses its name (S2)",
         }
     }
 
