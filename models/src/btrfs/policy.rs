@@ -102,11 +102,15 @@ pub enum Mutant {
     /// log_conflicting_inodes: an inode that held one of its names in the commit root is
     /// not logged, and replay leaves it without a name (breaks S2; xfstests generic/342).
     NoConflictingInodes,
+    /// A fast fsync logs no extent items past i_size but the changed ones (no
+    /// btrfs_log_prealloc_extents): replay's truncate to the logged size drops committed
+    /// preallocated extents past EOF (breaks S2; xfstests generic/483).
+    NoPreallocExtentLogging,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 10] = [
+    pub const ALL: [Mutant; 11] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -117,6 +121,7 @@ impl Mutant {
         Mutant::FsyncSkipsXattrs,
         Mutant::NoInodeLock,
         Mutant::NoConflictingInodes,
+        Mutant::NoPreallocExtentLogging,
     ];
 
     /// Kebab-case name used on the command line.
@@ -132,6 +137,7 @@ impl Mutant {
             Mutant::FsyncSkipsXattrs => "fsync-skips-xattrs",
             Mutant::NoInodeLock => "no-inode-lock",
             Mutant::NoConflictingInodes => "no-conflicting-inodes",
+            Mutant::NoPreallocExtentLogging => "no-prealloc-extent-logging",
         }
     }
 
@@ -148,6 +154,7 @@ impl Mutant {
             Mutant::FsyncSkipsXattrs => "an fsync logs the inode without its xattrs (S2)",
             Mutant::NoInodeLock => "no inode lock (i_rwsem) in write, fsync, setattr, truncate, fallocate, punch hole, setxattr: two fsyncers of one file log it at once (S2)",
             Mutant::NoConflictingInodes => "a new inode's names are logged without logging the inode that held them in the commit root (no log_conflicting_inodes): that inode loses its name (S2)",
+            Mutant::NoPreallocExtentLogging => "a fast fsync copies no extent items past i_size but the changed ones (no btrfs_log_prealloc_extents): replay drops committed preallocated extents past EOF (S2)",
         }
     }
 
@@ -265,15 +272,20 @@ pub enum LogPatch {
     /// check_parent_dirs_for_sync removed: only a directory logged in full whose
     /// last_unlink_trans is this transaction makes the fsync fall back (64d6b281ba4d).
     NoParentDirsCheck,
+    /// A full fsync logs the extent items at or past i_size with btrfs_log_prealloc_extents
+    /// too, as the fast fsync does (d99478874355, 5.17; stable 5.10.104, 5.15.27): in no
+    /// release preset.
+    PreallocFullFsync,
 }
 
 impl LogPatch {
-    /// All, in series order.
-    pub const ALL: [LogPatch; 4] = [
+    /// All: the 5.12 series in series order, then the later fix.
+    pub const ALL: [LogPatch; 5] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
         LogPatch::NoParentDirsCheck,
+        LogPatch::PreallocFullFsync,
     ];
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
@@ -283,6 +295,7 @@ impl LogPatch {
             LogPatch::SkipLoggedParents => "skip-logged-parents",
             LogPatch::SkipLoggedNewEntries => "skip-logged-new-entries",
             LogPatch::NoParentDirsCheck => "no-parent-dirs-check",
+            LogPatch::PreallocFullFsync => "prealloc-full-fsync",
         }
     }
 
@@ -299,6 +312,9 @@ impl LogPatch {
                 "btrfs: skip logging inodes already logged when logging new entries"
             }
             LogPatch::NoParentDirsCheck => "btrfs: remove unnecessary check_parent_dirs_for_sync()",
+            LogPatch::PreallocFullFsync => {
+                "btrfs: fix lost prealloc extents beyond eof after full fsync"
+            }
         }
     }
 

@@ -436,12 +436,12 @@ impl Btrfs {
         };
         // The facts (names, xattr names, entries) are built only with the history crash
         // recovery reads; the log's size needs their counts only.
-        let (relogged, full_sync, extents, is_dir, names, mut versions, new_name_needed) = {
+        let (relogged, full_sync, extents, past_eof, is_dir, names, mut versions, new_name_needed) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
             // LOG_INODE_EXISTS (new names, ancestors, parents) copies the inode item and
             // its refs only; file extents go in with LOG_INODE_ALL, i.e. an fsync.
-            let ext: Vec<Extent> = if kind != LogKind::Fsync {
+            let mut ext: Vec<Extent> = if kind != LogKind::Fsync {
                 Vec::new()
             } else if i.needs_full_sync {
                 i.extents.clone()
@@ -452,6 +452,20 @@ impl Btrfs {
                     .cloned()
                     .collect()
             };
+            let past_eof = if kind == LogKind::Fsync
+                && (!i.needs_full_sync || self.log_patch(LogPatch::PreallocFullFsync))
+            {
+                self.prealloc_past_eof(i)
+            } else {
+                Vec::new()
+            };
+            ext.extend(
+                i.extents
+                    .iter()
+                    .filter(|e| past_eof.contains(&e.id) && !ext.iter().any(|x| x.id == e.id))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
             // The versions this log entry carries: the item (or, for an ancestor, its
             // creation) and its names.
             let mut versions = vec![match kind {
@@ -479,6 +493,7 @@ impl Btrfs {
                 relogged,
                 i.needs_full_sync,
                 ext,
+                past_eof,
                 i.is_dir,
                 if keep { st.names_of(ino) } else { Vec::new() },
                 versions,
@@ -536,6 +551,7 @@ impl Btrfs {
             }
         }
         let mut judgments = Vec::new();
+        let mut forced_logs = 0;
         for e in &extents {
             let old = if full_sync {
                 // copy_items: a full sync copies only items in leaves changed in the running
@@ -547,7 +563,10 @@ impl Btrfs {
             } else {
                 e.generation <= last_committed
             };
-            if old {
+            // An item past EOF copied only by btrfs_log_prealloc_extents is needed whatever
+            // its generation (replay truncates to the logged i_size first): not judged.
+            let forced = old && past_eof.contains(&e.id);
+            if old && !forced {
                 continue;
             }
             // A hole or a preallocated extent has no checksums (csum items cover written
@@ -562,6 +581,10 @@ impl Btrfs {
             if keep {
                 facts.push(LogFact::Extent { ino, extent: e.id });
             }
+            if forced {
+                forced_logs += 1;
+                continue;
+            }
             // The item as it is now (a trimmed piece's item is of the transaction that
             // trimmed it).
             versions.push(e.item_trans);
@@ -575,7 +598,7 @@ impl Btrfs {
         {
             let mut m = self.inner.m.borrow_mut();
             m.inode_logs += 1;
-            m.extent_logs += judgments.len() as u64;
+            m.extent_logs += judgments.len() as u64 + forced_logs;
             m.csum_bytes += judgments
                 .iter()
                 .map(|j| match j.what {
@@ -659,6 +682,29 @@ impl Btrfs {
             // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
             i.last_log_commit = i.last_sub_trans;
         }
+    }
+
+    /// btrfs_log_prealloc_extents (tree-log.c@v5.10..v5.15, from 471d557afed155 "Btrfs: fix
+    /// loss of prealloc extents past i_size after fsync log replay"), called at the end of
+    /// btrfs_log_changed_extents, i.e. by a fast fsync: every file extent item at or past
+    /// i_size is copied from the subvolume tree, a preallocated extent crossing i_size
+    /// included (truncate_offset), whatever its generation, so that replay, which truncates
+    /// to the logged i_size before replaying extents, keeps them. The full-sync path calls
+    /// it only from d99478874355 ("btrfs: fix lost prealloc extents beyond eof after full
+    /// fsync", 5.17; stable 5.10.104, 5.15.27): the `prealloc-full-fsync` switch, in no
+    /// release preset (a full sync of those releases loses a committed prealloc extent past
+    /// EOF in a leaf not changed in the running transaction: a true S2). The
+    /// kernel copies the items logged by btrfs_log_changed_extents again (after dropping
+    /// the log's items past i_size); the model counts each item once per fsync.
+    fn prealloc_past_eof(&self, i: &Inode) -> Vec<u64> {
+        if self.mutant(Mutant::NoPreallocExtentLogging) || i.is_dir {
+            return Vec::new();
+        }
+        i.extents
+            .iter()
+            .filter(|e| e.prealloc && !e.hole && e.end() > i.disk_size)
+            .map(|e| e.id)
+            .collect()
     }
 
     /// need_log_inode (tree-log.c@v5.12, from ab12313a9f56): an inode already logged in this
