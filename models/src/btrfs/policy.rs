@@ -106,11 +106,15 @@ pub enum Mutant {
     /// btrfs_log_prealloc_extents): replay's truncate to the logged size drops committed
     /// preallocated extents past EOF (breaks S2; xfstests generic/483).
     NoPreallocExtentLogging,
+    /// A growing truncate leaves the new range without a hole (no btrfs_cont_expand hole
+    /// item or extent map): the fsync logs no hole and replay keeps bytes truncated away
+    /// before (breaks S2; xfstests generic/101).
+    GrowingTruncateNoHole,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 11] = [
+    pub const ALL: [Mutant; 12] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -122,6 +126,7 @@ impl Mutant {
         Mutant::NoInodeLock,
         Mutant::NoConflictingInodes,
         Mutant::NoPreallocExtentLogging,
+        Mutant::GrowingTruncateNoHole,
     ];
 
     /// Kebab-case name used on the command line.
@@ -138,6 +143,7 @@ impl Mutant {
             Mutant::NoInodeLock => "no-inode-lock",
             Mutant::NoConflictingInodes => "no-conflicting-inodes",
             Mutant::NoPreallocExtentLogging => "no-prealloc-extent-logging",
+            Mutant::GrowingTruncateNoHole => "growing-truncate-no-hole",
         }
     }
 
@@ -155,6 +161,7 @@ impl Mutant {
             Mutant::NoInodeLock => "no inode lock (i_rwsem) in write, fsync, setattr, truncate, fallocate, punch hole, setxattr: two fsyncers of one file log it at once (S2)",
             Mutant::NoConflictingInodes => "a new inode's names are logged without logging the inode that held them in the commit root (no log_conflicting_inodes): that inode loses its name (S2)",
             Mutant::NoPreallocExtentLogging => "a fast fsync copies no extent items past i_size but the changed ones (no btrfs_log_prealloc_extents): replay drops committed preallocated extents past EOF (S2)",
+            Mutant::GrowingTruncateNoHole => "a growing truncate makes no hole (no btrfs_cont_expand): bytes truncated away before come back after replay (S2)",
         }
     }
 
