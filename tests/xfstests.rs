@@ -29,11 +29,9 @@ const GUARDS: &[(&str, Mutant)] = &[
 /// (fixed by d99478874355 in 5.17, the `prealloc-full-fsync` switch); and a commit between
 /// bar's truncate and its fsync loses the new size in some interleavings (also without any
 /// fallocate; not investigated yet, issue 30).
-/// generic-101: with a commit between the truncates, S2's size rule compares the setup
-/// sync's size (125 KiB) with the file's size now (125 KiB again after the growing
-/// truncate) and takes the equal sizes for "unchanged since", so the committed 64 KiB is
-/// reported: a flaw of the check, not of the log (not fixed yet, issue 30).
-const SWEEP_KNOWN_S2: &[&str] = &["generic-483", "generic-101"];
+/// (generic-101 was here until S2's size rule learned "unchanged since the fsync" from the
+/// inode's recorded size changes instead of "equal now": its sweeps are clean.)
+const SWEEP_KNOWN_S2: &[&str] = &["generic-483"];
 
 /// Every scenarios/xfstests/*.toml, in name order.
 fn corpus() -> Vec<Scenario> {

@@ -390,7 +390,7 @@ impl Btrfs {
                 (
                     st.names_of(ino),
                     i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
-                    i.disk_size,
+                    (i.disk_size, i.size_hist.len()),
                     i.xattrs.keys().cloned().collect::<Vec<_>>(),
                     // A directory's entries as this fsync logs them (taken when it returned,
                     // they included names another task created after the directory was
@@ -457,13 +457,14 @@ impl Btrfs {
         // fsync returned success: record what must survive and check a crash now (S2).
         {
             let mut st = self.st_mut();
-            if let Some((names, extents, size, xattrs, entries)) = promise {
+            if let Some((names, extents, (size, size_changes), xattrs, entries)) = promise {
                 let rec = FsyncRecord {
                     ino,
                     path: path.to_string(),
                     names,
                     extents,
                     size,
+                    size_changes,
                     xattrs,
                     entries,
                     at: self.inner.h.now(),
