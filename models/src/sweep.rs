@@ -293,6 +293,36 @@ pub fn sweep_chunked(
     Ok((done, true))
 }
 
+/// Runs all of `seeds` at once, without checkpoints or a stop flag (the form tests and
+/// library callers want).
+pub fn sweep_all(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seeds: Range<u64>,
+    jobs: usize,
+    strategy: &Interleaving,
+) -> Result<SweepResult, String> {
+    let mut acc = SweepResult::default();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    sweep_chunked(
+        sc,
+        policy,
+        device,
+        seeds,
+        Shard::ALL,
+        jobs,
+        strategy,
+        &[],
+        &|_| {},
+        &stop,
+        0,
+        &mut acc,
+        &mut |_, _| Ok(()),
+    )?;
+    Ok(acc)
+}
+
 /// Wilson score 95 % interval of a proportion `hits / n`.
 pub fn wilson95(hits: u64, n: u64) -> (f64, f64) {
     if n == 0 {

@@ -621,6 +621,29 @@ impl Btrfs {
         Self::free_pieces(st, freed, t);
     }
 
+    /// A hole extent map over [start, end) of `ino`, new in transaction `t` and on the
+    /// modified list, so the next fsync logs it (a hole punch; a growing truncate's gaps,
+    /// btrfs_cont_expand).
+    pub(super) fn insert_hole(st: &mut FsState, ino: Ino, t: TransId, start: u64, end: u64) {
+        let id = st.next_extent;
+        st.next_extent += 1;
+        let i = st.inodes.get_mut(&ino).unwrap();
+        i.extents.push(Extent {
+            id,
+            offset: start,
+            len: end - start,
+            generation: t,
+            item_trans: t,
+            hole: true,
+            prealloc: false,
+            data_token: 0,
+            data_offset: 0,
+            pieces: Vec::new(),
+        });
+        i.extents.sort_by_key(|e| e.offset);
+        i.modified_extents.push(id);
+    }
+
     /// btrfs_drop_extents + btrfs_drop_extent_cache (file.c@v5.10) over [start, end) of
     /// `ino` in transaction `t`: extents inside the range leave the file (their space is
     /// freed when no piece refers to it); an extent crossing an edge is trimmed into new
@@ -824,23 +847,7 @@ impl Btrfs {
             let mut st = self.st_mut();
             self.drop_extents(&mut st, ino, offset, end, t);
             if !self.mutant(Mutant::PunchHoleLogsNoHole) {
-                let id = st.next_extent;
-                st.next_extent += 1;
-                let i = st.inodes.get_mut(&ino).unwrap();
-                i.extents.push(Extent {
-                    id,
-                    offset,
-                    len: end - offset,
-                    generation: t,
-                    item_trans: t,
-                    hole: true,
-                    prealloc: false,
-                    data_token: 0,
-                    data_offset: 0,
-                    pieces: Vec::new(),
-                });
-                i.extents.sort_by_key(|e| e.offset);
-                i.modified_extents.push(id);
+                Self::insert_hole(&mut st, ino, t, offset, end);
             }
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
             let leaves = self.file_leaves(&st, ino);

@@ -366,23 +366,7 @@ impl Btrfs {
             gaps.push((cur, end));
         }
         for (a, b) in gaps {
-            let id = st.next_extent;
-            st.next_extent += 1;
-            let i = st.inodes.get_mut(&ino).unwrap();
-            i.extents.push(Extent {
-                id,
-                offset: a,
-                len: b - a,
-                generation: t,
-                item_trans: t,
-                hole: true,
-                prealloc: false,
-                data_token: 0,
-                data_offset: 0,
-                pieces: Vec::new(),
-            });
-            i.extents.sort_by_key(|e| e.offset);
-            i.modified_extents.push(id);
+            Self::insert_hole(st, ino, t, a, b);
         }
     }
 
