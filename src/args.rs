@@ -3,7 +3,7 @@
 use crate::*;
 
 /// The exit codes (`out::code`), as the top-level help and every race subcommand's help
-/// state them; README.md, "Exit codes", says the same.
+/// state them; docs/tools.md, "Exit codes", says the same.
 macro_rules! exit_codes {
     () => {
         "Exit codes (every subcommand):\n  \
@@ -44,7 +44,7 @@ pub(crate) enum Command {
         after_help = "Runs the model twice on the engine and twice as a single-purpose hand-written loop (same\nevent order, same results), in turn, and prints the faster run of each and their ratio.\nResource limit: refuses (exit 3) above 1e10 requests; --force runs anyway.\n\nExamples:\n  fsyncsim bench\n  fsyncsim bench --lock --json"
     )]
     Bench(BenchArgs),
-    /// Scrub a populated btrfs on one simulated device (seed 002: with and without the
+    /// Scrub a populated btrfs on one simulated device (the btrfs scrub thread: with and without the
     /// readahead framework).
     #[command(
         after_help = "Examples:\n  fsyncsim scrub\n  fsyncsim scrub --compare\n  fsyncsim scrub --policy path-reada --scale 0.25 --json"
@@ -121,7 +121,7 @@ pub(crate) enum Command {
     Workload(WorkloadArgs),
     /// Compare two kernel policies on a workload: dbench/fsperf tables, attribution, plots.
     #[command(
-        after_help = "Policies: a preset (linux-5.10, linux-5.11) with optional :-R7 / :+R1 / :+MUTANT modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(seed 003's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 72,000 per client-second);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
+        after_help = "Policies: a release preset (`fsyncsim list --policies`: linux-2.6.36 … linux-5.15) with optional :-R7 / :+R1 / :+MUTANT / :±SWITCH modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(the ext4 kbuild thread's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 72,000 per client-second);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
     )]
     Compare(CompareArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -137,7 +137,7 @@ pub(crate) enum Command {
     Man,
     /// Run every seed experiment the model covers and print seed figures beside the model's.
     #[command(
-        after_help = "Rows: seed 000's dbench (64 clients, linux-5.10 -> linux-5.11) and seed 001's sysbench\n(linux-5.11 without R7 -> linux-5.11): each figure's change in the seed and in the model,\nwhether they point the same way, and the baselines' absolute levels; then R7's regression\nagainst the ratio of a sysbench round to the commit interval.\n\nExamples:\n  fsyncsim validate --quick\n  fsyncsim validate --json > validate.json"
+        after_help = "Rows: the btrfs dbench thread's dbench (64 clients, linux-5.10 -> linux-5.11) and the btrfs sysbench thread's sysbench\n(linux-5.11 without R7 -> linux-5.11): each figure's change in the seed and in the model,\nwhether they point the same way, and the baselines' absolute levels; then R7's regression\nagainst the ratio of a sysbench round to the commit interval.\n\nExamples:\n  fsyncsim validate --quick\n  fsyncsim validate --json > validate.json"
     )]
     Validate(ValidateArgs),
     /// Merge the --json outputs of a sharded sweep into what one unsharded sweep prints.
@@ -174,7 +174,7 @@ pub(crate) enum Command {
 /// The flags that choose a kernel policy.
 #[derive(Args, Clone)]
 pub(crate) struct PolicyArgs {
-    /// Base policy: linux-5.10 or linux-5.11.
+    /// Base policy: a release preset (`fsyncsim list --policies`), optionally with :±SWITCH modifiers.
     #[arg(long, value_parser = parse_policy)]
     pub(crate) policy: Option<Policy>,
     /// Fixes to add to the policy (R1..R7, comma-separated).
@@ -353,7 +353,7 @@ pub(crate) struct ShrinkArgs {
 #[derive(Args, Clone)]
 pub(crate) struct LoadArgs {
     /// Workload name (`fsyncsim list --workloads`: dbench, sysbench-fileio, fs-mark, the
-    /// fsperf tests, seed 003's fs-mark-fio-ext4/ext3 and kbuild, …; compare also takes
+    /// fsperf tests, the ext4 kbuild thread's fs-mark-fio-ext4/ext3 and kbuild, …; compare also takes
     /// `fsperf` for all three fsperf tests) or path to a workload TOML file.
     pub(crate) workload: String,
     /// dbench clients.
@@ -604,10 +604,10 @@ pub(crate) struct ScrubArgs {
     /// Readahead policy: reada (v5.16 framework), path-reada (v5.17), none.
     #[arg(long, default_value = "reada", value_parser = parse_scrub_policy)]
     pub(crate) policy: models::btrfs::scrub::ScrubPolicy,
-    /// Run reada and path-reada on the same filesystem and set them beside seed 002.
+    /// Run reada and path-reada on the same filesystem and set them beside the btrfs scrub thread.
     #[arg(long, conflicts_with = "policy")]
     pub(crate) compare: bool,
-    /// Fraction of seed 002's 65,536 files to populate (below about 0.5 the metadata fits in
+    /// Fraction of the btrfs scrub thread's 65,536 files to populate (below about 0.5 the metadata fits in
     /// the drive's read cache after the metadata chunk's scrub and the policies tie).
     #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
     pub(crate) scale: f64,

@@ -13,7 +13,7 @@ use crate::{BenchArgs, Command, CompareArgs, FioArgs, LoadArgs, PolicyArgs, Swee
 pub const MAX_SWEEP_RUNS: f64 = 1e8;
 
 /// Explored runs per CPU-second. Measured: `fsyncsim sweep r1-link-rename-logged-trans
-/// --seeds 0..100000 --without R1` takes 0.70 s wall on 2 cores (README, "Measured figures")
+/// --seeds 0..100000 --without R1` takes 0.70 s wall on 2 cores (measured on this machine; the figures are in the commit history)
 /// ⇒ ≈ 71,000 runs per CPU-second; this session, release build on a loaded machine, it took
 /// 1.24 s of user time (81,000 per CPU-second) and R6 `--without R6`, 20,000 seeds, 0.26 s
 /// (77,000). Scenarios with longer scripts are slower: the CPU-hours shown are a rough guide.
@@ -34,7 +34,7 @@ pub const MAX_WORKLOAD_EVENTS: f64 = 1e11;
 pub const WORKLOAD_EVENTS_PER_CLIENT_SECOND: f64 = 72_000.0;
 
 /// Workload events per CPU-second: `fsyncsim workload dbench --clients 64 --duration 300s`
-/// took 139.5 s wall, release build (README, "Measured figures"), for 64 × 360 s × 19,868
+/// took 139.5 s wall, release build (measured on this machine; the figures are in the commit history), for 64 × 360 s × 19,868
 /// = 458 M events ⇒ ≈ 3.3 M events per CPU-second; this session `--duration 5s --warmup 1s`
 /// ran its 7.63 M events in 2.67 s of user time ⇒ 2.9 M. Rounded to 3 M.
 pub const WORKLOAD_EVENTS_PER_CPU_SECOND: f64 = 3.0e6;
@@ -43,7 +43,7 @@ pub const WORKLOAD_EVENTS_PER_CPU_SECOND: f64 = 3.0e6;
 pub const MAX_BENCH_REQUESTS: f64 = 1e10;
 
 /// `bench` requests per CPU-second: `fsyncsim bench` (1 M requests) takes a median 0.242 s
-/// (README, "Measured figures") ⇒ ≈ 4.1 M requests per CPU-second.
+/// (measured on this machine; the figures are in the commit history) ⇒ ≈ 4.1 M requests per CPU-second.
 pub const BENCH_REQUESTS_PER_CPU_SECOND: f64 = 4.1e6;
 
 /// Most memory `fio`'s in-flight requests (`--iodepth` × `--numjobs` simulated tasks) may

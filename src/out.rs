@@ -18,7 +18,7 @@
 use std::fmt;
 use std::io::{self, Write};
 
-/// Exit codes, the same for every subcommand (README, "Exit codes"; `--help`).
+/// Exit codes, the same for every subcommand (docs/tools.md, "Exit codes"; `--help`).
 pub mod code {
     /// Success.
     pub const OK: u8 = 0;

@@ -6,7 +6,7 @@ use models::btrfs::Mutant;
 use models::device::DeviceConfig;
 use models::kernel::{preset_names, Policy};
 use models::scenario::{run, Interleaving, RunResult, Scenario};
-use models::sweep::{sweep_chunked, Shard, SweepResult};
+use models::sweep::SweepResult;
 
 const TWO_FSYNCERS: &str = include_str!("../scenarios/examples/locks-two-fsyncers-one-file.toml");
 const WRITE_RANGE_LOOP: &str =
@@ -23,25 +23,7 @@ fn scenario(text: &str) -> Scenario {
 /// An explored sweep of `sc` under `p` over `seeds`.
 fn sweep(sc: &Scenario, p: &Policy, seeds: std::ops::Range<u64>) -> SweepResult {
     let dev = DeviceConfig::resolve(&sc.device).unwrap();
-    let mut acc = SweepResult::default();
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    sweep_chunked(
-        sc,
-        p,
-        &dev,
-        seeds,
-        Shard::ALL,
-        2,
-        &Interleaving::Random,
-        &[],
-        &|_| {},
-        &stop,
-        0,
-        &mut acc,
-        &mut |_, _| Ok(()),
-    )
-    .unwrap();
-    acc
+    models::sweep::sweep_all(sc, p, &dev, seeds, 2, &Interleaving::Random).unwrap()
 }
 
 fn scripted(sc: &Scenario, p: &Policy) -> RunResult {

@@ -461,3 +461,141 @@ fn merge_refuses_shards_of_another_device_scenario_text_or_edited_identity() {
     );
     std::fs::remove_dir_all(d).unwrap();
 }
+
+#[test]
+fn sigint_stops_a_sweep_between_seeds_keeping_finished_chunks_for_resume() {
+    let d = temp_dir("sigint");
+    let args = [
+        "sweep",
+        "r1-link-rename-logged-trans",
+        "--seeds",
+        "0..120000",
+        "--jobs",
+        "1",
+        "--json",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(args)
+        .args(["--out", "out"])
+        .current_dir(&d)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run fsyncsim");
+    // The first checkpoint: at least one chunk is finished.
+    let state = d.join("out/state.json");
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !state.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(state.exists(), "no checkpoint within 120 s");
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    // A hang guard, not a timing check: the stop comes before the next seed.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    let partial: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(partial[0]["partial"], true, "{partial}");
+    assert!(partial[0]["runs"].as_u64().unwrap() < 120_000);
+    assert_eq!(
+        partial[0]["runs"].as_u64().unwrap() % 4096,
+        0,
+        "whole chunks only"
+    );
+    // Resuming finishes exactly what one uninterrupted sweep prints.
+    let resumed = fsyncsim_in(&d, &[&args[..], &["--resume", "out"]].concat());
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let whole = fsyncsim_in(&d, &args);
+    assert_eq!(resumed.stdout, whole.stdout);
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+/// A compare that takes well under a second.
+const SMALL_COMPARE: &[&str] = &[
+    "compare",
+    "dbench",
+    "--duration",
+    "1s",
+    "--warmup",
+    "0s",
+    "--seeds",
+    "1",
+    "--clients",
+    "2",
+];
+
+/// The names in `dir`, none when it does not exist (yet).
+fn listing(dir: &Path) -> Vec<String> {
+    match dir.exists() {
+        true => entries(dir),
+        false => Vec::new(),
+    }
+}
+
+#[test]
+fn compare_out_appears_whole_or_not_at_all_even_on_sigint() {
+    let d = temp_dir("compare-out");
+    // A result name that is a directory is refused before any work, nothing written.
+    std::fs::create_dir_all(d.join("o1/results.json")).unwrap();
+    let o = fsyncsim_in(&d, &[SMALL_COMPARE, &["--out", "o1"]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("results.json"), "{}", stderr(&o));
+    assert_eq!(entries(&d.join("o1")), vec!["results.json".to_string()]);
+    // A finished compare leaves its files and no staging directory.
+    let o = fsyncsim_in(&d, &[SMALL_COMPARE, &["--out", "o2", "--trace"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files = entries(&d.join("o2"));
+    assert!(
+        files.contains(&"results.json".to_string()) && files.contains(&"trace.json".to_string())
+    );
+    assert!(!files.iter().any(|f| f.starts_with('.')), "{files:?}");
+    // Interrupted mid-run: no result file, no hidden directory, exit 130.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args([
+            "compare",
+            "dbench",
+            "--duration",
+            "600s",
+            "--out",
+            "o3",
+            "--trace",
+            "--force",
+        ])
+        .current_dir(&d)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let staged = |d: &Path| {
+        listing(&d.join("o3"))
+            .iter()
+            .any(|f| f.starts_with(".fsyncsim-"))
+    };
+    while !staged(&d) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        !listing(&d.join("o3")).is_empty(),
+        "no staging directory within 60 s"
+    );
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(listing(&d.join("o3")), Vec::<String>::new());
+    std::fs::remove_dir_all(d).unwrap();
+}

@@ -83,9 +83,11 @@ fn dbench_table_has_dbench_layout() {
 fn fixes_remove_the_waste_they_target_under_dbench() {
     // 16 clients: commits come from data chunk allocation, a few per second; with fewer
     // clients R2's window (an fsync while a commit unpins) is rarely hit in 4 s.
+    // Seed 2: since conflicting-inode logging (issue 30) seed 1's 4 s no longer hits R2's
+    // window (timing-dependent; seed 2 hits it 3 times).
     let (s, d) = small_dbench(16, 4);
-    let b = run(&s, &Policy::preset("linux-5.10").unwrap(), &d, 1, None).unwrap();
-    let c = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    let b = run(&s, &Policy::preset("linux-5.10").unwrap(), &d, 2, None).unwrap();
+    let c = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 2, None).unwrap();
     for m in [
         "unnecessary_extent_logs",
         "unnecessary_full_commits",

@@ -268,22 +268,59 @@ pub fn sweep_chunked(
             }
             continue;
         };
+        // `stop` is looked at before every seed: an interrupted chunk is dropped whole (its
+        // seeds are run again on --resume), so a stop takes one seed's time, not a chunk's.
+        let stopped = |_: &u64| stop.load(std::sync::atomic::Ordering::SeqCst);
         let part = pool.install(|| {
             (0..count)
                 .into_par_iter()
-                .map(|j| {
-                    let seed = first + j * shard.n;
+                .map(|j| first + j * shard.n)
+                .filter(|s| !stopped(s))
+                .map(|seed| {
                     progress(1);
                     let r = run_with_trace(sc, policy, device, seed, strategy, false);
                     SweepResult::of_run(seed, &r, extra)
                 })
                 .reduce(SweepResult::default, SweepResult::merge)
         });
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok((done, false));
+        }
         *acc = std::mem::take(acc).merge(part);
         done += 1;
         checkpoint(done, acc)?;
     }
     Ok((done, true))
+}
+
+/// Runs all of `seeds` at once, without checkpoints or a stop flag (the form tests and
+/// library callers want).
+pub fn sweep_all(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seeds: Range<u64>,
+    jobs: usize,
+    strategy: &Interleaving,
+) -> Result<SweepResult, String> {
+    let mut acc = SweepResult::default();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    sweep_chunked(
+        sc,
+        policy,
+        device,
+        seeds,
+        Shard::ALL,
+        jobs,
+        strategy,
+        &[],
+        &|_| {},
+        &stop,
+        0,
+        &mut acc,
+        &mut |_, _| Ok(()),
+    )?;
+    Ok(acc)
 }
 
 /// Wilson score 95 % interval of a proportion `hits / n`.

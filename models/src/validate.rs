@@ -625,7 +625,7 @@ fn r7_curve(duration: u64, jobs: usize, progress: &(dyn Fn() + Sync)) -> Result<
         seed_point: Some((
             seed_x,
             (3.39 - 16.04) / 16.04 * 100.0,
-            "round = 100 writes at 16.04 req/s (seed 001, with the fix), commit interval 30 s"
+            "round = 100 writes at 16.04 req/s (the btrfs sysbench thread, with the fix), commit interval 30 s"
                 .into(),
         )),
     })

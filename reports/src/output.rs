@@ -402,3 +402,97 @@ mod tests {
         std::fs::remove_dir_all(d).unwrap();
     }
 }
+
+/// Hidden directories of [`Staging`]s alive now: what a signal handler removes
+/// ([`remove_staged`]) before the process exits.
+static STAGED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes every staging directory still alive (for a signal handler, before exiting).
+pub fn remove_staged() {
+    let dirs = std::mem::take(&mut *STAGED.lock().unwrap_or_else(|e| e.into_inner()));
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// The files of one command, written into hidden directories next to their destinations
+/// and moved into place together by [`Staging::commit`]: a multi-file result appears
+/// complete or not at all. Dropped without a commit, it removes what it staged.
+#[derive(Default)]
+pub struct Staging {
+    dirs: Vec<tempfile::TempDir>,
+    moves: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Staging {
+    /// The hidden directory next to `target_dir` (made on first use).
+    fn dir_in(&mut self, target_dir: &Path) -> std::io::Result<PathBuf> {
+        let parent = if target_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            target_dir
+        };
+        if let Some(d) = self.dirs.iter().find(|d| d.path().parent() == Some(parent)) {
+            return Ok(d.path().to_path_buf());
+        }
+        let d = tempfile::Builder::new()
+            .prefix(".fsyncsim-")
+            .tempdir_in(parent)?;
+        let p = d.path().to_path_buf();
+        STAGED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(p.clone());
+        self.dirs.push(d);
+        Ok(p)
+    }
+
+    /// Where to write the file that is to become `dest` (checked as [`resolve_target`]
+    /// checks an output path; a symlink's target is what will be replaced).
+    pub fn path_for(&mut self, dest: &Path) -> std::io::Result<PathBuf> {
+        let target = resolve_target(dest)?;
+        let name = target
+            .file_name()
+            .expect("resolve_target gives a file path")
+            .to_owned();
+        let staged = self
+            .dir_in(target.parent().unwrap_or(Path::new("")))?
+            .join(name);
+        self.moves.push((staged.clone(), target));
+        Ok(staged)
+    }
+
+    /// A hidden directory to write files into that are to land in `dest_dir` under their
+    /// own names (register each with [`Staging::adopt`]).
+    pub fn dir_for(&mut self, dest_dir: &Path) -> std::io::Result<PathBuf> {
+        self.dir_in(dest_dir)
+    }
+
+    /// Registers a file written into [`Staging::dir_for`]`(dest_dir)` to land in `dest_dir`.
+    pub fn adopt(&mut self, staged: &Path, dest_dir: &Path) -> std::io::Result<()> {
+        let name = staged
+            .file_name()
+            .ok_or_else(|| invalid("not a file path".into()))?;
+        let target = resolve_target(&dest_dir.join(name))?;
+        self.moves.push((staged.to_path_buf(), target));
+        Ok(())
+    }
+
+    /// Checks every destination, then moves every staged file into place.
+    pub fn commit(mut self) -> std::io::Result<()> {
+        for (_, t) in &self.moves {
+            check_file(t)?;
+        }
+        for (s, t) in std::mem::take(&mut self.moves) {
+            std::fs::rename(&s, &t)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let mut live = STAGED.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|p| !self.dirs.iter().any(|d| d.path() == p));
+    }
+}

@@ -112,7 +112,7 @@ fn op_lines(r: &WorkloadResult, width: usize) -> String {
     t
 }
 
-/// `iostat -x`'s header and one device line (sysstat 9's format, as seed 003 quotes it).
+/// `iostat -x`'s header and one device line (sysstat 9's format, as the ext4 kbuild thread quotes it).
 pub fn iostat_lines(device: &str, io: &models::device::iostat::Iostat) -> String {
     let mut t = format!("{:<10}", "Device:");
     for c in models::device::iostat::COLUMNS {
@@ -943,7 +943,7 @@ pub fn kbuild_seed_text(
 ) -> String {
     use models::workload::kbuild::{SEED_CHANGES, SEED_IOSTAT};
     let mut t =
-        "== seed 003 (kbuild on a 64-LCPU NHM-EX, ccache on the ext3 root) beside the model ==\n"
+        "== the ext4 kbuild thread (kbuild on a 64-LCPU NHM-EX, ccache on the ext3 root) beside the model ==\n"
             .to_string();
     let model = rows.iter().find(|r| r.metric == "units_per_s");
     let seed: Vec<String> = SEED_CHANGES
@@ -997,7 +997,7 @@ pub fn kbuild_seed_text(
 }
 
 /// `fsyncsim compare fsperf`: per test, `<test> results` and its fsperf table, as fsperf's
-/// compare prints them (seed 004), then the btrfs space counters that explain the rows.
+/// compare prints them (the btrfs preemptive-flushing thread), then the btrfs space counters that explain the rows.
 pub fn fsperf_suite_text(
     baseline: &models::kernel::Policy,
     current: &models::kernel::Policy,

@@ -99,7 +99,7 @@ pub(crate) fn validate(a: ValidateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `fsyncsim compare fsperf`: every fsperf test of seed 004 under both policies, one
+/// `fsyncsim compare fsperf`: every fsperf test of the btrfs preemptive-flushing thread under both policies, one
 /// fsperf table per test.
 pub(crate) fn compare_fsperf(
     a: &CompareArgs,
@@ -154,6 +154,10 @@ pub(crate) fn compare_fsperf(
 }
 
 pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
+    let _ = ctrlc::set_handler(|| {
+        reports::output::remove_staged();
+        std::process::exit(130);
+    });
     use models::workload::{compare as cmp, fsload};
     let fsperf = a.load.workload == "fsperf";
     let preset = |n: &str| Policy::preset(n).expect("preset");
@@ -194,6 +198,35 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
     if let Some(d) = &a.out {
         out_dir("--out", d)?;
     }
+    // Every output is staged next to its destination and moved into place once all are
+    // written: a failure or a signal (the handler is installed first) leaves none of them.
+    let mut staging = reports::output::Staging::default();
+    let staged_trace = match &trace_path {
+        Some(p) => {
+            let flag = if a.out.is_some() && !matches!(a.trace, Some(Some(_))) {
+                "--out"
+            } else {
+                "--trace"
+            };
+            Some(
+                staging
+                    .path_for(p)
+                    .map_err(|e| Failure(format!("{flag} {}: {e}", p.display())))?,
+            )
+        }
+        None => None,
+    };
+    let staged_results = match &a.out {
+        Some(d) => {
+            let r = d.join("results.json");
+            Some(
+                staging
+                    .path_for(&r)
+                    .map_err(|e| Failure(format!("--out {}: {e}", r.display())))?,
+            )
+        }
+        None => None,
+    };
     let seeds = a.seeds.count();
     let jobs = a.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -226,22 +259,26 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
     .map_err(Failure)?;
     bar.finish_and_clear();
     let json = reports::workload::compare_json(&spec, &baseline, &current, &pairs, a.vary.as_ref());
-    if let Some(d) = &a.out {
-        let results = d.join("results.json");
-        reports::output::write_atomic(&results, format!("{json:#}\n").as_bytes())
-            .map_err(|e| Failure(format!("--out {}: {e}", results.display())))?;
+    if let (Some(d), Some(results)) = (&a.out, &staged_results) {
+        let fail = |e: String| Failure(format!("--out {}: {e}", d.display()));
+        reports::output::write_atomic(results, format!("{json:#}\n").as_bytes())
+            .map_err(|e| fail(e.to_string()))?;
         let first = &pairs[0];
-        reports::workload::write_plots(&first.baseline[0], &first.current[0], d)
-            .map_err(|e| Failure(format!("--out {}: {e}", d.display())))?;
+        let plots = staging.dir_for(d).map_err(|e| fail(e.to_string()))?;
+        for f in reports::workload::write_plots(&first.baseline[0], &first.current[0], &plots)
+            .map_err(fail)?
+        {
+            staging.adopt(&f, d).map_err(|e| fail(e.to_string()))?;
+        }
     }
-    if let Some(path) = &trace_path {
+    if let (Some(path), Some(staged)) = (&trace_path, &staged_trace) {
         let flag = if matches!(a.trace, Some(Some(_))) {
             "--trace"
         } else {
             "--out"
         };
         let title = format!("{} under {} (seed {seed})", spec.name, current.name);
-        let writer = reports::chrome::ChromeTrace::create(path, &title)
+        let writer = reports::chrome::ChromeTrace::create(staged, &title)
             .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?;
         let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
         let w2 = writer.clone();
@@ -270,6 +307,10 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
             }
         }
     }
+    staging.commit().map_err(|e| {
+        let flag = if a.out.is_some() { "--out" } else { "--trace" };
+        Failure(format!("{flag}: {e}"))
+    })?;
     if a.json {
         outln!("{json:#}");
     } else {

@@ -109,8 +109,14 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     {
         let stop = stop.clone();
+        // The first Ctrl-C / SIGTERM stops the sweep before its next seed (the finished
+        // chunks are kept); a second one exits at once, as an interrupted process does (130).
         // A second handler cannot be installed; then Ctrl-C simply kills the process.
-        let _ = ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::SeqCst));
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
     }
     let chunks_run = std::cell::Cell::new(0u64);
     let mut finished = true;

@@ -395,7 +395,7 @@ impl Btrfs {
                 (
                     st.names_of(ino),
                     i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
-                    i.disk_size,
+                    (i.disk_size, i.size_hist.len()),
                     i.xattrs.keys().cloned().collect::<Vec<_>>(),
                     // A directory's entries as this fsync logs them (taken when it returned,
                     // they included names another task created after the directory was
@@ -462,13 +462,14 @@ impl Btrfs {
         // fsync returned success: record what must survive and check a crash now (S2).
         {
             let mut st = self.st_mut();
-            if let Some((names, extents, size, xattrs, entries)) = promise {
+            if let Some((names, extents, (size, size_changes), xattrs, entries)) = promise {
                 let rec = FsyncRecord {
                     ino,
                     path: path.to_string(),
                     names,
                     extents,
                     size,
+                    size_changes,
                     xattrs,
                     entries,
                     at: self.inner.h.now(),
@@ -631,6 +632,29 @@ impl Btrfs {
             }
         }
         Self::free_pieces(st, freed, t);
+    }
+
+    /// A hole extent map over [start, end) of `ino`, new in transaction `t` and on the
+    /// modified list, so the next fsync logs it (a hole punch; a growing truncate's gaps,
+    /// btrfs_cont_expand).
+    pub(super) fn insert_hole(st: &mut FsState, ino: Ino, t: TransId, start: u64, end: u64) {
+        let id = st.next_extent;
+        st.next_extent += 1;
+        let i = st.inodes.get_mut(&ino).unwrap();
+        i.extents.push(Extent {
+            id,
+            offset: start,
+            len: end - start,
+            generation: t,
+            item_trans: t,
+            hole: true,
+            prealloc: false,
+            data_token: 0,
+            data_offset: 0,
+            pieces: Vec::new(),
+        });
+        i.extents.sort_by_key(|e| e.offset);
+        i.modified_extents.push(id);
     }
 
     /// btrfs_drop_extents + btrfs_drop_extent_cache (file.c@v5.10) over [start, end) of
@@ -851,23 +875,7 @@ impl Btrfs {
             }
             self.drop_extents(&mut st, ino, offset, end, t);
             if !self.mutant(Mutant::PunchHoleLogsNoHole) {
-                let id = st.next_extent;
-                st.next_extent += 1;
-                let i = st.inodes.get_mut(&ino).unwrap();
-                i.extents.push(Extent {
-                    id,
-                    offset,
-                    len: end - offset,
-                    generation: t,
-                    item_trans: t,
-                    hole: true,
-                    prealloc: false,
-                    data_token: 0,
-                    data_offset: 0,
-                    pieces: Vec::new(),
-                });
-                i.extents.sort_by_key(|e| e.offset);
-                i.modified_extents.push(id);
+                Self::insert_hole(&mut st, ino, t, offset, end);
                 // fill_holes: the hole's file extent item.
                 let k = Key::new(ino, key_type::EXTENT_DATA, offset);
                 ops.push(TreeOp::Insert(tree_id::FS, k, size::FILE_EXTENT));

@@ -56,6 +56,7 @@ impl Btrfs {
                         names,
                         extents: i.extents.iter().map(|e| e.id).collect(),
                         size: i.disk_size,
+                        size_changes: i.size_hist.len(),
                         xattrs: i.xattrs.keys().cloned().collect(),
                         entries: Vec::new(),
                         at: now,

@@ -1,7 +1,10 @@
 //! fs/btrfs/inode.c: namespace operations (create, mkdir, link, rename, unlink, rmdir).
 
 use super::ctree::Btrfs;
-use super::ctree_btree::{drop_extent_ops, inode_key, link_ops, size, tree_id, unlink_ops, TreeOp};
+use super::ctree_btree::{
+    drop_extent_ops, inode_key, key_type, link_ops, size, tree_id, unlink_ops, Key, TreeOp,
+};
+use super::policy::Mutant;
 use super::state::*;
 use crate::vfs::OpError;
 
@@ -354,6 +357,49 @@ impl Btrfs {
         Ok(())
     }
 
+    /// btrfs_cont_expand (inode.c@v5.10..v5.15), from btrfs_setsize growing a file: each
+    /// range of [ALIGN(oldsize), ALIGN(newsize)) that no extent maps gets a hole (a hole
+    /// file extent item via maybe_insert_hole without NO_HOLES, and a hole extent map
+    /// added with add_extent_mapping(modified = 1), so on the modified list of the fast
+    /// fsync too); a full sync copies the new hole item. Replay drops the range, so bytes
+    /// truncated away before do not come back (xfstests generic/101). The model keeps the
+    /// explicit hole items of a filesystem without no_holes.
+    fn cont_expand(
+        &self,
+        st: &mut FsState,
+        ino: Ino,
+        (old, new): (u64, u64),
+        t: TransId,
+        ops: &mut Vec<TreeOp>,
+    ) {
+        let sector = self.inner.costs.sectorsize;
+        let (start, end) = (old.next_multiple_of(sector), new.next_multiple_of(sector));
+        let mut mapped: Vec<(u64, u64)> = st.inodes[&ino]
+            .extents
+            .iter()
+            .filter(|e| e.offset < end && e.end() > start)
+            .map(|e| (e.offset, e.end()))
+            .collect();
+        mapped.sort_unstable();
+        let mut gaps = Vec::new();
+        let mut cur = start;
+        for (a, b) in mapped {
+            if a > cur {
+                gaps.push((cur, a));
+            }
+            cur = cur.max(b);
+        }
+        if cur < end {
+            gaps.push((cur, end));
+        }
+        for (a, b) in gaps {
+            Self::insert_hole(st, ino, t, a, b);
+            // The hole's file extent item (btrfs_insert_file_extent).
+            let k = Key::new(ino, key_type::EXTENT_DATA, a);
+            ops.push(TreeOp::Insert(tree_id::FS, k, size::FILE_EXTENT));
+        }
+    }
+
     /// btrfs_setattr with ATTR_SIZE → btrfs_setsize (inode.c@v5.10). Growing: a started
     /// transaction updates i_size in the item (no extents; the range reads as a hole).
     /// Shrinking: btrfs_truncate waits for ordered extents past the new size, sets
@@ -390,6 +436,8 @@ impl Btrfs {
                 }
                 self.drop_extents(&mut st, ino, size, u64::MAX, t);
                 st.inodes.get_mut(&ino).unwrap().needs_full_sync = true;
+            } else if size > old && !self.mutant(Mutant::GrowingTruncateNoHole) {
+                self.cont_expand(&mut st, ino, (old, size), t, &mut ops);
             }
             let keep = st.keep_history;
             let i = st.inodes.get_mut(&ino).unwrap();

@@ -98,11 +98,23 @@ pub enum Mutant {
     /// setxattr): one task's write and logging overlap another's logging of the same inode,
     /// as in the model before issue 26 (the inode's log_mutex is still taken; breaks S2).
     NoInodeLock,
+    /// btrfs_log_inode copies a new inode's refs without btrfs_check_ref_name_override /
+    /// log_conflicting_inodes: an inode that held one of its names in the commit root is
+    /// not logged, and replay leaves it without a name (breaks S2; xfstests generic/342).
+    NoConflictingInodes,
+    /// A fast fsync logs no extent items past i_size but the changed ones (no
+    /// btrfs_log_prealloc_extents): replay's truncate to the logged size drops committed
+    /// preallocated extents past EOF (breaks S2; xfstests generic/483).
+    NoPreallocExtentLogging,
+    /// A growing truncate leaves the new range without a hole (no btrfs_cont_expand hole
+    /// item or extent map): the fsync logs no hole and replay keeps bytes truncated away
+    /// before (breaks S2; xfstests generic/101).
+    GrowingTruncateNoHole,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 9] = [
+    pub const ALL: [Mutant; 12] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -112,6 +124,9 @@ impl Mutant {
         Mutant::PunchHoleLogsNoHole,
         Mutant::FsyncSkipsXattrs,
         Mutant::NoInodeLock,
+        Mutant::NoConflictingInodes,
+        Mutant::NoPreallocExtentLogging,
+        Mutant::GrowingTruncateNoHole,
     ];
 
     /// Kebab-case name used on the command line.
@@ -126,6 +141,9 @@ impl Mutant {
             Mutant::PunchHoleLogsNoHole => "punch-hole-logs-no-hole",
             Mutant::FsyncSkipsXattrs => "fsync-skips-xattrs",
             Mutant::NoInodeLock => "no-inode-lock",
+            Mutant::NoConflictingInodes => "no-conflicting-inodes",
+            Mutant::NoPreallocExtentLogging => "no-prealloc-extent-logging",
+            Mutant::GrowingTruncateNoHole => "growing-truncate-no-hole",
         }
     }
 
@@ -141,6 +159,9 @@ impl Mutant {
             Mutant::PunchHoleLogsNoHole => "a hole punch puts no hole extent map on the modified list: a fast fsync keeps the old data (S2)",
             Mutant::FsyncSkipsXattrs => "an fsync logs the inode without its xattrs (S2)",
             Mutant::NoInodeLock => "no inode lock (i_rwsem) in write, fsync, setattr, truncate, fallocate, punch hole, setxattr: two fsyncers of one file log it at once (S2)",
+            Mutant::NoConflictingInodes => "a new inode's names are logged without logging the inode that held them in the commit root (no log_conflicting_inodes): that inode loses its name (S2)",
+            Mutant::NoPreallocExtentLogging => "a fast fsync copies no extent items past i_size but the changed ones (no btrfs_log_prealloc_extents): replay drops committed preallocated extents past EOF (S2)",
+            Mutant::GrowingTruncateNoHole => "a growing truncate makes no hole (no btrfs_cont_expand): bytes truncated away before come back after replay (S2)",
         }
     }
 
@@ -258,15 +279,20 @@ pub enum LogPatch {
     /// check_parent_dirs_for_sync removed: only a directory logged in full whose
     /// last_unlink_trans is this transaction makes the fsync fall back (64d6b281ba4d).
     NoParentDirsCheck,
+    /// A full fsync logs the extent items at or past i_size with btrfs_log_prealloc_extents
+    /// too, as the fast fsync does (d99478874355, 5.17; stable 5.10.104, 5.15.27): in no
+    /// release preset.
+    PreallocFullFsync,
 }
 
 impl LogPatch {
-    /// All, in series order.
-    pub const ALL: [LogPatch; 4] = [
+    /// All: the 5.12 series in series order, then the later fix.
+    pub const ALL: [LogPatch; 5] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
         LogPatch::NoParentDirsCheck,
+        LogPatch::PreallocFullFsync,
     ];
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
@@ -276,6 +302,7 @@ impl LogPatch {
             LogPatch::SkipLoggedParents => "skip-logged-parents",
             LogPatch::SkipLoggedNewEntries => "skip-logged-new-entries",
             LogPatch::NoParentDirsCheck => "no-parent-dirs-check",
+            LogPatch::PreallocFullFsync => "prealloc-full-fsync",
         }
     }
 
@@ -292,6 +319,9 @@ impl LogPatch {
                 "btrfs: skip logging inodes already logged when logging new entries"
             }
             LogPatch::NoParentDirsCheck => "btrfs: remove unnecessary check_parent_dirs_for_sync()",
+            LogPatch::PreallocFullFsync => {
+                "btrfs: fix lost prealloc extents beyond eof after full fsync"
+            }
         }
     }
 

@@ -233,7 +233,11 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
                 ));
             }
         }
-        if inode.disk_size == rec.size && fi.size != rec.size {
+        // The size must survive only while it is unchanged since the fsync: equal now is not
+        // enough (a file shrunk and grown back may crash with the smaller committed size).
+        let size_unchanged =
+            inode.disk_size == rec.size && inode.size_hist.len() == rec.size_changes;
+        if size_unchanged && fi.size != rec.size {
             return Err(format!(
                 "fsync of {} returned at t={}ns with size {}, but after a crash now the size is {}",
                 rec.path, rec.at, rec.size, fi.size

@@ -848,6 +848,9 @@ pub struct FsyncRecord {
     pub extents: Vec<u64>,
     /// A regular file's size in its inode item at fsync time.
     pub size: u64,
+    /// How many size changes the inode had recorded then (`Inode::size_hist`): the size is
+    /// unchanged since only while no change has been recorded after it.
+    pub size_changes: usize,
     /// Xattr names at fsync time.
     pub xattrs: Vec<String>,
     /// For a directory: its entries at fsync time (each must survive unless removed since).

@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 22] = [
+pub const SWITCHES: [Switch; 23] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -96,6 +96,16 @@ pub const SWITCHES: [Switch; 22] = [
     space(SpacePatch::OneShotDelalloc, None, (5, 14)),
     space(SpacePatch::Full90, Some("93c60b17f2b5"), (5, 15)),
     space(SpacePatch::GlobalMajority, Some("114623979405"), (5, 15)),
+    Switch {
+        toggle: Toggle::Log(LogPatch::PreallocFullFsync),
+        commit: Some("d99478874355"),
+        since: (5, 17),
+        merged: "5.17 (stable 5.10.104, 5.15.27)",
+        source: "fs/btrfs/tree-log.c:copy_inode_items_to_log (stable posting \"[PATCH 5.15 254/262]\", 2022-03-07)",
+        metric: "extent_logs",
+        also: &[],
+        hit: false,
+    },
 ];
 
 /// Filipe Manana's seven-patch series "btrfs: more performance improvements for dbench
@@ -256,26 +266,14 @@ mod tests {
 
     #[test]
     fn every_fix_and_space_patch_has_exactly_one_entry() {
-        for f in Fix::ALL {
-            let n = SWITCHES
-                .iter()
-                .filter(|s| s.toggle == Toggle::Fix(f))
-                .count();
-            assert_eq!(n, 1, "{}", f.name());
-        }
-        for sp in SpacePatch::ALL {
-            let n = SWITCHES
-                .iter()
-                .filter(|s| s.toggle == Toggle::Space(sp))
-                .count();
-            assert_eq!(n, 1, "{}", sp.name());
-        }
-        for lp in LogPatch::ALL {
-            let n = SWITCHES
-                .iter()
-                .filter(|s| s.toggle == Toggle::Log(lp))
-                .count();
-            assert_eq!(n, 1, "{}", lp.name());
+        let toggles = Fix::ALL
+            .map(Toggle::Fix)
+            .into_iter()
+            .chain(SpacePatch::ALL.map(Toggle::Space))
+            .chain(LogPatch::ALL.map(Toggle::Log));
+        for t in toggles {
+            let n = SWITCHES.iter().filter(|s| s.toggle == t).count();
+            assert_eq!(n, 1, "{t:?}");
         }
     }
 

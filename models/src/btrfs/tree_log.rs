@@ -337,6 +337,96 @@ impl Btrfs {
     /// Taken after the root's log_mutex was released by start_log_trans, and no other lock
     /// is taken under it here.
     pub(super) async fn log_inode(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
+        self.log_inode_items(t, ino, log_transid, kind).await;
+        // copy_inode_items_to_log (tree-log.c@v5.10..v5.15): a ref of an inode created in
+        // this transaction is checked with btrfs_check_ref_name_override unless the inode
+        // is itself logged as a conflicting one (recursive_logging); btrfs_log_new_name
+        // passes no log context (5.12+) and is left out here.
+        let checked = matches!(
+            kind,
+            LogKind::Fsync | LogKind::Parent | LogKind::Ancestor | LogKind::DirDentry
+        );
+        if checked && !self.mutant(Mutant::NoConflictingInodes) {
+            let found = {
+                let st = self.inner.st.borrow();
+                if st.inodes[&ino].generation == t {
+                    Self::ref_name_overrides(&st, ino)
+                } else {
+                    Vec::new()
+                }
+            };
+            if !found.is_empty() {
+                self.log_conflicting_inodes(t, log_transid, found).await;
+            }
+        }
+    }
+
+    /// btrfs_check_ref_name_override (tree-log.c@v5.10): for each name of `ino`, the
+    /// commit root's entry of that name (search_commit_root = 1); one that names another
+    /// inode is a conflict, returned as (other inode, directory).
+    pub(super) fn ref_name_overrides(st: &FsState, ino: Ino) -> Vec<(Ino, Ino)> {
+        let lc = st.last_trans_committed;
+        let mut out = Vec::new();
+        for (dir, name) in st.names_of(ino) {
+            let committed = st.dentry(dir, &name).and_then(|v| {
+                v.iter()
+                    .rev()
+                    .find(|d| d.created <= lc && d.removed.is_none_or(|r| r > lc))
+            });
+            if let Some(d) = committed.filter(|d| d.ino != ino) {
+                out.push((d.ino, dir));
+            }
+        }
+        out
+    }
+
+    /// log_conflicting_inodes (tree-log.c@v5.10..v5.15): each inode that held a logged
+    /// name in the commit root is logged LOG_OTHER_INODE (item and refs, as
+    /// LOG_INODE_EXISTS), or, when it no longer exists (btrfs_iget -ENOENT; here: no name
+    /// left), its directory LOG_OTHER_INODE_ALL; an inode already logged in this
+    /// transaction is skipped (the loop's termination: "If the inode was already logged
+    /// skip it - otherwise we can hit an infinite loop"); the refs of each inode logged are
+    /// checked in turn and their conflicts added to the list.
+    async fn log_conflicting_inodes(&self, t: TransId, log_transid: u64, found: Vec<(Ino, Ino)>) {
+        let mut list: std::collections::VecDeque<(Ino, Ino)> = found.into();
+        while let Some((other, parent)) = list.pop_front() {
+            let (exists, logged) = {
+                let st = self.inner.st.borrow();
+                let i = st.inodes.get(&other);
+                (
+                    i.is_some() && st.has_names(other),
+                    i.is_some_and(|i| i.logged_trans == t),
+                )
+            };
+            if !exists {
+                if !self.inner.st.borrow().inodes.contains_key(&parent) {
+                    continue;
+                }
+                // 5.12+: btrfs_log_inode's check of a directory logged LOG_INODE_ALL
+                // (64d6b281ba4d) applies to LOG_OTHER_INODE_ALL too: it returns 1, the
+                // error ends the loop and the transaction is marked, so the log sync
+                // falls back to a full commit (the oracle judges the mark for `parent`).
+                if self.log_patch(LogPatch::NoParentDirsCheck)
+                    && self.dir_forces_commit(t, parent, parent).is_some()
+                {
+                    return;
+                }
+                self.log_inode_items(t, parent, log_transid, LogKind::OtherAll)
+                    .await;
+                continue;
+            }
+            if logged {
+                continue;
+            }
+            self.log_inode_items(t, other, log_transid, LogKind::Other)
+                .await;
+            list.extend(Self::ref_name_overrides(&self.inner.st.borrow(), other));
+        }
+    }
+
+    /// btrfs_log_inode's copy of one inode (see `log_inode`), without the conflicting
+    /// inodes.
+    async fn log_inode_items(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
         let log_mutex = self.inode_log_mutex(ino);
         let _held = log_mutex.lock().await;
         let c = &self.inner.costs;
@@ -346,12 +436,12 @@ impl Btrfs {
         };
         // The facts (names, xattr names, entries) are built only with the history crash
         // recovery reads; the log's size needs their counts only.
-        let (relogged, full_sync, extents, is_dir, names, mut versions, new_name_needed) = {
+        let (relogged, full_sync, extents, past_eof, is_dir, names, mut versions, new_name_needed) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
             // LOG_INODE_EXISTS (new names, ancestors, parents) copies the inode item and
             // its refs only; file extents go in with LOG_INODE_ALL, i.e. an fsync.
-            let ext: Vec<Extent> = if kind != LogKind::Fsync {
+            let mut ext: Vec<Extent> = if kind != LogKind::Fsync {
                 Vec::new()
             } else if i.needs_full_sync {
                 i.extents.clone()
@@ -362,6 +452,20 @@ impl Btrfs {
                     .cloned()
                     .collect()
             };
+            let past_eof = if kind == LogKind::Fsync
+                && (!i.needs_full_sync || self.log_patch(LogPatch::PreallocFullFsync))
+            {
+                self.prealloc_past_eof(i)
+            } else {
+                Vec::new()
+            };
+            ext.extend(
+                i.extents
+                    .iter()
+                    .filter(|e| past_eof.contains(&e.id) && !ext.iter().any(|x| x.id == e.id))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
             // The versions this log entry carries: the item (or, for an ancestor, its
             // creation) and its names.
             let mut versions = vec![match kind {
@@ -382,13 +486,14 @@ impl Btrfs {
             // what the log holds of it in any mode.
             let relogged = match kind {
                 LogKind::NewName(_) => false,
-                LogKind::DirDentry => i.logged_any == Some((t, i.change_seq)),
+                LogKind::DirDentry | LogKind::Other => i.logged_any == Some((t, i.change_seq)),
                 _ => i.logged_full == Some((t, i.change_seq)),
             };
             (
                 relogged,
                 i.needs_full_sync,
                 ext,
+                past_eof,
                 i.is_dir,
                 if keep { st.names_of(ino) } else { Vec::new() },
                 versions,
@@ -402,10 +507,13 @@ impl Btrfs {
             let i = &st.inodes[&ino];
             // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
             // all xattrs"); LOG_INODE_EXISTS copies the item and refs only.
-            let all = matches!(kind, LogKind::Fsync | LogKind::Parent)
+            let all = matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
                 && !self.mutant(Mutant::FsyncSkipsXattrs);
+            // LOG_OTHER_INODE logs the item with generation 0: replay keeps the size it
+            // finds (overwrite_item@v5.10, "save_old_i_size").
+            let size = (!is_dir && kind != LogKind::Other).then_some(i.disk_size);
             (
-                (!is_dir).then_some(i.disk_size),
+                size,
                 all.then(|| {
                     if keep {
                         i.xattrs.keys().cloned().collect::<Vec<_>>()
@@ -428,7 +536,10 @@ impl Btrfs {
             });
         }
         let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
-        if is_dir && matches!(kind, LogKind::Fsync | LogKind::Parent) && !item_only {
+        if is_dir
+            && matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
+            && !item_only
+        {
             // LOG_INODE_ALL of a directory copies its dir items and index items.
             let st = self.inner.st.borrow();
             if keep {
@@ -440,6 +551,7 @@ impl Btrfs {
             }
         }
         let mut judgments = Vec::new();
+        let mut forced_logs = 0;
         for e in &extents {
             let old = if full_sync {
                 // copy_items: a full sync copies only items in leaves changed in the running
@@ -451,7 +563,10 @@ impl Btrfs {
             } else {
                 e.generation <= last_committed
             };
-            if old {
+            // An item past EOF copied only by btrfs_log_prealloc_extents is needed whatever
+            // its generation (replay truncates to the logged i_size first): not judged.
+            let forced = old && past_eof.contains(&e.id);
+            if old && !forced {
                 continue;
             }
             // A hole or a preallocated extent has no checksums (csum items cover written
@@ -466,6 +581,10 @@ impl Btrfs {
             if keep {
                 facts.push(LogFact::Extent { ino, extent: e.id });
             }
+            if forced {
+                forced_logs += 1;
+                continue;
+            }
             // The item as it is now (a trimmed piece's item is of the transaction that
             // trimmed it).
             versions.push(e.item_trans);
@@ -479,7 +598,7 @@ impl Btrfs {
         {
             let mut m = self.inner.m.borrow_mut();
             m.inode_logs += 1;
-            m.extent_logs += judgments.len() as u64;
+            m.extent_logs += judgments.len() as u64 + forced_logs;
             m.csum_bytes += judgments
                 .iter()
                 .map(|j| match j.what {
@@ -489,9 +608,9 @@ impl Btrfs {
                 .sum::<u64>();
             if relogged {
                 match kind {
-                    LogKind::Fsync | LogKind::DirDentry => m.relogged_inodes += 1,
+                    LogKind::Fsync | LogKind::DirDentry | LogKind::Other => m.relogged_inodes += 1,
                     LogKind::Ancestor => m.relogged_ancestors += 1,
-                    LogKind::Parent => m.relogged_dir_items += 1,
+                    LogKind::Parent | LogKind::OtherAll => m.relogged_dir_items += 1,
                     LogKind::NewName(_) => {}
                 }
             }
@@ -510,7 +629,11 @@ impl Btrfs {
                 what: Judged::Ancestor,
                 versions,
             }),
-            LogKind::Fsync | LogKind::Parent | LogKind::DirDentry => judgments.push(Judgment {
+            LogKind::Fsync
+            | LogKind::Parent
+            | LogKind::DirDentry
+            | LogKind::Other
+            | LogKind::OtherAll => judgments.push(Judgment {
                 transid: t,
                 log_transid,
                 what: Judged::Inode,
@@ -535,12 +658,15 @@ impl Btrfs {
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
         i.logged_any = Some((t, i.change_seq));
-        if !matches!(kind, LogKind::NewName(_) | LogKind::DirDentry) {
+        if !matches!(
+            kind,
+            LogKind::NewName(_) | LogKind::DirDentry | LogKind::Other
+        ) {
             i.logged_full = Some((t, i.change_seq));
         }
         // LOG_INODE_ALL clears BTRFS_INODE_COPY_EVERYTHING; a directory has it cleared in any
         // mode (btrfs_log_inode@v5.12, from ab12313a9f56).
-        if matches!(kind, LogKind::Fsync | LogKind::Parent)
+        if matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
             || (is_dir && self.log_patch(LogPatch::SkipLoggedAncestors))
         {
             i.copy_everything = false;
@@ -556,6 +682,29 @@ impl Btrfs {
             // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
             i.last_log_commit = i.last_sub_trans;
         }
+    }
+
+    /// btrfs_log_prealloc_extents (tree-log.c@v5.10..v5.15, from 471d557afed155 "Btrfs: fix
+    /// loss of prealloc extents past i_size after fsync log replay"), called at the end of
+    /// btrfs_log_changed_extents, i.e. by a fast fsync: every file extent item at or past
+    /// i_size is copied from the subvolume tree, a preallocated extent crossing i_size
+    /// included (truncate_offset), whatever its generation, so that replay, which truncates
+    /// to the logged i_size before replaying extents, keeps them. The full-sync path calls
+    /// it only from d99478874355 ("btrfs: fix lost prealloc extents beyond eof after full
+    /// fsync", 5.17; stable 5.10.104, 5.15.27): the `prealloc-full-fsync` switch, in no
+    /// release preset (a full sync of those releases loses a committed prealloc extent past
+    /// EOF in a leaf not changed in the running transaction: a true S2). The
+    /// kernel copies the items logged by btrfs_log_changed_extents again (after dropping
+    /// the log's items past i_size); the model counts each item once per fsync.
+    fn prealloc_past_eof(&self, i: &Inode) -> Vec<u64> {
+        if self.mutant(Mutant::NoPreallocExtentLogging) || i.is_dir {
+            return Vec::new();
+        }
+        i.extents
+            .iter()
+            .filter(|e| e.prealloc && !e.hole && e.end() > i.disk_size)
+            .map(|e| e.id)
+            .collect()
     }
 
     /// need_log_inode (tree-log.c@v5.12, from ab12313a9f56): an inode already logged in this
@@ -877,4 +1026,10 @@ pub(super) enum LogKind {
     NewName(Option<Ino>),
     /// log_new_dir_dentries: a new inode named by a fsynced directory (LOG_INODE_EXISTS).
     DirDentry,
+    /// log_conflicting_inodes: an inode that held a logged name in the commit root
+    /// (LOG_OTHER_INODE, logged as LOG_INODE_EXISTS).
+    Other,
+    /// log_conflicting_inodes: the directory of such an inode that no longer exists
+    /// (LOG_OTHER_INODE_ALL).
+    OtherAll,
 }

@@ -1,0 +1,212 @@
+//! The README and the manual cannot drift from the tool: every `fsyncsim …` command in a code
+//! block parses, every file a page links exists, every block marked ` ```text fsyncsim ARGS `
+//! is exactly what that command prints, the README stays an entrance (two commands, at most
+//! 250 lines) and no page or `--help` calls the source threads "seed 000"…"seed 004".
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn fsyncsim(args: &[String]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(args)
+        .current_dir(ROOT)
+        .output()
+        .expect("run fsyncsim")
+}
+
+/// README.md, scenarios/README.md and every docs/*.md.
+fn pages() -> Vec<PathBuf> {
+    let root = Path::new(ROOT);
+    let mut v = vec![root.join("README.md"), root.join("scenarios/README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    v.extend(docs);
+    v
+}
+
+/// (info string, body lines, line of the opening fence) of each fenced block.
+fn blocks(text: &str) -> Vec<(String, Vec<String>, usize)> {
+    let mut out = Vec::new();
+    let mut cur: Option<(String, Vec<String>, usize)> = None;
+    for (n, line) in text.lines().enumerate() {
+        match (&mut cur, line.strip_prefix("```")) {
+            (None, Some(info)) => cur = Some((info.trim().to_string(), Vec::new(), n + 1)),
+            (Some(_), Some(_)) => out.push(cur.take().unwrap()),
+            (Some((_, body, _)), None) => body.push(line.to_string()),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// The words of an `fsyncsim …` command line, without a prompt, a trailing comment, a pipe
+/// or a redirection.
+fn command_words(line: &str) -> Option<Vec<String>> {
+    let l = line.trim().trim_start_matches("$ ");
+    let rest = l.strip_prefix("fsyncsim ")?;
+    // Output that starts with the tool's name ("fsyncsim bench: 64 clients …") is no command.
+    if rest
+        .split_whitespace()
+        .next()
+        .is_some_and(|w| w.ends_with(':'))
+    {
+        return None;
+    }
+    let cut = rest
+        .find(['#', '|', '>', '&', ';'])
+        .map_or(rest, |i| &rest[..i]);
+    // A shell variable stands for a valid value: 1 (a shard, a seed).
+    let words = cut.split_whitespace().map(|w| match w.find("${") {
+        Some(i) => {
+            let end = w[i..].find('}').map_or(w.len(), |j| i + j + 1);
+            format!("{}1{}", &w[..i], &w[end..])
+        }
+        None => w.to_string(),
+    });
+    Some(words.collect())
+}
+
+/// The block's lines with shell continuations (`\` at the end) joined.
+fn joined(body: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for l in body {
+        let (text, cont) = match l.trim_end().strip_suffix('\\') {
+            Some(t) => (t.to_string(), true),
+            None => (l.clone(), false),
+        };
+        match (open, out.last_mut()) {
+            (true, Some(last)) => last.push_str(&format!(" {}", text.trim())),
+            _ => out.push(text),
+        }
+        open = cont;
+    }
+    out
+}
+
+#[test]
+fn the_readme_is_an_entrance_with_the_two_commands() {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    assert!(
+        text.lines().count() <= 250,
+        "README.md has {} lines",
+        text.lines().count()
+    );
+    assert!(text.contains("cargo run --release -- run"));
+    assert!(text.contains("cargo nextest run --workspace"));
+    let ci = std::fs::read_to_string(Path::new(ROOT).join(".ci/run")).unwrap();
+    assert!(ci
+        .lines()
+        .any(|l| l.trim() == "cargo nextest run --workspace"));
+    assert!(ci.contains("cargo build --release"));
+}
+
+#[test]
+fn every_command_in_a_code_block_parses() {
+    let mut checked = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (info, body, at) in blocks(&text) {
+            if info.starts_with("text fsyncsim") || info == "toml" {
+                continue;
+            }
+            for (k, line) in joined(&body).iter().enumerate() {
+                let Some(mut words) = command_words(line) else {
+                    continue;
+                };
+                // Flags are parsed before --help ends the parse: an unknown flag fails.
+                words.push("--help".into());
+                let o = fsyncsim(&words);
+                assert!(
+                    o.status.success(),
+                    "{}:{} (block line {}): `{}` does not parse: {}",
+                    page.display(),
+                    at,
+                    k + 1,
+                    line.trim(),
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} commands found");
+}
+
+#[test]
+fn every_marked_sample_is_what_the_command_prints() {
+    let mut checked = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (info, body, at) in blocks(&text) {
+            let Some(args) = info.strip_prefix("text fsyncsim ") else {
+                continue;
+            };
+            let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+            let o = fsyncsim(&args);
+            let want: String = body.iter().map(|l| format!("{l}\n")).collect();
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                want,
+                "{}:{at}: the sample differs from `fsyncsim {}`",
+                page.display(),
+                args.join(" ")
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 1);
+}
+
+#[test]
+fn every_linked_file_exists() {
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let dir = page.parent().unwrap();
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("](") {
+            rest = &rest[i + 2..];
+            let end = rest.find(')').unwrap_or(rest.len());
+            let target = rest[..end].split('#').next().unwrap();
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            assert!(
+                dir.join(target).exists(),
+                "{} links to {target}, which does not exist",
+                page.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn no_page_or_help_calls_the_source_threads_seeds() {
+    let numbered = |t: &str| (0..5).any(|n| t.contains(&format!("seed 00{n}")));
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        assert!(!numbered(&text), "{} says \"seed 00N\"", page.display());
+    }
+    for sub in [
+        "", "run", "sweep", "replay", "shrink", "check", "workload", "compare", "validate",
+        "scrub", "fio", "bench", "list", "merge",
+    ] {
+        let mut args: Vec<String> = Vec::new();
+        if !sub.is_empty() {
+            args.push(sub.into());
+        }
+        args.push("--help".into());
+        let o = fsyncsim(&args);
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            !numbered(&help),
+            "`fsyncsim {sub} --help` says \"seed 00N\""
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! The xfstests-derived scenarios (scenarios/xfstests/, issue 30): each passes `check`, the
+//! crash check stays silent on every release preset in scripted runs and in a bounded
+//! sweep, and the mutant that removes the mechanism a scenario guards makes it report S2.
+
+use models::btrfs::Mutant;
+use models::device::DeviceConfig;
+use models::kernel::{preset_names, Policy};
+use models::scenario::{compare, run, Interleaving, RunResult, Scenario};
+use models::sweep::SweepResult;
+
+/// Seeds per preset in the test suite's sweep (the 10,000-seed sweeps are run by hand;
+/// see the commit messages of issue 30).
+const SEEDS: u64 = 300;
+
+/// Which mutant removes the mechanism each scenario guards.
+const GUARDS: &[(&str, Mutant)] = &[
+    ("generic-341", Mutant::NoConflictingInodes),
+    ("generic-342", Mutant::NoConflictingInodes),
+    ("generic-526", Mutant::NoConflictingInodes),
+    ("generic-527", Mutant::NoConflictingInodes),
+    ("generic-483", Mutant::NoPreallocExtentLogging),
+    ("generic-101", Mutant::GrowingTruncateNoHole),
+];
+
+/// Scenarios whose explored sweep finds a true S2 on the release presets, with the reason;
+/// their sweeps are checked for S1 and S3 only.
+/// generic-483: a commit between `fallocate` and a full fsync leaves the preallocated
+/// extent past EOF in a committed leaf, which the full sync of 5.10–5.15 does not log
+/// (fixed by d99478874355 in 5.17, the `prealloc-full-fsync` switch); and a commit between
+/// bar's truncate and its fsync loses the new size in some interleavings (also without any
+/// fallocate; not investigated yet, issue 30).
+/// (generic-101 was here until S2's size rule learned "unchanged since the fsync" from the
+/// inode's recorded size changes instead of "equal now": its sweeps are clean.)
+const SWEEP_KNOWN_S2: &[&str] = &["generic-483"];
+
+/// Every scenarios/xfstests/*.toml, in name order.
+fn corpus() -> Vec<Scenario> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/xfstests");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no scenarios in {dir}");
+    paths
+        .iter()
+        .map(|p| Scenario::load(p.to_str().unwrap()).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+fn scripted(sc: &Scenario, p: &Policy) -> RunResult {
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    run(sc, p, &dev, 1, &Interleaving::Script)
+}
+
+/// An explored sweep of `sc` under `p` over `seeds`.
+fn sweep(sc: &Scenario, p: &Policy, seeds: std::ops::Range<u64>) -> SweepResult {
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    models::sweep::sweep_all(sc, p, &dev, seeds, 2, &Interleaving::Random).unwrap()
+}
+
+fn invariant_hits(r: &SweepResult) -> Vec<(String, u64)> {
+    r.targets
+        .iter()
+        .filter(|(k, _)| k.starts_with("invariant:"))
+        .map(|(k, v)| (k.clone(), v.hits))
+        .collect()
+}
+
+fn guard(name: &str) -> Mutant {
+    GUARDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("{name}: no mutant listed in GUARDS"))
+        .1
+}
+
+#[test]
+fn every_xfstests_scenario_passes_check() {
+    for sc in corpus() {
+        for (p, expect) in [
+            (sc.pre_policy(), &sc.expect_pre),
+            (sc.post_policy(), &sc.expect_post),
+        ] {
+            assert!(expect.get("S2") == Some(&0), "{}: expects no S2", sc.name);
+            let diffs = compare(expect, &scripted(&sc, &p));
+            assert!(diffs.is_empty(), "{}: {diffs:?}", sc.name);
+        }
+    }
+}
+
+#[test]
+fn no_xfstests_scenario_reports_s1_to_s3_under_any_preset() {
+    for sc in corpus() {
+        for name in preset_names() {
+            let p = Policy::preset(name).unwrap();
+            let r = scripted(&sc, &p);
+            assert!(
+                r.violations.is_empty(),
+                "{} {name}: {:?}",
+                sc.name,
+                r.violations
+            );
+            let r = sweep(&sc, &p, 0..SEEDS);
+            assert_eq!(r.runs, SEEDS);
+            let mut hits = invariant_hits(&r);
+            if SWEEP_KNOWN_S2.contains(&sc.name.as_str()) {
+                hits.retain(|(k, _)| k != "invariant:S2");
+            }
+            assert!(hits.is_empty(), "{} {name}: {:?}", sc.name, r.targets);
+        }
+    }
+}
+
+#[test]
+fn each_mechanism_mutant_makes_its_scenario_report_s2() {
+    for sc in corpus() {
+        let p = Policy::preset("linux-5.15")
+            .unwrap()
+            .with_mutant(guard(&sc.name));
+        let r = scripted(&sc, &p);
+        assert!(
+            r.violations.iter().any(|v| v.invariant == "S2"),
+            "{}: {:?}",
+            sc.name,
+            r.violations
+        );
+        let r = sweep(&sc, &p, 0..50);
+        assert!(
+            r.targets.contains_key("invariant:S2"),
+            "{}: {:?}",
+            sc.name,
+            r.targets
+        );
+    }
+}
