@@ -73,6 +73,27 @@ pub mod size {
     pub const CSUM_PER_SECTOR: u32 = 4;
     /// struct btrfs_root_item.
     pub const ROOT_ITEM: u32 = 439;
+    /// struct btrfs_dir_log_item (end 8): a directory range item of the log.
+    pub const DIR_LOG_ITEM: u32 = 8;
+}
+
+/// What btrfs_log_inode copies of one inode (the inputs of its tree work).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogCopy {
+    /// The inode.
+    pub ino: u64,
+    /// The fast path: only the inode item (no full sync, a file logged before).
+    pub fast: bool,
+    /// Created in the running transaction (its ref names are checked for overrides).
+    pub new_inode: bool,
+    /// LOG_INODE_ALL: xattrs copied too.
+    pub all: bool,
+    /// Xattrs copied.
+    pub xattrs: u64,
+    /// A full sync of a file: btrfs_log_holes runs.
+    pub holes: bool,
+    /// A directory logged with its entries.
+    pub dir: bool,
 }
 
 /// BTRFS_EXTENT_CSUM_OBJECTID (-10ULL).
@@ -306,6 +327,13 @@ impl Tree {
             self.merge(lk, w);
         }
         id
+    }
+
+    /// Searches for `key` without changing the tree (a read-only btrfs_search_slot).
+    pub fn search_key(&mut self, key: Key, w: &mut Work) {
+        let (h, nc) = (self.height, self.node_compares);
+        let (_, l) = Self::leaf_mut(&mut self.leaves, key);
+        Self::search(h, nc, l.items.len(), w);
     }
 
     /// Finds `key`'s item and rewrites it in place (btrfs_update_inode's lookup and
@@ -547,6 +575,9 @@ pub enum TreeOp {
     Delete(u8, Key),
     /// Find and rewrite an item in place (inserted if the tree lacks it).
     Update(u8, Key, u32),
+    /// Find the leaf that holds (or would hold) a key, changing nothing
+    /// (btrfs_search_slot with cow = 0, btrfs_search_forward).
+    Search(u8, Key),
 }
 
 /// Applies `ops` to the trees: adds their work to `w` and the leaves they touch to `out`.
@@ -561,6 +592,10 @@ pub fn apply(
             TreeOp::Insert(t, k, s) => (t, trees.get_mut(t).insert(k, s, w)),
             TreeOp::Delete(t, k) => (t, trees.get_mut(t).delete(k, w)),
             TreeOp::Update(t, k, s) => (t, trees.get_mut(t).update(k, s, w)),
+            TreeOp::Search(t, k) => {
+                trees.get_mut(t).search_key(k, w);
+                continue;
+            }
         };
         out.push((t, leaf));
     }
@@ -666,19 +701,66 @@ impl super::ctree::Btrfs {
         c.tree_cpu(&w, cowed)
     }
 
-    /// btrfs_log_inode's copy of the inode item and its ref: found in the fs tree
-    /// (btrfs_search_forward), copied into the log tree (copy_items / overwrite_item).
-    pub(super) fn log_inode_copy_cpu(&self, ino: u64) -> sim::Nanos {
-        let ops = [
-            TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM),
-            TreeOp::Insert(tree_id::LOG, inode_key(ino), size::INODE_ITEM),
-            TreeOp::Insert(
+    /// The tree work of btrfs_log_inode@v5.10 copying one inode (`what`), without its file
+    /// extents (log_extent_copy_cpu): the searches and inserts the release makes, item by
+    /// item (xattr items of ~48 B: a 16-byte name and value). Not modelled: the extref items of a file with many names (one ref counted).
+    pub(super) fn log_inode_copy_cpu(&self, what: &LogCopy) -> sim::Nanos {
+        let ino = what.ino;
+        let mut ops: smallvec::SmallVec<[TreeOp; 12]> = smallvec::SmallVec::new();
+        let iref = Key::new(ino, key_type::INODE_REF, 0);
+        if what.fast {
+            // The fast path (no full sync, nothing to copy again): log_inode_item, the inode
+            // item overwritten or inserted in the log.
+            ops.push(TreeOp::Insert(
                 tree_id::LOG,
-                Key::new(ino, key_type::INODE_REF, 0),
-                size::INODE_REF + 12,
-            ),
-        ];
-        self.log_tree_ops(&ops, u64::from(size::INODE_ITEM))
+                inode_key(ino),
+                size::INODE_ITEM,
+            ));
+        } else {
+            // btrfs_truncate_inode_items / drop_objectid_items on the log: the inode's
+            // older log items are looked up (and dropped).
+            ops.push(TreeOp::Search(tree_id::LOG, inode_key(ino)));
+            // copy_inode_items_to_log: btrfs_search_forward over the inode's items in the
+            // subvolume tree, copy_items into the log (the item and its ref).
+            ops.push(TreeOp::Search(tree_id::FS, inode_key(ino)));
+            ops.push(TreeOp::Insert(
+                tree_id::LOG,
+                inode_key(ino),
+                size::INODE_ITEM,
+            ));
+            ops.push(TreeOp::Insert(tree_id::LOG, iref, size::INODE_REF + 12));
+        }
+        if what.new_inode {
+            // btrfs_check_ref_name_override for an inode created in this transaction: the
+            // ref's name looked up in the parent's dir items (btrfs_lookup_dir_item).
+            ops.push(TreeOp::Search(tree_id::FS, iref));
+        }
+        if what.all {
+            // btrfs_log_all_xattrs: a search over the xattr items, each copied.
+            let xk = Key::new(ino, key_type::XATTR_ITEM, 0);
+            ops.push(TreeOp::Search(tree_id::FS, xk));
+            for _ in 0..what.xattrs {
+                ops.push(TreeOp::Insert(tree_id::LOG, xk, size::DIR_ITEM + 16));
+            }
+        }
+        if what.holes {
+            // btrfs_log_holes (full sync without the no_holes feature): a search over the
+            // file extent items.
+            let ek = Key::new(ino, key_type::EXTENT_DATA, 0);
+            ops.push(TreeOp::Search(tree_id::FS, ek));
+        }
+        if what.dir {
+            // log_directory_changes → log_dir_items for DIR_ITEM and DIR_INDEX: a search of
+            // each range in the subvolume tree, the range's items copied, and its
+            // BTRFS_DIR_LOG_*_KEY range item inserted (insert_dir_log_key).
+            for ty in [key_type::DIR_ITEM, key_type::DIR_INDEX] {
+                let k = Key::new(ino, ty, 0);
+                ops.push(TreeOp::Search(tree_id::FS, k));
+                ops.push(TreeOp::Insert(tree_id::LOG, k, size::DIR_LOG_ITEM));
+            }
+        }
+        let copied = u64::from(size::INODE_ITEM) + what.xattrs * 48;
+        self.log_tree_ops(&ops, copied)
     }
 
     /// log_one_extent: the file extent item into the log tree, and the extent's checksums

@@ -54,11 +54,8 @@ impl Btrfs {
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
-        let pages = bytes.div_ceil(self.inner.costs.sectorsize);
-        self.inner
-            .h
-            .cpu(pages * self.inner.costs.write_per_page)
-            .await;
+        // btrfs_buffered_write@v5.10 reserves data and metadata space for each chunk
+        // before prepare_pages and btrfs_copy_from_user: the copy's CPU comes after.
         self.reserve_data(bytes).await?;
         // btrfs_delalloc_reserve_metadata (delalloc-space.c@v5.10): a new outstanding extent
         // reserves its insert (one item) and an inode update (one item) until its ordered
@@ -74,6 +71,11 @@ impl Btrfs {
             *self.st_mut().meta.delalloc_rsv.entry(ino).or_default() += rsv;
         }
         self.st_mut().meta.delalloc_bytes += bytes;
+        let pages = bytes.div_ceil(self.inner.costs.sectorsize);
+        self.inner
+            .h
+            .cpu(pages * self.inner.costs.write_per_page)
+            .await;
         Ok(ino)
     }
 

@@ -3,6 +3,7 @@
 //! btrfs_sync_log).
 
 use super::ctree::{Btrfs, LogResult};
+use super::ctree_btree::LogCopy;
 use super::oracle::{self, Judged, Judgment};
 use super::policy::{Fix, Kernel, LogPatch, Mutant};
 use super::state::*;
@@ -500,9 +501,8 @@ impl Btrfs {
                 new_name_needed,
             )
         };
-        let mut cpu = self.log_inode_copy_cpu(ino);
         let mut bytes = c.log_bytes_inode;
-        let (size, xattrs, xattr_count) = {
+        let (size, xattrs, xattr_count, copy) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
             // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
@@ -522,6 +522,15 @@ impl Btrfs {
                     }
                 }),
                 if all { i.xattrs.len() as u64 } else { 0 },
+                LogCopy {
+                    ino,
+                    fast: kind == LogKind::Fsync && !i.is_dir && !full_sync && !i.copy_everything,
+                    new_inode: i.generation == t,
+                    all,
+                    xattrs: if all { i.xattrs.len() as u64 } else { 0 },
+                    holes: all && full_sync && !i.is_dir,
+                    dir: false,
+                },
             )
         };
         bytes += xattr_count * c.item_bytes_per_dentry;
@@ -536,10 +545,14 @@ impl Btrfs {
             });
         }
         let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
-        if is_dir
+        let dir_items = is_dir
             && matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
-            && !item_only
-        {
+            && !item_only;
+        let mut cpu = self.log_inode_copy_cpu(&LogCopy {
+            dir: dir_items,
+            ..copy
+        });
+        if dir_items {
             // LOG_INODE_ALL of a directory copies its dir items and index items.
             let st = self.inner.st.borrow();
             if keep {
