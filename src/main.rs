@@ -87,12 +87,12 @@ enum Verdict {
 /// Violations that are not findings but bad input: the scenario could not play (a stuck
 /// script; a setup or task operation that failed, e.g. on a missing path).
 fn is_bad_input(invariant: &str) -> bool {
-    matches!(invariant, "script" | "scenario")
+    models::scenario::UNPLAYABLE.contains(&invariant)
 }
 
 /// A run that could not play is bad input (exit 2), not a result.
 fn playable(r: &RunResult) -> Result<(), Failure> {
-    match r.violations.iter().find(|v| is_bad_input(&v.invariant)) {
+    match r.unplayable() {
         Some(v) => Err(Failure(format!("{} (under {})", v.message, r.policy.name))),
         None => Ok(()),
     }

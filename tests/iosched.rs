@@ -494,7 +494,8 @@ fn scheduler_files_parse_and_bad_values_name_the_line() {
     );
     let e = DeviceConfig::from_toml("[scheduler]\nname = \"cfq\"\nslice_idel = 3\n", "d.toml")
         .unwrap_err();
-    assert_eq!(e.location, "d.toml:1");
+    // At the misspelt key, not at the table's header (issue 28).
+    assert_eq!(e.location, "d.toml:3");
     assert!(e.message.contains("slice_idel"), "{e}");
     let e = DeviceConfig::from_toml("[scheduler]\nname = \"cfq\"\nquantum = 0\n", "d.toml")
         .unwrap_err();

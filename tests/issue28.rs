@@ -3,42 +3,13 @@
 //! shards of huge ranges, capped input files, and sweep identities checked by `--resume`
 //! and `merge`.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir};
+use std::path::Path;
 use std::process::{Command, Output};
 
 const R1: &str = "r1-link-rename-logged-trans";
-
-fn fsyncsim_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run fsyncsim")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-/// Asserts exit `code`, exactly one line on stderr containing `needles`, nothing on stdout.
-fn assert_one_line_in(dir: &Path, code: i32, args: &[&str], needles: &[&str]) {
-    let o = fsyncsim_in(dir, args);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(o.stdout.is_empty(), "{args:?}: printed output");
-    assert!(!err.contains("panicked"), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fsyncsim-i28-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)

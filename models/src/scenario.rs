@@ -424,12 +424,9 @@ impl Scenario {
             message,
         };
         missing_fields(text, origin)?;
-        let f: ScenarioFile = toml::from_str(text).map_err(|e| ScenarioError {
-            location: match e.span() {
-                Some(s) => format!("{origin}:{}", line_at(text, s.start)),
-                None => origin.to_string(),
-            },
-            message: e.message().replace('\n', " "),
+        let f: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let (location, message) = crate::units::toml_error(text, origin, &e);
+            ScenarioError { location, message }
         })?;
         let race = f.race.get_ref().clone();
         if race.is_empty()
@@ -460,7 +457,11 @@ impl Scenario {
                 // In file order, not name order.
                 v.sort_by_key(|(_, sp)| sp.span().start);
                 if v.len() != 2 {
-                    let at = v.first().map_or(0, |(_, sp)| sp.span().start);
+                    // At the first policy too many, else at the table.
+                    let at = match v.get(2) {
+                        Some((_, sp)) => sp.span().start,
+                        None => crate::units::key_offset(text, &["policies"]).unwrap_or(0),
+                    };
                     return Err(err(
                         at,
                         format!(
@@ -624,8 +625,9 @@ impl Scenario {
         };
         let (expect_pre, expect_post) = match &f.expect {
             Some(e) => {
-                if let Some((label, m)) = e.iter().find(|(l, _)| !labels.contains(l)) {
-                    let at = m.values().next().map_or(0, |v| v.span().start);
+                if let Some(label) = e.keys().find(|l| !labels.contains(l)) {
+                    // At the label itself, also when its table is empty.
+                    let at = crate::units::key_offset(text, &["expect", label]).unwrap_or(0);
                     return Err(err(
                         at,
                         format!(
@@ -926,6 +928,19 @@ pub struct RunResult {
     pub decisions: Vec<u32>,
     /// (task, point) of every released named point, in order (only with the trace kept).
     pub releases: Vec<(String, String)>,
+}
+
+/// The violations that say a run could not play: a stuck script, a failed operation.
+pub const UNPLAYABLE: [&str; 2] = ["script", "scenario"];
+
+impl RunResult {
+    /// The first violation that says the run could not play — a stuck script (`script`) or
+    /// a failed setup or task operation (`scenario`): bad input, not a finding.
+    pub fn unplayable(&self) -> Option<&Violation> {
+        self.violations
+            .iter()
+            .find(|v| UNPLAYABLE.contains(&v.invariant.as_str()))
+    }
 }
 
 /// Who decides the interleaving of a run.

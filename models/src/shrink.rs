@@ -139,11 +139,7 @@ impl Ctx<'_> {
         let Some((sc, _)) = self.scenario(c) else {
             return false;
         };
-        let clean = |r: &RunResult| {
-            !r.violations
-                .iter()
-                .any(|v| v.invariant == "script" || v.invariant == "scenario")
-        };
+        let clean = |r: &RunResult| r.unplayable().is_none();
         self.runs += 1;
         let r = run_with_trace(
             &sc,
@@ -338,6 +334,11 @@ pub fn shrink_on(
 ) -> Result<Shrunk, String> {
     let first = run_with_trace(sc, policy, device, seed, how, true);
     let v0 = target.value(&first);
+    // A run that cannot play (a stuck script, a failed operation) is bad input, said as
+    // `run` says it, not a seed that misses the target.
+    if let (false, Some(v)) = (target.hit(&first), first.unplayable()) {
+        return Err(format!("{} (under {})", v.message, policy.name));
+    }
     if !target.hit(&first) {
         return Err(format!(
             "seed {seed} does not hit {} under {}; run `fsyncsim sweep` to find a seed that does",

@@ -40,6 +40,34 @@ mod tests {
             assert!(parse_size(bad).is_err(), "{bad:?}");
         }
     }
+
+    #[test]
+    fn keys_are_found_whole_in_headers_dotted_and_inline() {
+        let t = "write_cache = true\nwrite = { min_us = 1 }\n[s]\nread_x = 1\nread = 2\n[e.post]\na.b = 1\n";
+        let line = |p: &[&str]| key_offset(t, p).map(|o| crate::device::config::line_of(t, o));
+        assert_eq!(line(&["write"]), Some(2));
+        assert_eq!(line(&["write", "min_us"]), Some(2));
+        assert_eq!(line(&["s", "read"]), Some(5));
+        assert_eq!(line(&["e", "post"]), Some(6));
+        assert_eq!(line(&["e", "post", "a", "b"]), Some(7));
+        assert_eq!(line(&["read"]), None);
+    }
+
+    #[test]
+    fn a_spanless_parse_error_is_placed_at_its_line() {
+        let t = format!("a = 1\n\n{}b = 1\nc = 2\n", "a.".repeat(100));
+        let e = toml::from_str::<toml::Table>(&t).unwrap_err();
+        assert!(e.span().is_none(), "{e}");
+        assert_eq!(toml_error(&t, "f.toml", &e).0, "f.toml:3");
+    }
+
+    #[test]
+    fn shell_words_round_trip() {
+        assert_eq!(shell_quote("scenarios/x-1.toml"), "scenarios/x-1.toml");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
 }
 
 /// FNV-1a, 64 bits, of `bytes`: the stable hash of everything fsyncsim persists (sweep
@@ -112,4 +140,85 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
         })
         .collect::<String>()
         .into()
+}
+
+/// Where and what of a TOML error in `text` (`origin` names the file): `origin:line` of the
+/// error's span; for a parse error that has none (the parser's "recursion limit" on a key of
+/// too many dotted parts) the first line through which the text fails with it. The message
+/// comes on one line.
+pub fn toml_error(text: &str, origin: &str, e: &toml::de::Error) -> (String, String) {
+    let at = e
+        .span()
+        .map(|s| s.start)
+        .or_else(|| spanless_error_offset(text, e.message()));
+    let location = match at {
+        Some(o) => format!("{origin}:{}", crate::device::config::line_of(text, o)),
+        None => origin.to_string(),
+    };
+    (location, e.message().replace('\n', " "))
+}
+
+/// Start of the first line through which `text` fails to parse with the span-less error
+/// `message` (a binary search over line ends: a prefix without the line parses without it).
+fn spanless_error_offset(text: &str, message: &str) -> Option<usize> {
+    let fails = |end: usize| {
+        let (_, errors) = toml::de::DeTable::parse_recoverable(&text[..end]);
+        errors
+            .iter()
+            .any(|e| e.span().is_none() && e.message() == message)
+    };
+    let ends: Vec<usize> = text
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .chain((!text.ends_with('\n')).then_some(text.len()))
+        .collect();
+    if !ends.last().is_some_and(|&end| fails(end)) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0, ends.len() - 1);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if fails(ends[mid]) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(if lo == 0 { 0 } else { ends[lo - 1] })
+}
+
+/// Byte offset of the key at `path` in the TOML `text`: `["expect", "post"]` finds the
+/// `post` of `[expect.post]`, of `expect.post = …` and of `expect = { post = … }`; through
+/// an array of tables, in the first table that has it. None when the text does not parse
+/// or has no such key.
+pub fn key_offset(text: &str, path: &[&str]) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    fn find(t: &DeTable<'_>, path: &[&str]) -> Option<usize> {
+        let (first, rest) = path.split_first()?;
+        let (k, v) = t.iter().find(|(k, _)| k.get_ref().as_ref() == *first)?;
+        if rest.is_empty() {
+            return Some(k.span().start);
+        }
+        match v.get_ref() {
+            DeValue::Table(t) => find(t, rest),
+            DeValue::Array(a) => a.iter().find_map(|x| match x.get_ref() {
+                DeValue::Table(t) => find(t, rest),
+                _ => None,
+            }),
+            _ => None,
+        }
+    }
+    let doc = DeTable::parse(text).ok()?;
+    find(doc.get_ref(), path)
+}
+
+/// `s` as one POSIX shell word: unchanged when it is made only of characters no shell
+/// treats specially (letters, digits, `-_./:,=+@%`), else in single quotes, each `'` written
+/// `'\''`; so that a printed command line pastes back into `sh` as the same arguments.
+pub fn shell_quote(s: &str) -> std::borrow::Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:,=+@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    format!("'{}'", s.replace('\'', r"'\''")).into()
 }

@@ -118,9 +118,7 @@ impl Identity {
         }
         let mut fields = Vec::new();
         for f in IDENTITY_FIELDS {
-            let x = v[f]
-                .as_str()
-                .ok_or_else(|| format!("identity: missing field '{f}'"))?;
+            let x = field(v, f, &format!("identity.{f}"), "a string", Value::as_str)?;
             fields.push((f, x.to_string()));
         }
         let id = Identity { fields };
@@ -225,11 +223,13 @@ impl SweepReport {
         }
     }
 
-    /// The command that replays `seed`.
+    /// The command that replays `seed`, as `sh` reads it (the scenario path shell-quoted).
     pub fn replay_command(&self, seed: u64) -> String {
         format!(
             "fsyncsim run {} --explore {} --seed {seed} {}",
-            self.scenario_ref, self.strategy, self.policy_flags
+            models::units::shell_quote(&self.scenario_ref),
+            self.strategy,
+            self.policy_flags
         )
     }
 
@@ -328,20 +328,26 @@ impl SweepReport {
 
     /// Reads a report back from its JSON (for `merge`).
     pub fn from_json(v: &Value) -> Result<SweepReport, String> {
-        let s = |k: &str| {
-            v[k].as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("missing field '{k}'"))
-        };
-        let u = |x: &Value, k: &str| x[k].as_u64().ok_or_else(|| format!("missing field '{k}'"));
+        let s = |k: &str| field(v, k, k, "a string", Value::as_str).map(str::to_string);
+        let u =
+            |x: &Value, k: &str, at: &str| field(x, k, at, "a non-negative integer", Value::as_u64);
         let mut targets = BTreeMap::new();
-        for (name, t) in v["targets"].as_object().ok_or("missing field 'targets'")? {
+        let all = field(v, "targets", "targets", "an object", Value::as_object)?;
+        for (name, t) in all {
+            let at = |k: &str| format!("targets.{name}.{k}");
+            let first_seed = match t.get("first_seed") {
+                None => None,
+                Some(_) => Some(u(t, "first_seed", &at("first_seed"))?),
+            };
             targets.insert(
                 name.clone(),
                 TargetStats {
-                    hits: u(t, "hits")?,
-                    first_seed: t["first_seed"].as_u64(),
-                    shortest: Some((u(t, "shortest_decisions")? as usize, u(t, "shortest_seed")?)),
+                    hits: u(t, "hits", &at("hits"))?,
+                    first_seed,
+                    shortest: Some((
+                        u(t, "shortest_decisions", &at("shortest_decisions"))? as usize,
+                        u(t, "shortest_seed", &at("shortest_seed"))?,
+                    )),
                 },
             );
         }
@@ -351,7 +357,7 @@ impl SweepReport {
         };
         // The numbers must be those of a sweep that could have run: a hand-edited or
         // corrupted file is refused rather than merged into a wrong answer.
-        let seeds = u(&v["seeds"], "start")?..u(&v["seeds"], "end")?;
+        let seeds = u(&v["seeds"], "start", "seeds.start")?..u(&v["seeds"], "end", "seeds.end")?;
         if seeds.start >= seeds.end {
             return Err(format!(
                 "seeds {}..{}: expected start < end",
@@ -372,8 +378,11 @@ impl SweepReport {
                 seeds.end
             ));
         }
-        let runs = u(v, "runs")?;
-        let partial = v["partial"].as_bool().unwrap_or(false);
+        let runs = u(v, "runs", "runs")?;
+        let partial = match v.get("partial") {
+            None => false,
+            Some(_) => field(v, "partial", "partial", "true or false", Value::as_bool)?,
+        };
         if runs > owned || (!partial && runs != owned) {
             return Err(format!(
                 "runs {runs}: the {} owns {owned} seeds of {}..{}{}",
@@ -410,12 +419,15 @@ impl SweepReport {
             race: s("race")?,
             scenario_ref: s("scenario_ref")?,
             policy: s("policy")?,
-            fixes: v["fixes"]
-                .as_array()
-                .ok_or("missing field 'fixes'")?
+            fixes: field(v, "fixes", "fixes", "an array", Value::as_array)?
                 .iter()
-                .filter_map(|f| f.as_str().map(str::to_string))
-                .collect(),
+                .enumerate()
+                .map(|(i, f)| {
+                    f.as_str().map(str::to_string).ok_or_else(|| {
+                        format!("field 'fixes[{i}]' is {f}: expected a string (a fix name)")
+                    })
+                })
+                .collect::<Result<_, String>>()?,
             policy_flags: s("policy_flags")?,
             strategy: s("strategy")?,
             seeds,
@@ -425,6 +437,32 @@ impl SweepReport {
             partial,
             identity,
         })
+    }
+}
+
+/// Field `k` of the object `x` as `get` reads it; the error names the field by its path `at`
+/// (`targets.S1.hits`): missing, or present and not `expected` (a -1 where a count goes).
+fn field<'a, T>(
+    x: &'a Value,
+    k: &str,
+    at: &str,
+    expected: &str,
+    get: impl Fn(&'a Value) -> Option<T>,
+) -> Result<T, String> {
+    match x.get(k) {
+        None => Err(format!("missing field '{at}'")),
+        Some(y) => get(y).ok_or_else(|| {
+            let mut shown = y.to_string();
+            if shown.len() > 40 {
+                let cut = (0..=40)
+                    .rev()
+                    .find(|&i| shown.is_char_boundary(i))
+                    .unwrap_or(0);
+                shown.truncate(cut);
+                shown.push('…');
+            }
+            format!("field '{at}' is {shown}: expected {expected}")
+        }),
     }
 }
 

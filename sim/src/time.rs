@@ -22,9 +22,7 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
     if t.starts_with('-') {
         return Err(format!("negative duration '{t}': {expected}"));
     }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = number_len(t);
     let (num, unit) = t.split_at(split);
     let scale: f64 = match unit.trim() {
         "" | "s" | "sec" => 1e9,
@@ -39,10 +37,37 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
         .parse()
         .map_err(|_| format!("invalid duration '{t}': {expected}"))?;
     let ns = value * scale;
-    if !ns.is_finite() || ns < 0.0 || ns > u64::MAX as f64 / 2.0 {
-        return Err(format!("duration '{t}' out of range: {expected}"));
+    if !ns.is_finite() || ns < 0.0 || ns > MAX_DURATION as f64 {
+        return Err(format!(
+            "duration '{t}' out of range: expected at most {}s (2^63 ns, about 292 years)",
+            MAX_DURATION / S
+        ));
     }
     Ok(ns.round() as Nanos)
+}
+
+/// The longest duration [`parse_duration`] accepts: 2^63 - 1 ns (about 292 years).
+pub const MAX_DURATION: Nanos = u64::MAX / 2;
+
+/// Length of the number at the start of `t`: digits and '.', then an exponent (`e30`, `E-3`)
+/// when digits follow it, so that `1e30s` is read as a number (out of range), not a unit.
+fn number_len(t: &str) -> usize {
+    let b = t.as_bytes();
+    let mut i = b
+        .iter()
+        .position(|c| !(c.is_ascii_digit() || *c == b'.'))
+        .unwrap_or(b.len());
+    if i > 0 && matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut j = i + 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let digits = b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits > 0 {
+            i = j + digits;
+        }
+    }
+    i
 }
 
 /// Formats a duration with a unit that keeps 3–4 significant digits (`150.2us`, `1.250s`).
@@ -78,6 +103,20 @@ mod tests {
         for bad in ["", "-1s", "abc", "1.2.3s", "5 parsecs", "nan", "1e400s"] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
         }
+    }
+
+    #[test]
+    fn too_large_is_out_of_range_with_the_limit_not_an_unknown_unit() {
+        for big in ["1e30s", "1e400s", "9223372037s", "2E+20ns"] {
+            let e = parse_duration(big).unwrap_err();
+            assert!(
+                e.contains("out of range") && e.contains("at most 9223372036s"),
+                "{e}"
+            );
+        }
+        assert_eq!(parse_duration("1e3s"), Ok(1000 * S));
+        assert_eq!(parse_duration("2.5e-3s"), Ok(2_500_000));
+        assert!(parse_duration("1es").unwrap_err().contains("unknown unit"));
     }
 
     #[test]

@@ -10,8 +10,13 @@ pub(crate) fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
     }
     let dev = device_for(&sc, &a.device)?;
     let p = policies_from(&sc, &a.pol, false).remove(0);
+    // As `sh` reads it back: each argument shell-quoted.
     let command = std::iter::once("fsyncsim".to_string())
-        .chain(std::env::args().skip(1))
+        .chain(
+            std::env::args_os()
+                .skip(1)
+                .map(|a| models::units::shell_quote(&a.to_string_lossy()).into_owned()),
+        )
         .collect::<Vec<_>>()
         .join(" ");
     let s = models::shrink::shrink_on(

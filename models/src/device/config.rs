@@ -203,25 +203,20 @@ impl DeviceConfig {
 
     /// Parses a device TOML text (`origin` names it in errors).
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let at = |span: Option<std::ops::Range<usize>>| match span {
-            Some(s) => format!("{origin}:{}", line_of(text, s.start)),
-            None => origin.to_string(),
-        };
-        let file: DeviceFile = toml::from_str(text).map_err(|e| ConfigError {
-            location: at(e.span()),
-            message: e.message().replace('\n', " "),
+        let file: DeviceFile = toml::from_str(text).map_err(|e| {
+            let (location, message) = crate::units::toml_error(text, origin, &e);
+            ConfigError { location, message }
         })?;
-        let key_line = |key: &str| {
-            text.lines()
-                .position(|l| {
-                    let t = l.trim_start();
-                    t.starts_with(key) || t.starts_with(&format!("[{key}"))
-                })
-                .map_or(origin.to_string(), |i| format!("{origin}:{}", i + 1))
+        // The line of the key at a path (["hdd", "mech"]), whole keys only: `write` is not
+        // `write_cache`; headers, dotted and inline keys alike.
+        let key_line = |path: &[&str]| {
+            crate::units::key_offset(text, path).map_or(origin.to_string(), |o| {
+                format!("{origin}:{}", line_of(text, o))
+            })
         };
         let base = file.preset.as_deref().unwrap_or("nvme");
         let mut cfg = presets::by_name(base).ok_or_else(|| ConfigError {
-            location: key_line("preset"),
+            location: key_line(&["preset"]),
             message: format!(
                 "unknown preset '{base}': expected one of {}",
                 presets::NAMES.join(", ")
@@ -255,7 +250,7 @@ impl DeviceConfig {
         ] {
             if let Some(d) = src {
                 d.validate().map_err(|m| ConfigError {
-                    location: key_line(key),
+                    location: key_line(&[key]),
                     message: m,
                 })?;
                 *dst = d;
@@ -263,7 +258,7 @@ impl DeviceConfig {
         }
         if let Some(f) = file.flush {
             f.base.validate().map_err(|m| ConfigError {
-                location: key_line("flush"),
+                location: key_line(&["flush", "base"]),
                 message: m,
             })?;
             cfg.flush = f;
@@ -271,7 +266,7 @@ impl DeviceConfig {
         if let Some(t) = file.tail {
             if t.probability.0 > 1.0 {
                 return Err(ConfigError {
-                    location: key_line("tail"),
+                    location: key_line(&["tail", "probability"]),
                     message: format!(
                         "tail probability {} out of range: expected a number in [0, 1]",
                         t.probability.0
@@ -279,7 +274,7 @@ impl DeviceConfig {
                 });
             }
             t.extra.validate().map_err(|m| ConfigError {
-                location: key_line("tail"),
+                location: key_line(&["tail", "extra"]),
                 message: m,
             })?;
             cfg.tail = Some(t);
@@ -287,13 +282,13 @@ impl DeviceConfig {
         if let Some(g) = file.hdd {
             if g.seek_min_ms.0 > g.seek_max_ms.0 || g.rpm.0 <= 0.0 {
                 return Err(ConfigError {
-                    location: key_line("hdd"),
+                    location: key_line(&["hdd"]),
                     message: "expected rpm > 0 and seek_min_ms <= seek_max_ms".to_string(),
                 });
             }
             if let Some(m) = &g.mech {
                 m.validate().map_err(|message| ConfigError {
-                    location: key_line("[hdd.mech"),
+                    location: key_line(&["hdd", "mech"]),
                     message,
                 })?;
             }
@@ -307,13 +302,26 @@ impl DeviceConfig {
                 },
                 toml::Value::Table(t) => toml::Value::Table(t)
                     .try_into::<crate::block::config::SchedulerTable>()
-                    .map_err(|e| ConfigError {
-                        location: key_line("[scheduler"),
-                        message: format!("[scheduler]: {}", e.message().replace('\n', " ")),
+                    .map_err(|e| {
+                        // A table converted from a value has no spans: read it again from
+                        // the text for the offending key's line.
+                        #[derive(Deserialize)]
+                        struct SchedulerOnly {
+                            #[allow(dead_code)]
+                            scheduler: crate::block::config::SchedulerTable,
+                        }
+                        let location = match toml::from_str::<SchedulerOnly>(text) {
+                            Err(e) => crate::units::toml_error(text, origin, &e).0,
+                            Ok(_) => key_line(&["scheduler"]),
+                        };
+                        ConfigError {
+                            location,
+                            message: format!("[scheduler]: {}", e.message().replace('\n', " ")),
+                        }
                     })?,
                 other => {
                     return Err(ConfigError {
-                        location: key_line("scheduler"),
+                        location: key_line(&["scheduler"]),
                         message: format!(
                             "scheduler = {other}: expected a name ({}) or a [scheduler] table",
                             crate::block::NAMES.join(", ")
@@ -323,7 +331,7 @@ impl DeviceConfig {
             };
             if table.name.is_none() {
                 return Err(ConfigError {
-                    location: key_line("[scheduler"),
+                    location: key_line(&["scheduler"]),
                     message: format!(
                         "[scheduler] needs name = one of {}",
                         crate::block::NAMES.join(", ")
@@ -333,7 +341,7 @@ impl DeviceConfig {
             if let Some(s) = &table.name {
                 if !crate::block::NAMES.contains(&s.as_str()) {
                     return Err(ConfigError {
-                        location: key_line("scheduler"),
+                        location: key_line(&["scheduler"]),
                         message: format!(
                             "unknown I/O scheduler '{s}': expected one of {}",
                             crate::block::NAMES.join(", ")
@@ -345,7 +353,7 @@ impl DeviceConfig {
             table
                 .apply(&mut cfg.sched)
                 .map_err(|(key, message)| ConfigError {
-                    location: key_line(&key),
+                    location: key_line(&["scheduler", &key]),
                     message,
                 })?;
         }

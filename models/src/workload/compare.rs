@@ -33,13 +33,12 @@ pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
             Spec::VARY.join(", ")
         ));
     }
-    let values: Vec<String> = values
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect();
-    if values.is_empty() {
-        return Err(format!("invalid --vary '{s}': no values"));
+    let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    if let Some(i) = values.iter().position(String::is_empty) {
+        return Err(format!(
+            "invalid --vary '{s}': value {} is empty: expected NAME=V1,V2,… with a value between every two commas",
+            i + 1
+        ));
     }
     Ok((name.to_string(), values))
 }

@@ -112,6 +112,16 @@ impl Kind {
         Self::NAMES[self as usize]
     }
 
+    /// Operations whose `[cpu]` time it spends, by name (the keys `[cpu]` accepts).
+    pub fn cpu_ops(self) -> &'static [&'static str] {
+        match self {
+            Kind::Dbench => &DBENCH_CPU,
+            Kind::FsMark => &["close"],
+            Kind::Kbuild => &["preprocess", "compile", "copy"],
+            Kind::SysbenchFileio | Kind::Fio | Kind::ReadLatency => &[],
+        }
+    }
+
     /// Operation kinds it reports, in report order.
     pub fn ops(self) -> &'static [&'static str] {
         match self {
@@ -127,6 +137,27 @@ impl Kind {
 
 /// dbench's operations, in the order dbench prints them.
 pub const DBENCH_OPS: [&str; 16] = [
+    "NTCreateX",
+    "Close",
+    "Rename",
+    "Unlink",
+    "Deltree",
+    "Mkdir",
+    "Qpathinfo",
+    "Qfileinfo",
+    "Qfsinfo",
+    "Sfileinfo",
+    "Find",
+    "WriteX",
+    "ReadX",
+    "LockX",
+    "UnlockX",
+    "Flush",
+];
+
+/// dbench's `[cpu]` keys: "open" (NTCreateX's open) and its operations.
+const DBENCH_CPU: [&str; 17] = [
+    "open",
     "NTCreateX",
     "Close",
     "Rename",
@@ -172,8 +203,8 @@ struct SpecFile {
     files_per_loop: Option<Spanned<i64>>,
     mix: Option<BTreeMap<String, Spanned<i64>>>,
     cpu: Option<BTreeMap<String, Spanned<String>>>,
-    read_sizes: Option<Vec<Spanned<[i64; 2]>>>,
-    write_sizes: Option<Vec<Spanned<[i64; 2]>>>,
+    read_sizes: Option<Vec<Spanned<Vec<i64>>>>,
+    write_sizes: Option<Vec<Spanned<Vec<i64>>>>,
     readers: Option<Spanned<i64>>,
     reader_file_size: Option<Spanned<String>>,
     reader_block: Option<Spanned<String>>,
@@ -279,12 +310,9 @@ impl Spec {
             location: format!("{origin}:{}", line(text, offset)),
             message,
         };
-        let f: SpecFile = toml::from_str(text).map_err(|e| SpecError {
-            location: match e.span() {
-                Some(s) => format!("{origin}:{}", line(text, s.start)),
-                None => origin.to_string(),
-            },
-            message: e.message().replace('\n', " "),
+        let f: SpecFile = toml::from_str(text).map_err(|e| {
+            let (location, message) = crate::units::toml_error(text, origin, &e);
+            SpecError { location, message }
         })?;
         let kind = Kind::parse(f.kind.get_ref()).ok_or_else(|| {
             err(
@@ -468,13 +496,13 @@ impl Spec {
             "read_size and read_interval",
         )?;
         if matches!(kind, Kind::Kbuild | Kind::ReadLatency) && !ext {
-            return Err(SpecError {
-                location: origin.to_string(),
-                message: format!(
+            return Err(err(
+                f.fs.as_ref().unwrap_or(&f.kind).span().start,
+                format!(
                     "a {} workload runs on ext3 or ext4 (fs = \"ext3\")",
                     kind.name()
                 ),
-            });
+            ));
         }
         if let (Some(v), false) = (&f.memory, ext) {
             return Err(err(
@@ -555,13 +583,25 @@ impl Spec {
             mix[i] = *v.get_ref() as u64;
         }
         if kind == Kind::Dbench && mix.iter().all(|&w| w == 0) {
-            return Err(SpecError {
-                location: origin.to_string(),
-                message: "a dbench workload needs a [mix] with at least one weight > 0".into(),
-            });
+            // At the [mix] table, or at the kind that needs one.
+            let at = crate::units::key_offset(text, &["mix"]).unwrap_or(f.kind.span().start);
+            return Err(err(
+                at,
+                "a dbench workload needs a [mix] with at least one weight > 0".into(),
+            ));
         }
         let mut cpu = BTreeMap::new();
         for (k, v) in f.cpu.iter().flatten() {
+            if !kind.cpu_ops().contains(&k.as_str()) {
+                let expected = match kind.cpu_ops() {
+                    [] => format!("none: a {} workload spends no [cpu] time", kind.name()),
+                    ops => format!("one of {}", ops.join(", ")),
+                };
+                return Err(err(
+                    v.span().start,
+                    format!("unknown operation '{k}' in [cpu]: expected {expected}"),
+                ));
+            }
             let d = sim::parse_duration(v.get_ref())
                 .ok()
                 .filter(|&d| d <= sim::S)
@@ -598,19 +638,35 @@ impl Spec {
                         .position(|o| *o == op)
                         .is_some_and(|i| mix[i] > 0);
                 if used && cpu.get(op).is_none_or(|&d| d == 0) {
-                    return Err(SpecError {
-                        location: origin.to_string(),
-                        message: format!(
+                    // At the zero time, else at the [cpu] table, else at the kind.
+                    let at = f
+                        .cpu
+                        .as_ref()
+                        .and_then(|c| c.get(op))
+                        .map(|v| v.span().start)
+                        .or_else(|| crate::units::key_offset(text, &["cpu"]))
+                        .unwrap_or(f.kind.span().start);
+                    return Err(err(
+                        at,
+                        format!(
                             "[cpu] needs a CPU time > 0 for '{op}' (it never reaches the filesystem model)"
                         ),
-                    });
+                    ));
                 }
             }
         }
-        let sizes = |v: &Option<Vec<Spanned<[i64; 2]>>>, what: &str| {
+        let sizes = |v: &Option<Vec<Spanned<Vec<i64>>>>, what: &str| {
             let mut out = Vec::new();
             for s in v.iter().flatten() {
-                let [b, w] = *s.get_ref();
+                let &[b, w] = s.get_ref().as_slice() else {
+                    return Err(err(
+                        s.span().start,
+                        format!(
+                            "invalid {what} entry of {} elements: expected [bytes, weight]",
+                            s.get_ref().len()
+                        ),
+                    ));
+                };
                 if !(1..=1 << 30).contains(&b) || w < 0 {
                     return Err(err(
                         s.span().start,

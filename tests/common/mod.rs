@@ -1,0 +1,41 @@
+//! What the tests that run the built binary share: running it in a directory, its stderr,
+//! the one-line bad-input assertion, and a fresh temporary directory.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs fsyncsim with `args` in `dir`.
+pub fn fsyncsim_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run fsyncsim")
+}
+
+/// The stderr of `o`, lossily decoded.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// Asserts exit `code`, exactly one line on stderr containing `needles`, nothing on stdout.
+pub fn assert_one_line_in(dir: &Path, code: i32, args: &[&str], needles: &[&str]) {
+    let o = fsyncsim_in(dir, args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(o.stdout.is_empty(), "{args:?}: printed output");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
+    }
+}
+
+/// A fresh empty directory under the system temp dir, named after `name` and the process.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fsyncsim-i28-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
