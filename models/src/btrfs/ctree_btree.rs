@@ -145,7 +145,7 @@ impl Work {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 struct LeafInfo {
     /// The leaf's items: key and data size, in key order (what nritems counts).
     items: Vec<(Key, u32)>,
@@ -157,12 +157,14 @@ struct LeafInfo {
 
 impl LeafInfo {
     /// Bytes (headers + data) of the items from slot `i` on: what an insert or delete at
-    /// `i` memmoves.
+    /// `i` memmoves. Summed over the shorter side of `i` (`used` is the whole).
     fn bytes_from(&self, i: usize) -> u64 {
-        self.items[i..]
-            .iter()
-            .map(|&(_, s)| u64::from(s + size::ITEM))
-            .sum()
+        let one = |&(_, s): &(Key, u32)| u64::from(s + size::ITEM);
+        if i < self.items.len() / 2 {
+            u64::from(self.used) - self.items[..i].iter().map(one).sum::<u64>()
+        } else {
+            self.items[i..].iter().map(one).sum()
+        }
     }
 }
 
@@ -171,10 +173,30 @@ fn bin_search_compares(n: u64) -> u64 {
     u64::from(64 - n.leading_zeros())
 }
 
+/// How many items, taken in order, fit in `room` bytes.
+fn fits(items: impl Iterator<Item = u32>, room: u32) -> usize {
+    let (mut k, mut bytes) = (0usize, 0u32);
+    for s in items {
+        if bytes + s + size::ITEM > room {
+            break;
+        }
+        k += 1;
+        bytes += s + size::ITEM;
+    }
+    k
+}
+
 /// One b-tree: its leaves by first key, each with its items' keys and sizes.
 #[derive(Clone, Debug)]
 pub struct Tree {
-    leaves: BTreeMap<Key, LeafInfo>,
+    /// Each leaf's first key (the leftmost: the least key) → its slot in `slab`.
+    index: BTreeMap<Key, u32>,
+    slab: Vec<LeafInfo>,
+    free: Vec<u32>,
+    /// The leaf the last lookup found (first key, slot); cleared when `index` changes.
+    hint: Option<(Key, u32)>,
+    /// The rightmost leaf's first key.
+    last_lo: Key,
     nitems: usize,
     next_id: u64,
     /// BTRFS_LEAF_DATA_SIZE: nodesize − header.
@@ -190,7 +212,11 @@ impl Tree {
     pub fn new(nodesize: u64) -> Tree {
         let data = nodesize.saturating_sub(u64::from(size::HEADER)).max(256) as u32;
         let mut t = Tree {
-            leaves: BTreeMap::new(),
+            index: BTreeMap::new(),
+            slab: vec![LeafInfo::default()],
+            free: Vec::new(),
+            hint: None,
+            last_lo: Key::default(),
             nitems: 0,
             next_id: 1,
             leaf_data: data,
@@ -198,12 +224,7 @@ impl Tree {
             height: 1,
             node_compares: 0,
         };
-        let root = LeafInfo {
-            items: Vec::new(),
-            used: 0,
-            id: 0,
-        };
-        t.leaves.insert(Key::default(), root);
+        t.index.insert(Key::default(), 0);
         t
     }
 
@@ -214,7 +235,7 @@ impl Tree {
 
     /// Number of leaves.
     pub fn leaves(&self) -> usize {
-        self.leaves.len()
+        self.index.len()
     }
 
     /// Number of items.
@@ -224,7 +245,10 @@ impl Tree {
 
     /// Items per leaf, in key order.
     pub fn leaf_items(&self) -> Vec<u32> {
-        self.leaves.values().map(|l| l.items.len() as u32).collect()
+        self.index
+            .values()
+            .map(|&s| self.slab[s as usize].items.len() as u32)
+            .collect()
     }
 
     /// Bytes of a leaf's data area (BTRFS_LEAF_DATA_SIZE).
@@ -234,23 +258,50 @@ impl Tree {
 
     /// The id of the leaf that holds (or would hold) `key`.
     pub fn leaf_of(&self, key: Key) -> u64 {
-        self.leaves
-            .range(..=key)
-            .next_back()
-            .expect("leftmost leaf")
-            .1
-            .id
+        let (_, &s) = self.index.range(..=key).next_back().expect("leftmost leaf");
+        self.slab[s as usize].id
     }
 
-    fn leaf_mut(leaves: &mut BTreeMap<Key, LeafInfo>, key: Key) -> (Key, &mut LeafInfo) {
-        let (k, l) = leaves.range_mut(..=key).next_back().expect("leftmost leaf");
-        (*k, l)
+    /// The leaf that holds (or would hold) `key`: its first key and slot. The last
+    /// lookup's leaf is checked first: `key` belongs to it if it is not below the leaf's
+    /// first key and not above its last item (the next leaf starts above that), or if
+    /// the leaf is the rightmost.
+    fn find(&mut self, key: Key) -> (Key, usize) {
+        if let Some((lo, s)) = self.hint {
+            let l = &self.slab[s as usize];
+            if lo <= key && (lo == self.last_lo || l.items.last().is_some_and(|x| key <= x.0)) {
+                return (lo, s as usize);
+            }
+        }
+        let (&lo, &s) = self.index.range(..=key).next_back().expect("leftmost leaf");
+        self.hint = Some((lo, s));
+        (lo, s as usize)
+    }
+
+    /// After `index` changed: no hint, the rightmost leaf's key again.
+    fn reindexed(&mut self) {
+        self.hint = None;
+        self.last_lo = *self.index.last_key_value().expect("a leaf").0;
+    }
+
+    /// A slot for a new leaf.
+    fn alloc(&mut self, leaf: LeafInfo) -> u32 {
+        match self.free.pop() {
+            Some(s) => {
+                self.slab[s as usize] = leaf;
+                s
+            }
+            None => {
+                self.slab.push(leaf);
+                (self.slab.len() - 1) as u32
+            }
+        }
     }
 
     /// Height and per-level search comparisons above the leaves, after the leaf count
     /// changed.
     fn reshape(&mut self) {
-        let mut below = self.leaves.len() as u64;
+        let mut below = self.index.len() as u64;
         let (mut h, mut cmp) = (1, 0);
         while below > 1 {
             let nodes = below.div_ceil(self.fanout);
@@ -273,7 +324,8 @@ impl Tree {
     pub fn insert(&mut self, key: Key, data: u32, w: &mut Work) -> u64 {
         let (h, nc, ld) = (self.height, self.node_compares, self.leaf_data);
         let need = data + size::ITEM;
-        let (lk, l) = Self::leaf_mut(&mut self.leaves, key);
+        let (lk, s) = self.find(key);
+        let l = &mut self.slab[s];
         Self::search(h, nc, l.items.len(), w);
         match l.items.binary_search_by_key(&key, |x| x.0) {
             Ok(i) => {
@@ -296,7 +348,8 @@ impl Tree {
         // a neighbour: look again, then split that leaf if it is still full.
         self.make_room(lk, need);
         for _ in 0..3 {
-            let (lk, l) = Self::leaf_mut(&mut self.leaves, key);
+            let (lk, s) = self.find(key);
+            let l = &mut self.slab[s];
             if l.used + need <= ld || l.items.len() < 2 {
                 let i = l.items.binary_search_by_key(&key, |x| x.0).unwrap_err();
                 w.moved += l.bytes_from(i);
@@ -313,15 +366,16 @@ impl Tree {
     /// Deletes the item `key` if present; returns the id of the leaf searched.
     pub fn delete(&mut self, key: Key, w: &mut Work) -> u64 {
         let (h, nc, ld) = (self.height, self.node_compares, self.leaf_data);
-        let (lk, l) = Self::leaf_mut(&mut self.leaves, key);
+        let (lk, s) = self.find(key);
+        let l = &mut self.slab[s];
         Self::search(h, nc, l.items.len(), w);
         let id = l.id;
         let Ok(i) = l.items.binary_search_by_key(&key, |x| x.0) else {
             return id;
         };
         let (_, data) = l.items.remove(i);
-        w.moved += l.bytes_from(i);
         l.used -= data + size::ITEM;
+        w.moved += l.bytes_from(i);
         self.nitems -= 1;
         if l.used < ld / 3 {
             self.merge(lk, w);
@@ -332,8 +386,8 @@ impl Tree {
     /// Searches for `key` without changing the tree (a read-only btrfs_search_slot).
     pub fn search_key(&mut self, key: Key, w: &mut Work) {
         let (h, nc) = (self.height, self.node_compares);
-        let (_, l) = Self::leaf_mut(&mut self.leaves, key);
-        Self::search(h, nc, l.items.len(), w);
+        let (_, s) = self.find(key);
+        Self::search(h, nc, self.slab[s].items.len(), w);
     }
 
     /// Finds `key`'s item and rewrites it in place (btrfs_update_inode's lookup and
@@ -341,7 +395,8 @@ impl Tree {
     /// did not create, such as the root directory's). Returns the leaf's id.
     pub fn update(&mut self, key: Key, data: u32, w: &mut Work) -> u64 {
         let (h, nc) = (self.height, self.node_compares);
-        let (_, l) = Self::leaf_mut(&mut self.leaves, key);
+        let (_, s) = self.find(key);
+        let l = &self.slab[s];
         if l.items.binary_search_by_key(&key, |x| x.0).is_ok() {
             Self::search(h, nc, l.items.len(), w);
             l.id
@@ -356,57 +411,51 @@ impl Tree {
     /// new item wherever its key lands. Returns whether a push was made.
     fn make_room(&mut self, lk: Key, need: u32) -> bool {
         let ld = self.leaf_data;
-        // How many items, taken in order, fit in `room` bytes.
-        let fits = |items: &mut dyn Iterator<Item = u32>, room: u32| {
-            let (mut k, mut bytes) = (0usize, 0u32);
-            for s in items {
-                if bytes + s + size::ITEM > room {
-                    break;
-                }
-                k += 1;
-                bytes += s + size::ITEM;
-            }
-            k
-        };
-        let mut leaf = self.leaves.remove(&lk).expect("leaf");
+        let s = self.index[&lk] as usize;
+        let mut leaf = std::mem::take(&mut self.slab[s]);
         let n = leaf.items.len();
-        if let Some((_, prev)) = self.leaves.range_mut(..lk).next_back() {
+        let mut pushed = false;
+        if let Some((_, &ps)) = self.index.range(..lk).next_back() {
+            let prev = &mut self.slab[ps as usize];
             let room = ld.saturating_sub(prev.used + need);
-            let k = fits(&mut leaf.items.iter().map(|x| x.1), room);
-            let k = k.min(n - 1);
+            let k = fits(leaf.items.iter().map(|x| x.1), room).min(n - 1);
             let bytes: u32 = leaf.items[..k].iter().map(|x| x.1 + size::ITEM).sum();
             if k > 0 && leaf.used - bytes + need <= ld {
                 prev.items.extend(leaf.items.drain(..k));
                 prev.used += bytes;
                 leaf.used -= bytes;
-                self.leaves.insert(leaf.items[0].0, leaf);
-                return true;
+                self.index.remove(&lk);
+                self.index.insert(leaf.items[0].0, s as u32);
+                pushed = true;
             }
         }
-        if let Some((&nk, next)) = self.leaves.range_mut(lk..).next() {
-            let room = ld.saturating_sub(next.used + need);
-            let k = fits(&mut leaf.items.iter().rev().map(|x| x.1), room);
-            let k = k.min(n - 1);
-            let bytes: u32 = leaf.items[n - k..].iter().map(|x| x.1 + size::ITEM).sum();
-            if k > 0 && leaf.used - bytes + need <= ld {
-                let mut r = self.leaves.remove(&nk).unwrap();
-                let mut moved = leaf.items.split_off(n - k);
-                moved.append(&mut r.items);
-                r.items = moved;
-                r.used += bytes;
-                leaf.used -= bytes;
-                self.leaves.insert(r.items[0].0, r);
-                self.leaves.insert(lk, leaf);
-                return true;
+        if !pushed {
+            if let Some((&nk, &rs)) = self.index.range(lk..).nth(1) {
+                let next = &mut self.slab[rs as usize];
+                let room = ld.saturating_sub(next.used + need);
+                let k = fits(leaf.items.iter().rev().map(|x| x.1), room).min(n - 1);
+                let bytes: u32 = leaf.items[n - k..].iter().map(|x| x.1 + size::ITEM).sum();
+                if k > 0 && leaf.used - bytes + need <= ld {
+                    let mut moved = leaf.items.split_off(n - k);
+                    moved.append(&mut next.items);
+                    next.items = moved;
+                    next.used += bytes;
+                    leaf.used -= bytes;
+                    self.index.remove(&nk);
+                    self.index.insert(next.items[0].0, rs);
+                    pushed = true;
+                }
             }
         }
-        self.leaves.insert(lk, leaf);
-        false
+        self.slab[s] = leaf;
+        self.reindexed();
+        pushed
     }
 
     /// Splits the leaf at `lk` at `mid = (nritems + 1) / 2` (copy_for_split).
     fn split(&mut self, lk: Key, w: &mut Work) {
-        let l = self.leaves.get_mut(&lk).expect("leaf");
+        let s = self.index[&lk] as usize;
+        let l = &mut self.slab[s];
         let mid = l.items.len().div_ceil(2);
         let items = l.items.split_off(mid);
         let used: u32 = items.iter().map(|x| x.1 + size::ITEM).sum();
@@ -417,40 +466,49 @@ impl Tree {
         w.moved += u64::from(used) + self.fanout / 2 * u64::from(size::KEY_PTR);
         w.splits += 1;
         w.levels += 1;
-        self.leaves.insert(items[0].0, LeafInfo { items, used, id });
+        let first = items[0].0;
+        let slot = self.alloc(LeafInfo { items, used, id });
+        self.index.insert(first, slot);
+        self.reindexed();
         self.reshape();
     }
 
     /// btrfs_del_items on a leaf under a third full: push everything into the left or the
     /// right neighbour if it fits there and free the leaf (btrfs_del_leaf).
     fn merge(&mut self, lk: Key, w: &mut Work) {
-        if self.leaves.len() == 1 {
+        if self.index.len() == 1 {
             return;
         }
         let ld = self.leaf_data;
-        let mut leaf = self.leaves.remove(&lk).expect("leaf");
-        let used = leaf.used;
-        if let Some((_, p)) = self.leaves.range_mut(..lk).next_back() {
-            if p.used + used <= ld {
+        let s = self.index[&lk];
+        let used = self.slab[s as usize].used;
+        if let Some((_, &ps)) = self.index.range(..lk).next_back() {
+            if self.slab[ps as usize].used + used <= ld {
+                let mut leaf = std::mem::take(&mut self.slab[s as usize]);
+                let p = &mut self.slab[ps as usize];
                 p.items.append(&mut leaf.items);
                 p.used += used;
                 w.moved += u64::from(used);
+                self.index.remove(&lk);
+                self.free.push(s);
+                self.reindexed();
                 self.reshape();
                 return;
             }
         }
-        if let Some((&nk, r)) = self.leaves.range(lk..).next() {
-            if r.used + used <= ld {
-                let mut r = self.leaves.remove(&nk).unwrap();
+        if let Some((&nk, &rs)) = self.index.range(lk..).nth(1) {
+            if self.slab[rs as usize].used + used <= ld {
+                let mut r = std::mem::take(&mut self.slab[rs as usize]);
+                let leaf = &mut self.slab[s as usize];
                 leaf.items.append(&mut r.items);
                 leaf.used += r.used;
                 w.moved += u64::from(used);
-                self.leaves.insert(lk, leaf);
+                self.index.remove(&nk);
+                self.free.push(rs);
+                self.reindexed();
                 self.reshape();
-                return;
             }
         }
-        self.leaves.insert(lk, leaf);
     }
 }
 
