@@ -83,3 +83,57 @@ fn validate_does_not_depend_on_jobs_and_json_has_the_schema() {
     let text = reports::validate::text(&a);
     assert!(text.contains("000-dbench64/Flush_avg_lat"), "{text}");
 }
+
+#[test]
+fn the_score_counts_rows_by_direction_interval_size_and_level() {
+    use models::validate::{Row, Validation};
+    let row = |id: &str, seed: f64, samples: &[f64], change: bool| {
+        let unit = if change { "%" } else { "MB/s" };
+        Row::from_samples(
+            id.into(),
+            "000".into(),
+            "f".into(),
+            seed,
+            samples,
+            unit,
+            change,
+        )
+    };
+    let v = Validation {
+        quick: true,
+        setup: String::new(),
+        rows: vec![
+            // Seed's way, interval clear of 0, model/seed 1.0.
+            row("a", 10.0, &[9.9, 10.1], true),
+            // Seed's way but the interval spans 0; model/seed 0.1.
+            row("b", 10.0, &[-5.0, 7.0], true),
+            // The other way.
+            row("c", -10.0, &[4.0, 6.0], true),
+            // Levels: 1.5× and 3×.
+            row("d", 100.0, &[150.0, 150.0], false),
+            row("e", 100.0, &[300.0, 300.0], false),
+        ],
+        curves: Vec::new(),
+    };
+    assert_eq!(v.rows[0].ci_excludes_zero(), Some(true));
+    assert_eq!(v.rows[1].ci_excludes_zero(), Some(false));
+    assert_eq!(v.rows[3].ci_excludes_zero(), None);
+    let s = v.score();
+    assert_eq!(
+        (
+            s.deltas,
+            s.same_direction,
+            s.with_interval,
+            s.same_direction_ci
+        ),
+        (3, 2, 3, 1)
+    );
+    assert_eq!(s.within_half, 1);
+    assert_eq!((s.levels, s.levels_within_2x), (2, 1));
+    let text = reports::validate::text(&v);
+    assert!(
+        text.contains("score: 2 of 3 delta rows in the seed's direction, 1 of them"),
+        "{text}"
+    );
+    assert_eq!(reports::validate::json(&v)["score"]["levels_within_2x"], 1);
+}

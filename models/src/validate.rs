@@ -348,6 +348,56 @@ impl Row {
     }
 }
 
+impl Row {
+    /// Whether the model's 95 % interval excludes 0 (None for levels or with one seed).
+    pub fn ci_excludes_zero(&self) -> Option<bool> {
+        self.direction_match?;
+        self.model_ci.map(|(lo, hi)| lo > 0.0 || hi < 0.0)
+    }
+}
+
+/// The fidelity counts of a validation (issue 27's "done when" measures).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Score {
+    /// Rows that compare a change (A/B delta rows).
+    pub deltas: usize,
+    /// Delta rows whose change has the seed's direction.
+    pub same_direction: usize,
+    /// Delta rows with an interval (two or more seeds).
+    pub with_interval: usize,
+    /// Delta rows in the seed's direction whose 95 % interval excludes 0.
+    pub same_direction_ci: usize,
+    /// Delta rows within ±50 % of the seed's change (model/seed in [0.5, 1.5]).
+    pub within_half: usize,
+    /// Absolute-level rows.
+    pub levels: usize,
+    /// Level rows within 2× of the seed's (model/seed in [0.5, 2]).
+    pub levels_within_2x: usize,
+}
+
+impl Validation {
+    /// Counts the rows by the fidelity measures.
+    pub fn score(&self) -> Score {
+        let mut s = Score::default();
+        for r in &self.rows {
+            match r.direction_match {
+                Some(same) => {
+                    s.deltas += 1;
+                    s.same_direction += usize::from(same);
+                    s.with_interval += usize::from(r.model_ci.is_some());
+                    s.same_direction_ci += usize::from(same && r.ci_excludes_zero() == Some(true));
+                    s.within_half += usize::from((0.5..=1.5).contains(&r.ratio));
+                }
+                None => {
+                    s.levels += 1;
+                    s.levels_within_2x += usize::from((0.5..=2.0).contains(&r.ratio));
+                }
+            }
+        }
+        s
+    }
+}
+
 /// Whether a model change has the seed's direction: the same sign, and no change (exactly
 /// 0, e.g. a policy switch the workload never reaches) only matches no change.
 pub fn same_direction(model: f64, seed: f64) -> bool {

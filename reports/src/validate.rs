@@ -48,6 +48,11 @@ pub fn text(v: &Validation) -> String {
                     Some(false) => "NO".into(),
                     None => "-".into(),
                 },
+                match r.ci_excludes_zero() {
+                    Some(true) => "yes".into(),
+                    Some(false) => "no".into(),
+                    None => "-".into(),
+                },
                 num(r.ratio),
             ]
         })
@@ -58,11 +63,36 @@ pub fn text(v: &Validation) -> String {
         "seed value",
         "model value",
         "same direction",
+        "95 % excludes 0",
         "model/seed",
     ];
     let mut lines = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     lines.extend(rows);
     t.push_str(&crate::workload::pipe_table(&lines));
+    let sc = v.score();
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            100.0 * a as f64 / b as f64
+        }
+    };
+    t.push_str(&format!(
+        "\nscore: {} of {} delta rows in the seed's direction, {} of them with a 95 % interval \
+         excluding 0 ({:.0} % of {} with intervals); {} of {} within ±50 % of the seed's change \
+         ({:.0} %); {} of {} levels within 2× ({:.0} %)\n",
+        sc.same_direction,
+        sc.deltas,
+        sc.same_direction_ci,
+        pct(sc.same_direction_ci, sc.with_interval),
+        sc.with_interval,
+        sc.within_half,
+        sc.deltas,
+        pct(sc.within_half, sc.deltas),
+        sc.levels_within_2x,
+        sc.levels,
+        pct(sc.levels_within_2x, sc.levels),
+    ));
     for c in &v.curves {
         t.push_str(&format!("\n{}: {} against {}\n", c.id, c.y, c.x));
         let mut rows: Vec<Vec<String>> = c
@@ -85,9 +115,10 @@ pub fn text(v: &Validation) -> String {
 }
 
 /// `--json`: `{rows: [{id, seed, figure, seed_value, model_value, unit, direction_match,
-/// ratio, model_ci}], curves: [{id, x, y, points: [{param, x, y}], seed_point}]}`.
+/// ci_excludes_zero, ratio, model_ci}], score: {…}, curves: [{id, x, y, points: [{param, x, y}], seed_point}]}`.
 pub fn json(v: &Validation) -> Value {
     let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+    let sc = v.score();
     json!({
         "quick": v.quick,
         "setup": v.setup,
@@ -100,8 +131,18 @@ pub fn json(v: &Validation) -> Value {
             "model_ci": r.model_ci.map(|(a, b)| json!([f(a), f(b)])),
             "unit": r.unit,
             "direction_match": r.direction_match,
+            "ci_excludes_zero": r.ci_excludes_zero(),
             "ratio": f(r.ratio),
         })).collect::<Vec<_>>(),
+        "score": json!({
+                "deltas": sc.deltas,
+                "same_direction": sc.same_direction,
+                "with_interval": sc.with_interval,
+                "same_direction_ci_excludes_zero": sc.same_direction_ci,
+                "within_half_of_seed": sc.within_half,
+                "levels": sc.levels,
+                "levels_within_2x": sc.levels_within_2x,
+            }),
         "curves": v.curves.iter().map(|c| json!({
             "id": c.id,
             "x": c.x,
