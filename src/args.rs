@@ -490,15 +490,9 @@ pub(crate) struct ValidateArgs {
     pub(crate) jobs: Option<u32>,
 }
 
+/// `--policy`: a release preset with optional `:±SWITCH` modifiers, as `[policies]` takes.
 pub(crate) fn parse_policy(s: &str) -> Result<Policy, String> {
-    Policy::preset(s).ok_or_else(|| {
-        format!(
-            "unknown policy '{s}': expected one of {}",
-            models::kernel::preset_names()
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })
+    models::kernel::parse_policy(s)
 }
 
 pub(crate) fn parse_fix(s: &str) -> Result<Fix, String> {

@@ -376,3 +376,56 @@ fn a_vary_list_with_an_empty_value_is_an_error_naming_the_flag() {
         );
     }
 }
+
+#[test]
+fn a_sweeps_replay_command_keeps_a_policy_that_is_not_linux_5_11() {
+    // The replay line once always said `--policy linux-5.11` plus fix flags, so a sweep
+    // under linux-5.12's tree-log switches replayed under 5.11 (a different run).
+    let d = temp_dir("replay-policy");
+    let pol = "linux-5.12:-R1:-skip-logged-parents";
+    let o = fsyncsim_in(
+        &d,
+        &[
+            "sweep",
+            "r1-link-rename-logged-trans",
+            "--seeds",
+            "0..40",
+            "--policy",
+            pol,
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rep = &j[0];
+    let replay = rep["targets"]["unnecessary_inode_logs"]["replay"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(replay.contains(&format!("--policy {pol}")), "{replay}");
+    let args: Vec<&str> = replay.split_whitespace().skip(1).collect();
+    let run = fsyncsim_in(&d, &[&args[..], &["--json"]].concat());
+    let r: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let m = &r["runs"][0];
+    assert_eq!(m["policy"], rep["policy"], "{replay}");
+    assert!(
+        m["metrics"]["unnecessary_inode_logs"].as_u64().unwrap() > 0,
+        "{replay}"
+    );
+    // And `--policy` takes the modifiers that `[policies]` takes.
+    let bad = fsyncsim_in(
+        &d,
+        &[
+            "run",
+            "r1-link-rename-logged-trans",
+            "--policy",
+            "linux-5.12:+nope",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("invalid policy modifier ':+nope'"),
+        "{}",
+        stderr(&bad)
+    );
+}

@@ -75,6 +75,66 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The shortest `PRESET:±SWITCH…` spelling that `parse_policy` reads back as this
+    /// policy (its btrfs switches and journal policy), or None when no preset leads to it.
+    pub fn spec(&self) -> Option<String> {
+        let mut best: Option<String> = None;
+        for name in preset_names() {
+            let Some(m) = Policy::preset(name).and_then(|b| self.modifiers_from(&b)) else {
+                continue;
+            };
+            let spec = std::iter::once(name.to_string())
+                .chain(m)
+                .collect::<Vec<_>>()
+                .join(":");
+            let same = parse_policy(&spec)
+                .is_ok_and(|q| q.btrfs == self.btrfs && q.journal == self.journal);
+            if same && best.as_ref().is_none_or(|b| spec.len() < b.len()) {
+                best = Some(spec);
+            }
+        }
+        best
+    }
+
+    /// The `±SWITCH` modifiers that turn `base` into this policy, if switches can.
+    fn modifiers_from(&self, base: &Policy) -> Option<Vec<String>> {
+        let (a, b) = (&base.btrfs, &self.btrfs);
+        if base.journal != self.journal || a.kernel != b.kernel || !a.mutants.is_empty() {
+            return None;
+        }
+        let sign = |on: bool| if on { "+" } else { "-" };
+        let mut m: Vec<String> = a
+            .fixes
+            .difference(&b.fixes)
+            .map(|f| format!("-{}", f.name()))
+            .collect();
+        m.extend(
+            b.fixes
+                .difference(&a.fixes)
+                .map(|f| format!("+{}", f.name())),
+        );
+        m.extend(b.mutants.iter().map(|x| format!("+{}", x.name())));
+        if a.super_committed != b.super_committed {
+            m.push(format!("{}super_committed", sign(b.super_committed)));
+        }
+        match (&a.preempt, &b.preempt) {
+            (Some(x), Some(y)) => {
+                m.extend(
+                    x.symmetric_difference(y)
+                        .map(|sp| format!("{}{}", sign(y.contains(sp)), sp.name())),
+                );
+            }
+            (None, None) => {}
+            _ => return None,
+        }
+        m.extend(
+            a.log
+                .symmetric_difference(&b.log)
+                .map(|l| format!("{}{}", sign(b.log.contains(l)), l.name())),
+        );
+        Some(m)
+    }
+
     /// The preset called `name`.
     pub fn preset(name: &str) -> Option<Policy> {
         let p = PRESETS.iter().find(|p| p.name == name)?;

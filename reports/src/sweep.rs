@@ -135,6 +135,16 @@ impl Identity {
 /// The `fsyncsim run` flags that select `p` (relative to linux-5.11).
 pub fn policy_flags(p: &Policy) -> String {
     let base = Policy::preset("linux-5.11").expect("preset");
+    // The flags below name linux-5.11's switches only; any other policy is spelled as a
+    // preset with modifiers (`--policy linux-5.15:-R1`).
+    let mut as_flags = base.btrfs.clone();
+    as_flags.fixes = p.btrfs.fixes.clone();
+    as_flags.mutants = p.btrfs.mutants.clone();
+    as_flags.super_committed = p.btrfs.super_committed;
+    if (as_flags != p.btrfs || base.journal != p.journal) && p.spec().is_some() {
+        let spec = p.spec().expect("checked");
+        return format!("--policy {}", models::units::shell_quote(&spec));
+    }
     let mut flags = vec!["--policy linux-5.11".to_string()];
     let without: Vec<&str> = base
         .btrfs
