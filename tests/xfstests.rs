@@ -20,6 +20,10 @@ const GUARDS: &[(&str, Mutant)] = &[
     ("generic-527", Mutant::NoConflictingInodes),
     ("generic-483", Mutant::NoPreallocExtentLogging),
     ("generic-101", Mutant::GrowingTruncateNoHole),
+    ("generic-039", Mutant::UnlinkNoInodeUpdate),
+    ("generic-106", Mutant::UnlinkNoInodeUpdate),
+    ("generic-107", Mutant::UnlinkNoInodeUpdate),
+    ("generic-336", Mutant::UnlinkNoInodeUpdate),
 ];
 
 /// Scenarios whose explored sweep finds a true S2 on the release presets, with the reason;

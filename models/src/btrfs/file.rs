@@ -395,7 +395,7 @@ impl Btrfs {
             let i = &st.inodes[&ino];
             st.keep_history.then(|| {
                 (
-                    st.names_of(ino),
+                    (st.names_of(ino), self.inner.h.now()),
                     i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
                     (i.disk_size, i.size_hist.len()),
                     i.xattrs.keys().cloned().collect::<Vec<_>>(),
@@ -464,11 +464,14 @@ impl Btrfs {
         // fsync returned success: record what must survive and check a crash now (S2).
         {
             let mut st = self.st_mut();
-            if let Some((names, extents, (size, size_changes), xattrs, entries)) = promise {
+            if let Some(((names, promised_at), extents, (size, size_changes), xattrs, entries)) =
+                promise
+            {
                 let rec = FsyncRecord {
                     ino,
                     path: path.to_string(),
                     names,
+                    promised_at,
                     extents,
                     size,
                     size_changes,

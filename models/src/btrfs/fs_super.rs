@@ -59,6 +59,7 @@ impl Btrfs {
                         size_changes: i.size_hist.len(),
                         xattrs: i.xattrs.keys().cloned().collect(),
                         entries: Vec::new(),
+                        promised_at: now,
                         at: now,
                     })
                 })

@@ -303,7 +303,9 @@ impl Btrfs {
                 // btrfs_unlink → btrfs_record_unlink_dir(for_rename = 0): the inode always;
                 // the directory never (tree-log.c@v5.10).
                 st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
-                if !st.has_names(ino) {
+                if st.has_names(ino) {
+                    self.update_unlinked_inode(&mut st, ino, t);
+                } else {
                     evicted = true;
                     // The last name is gone: eviction truncates the data (btrfs_evict_inode
                     // → btrfs_truncate_inode_items), pinned in this transaction, and drops
@@ -334,6 +336,23 @@ impl Btrfs {
             }
         }
         Ok(())
+    }
+
+    /// btrfs_unlink_inode (inode.c@v5.10..v5.15): after __btrfs_unlink_inode removed the
+    /// name, drop_nlink and btrfs_update_inode of the inode that keeps other names (its
+    /// nlink and ctime, in the running transaction; btrfs_update_inode →
+    /// btrfs_set_inode_last_trans, inode.c@v5.10). So a later fsync of the file is not
+    /// skipped as "committed" (btrfs_sync_file compares last_trans with
+    /// last_trans_committed) and logs the inode with its remaining refs and, as
+    /// last_unlink_trans is this transaction, all its parents (btrfs_log_all_parents):
+    /// replay drops the removed name (xfstests generic/039, 106, 107, 336). The item's tree
+    /// update is in the unlink's tree work above; `unlink-no-inode-update` skips this.
+    fn update_unlinked_inode(&self, st: &mut FsState, ino: Ino, t: TransId) {
+        if self.mutant(Mutant::UnlinkNoInodeUpdate) {
+            return;
+        }
+        st.inodes.get_mut(&ino).unwrap().item_trans = t;
+        Self::set_inode_last_trans(st, ino, t);
     }
 
     /// btrfs_setattr without a size change (inode.c@v5.10): setattr_copy, then

@@ -110,11 +110,16 @@ pub enum Mutant {
     /// item or extent map): the fsync logs no hole and replay keeps bytes truncated away
     /// before (breaks S2; xfstests generic/101).
     GrowingTruncateNoHole,
+    /// Unlinking one name of a file with several hard links leaves the remaining inode
+    /// untouched (no btrfs_update_inode in btrfs_unlink_inode): its last_trans stays
+    /// committed, the next fsync is skipped and the removed name comes back from the
+    /// committed tree (breaks S2; xfstests generic/039, 106, 107, 336).
+    UnlinkNoInodeUpdate,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 12] = [
+    pub const ALL: [Mutant; 13] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -127,6 +132,7 @@ impl Mutant {
         Mutant::NoConflictingInodes,
         Mutant::NoPreallocExtentLogging,
         Mutant::GrowingTruncateNoHole,
+        Mutant::UnlinkNoInodeUpdate,
     ];
 
     /// Kebab-case name used on the command line.
@@ -144,6 +150,7 @@ impl Mutant {
             Mutant::NoConflictingInodes => "no-conflicting-inodes",
             Mutant::NoPreallocExtentLogging => "no-prealloc-extent-logging",
             Mutant::GrowingTruncateNoHole => "growing-truncate-no-hole",
+            Mutant::UnlinkNoInodeUpdate => "unlink-no-inode-update",
         }
     }
 
@@ -162,6 +169,7 @@ impl Mutant {
             Mutant::NoConflictingInodes => "a new inode's names are logged without logging the inode that held them in the commit root (no log_conflicting_inodes): that inode loses its name (S2)",
             Mutant::NoPreallocExtentLogging => "a fast fsync copies no extent items past i_size but the changed ones (no btrfs_log_prealloc_extents): replay drops committed preallocated extents past EOF (S2)",
             Mutant::GrowingTruncateNoHole => "a growing truncate makes no hole (no btrfs_cont_expand): bytes truncated away before come back after replay (S2)",
+            Mutant::UnlinkNoInodeUpdate => "unlinking a hard link does not update the remaining inode (no btrfs_update_inode): its fsync is skipped and the removed name comes back (S2)",
         }
     }
 

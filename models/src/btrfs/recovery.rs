@@ -163,6 +163,12 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
         if inode.is_dir {
             continue;
         }
+        if let Some(key) = removed_name_back(st, &names, rec) {
+            return Err(format!(
+                "fsync of {} returned at t={}ns, but after a crash now its name '{}' in directory {}, removed before the fsync, is back",
+                rec.path, rec.at, key.1, key.0
+            ));
+        }
         let fi = files
             .get(&rec.ino)
             .cloned()
@@ -253,6 +259,35 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
         }
     }
     Ok(())
+}
+
+/// A name of the fsynced file `rec` that recovery keeps although it was removed before the
+/// fsync took its promise: the fsync of an inode persists its link count and names as of
+/// the fsync (btrfs_log_inode copies the inode item and all its refs, and replay's
+/// add_inode_ref / unlink_old_inode_refs drop the committed refs the log lacks,
+/// tree-log.c@v5.10), so a name removed by then must not survive, whether the committed
+/// tree or the log would bring it back (xfstests generic/039, 106, 107, 336). A name
+/// whose entry named the inode again after the promise is not covered (a crash may keep
+/// either state), nor a directory (its one name is the "has a name" rule's).
+fn removed_name_back(
+    st: &FsState,
+    names: &BTreeMap<(Ino, String), Ino>,
+    rec: &FsyncRecord,
+) -> Option<(Ino, String)> {
+    names
+        .iter()
+        .filter(|(key, &i)| i == rec.ino && !rec.names.contains(key))
+        .map(|(key, _)| key)
+        .find(|(dir, name)| {
+            st.dentry(*dir, name).is_some_and(|v| {
+                let mine: Vec<_> = v.iter().filter(|d| d.ino == rec.ino).collect();
+                !mine.is_empty()
+                    && mine
+                        .iter()
+                        .all(|d| d.removed_at.is_some_and(|r| r < rec.promised_at))
+            })
+        })
+        .cloned()
 }
 
 /// The names of the committed tree (generation `base`): (directory, name) → inode.

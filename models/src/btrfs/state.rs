@@ -855,6 +855,9 @@ pub struct FsyncRecord {
     pub xattrs: Vec<String>,
     /// For a directory: its entries at fsync time (each must survive unless removed since).
     pub entries: Vec<(String, Ino)>,
+    /// Virtual time its promise was taken (`names` and the rest: after the writeback,
+    /// under the inode lock); a name of the inode removed by then must stay removed.
+    pub promised_at: sim::Nanos,
     /// Virtual time it returned.
     pub at: sim::Nanos,
 }
