@@ -836,6 +836,38 @@ fn each_5_12_log_switch_removes_its_waste_and_only_it_does() {
 }
 
 #[test]
+fn the_5_15_unchanged_dir_switch_removes_its_waste_and_keeps_every_name() {
+    // 8be2ba2e0e11: need_log_inode skips a directory not changed in this transaction.
+    let name = "skip-unchanged-dirs";
+    let sw = models::btrfs::switches::by_name(name).unwrap();
+    assert_eq!((sw.since, sw.commit), ((5, 15), Some("8be2ba2e0e11")));
+    let sc = Scenario::load("scenarios/examples/r13-unchanged-parent-logged.toml").unwrap();
+    assert_eq!(sc.key_metric(), sw.metric);
+    let on = run_with(&sc, &Policy::preset("linux-5.15").unwrap());
+    let off = run_with(
+        &sc,
+        &models::kernel::parse_policy(&format!("linux-5.15:-{name}")).unwrap(),
+    );
+    assert_eq!(off.metrics.get(sw.metric), Some(2));
+    assert_eq!(on.metrics.get(sw.metric), Some(0));
+    // The oracle on the durable state agrees: the two parents' logs were needless.
+    assert_eq!(off.metrics.get("unnecessary_inode_logs"), Some(2));
+    assert!(off.violations.is_empty() && on.violations.is_empty());
+    assert!(!sw.is_on(&Policy::preset("linux-5.14").unwrap().btrfs));
+    // A changed parent is still logged: a new name in B in this transaction.
+    let text = std::fs::read_to_string("scenarios/examples/r13-unchanged-parent-logged.toml")
+        .unwrap()
+        .replace(
+            "ops = [\"unlink /A/foo\"",
+            "ops = [\"create /B/new\", \"unlink /A/foo\"",
+        );
+    let changed = Scenario::parse(&text, "x.toml").unwrap();
+    let r = run_with(&changed, &Policy::preset("linux-5.15").unwrap());
+    assert_eq!(r.metrics.get("inode_logs"), Some(2), "bar and B");
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+}
+
+#[test]
 fn without_check_parent_dirs_a_directory_fsync_after_a_rename_out_still_commits() {
     // 64d6b281ba4d moves the check to btrfs_log_inode: fsyncing the directory a file was
     // renamed out of must still fall back, or the renamed file would be lost.

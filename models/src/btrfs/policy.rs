@@ -287,6 +287,9 @@ pub enum LogPatch {
     /// check_parent_dirs_for_sync removed: only a directory logged in full whose
     /// last_unlink_trans is this transaction makes the fsync fall back (64d6b281ba4d).
     NoParentDirsCheck,
+    /// need_log_inode: a directory not changed in the running transaction (last_trans
+    /// older) is not logged (8be2ba2e0e11, 5.15).
+    SkipUnchangedDirs,
     /// A full fsync logs the extent items at or past i_size with btrfs_log_prealloc_extents
     /// too, as the fast fsync does (d99478874355, 5.17; stable 5.10.104, 5.15.27): in no
     /// release preset.
@@ -294,12 +297,13 @@ pub enum LogPatch {
 }
 
 impl LogPatch {
-    /// All: the 5.12 series in series order, then the later fix.
-    pub const ALL: [LogPatch; 5] = [
+    /// All: the 5.12 series in series order, then the later changes.
+    pub const ALL: [LogPatch; 6] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
         LogPatch::NoParentDirsCheck,
+        LogPatch::SkipUnchangedDirs,
         LogPatch::PreallocFullFsync,
     ];
 
@@ -310,6 +314,7 @@ impl LogPatch {
             LogPatch::SkipLoggedParents => "skip-logged-parents",
             LogPatch::SkipLoggedNewEntries => "skip-logged-new-entries",
             LogPatch::NoParentDirsCheck => "no-parent-dirs-check",
+            LogPatch::SkipUnchangedDirs => "skip-unchanged-dirs",
             LogPatch::PreallocFullFsync => "prealloc-full-fsync",
         }
     }
@@ -327,6 +332,9 @@ impl LogPatch {
                 "btrfs: skip logging inodes already logged when logging new entries"
             }
             LogPatch::NoParentDirsCheck => "btrfs: remove unnecessary check_parent_dirs_for_sync()",
+            LogPatch::SkipUnchangedDirs => {
+                "btrfs: avoid unnecessarily logging directories that had no changes"
+            }
             LogPatch::PreallocFullFsync => {
                 "btrfs: fix lost prealloc extents beyond eof after full fsync"
             }

@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 23] = [
+pub const SWITCHES: [Switch; 24] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -96,6 +96,16 @@ pub const SWITCHES: [Switch; 23] = [
     space(SpacePatch::OneShotDelalloc, None, (5, 14)),
     space(SpacePatch::Full90, Some("93c60b17f2b5"), (5, 15)),
     space(SpacePatch::GlobalMajority, Some("114623979405"), (5, 15)),
+    Switch {
+        toggle: Toggle::Log(LogPatch::SkipUnchangedDirs),
+        commit: Some("8be2ba2e0e11"),
+        since: (5, 15),
+        merged: "5.15",
+        source: "linux-btrfs 2021-07-29 \"[PATCH] btrfs: avoid unnecessarily logging directories that had no changes\" (fs/btrfs/tree-log.c:need_log_inode), kdave/linux for-5.15",
+        metric: "unnecessary_dir_logs",
+        also: &[],
+        hit: true,
+    },
     Switch {
         toggle: Toggle::Log(LogPatch::PreallocFullFsync),
         commit: Some("d99478874355"),

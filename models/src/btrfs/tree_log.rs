@@ -154,6 +154,7 @@ impl Btrfs {
         let bound = self.recent_bound(t);
         let ancestors = Self::ancestors(&self.inner.st.borrow(), ino);
         let parent_dirs_check = !self.log_patch(LogPatch::NoParentDirsCheck);
+        let skip_unchanged = self.log_patch(LogPatch::SkipUnchangedDirs);
         if let Some((necessary, relation)) = parent_dirs_check
             .then(|| self.check_parent_dirs_for_sync(t, ino))
             .flatten()
@@ -186,7 +187,7 @@ impl Btrfs {
                     .filter(|c| st.inodes[c].generation >= bound)
                     .filter(|&c| {
                         !self.log_patch(LogPatch::SkipLoggedNewEntries)
-                            || Self::need_log_inode(&st, c, t)
+                            || Self::need_log_inode(&st, c, t, skip_unchanged)
                     })
                     .collect()
             } else {
@@ -209,7 +210,7 @@ impl Btrfs {
         };
         for dir in parents {
             if self.log_patch(LogPatch::SkipLoggedParents)
-                && !Self::need_log_inode(&self.inner.st.borrow(), dir, t)
+                && !Self::need_log_inode(&self.inner.st.borrow(), dir, t, skip_unchanged)
             {
                 continue;
             }
@@ -217,6 +218,12 @@ impl Btrfs {
                 if let Some(necessary) = self.dir_forces_commit(t, ino, dir) {
                     return self.fall_back_in_log(t, UnlinkRelation::Parent, necessary);
                 }
+            }
+            // The oracle: a parent none of whose entries changed since the last commit
+            // (its item, which every entry added or removed rewrites, is older) brings
+            // nothing to the log that the committed tree lacks.
+            if self.inner.st.borrow().inodes[&dir].item_trans < t {
+                self.inner.m.borrow_mut().unnecessary_dir_logs += 1;
             }
             self.log_inode(t, dir, log_transid, LogKind::Parent).await;
         }
@@ -240,7 +247,7 @@ impl Btrfs {
                 };
                 let new = new
                     && (!self.log_patch(LogPatch::SkipLoggedAncestors)
-                        || Self::need_log_inode(&self.inner.st.borrow(), dir, t));
+                        || Self::need_log_inode(&self.inner.st.borrow(), dir, t, skip_unchanged));
                 if new {
                     self.log_inode(t, dir, log_transid, LogKind::Ancestor).await;
                 }
@@ -723,8 +730,13 @@ impl Btrfs {
     /// need_log_inode (tree-log.c@v5.12, from ab12313a9f56): an inode already logged in this
     /// transaction with no xattr changed since need not be logged again — link, unlink and
     /// rename keep a logged inode's names in the log up to date.
-    pub(super) fn need_log_inode(st: &FsState, ino: Ino, t: TransId) -> bool {
+    /// From 8be2ba2e0e11 (5.15, `skip_unchanged`): a directory whose last_trans is older
+    /// than the running transaction ("not modified, no dentries added or removed") is not.
+    pub(super) fn need_log_inode(st: &FsState, ino: Ino, t: TransId, skip_unchanged: bool) -> bool {
         let i = &st.inodes[&ino];
+        if skip_unchanged && i.is_dir && i.last_trans < t {
+            return false;
+        }
         i.logged_trans != t || i.copy_everything
     }
 

@@ -72,6 +72,8 @@ pub struct Metrics {
     pub relogged_ancestors: u64,
     /// Parent directories (btrfs_log_all_parents) logged again, unchanged since.
     pub relogged_dir_items: u64,
+    /// Parent directories logged although nothing in them changed in this transaction.
+    pub unnecessary_dir_logs: u64,
     /// Metadata reservations that had to wait in a ticket.
     pub metadata_tickets: u64,
     /// Async metadata reclaim episodes (a ticket started the flusher).
@@ -288,6 +290,7 @@ impl Metrics {
             ("relogged_inodes", self.relogged_inodes),
             ("relogged_ancestors", self.relogged_ancestors),
             ("relogged_dir_items", self.relogged_dir_items),
+            ("unnecessary_dir_logs", self.unnecessary_dir_logs),
             ("metadata_tickets", self.metadata_tickets),
             ("async_reclaim_episodes", self.async_reclaim_episodes),
             ("preempt_flushes", self.preempt_flushes),
@@ -410,6 +413,7 @@ impl Metrics {
             "relogged_inodes" => "inodes logged in full again, unchanged since they entered this transaction's log",
             "relogged_ancestors" => "ancestor directories logged again, unchanged since they entered this log",
             "relogged_dir_items" => "parent directories logged again (btrfs_log_all_parents), unchanged since",
+            "unnecessary_dir_logs" => "parent directories logged (btrfs_log_all_parents) with no entry changed since the last commit",
             "metadata_tickets" => "metadata reservations that waited in a ticket (space_info full)",
             "async_reclaim_episodes" => "async metadata reclaim episodes started by a ticket",
             "preempt_flushes" => "passes of the preemptive metadata reclaim worker (5.12+), all kinds",
