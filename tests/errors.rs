@@ -429,3 +429,36 @@ fn a_sweeps_replay_command_keeps_a_policy_that_is_not_linux_5_11() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn a_sweep_on_another_device_prints_replay_commands_for_that_device() {
+    let d = temp_dir("replay-device");
+    let o = fsyncsim_in(
+        &d,
+        &[
+            "sweep",
+            "r1-link-rename-logged-trans",
+            "--seeds",
+            "0..40",
+            "--device",
+            "sata-ssd",
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let replay = j[0]["targets"]["unnecessary_inode_logs"]["replay"]
+        .as_str()
+        .unwrap();
+    assert!(replay.ends_with(" --device sata-ssd"), "{replay}");
+    let args: Vec<&str> = replay.split_whitespace().skip(1).collect();
+    let run = fsyncsim_in(&d, &[&args[..], &["--json"]].concat());
+    let r: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert!(
+        r["runs"][0]["metrics"]["unnecessary_inode_logs"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{replay}"
+    );
+}

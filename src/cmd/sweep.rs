@@ -168,6 +168,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
             ids[i].clone(),
         );
         report.partial = !finished;
+        add_device_flag(&mut report, &a);
         out.push(report);
     }
     bar.finish_and_clear();
@@ -330,6 +331,7 @@ pub(crate) fn write_state(
             );
             // A checkpoint holds the counts of the chunks done so far.
             rep.partial = true;
+            add_device_flag(&mut rep, a);
             serde_json::json!({"done_chunks": done, "report": rep.json()})
         })
         .collect();
@@ -347,4 +349,13 @@ pub(crate) fn sweep_id_flags(strategy: &str, targets: &[models::shrink::Target])
         f.push_str(&format!(" --target {}", t.name()));
     }
     f
+}
+
+/// A sweep on `--device D` replays on D: the flag joins the report's run flags (the
+/// printed replay commands once dropped it and replayed on the scenario's own device).
+fn add_device_flag(rep: &mut reports::sweep::SweepReport, a: &SweepArgs) {
+    if let Some(d) = &a.device {
+        rep.policy_flags
+            .push_str(&format!(" --device {}", models::units::shell_quote(d)));
+    }
 }
