@@ -1,6 +1,8 @@
 //! Issue 14's hardening of the command line: resource limits (exit 3, `--force`), sealed
 //! checkpoints, merge validation, and one flag vocabulary (`--seeds`, `--trace FILE`, `--json`).
 
+mod common;
+
 use std::process::{Command, Output};
 
 fn fsyncsim(args: &[&str]) -> Output {
@@ -16,15 +18,8 @@ fn stderr(o: &Output) -> String {
 
 /// Asserts exit `code`, exactly one line on stderr containing `needles`, nothing on stdout.
 fn assert_one_line(code: i32, args: &[&str], needles: &[&str]) {
-    let o = fsyncsim(args);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(o.stdout.is_empty(), "{args:?}: printed output");
-    assert!(!err.contains("panicked"), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
-    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    common::assert_one_line_in(root, code, args, needles);
 }
 
 fn temp_dir(name: &str) -> std::path::PathBuf {

@@ -156,25 +156,15 @@ pub const DBENCH_OPS: [&str; 16] = [
 ];
 
 /// dbench's `[cpu]` keys: "open" (NTCreateX's open) and its operations.
-const DBENCH_CPU: [&str; 17] = [
-    "open",
-    "NTCreateX",
-    "Close",
-    "Rename",
-    "Unlink",
-    "Deltree",
-    "Mkdir",
-    "Qpathinfo",
-    "Qfileinfo",
-    "Qfsinfo",
-    "Sfileinfo",
-    "Find",
-    "WriteX",
-    "ReadX",
-    "LockX",
-    "UnlockX",
-    "Flush",
-];
+const DBENCH_CPU: [&str; 17] = {
+    let mut keys = ["open"; 17];
+    let mut i = 0;
+    while i < DBENCH_OPS.len() {
+        keys[i + 1] = DBENCH_OPS[i];
+        i += 1;
+    }
+    keys
+};
 
 /// A bad workload file: `file:line: what was expected` (the scenario files' error type).
 pub type SpecError = crate::scenario::ScenarioError;
