@@ -321,8 +321,14 @@ impl Tree {
 
     /// Inserts (or, if present, resizes) the item `key` of `data` bytes; returns the id of
     /// the leaf it lands in.
+    ///
+    /// An item is at most BTRFS_MAX_ITEM_SIZE (leaf data − one item header,
+    /// ctree.h@v5.10): a longer one (the checksums of an extent over ~16 MiB, which the
+    /// kernel spreads over several csum items, MAX_CSUM_ITEMS each) is stored as one item of
+    /// that size, so such extents' csum bytes in the tree are undercounted.
     pub fn insert(&mut self, key: Key, data: u32, w: &mut Work) -> u64 {
         let (h, nc, ld) = (self.height, self.node_compares, self.leaf_data);
+        let data = data.min(ld - size::ITEM);
         let need = data + size::ITEM;
         let (lk, s) = self.find(key);
         let l = &mut self.slab[s];
@@ -347,7 +353,8 @@ impl Tree {
         // split_leaf: push to the neighbours, else split; the key's place may move into
         // a neighbour: look again, then split that leaf if it is still full.
         self.make_room(lk, need);
-        for _ in 0..3 {
+        // Each split halves the leaf, so an item that fits an empty leaf finds room.
+        loop {
             let (lk, s) = self.find(key);
             let l = &mut self.slab[s];
             if l.used + need <= ld || l.items.len() < 2 {
@@ -360,7 +367,6 @@ impl Tree {
             }
             self.split(lk, w);
         }
-        unreachable!("a split leaf has room for one item")
     }
 
     /// Deletes the item `key` if present; returns the id of the leaf searched.
