@@ -2,11 +2,13 @@
 //! one file, and a `write-range` + fsync loop, never report data loss (S2) on an unmodified
 //! preset; the lock is what makes the first one safe.
 
+mod common;
+
+use common::{invariant_hits, scripted, sweep};
 use models::btrfs::Mutant;
 use models::device::DeviceConfig;
 use models::kernel::{preset_names, Policy};
-use models::scenario::{run, Interleaving, RunResult, Scenario};
-use models::sweep::SweepResult;
+use models::scenario::{run, Interleaving, Scenario};
 
 const TWO_FSYNCERS: &str = include_str!("../scenarios/examples/locks-two-fsyncers-one-file.toml");
 const WRITE_RANGE_LOOP: &str =
@@ -18,25 +20,6 @@ const SEEDS: u64 = 10_000;
 
 fn scenario(text: &str) -> Scenario {
     Scenario::parse(text, "inline.toml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// An explored sweep of `sc` under `p` over `seeds`.
-fn sweep(sc: &Scenario, p: &Policy, seeds: std::ops::Range<u64>) -> SweepResult {
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
-    models::sweep::sweep_all(sc, p, &dev, seeds, 2, &Interleaving::Random).unwrap()
-}
-
-fn scripted(sc: &Scenario, p: &Policy) -> RunResult {
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
-    run(sc, p, &dev, 1, &Interleaving::Script)
-}
-
-fn invariant_hits(r: &SweepResult) -> Vec<(String, u64)> {
-    r.targets
-        .iter()
-        .filter(|(k, _)| k.starts_with("invariant:"))
-        .map(|(k, v)| (k.clone(), v.hits))
-        .collect()
 }
 
 #[test]

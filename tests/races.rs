@@ -2,6 +2,8 @@
 //! invariant has a mutant that makes it fire; runs are deterministic; bad scenarios are
 //! rejected with file:line.
 
+mod common;
+
 use models::btrfs::{Fix, Mutant};
 use models::device::DeviceConfig;
 use models::kernel::Policy;
@@ -639,13 +641,7 @@ fn format_v2_declares_its_own_race_and_policies() {
 
 #[test]
 fn every_example_scenario_meets_its_expectations() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/examples");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
+    let paths = common::toml_files(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/examples"));
     assert!(paths.len() >= 2);
     for p in paths {
         let sc = Scenario::load(p.to_str().unwrap()).unwrap();

@@ -2,11 +2,12 @@
 //! crash check stays silent on every release preset in scripted runs and in a bounded
 //! sweep, and the mutant that removes the mechanism a scenario guards makes it report S2.
 
+mod common;
+
+use common::{invariant_hits, scripted, sweep};
 use models::btrfs::Mutant;
-use models::device::DeviceConfig;
 use models::kernel::{preset_names, Policy};
-use models::scenario::{compare, run, Interleaving, RunResult, Scenario};
-use models::sweep::SweepResult;
+use models::scenario::{compare, Scenario};
 
 /// Seeds per preset in the test suite's sweep (the 10,000-seed sweeps are run by hand;
 /// see the commit messages of issue 30).
@@ -40,35 +41,11 @@ const SWEEP_KNOWN_S2: &[&str] = &["generic-483"];
 /// Every scenarios/xfstests/*.toml, in name order.
 fn corpus() -> Vec<Scenario> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/xfstests");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
+    let paths = common::toml_files(dir);
     assert!(!paths.is_empty(), "no scenarios in {dir}");
     paths
         .iter()
         .map(|p| Scenario::load(p.to_str().unwrap()).unwrap_or_else(|e| panic!("{e}")))
-        .collect()
-}
-
-fn scripted(sc: &Scenario, p: &Policy) -> RunResult {
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
-    run(sc, p, &dev, 1, &Interleaving::Script)
-}
-
-/// An explored sweep of `sc` under `p` over `seeds`.
-fn sweep(sc: &Scenario, p: &Policy, seeds: std::ops::Range<u64>) -> SweepResult {
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
-    models::sweep::sweep_all(sc, p, &dev, seeds, 2, &Interleaving::Random).unwrap()
-}
-
-fn invariant_hits(r: &SweepResult) -> Vec<(String, u64)> {
-    r.targets
-        .iter()
-        .filter(|(k, _)| k.starts_with("invariant:"))
-        .map(|(k, v)| (k.clone(), v.hits))
         .collect()
 }
 

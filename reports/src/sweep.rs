@@ -141,9 +141,10 @@ pub fn policy_flags(p: &Policy) -> String {
     as_flags.fixes = p.btrfs.fixes.clone();
     as_flags.mutants = p.btrfs.mutants.clone();
     as_flags.super_committed = p.btrfs.super_committed;
-    if (as_flags != p.btrfs || base.journal != p.journal) && p.spec().is_some() {
-        let spec = p.spec().expect("checked");
-        return format!("--policy {}", models::units::shell_quote(&spec));
+    if as_flags != p.btrfs || base.journal != p.journal {
+        if let Some(spec) = p.spec() {
+            return format!("--policy {}", models::units::shell_quote(&spec));
+        }
     }
     let mut flags = vec!["--policy linux-5.11".to_string()];
     let without: Vec<&str> = base
@@ -187,7 +188,8 @@ pub struct SweepReport {
     pub policy: String,
     /// Fixes applied.
     pub fixes: Vec<String>,
-    /// `fsyncsim run` flags selecting the policy.
+    /// `fsyncsim run` flags selecting the policy (and `--device D` for a sweep on another
+    /// device than the scenario's).
     pub policy_flags: String,
     /// `fsyncsim run` flags selecting the strategy.
     pub strategy: String,

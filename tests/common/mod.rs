@@ -39,3 +39,43 @@ pub fn temp_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// The `*.toml` files of `dir`, in name order.
+pub fn toml_files(dir: &str) -> Vec<PathBuf> {
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// One scripted run of `sc` under `p` on its own device, seed 1.
+pub fn scripted(
+    sc: &models::scenario::Scenario,
+    p: &models::kernel::Policy,
+) -> models::scenario::RunResult {
+    let dev = models::device::DeviceConfig::resolve(&sc.device).unwrap();
+    models::scenario::run(sc, p, &dev, 1, &models::scenario::Interleaving::Script)
+}
+
+/// An explored (random) sweep of `sc` under `p` over `seeds`, on two threads.
+pub fn sweep(
+    sc: &models::scenario::Scenario,
+    p: &models::kernel::Policy,
+    seeds: std::ops::Range<u64>,
+) -> models::sweep::SweepResult {
+    let dev = models::device::DeviceConfig::resolve(&sc.device).unwrap();
+    let random = models::scenario::Interleaving::Random;
+    models::sweep::sweep_all(sc, p, &dev, seeds, 2, &random).unwrap()
+}
+
+/// The invariant targets a sweep hit, with their hit counts.
+pub fn invariant_hits(r: &models::sweep::SweepResult) -> Vec<(String, u64)> {
+    r.targets
+        .iter()
+        .filter(|(k, _)| k.starts_with("invariant:"))
+        .map(|(k, v)| (k.clone(), v.hits))
+        .collect()
+}

@@ -509,7 +509,7 @@ impl Btrfs {
             )
         };
         let mut bytes = c.log_bytes_inode;
-        let (size, xattrs, xattr_count, copy) = {
+        let (size, xattrs, copy) = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
             // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
@@ -528,7 +528,6 @@ impl Btrfs {
                         Vec::new()
                     }
                 }),
-                if all { i.xattrs.len() as u64 } else { 0 },
                 LogCopy {
                     ino,
                     fast: kind == LogKind::Fsync && !i.is_dir && !full_sync && !i.copy_everything,
@@ -540,7 +539,7 @@ impl Btrfs {
                 },
             )
         };
-        bytes += xattr_count * c.item_bytes_per_dentry;
+        bytes += copy.xattrs * c.item_bytes_per_dentry;
         let mut facts = Vec::new();
         if keep {
             facts.push(LogFact::Inode {
