@@ -389,3 +389,21 @@ fn an_operation_missing_on_one_side_is_not_compared_as_zero() {
     );
     assert!(rows.iter().any(|r| r.metric == "Flush_avg_lat_ms"));
 }
+
+#[test]
+fn engine_resources_do_not_grow_with_the_run_length() {
+    // dbench creates and deletes files all the time; each inode's i_rwsem and log_mutex are
+    // engine locks that must go when compaction evicts the inode.
+    let policy = parse_policy("linux-5.11").unwrap();
+    let resources = |secs| {
+        let (s, d) = small_dbench(4, secs);
+        run(&s, &policy, &d, 7, None).unwrap().resources
+    };
+    // The file set dbench works on is made in the first seconds; after that the resources
+    // alive are those of the files alive.
+    let (short, long) = (resources(6), resources(18));
+    assert!(
+        long * 10 < short * 12,
+        "resources grew with virtual time: {short} after 6 s, {long} after 18 s"
+    );
+}

@@ -109,6 +109,10 @@ pub(crate) struct Resource {
     pub(crate) wait_ns: Nanos,
     pub(crate) max_wait_ns: Nanos,
     pub(crate) state: ResState,
+    /// Live `Mutex` values naming it (counted for recyclable resources only).
+    pub(crate) handles: u32,
+    /// Whether its slot goes back to `Core::free` when its last handle drops.
+    pub(crate) recyclable: bool,
 }
 
 /// Counters of one resource after (or during) a run.
@@ -179,6 +183,9 @@ pub(crate) struct Core {
     live: usize,
     pub(crate) current: TaskId,
     pub(crate) resources: Vec<Resource>,
+    /// Idle recyclable resources by class, for `add_recyclable` to reuse (a model that makes
+    /// one lock per object keeps the engine's memory bounded by the objects alive).
+    free: Vec<Vec<ResId>>,
     pub(crate) classes: Interner,
     pub(crate) points: Interner,
     pub(crate) paused: Vec<PausedTask>,
@@ -221,6 +228,7 @@ impl Core {
             live: 0,
             current: 0,
             resources: Vec::new(),
+            free: Vec::new(),
             classes,
             points: Interner::default(),
             paused: Vec::new(),
@@ -404,8 +412,55 @@ impl Core {
             wait_ns: 0,
             max_wait_ns: 0,
             state,
+            handles: 1,
+            recyclable: false,
         });
         id
+    }
+
+    /// A resource named after its class whose slot is reused once its last handle drops:
+    /// an idle slot of the same class if there is one (its counters keep adding up, so
+    /// per-name sums are those of one resource per object), else a new one.
+    pub(crate) fn add_recyclable(&mut self, class_name: &str, state: ResState) -> ResId {
+        let class = self.classes.intern(class_name) as ClassId;
+        if let Some(id) = self.free.get_mut(class as usize).and_then(Vec::pop) {
+            let r = &mut self.resources[id as usize];
+            debug_assert!(r.recyclable && r.handles == 0 && &*r.name == class_name);
+            r.state = state;
+            r.handles = 1;
+            return id;
+        }
+        let id = self.add_resource(class_name, class_name, state);
+        self.resources[id as usize].recyclable = true;
+        id
+    }
+
+    /// Counts one more handle of recyclable resource `r`.
+    pub(crate) fn hold_handle(&mut self, r: ResId) {
+        let res = &mut self.resources[r as usize];
+        if res.recyclable {
+            res.handles += 1;
+        }
+    }
+
+    /// Drops one handle of `r`; the last one of a recyclable resource frees its slot.
+    pub(crate) fn drop_handle(&mut self, r: ResId) {
+        let res = &mut self.resources[r as usize];
+        if !res.recyclable {
+            return;
+        }
+        assert!(res.handles > 0, "resource handle count underflow");
+        res.handles -= 1;
+        if res.handles > 0 {
+            return;
+        }
+        // No handle left means no task can hold it or wait on it (both borrow a handle).
+        assert!(res.is_idle(), "a recyclable resource dropped while in use");
+        let class = res.class as usize;
+        if self.free.len() <= class {
+            self.free.resize_with(class + 1, Vec::new);
+        }
+        self.free[class].push(r);
     }
 
     /// Records a grant of `r` to `t` after `waited` ns (0 = uncontended).
@@ -458,6 +513,19 @@ pub(crate) fn wake_task(
 }
 
 impl Resource {
+    /// Whether no task holds it or waits on it.
+    fn is_idle(&self) -> bool {
+        match &self.state {
+            ResState::Mutex { owner, waiters } => owner.is_none() && waiters.is_empty(),
+            ResState::Semaphore {
+                permits,
+                capacity,
+                waiters,
+            } => permits == capacity && waiters.is_empty(),
+            ResState::WaitQueue { waiters } => waiters.is_empty(),
+        }
+    }
+
     /// Records a grant after `waited` ns (None = uncontended).
     #[inline(always)]
     pub(crate) fn note_grant(&mut self, waited: Option<Nanos>) {

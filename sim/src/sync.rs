@@ -12,10 +12,31 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// A mutex with owner tracking and FIFO hand-off.
-#[derive(Clone)]
 pub struct Mutex {
     h: Handle,
     id: ResId,
+}
+
+impl Clone for Mutex {
+    fn clone(&self) -> Self {
+        self.h.core().hold_handle(self.id);
+        Mutex {
+            h: self.h.clone(),
+            id: self.id,
+        }
+    }
+}
+
+impl Drop for Mutex {
+    fn drop(&mut self) {
+        // The run loop may hold the core while it drops a finished task's future; a handle
+        // dropped then keeps its slot (deterministically: the same run drops it the same way).
+        if let Ok(mut c) = self.h.core.try_borrow_mut() {
+            if !c.tearing_down {
+                c.drop_handle(self.id);
+            }
+        }
+    }
 }
 
 impl Mutex {
@@ -28,6 +49,19 @@ impl Mutex {
     pub fn with_class(h: &Handle, name: &str, class: &str) -> Self {
         let id = h.core().add_resource(
             name,
+            class,
+            ResState::Mutex {
+                owner: None,
+                waiters: Ring::new(),
+            },
+        );
+        Mutex { h: h.clone(), id }
+    }
+
+    /// A mutex named after its class whose engine slot is reused by a later `recyclable`
+    /// mutex of the class once every clone of it is dropped (one lock per object).
+    pub fn recyclable(h: &Handle, class: &str) -> Self {
+        let id = h.core().add_recyclable(
             class,
             ResState::Mutex {
                 owner: None,

@@ -28,7 +28,7 @@ impl Btrfs {
             .inode_locks
             .borrow_mut()
             .entry(ino)
-            .or_insert_with(|| sim::Mutex::new(&self.inner.h, "inode_lock"))
+            .or_insert_with(|| sim::Mutex::recyclable(&self.inner.h, "inode_lock"))
             .clone()
     }
 
@@ -39,8 +39,26 @@ impl Btrfs {
             .inode_log_mutexes
             .borrow_mut()
             .entry(ino)
-            .or_insert_with(|| sim::Mutex::new(&self.inner.h, "inode.log_mutex"))
+            .or_insert_with(|| sim::Mutex::recyclable(&self.inner.h, "inode.log_mutex"))
             .clone()
+    }
+
+    /// Drops the locks of inodes compaction removed from the state (evicted: nothing can
+    /// reach them), so their engine slots serve later inodes.
+    pub(super) fn drop_gone_inode_locks(&self, st: &FsState) {
+        for map in [&self.inner.inode_locks, &self.inner.inode_log_mutexes] {
+            let mut map = map.borrow_mut();
+            // Dropped in inode order (slots are reused in the order they are freed).
+            let mut gone: Vec<Ino> = map
+                .keys()
+                .copied()
+                .filter(|i| !st.inodes.contains_key(i))
+                .collect();
+            gone.sort_unstable();
+            for ino in gone {
+                map.remove(&ino);
+            }
+        }
     }
 
     /// inode_lock(inode) (include/linux/fs.h: down_write(&inode->i_rwsem)); from 5.11 btrfs

@@ -344,6 +344,7 @@ impl Btrfs {
                     st.commits_since_compact = 0;
                     st.last_compact = now;
                     st.compact();
+                    self.drop_gone_inode_locks(&st);
                 }
             }
         }

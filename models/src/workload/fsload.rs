@@ -98,6 +98,9 @@ pub struct WorkloadResult {
     pub trace_hash: u64,
     /// Task resumptions.
     pub events: u64,
+    /// Engine resources (locks, semaphores, wait queues) made over the run: bounded by the
+    /// objects alive at once, not by the run's length.
+    pub resources: usize,
 }
 
 impl WorkloadResult {
@@ -1291,6 +1294,7 @@ pub fn run_with_progress(
     rec.flush_runs();
     let ops = std::mem::take(&mut rec.ops);
     let slowest = std::mem::take(&mut rec.slowest);
+    let stats = sim.resource_stats();
     Ok(WorkloadResult {
         workload: spec.name.clone(),
         kind: spec.kind,
@@ -1306,9 +1310,10 @@ pub fn run_with_progress(
         files_done: rec.files_done,
         iostat,
         units: spec.units,
+        resources: stats.len(),
         metrics: {
             let mut m = fs.metrics();
-            m.waits = crate::vfs::wait_totals(&sim.resource_stats());
+            m.waits = crate::vfs::wait_totals(&stats);
             m
         },
         violations,
