@@ -110,6 +110,11 @@ pub struct Costs {
     /// Skylake (one store port: Optimization Reference Manual §2.2): 8 B/cycle at 2.5 GHz
     /// = 50 ps/B). Also prices a COW's copy of the whole block (copy_extent_buffer_full).
     pub leaf_move_ps_per_byte: u64,
+    /// Picoseconds of one uncontended spinlock acquire + release with a few loads held
+    /// (queued_spin_lock's fast path is one LOCK CMPXCHG, ~18 cycles on Skylake-X (Agner
+    /// Fog, instruction tables); the release is a plain store; inode_get_bytes's
+    /// i_blocks << 9 + i_bytes, ~2 cycles): ~20 cycles at 2.5 GHz = 8 ns. Prices i_lock.
+    pub spinlock_ps: u64,
 }
 
 impl Default for Costs {
@@ -148,6 +153,7 @@ impl Default for Costs {
             key_compare_ps: 10_000,
             tree_level_ps: 100_000,
             leaf_move_ps_per_byte: 50,
+            spinlock_ps: 8_000,
         }
     }
 }
@@ -169,7 +175,7 @@ impl Costs {
     }
 
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 33] = [
+    pub const FIELDS: [&'static str; 34] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -203,6 +209,7 @@ impl Costs {
         "key_compare_ps",
         "tree_level_ps",
         "leaf_move_ps_per_byte",
+        "spinlock_ps",
     ];
 
     /// Sets one field by name; false if there is no such field.
@@ -256,6 +263,7 @@ impl Costs {
             "key_compare_ps" => &mut self.key_compare_ps,
             "tree_level_ps" => &mut self.tree_level_ps,
             "leaf_move_ps_per_byte" => &mut self.leaf_move_ps_per_byte,
+            "spinlock_ps" => &mut self.spinlock_ps,
             _ => return None,
         };
         Some(f)

@@ -859,6 +859,13 @@ impl super::ctree::Btrfs {
         self.log_tree_ops(&ops, 0)
     }
 
+    /// Log-tree work of btrfs_del_dir_entries_in_log@v5.11's update of a logged
+    /// directory's inode item (a search of the log tree for it; the leaf is the one the
+    /// preceding deletes COWed, so no COW is priced): its CPU.
+    pub(super) fn log_dir_isize_update_cpu(&self, dir: u64) -> sim::Nanos {
+        self.log_tree_ops(&[TreeOp::Search(tree_id::LOG, inode_key(dir))], 0)
+    }
+
     /// Log-tree work of copying items (copy_items / overwrite_item into the log tree, as
     /// btrfs_log_inode does): the CPU of the work done.
     fn log_tree_ops(&self, ops: &[TreeOp], copied: u64) -> sim::Nanos {

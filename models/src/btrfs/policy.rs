@@ -287,6 +287,12 @@ pub enum LogPatch {
     /// check_parent_dirs_for_sync removed: only a directory logged in full whose
     /// last_unlink_trans is this transaction makes the fsync fall back (64d6b281ba4d).
     NoParentDirsCheck,
+    /// btrfs_del_dir_entries_in_log no longer updates the logged directory's inode item
+    /// (its i_size) after deleting a name from the log (ddffcf6fb5ac).
+    NoDirIsizeUpdate,
+    /// fill_inode_item no longer sets nbytes in the log copy (inode_get_bytes, which
+    /// takes the inode's i_lock, is no longer called) (e593e54ed1f6).
+    NoLogNbytes,
     /// need_log_inode: a directory not changed in the running transaction (last_trans
     /// older) is not logged (8be2ba2e0e11, 5.15).
     SkipUnchangedDirs,
@@ -298,11 +304,13 @@ pub enum LogPatch {
 
 impl LogPatch {
     /// All: the 5.12 series in series order, then the later changes.
-    pub const ALL: [LogPatch; 6] = [
+    pub const ALL: [LogPatch; 8] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
         LogPatch::NoParentDirsCheck,
+        LogPatch::NoDirIsizeUpdate,
+        LogPatch::NoLogNbytes,
         LogPatch::SkipUnchangedDirs,
         LogPatch::PreallocFullFsync,
     ];
@@ -314,6 +322,8 @@ impl LogPatch {
             LogPatch::SkipLoggedParents => "skip-logged-parents",
             LogPatch::SkipLoggedNewEntries => "skip-logged-new-entries",
             LogPatch::NoParentDirsCheck => "no-parent-dirs-check",
+            LogPatch::NoDirIsizeUpdate => "no-dir-isize-update",
+            LogPatch::NoLogNbytes => "no-log-nbytes",
             LogPatch::SkipUnchangedDirs => "skip-unchanged-dirs",
             LogPatch::PreallocFullFsync => "prealloc-full-fsync",
         }
@@ -332,6 +342,12 @@ impl LogPatch {
                 "btrfs: skip logging inodes already logged when logging new entries"
             }
             LogPatch::NoParentDirsCheck => "btrfs: remove unnecessary check_parent_dirs_for_sync()",
+            LogPatch::NoDirIsizeUpdate => {
+                "btrfs: remove unnecessary directory inode item update when deleting dir entry"
+            }
+            LogPatch::NoLogNbytes => {
+                "btrfs: stop setting nbytes when filling inode item for logging"
+            }
             LogPatch::SkipUnchangedDirs => {
                 "btrfs: avoid unnecessarily logging directories that had no changes"
             }

@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 24] = [
+pub const SWITCHES: [Switch; 26] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -67,6 +67,13 @@ pub const SWITCHES: [Switch; 24] = [
     log_5_12(LogPatch::SkipLoggedParents, "3e6a86a193b0", "relogged_dir_items"),
     log_5_12(LogPatch::SkipLoggedNewEntries, "0e44cb3f9428", "relogged_inodes"),
     log_5_12(LogPatch::NoParentDirsCheck, "64d6b281ba4d", "unnecessary_full_commits"),
+    log_5_12(LogPatch::NoDirIsizeUpdate, "ddffcf6fb5ac", "logged_dir_isize_updates"),
+    // Every inode logged before 5.12 takes i_lock once: a cost to compare, not a rare
+    // event to hunt, so not a sweep hit target.
+    Switch {
+        hit: false,
+        ..log_5_12(LogPatch::NoLogNbytes, "e593e54ed1f6", "log_nbytes_i_lock_takes")
+    },
     Switch {
         toggle: Toggle::SuperCommitted,
         commit: Some("d0c2f4fa555e"),

@@ -74,6 +74,16 @@ pub struct Metrics {
     pub relogged_dir_items: u64,
     /// Parent directories logged although nothing in them changed in this transaction.
     pub unnecessary_dir_logs: u64,
+    /// Logged directories' inode items searched for and updated in the log (i_size
+    /// decreased) by an unlink that removed a name from the log (ddffcf6fb5ac removes it).
+    pub logged_dir_isize_updates: u64,
+    /// CPU ns of those updates (a log-tree search, under the directory's log_mutex).
+    pub logged_dir_isize_update_ns: u64,
+    /// inode_get_bytes calls of fill_inode_item for a log copy, each taking the inode's
+    /// i_lock (e593e54ed1f6 removes them).
+    pub log_nbytes_i_lock_takes: u64,
+    /// ns those i_lock acquisitions and holds cost (spinlock acquire + release).
+    pub log_nbytes_i_lock_ns: u64,
     /// Metadata reservations that had to wait in a ticket.
     pub metadata_tickets: u64,
     /// Async metadata reclaim episodes (a ticket started the flusher).
@@ -291,6 +301,13 @@ impl Metrics {
             ("relogged_ancestors", self.relogged_ancestors),
             ("relogged_dir_items", self.relogged_dir_items),
             ("unnecessary_dir_logs", self.unnecessary_dir_logs),
+            ("logged_dir_isize_updates", self.logged_dir_isize_updates),
+            (
+                "logged_dir_isize_update_ns",
+                self.logged_dir_isize_update_ns,
+            ),
+            ("log_nbytes_i_lock_takes", self.log_nbytes_i_lock_takes),
+            ("log_nbytes_i_lock_ns", self.log_nbytes_i_lock_ns),
             ("metadata_tickets", self.metadata_tickets),
             ("async_reclaim_episodes", self.async_reclaim_episodes),
             ("preempt_flushes", self.preempt_flushes),
@@ -414,6 +431,10 @@ impl Metrics {
             "relogged_ancestors" => "ancestor directories logged again, unchanged since they entered this log",
             "relogged_dir_items" => "parent directories logged again (btrfs_log_all_parents), unchanged since",
             "unnecessary_dir_logs" => "parent directories logged (btrfs_log_all_parents) with no entry changed since the last commit",
+            "logged_dir_isize_updates" => "logged directories' inode items updated in the log (i_size) by an unlink (btrfs_del_dir_entries_in_log before 5.12)",
+            "logged_dir_isize_update_ns" => "CPU ns of those log-tree inode item updates (under the directory's log_mutex)",
+            "log_nbytes_i_lock_takes" => "i_lock acquisitions by fill_inode_item's inode_get_bytes for a log copy (before 5.12)",
+            "log_nbytes_i_lock_ns" => "ns of those i_lock acquisitions and holds",
             "metadata_tickets" => "metadata reservations that waited in a ticket (space_info full)",
             "async_reclaim_episodes" => "async metadata reclaim episodes started by a ticket",
             "preempt_flushes" => "passes of the preemptive metadata reclaim worker (5.12+), all kinds",
