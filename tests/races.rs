@@ -908,6 +908,9 @@ fn dropping_the_logged_dir_isize_update_keeps_the_directory_right_after_replay()
     assert!(w.metrics.logged_dir_isize_update_ns > 0);
     let f = common::scripted(&sc, &on);
     assert_eq!(f.metrics.logged_dir_isize_update_ns, 0);
+    // The update is work the unlinking task does (one task, nothing else runs): 5.11's
+    // run ends later by exactly its CPU.
+    assert_eq!(w.end - f.end, w.metrics.logged_dir_isize_update_ns);
     // An unlink in a directory that is not in the log updates nothing in either release.
     let text = "name = \"x\"\ntitle = \"t\"\nsummary = \"s\"\nrace = \"X\"\nsetup = [\"mkdir /d\", \"create /d/a\", \"create /d/f\", \"commit\"]\n[[task]]\nname = \"A\"\nops = [\"write /d/f 4096\", \"fsync /d/f\", \"unlink /d/a\"]\n[policies]\nbefore = \"linux-5.11\"\nafter = \"linux-5.12\"\n";
     let sc2 = Scenario::parse(text, "x.toml").unwrap();
@@ -931,4 +934,41 @@ fn every_inode_item_logged_before_5_12_takes_i_lock_once() {
     let on = common::scripted(&sc, &Policy::preset("linux-5.12").unwrap());
     assert_eq!(on.metrics.log_nbytes_i_lock_takes, 0);
     assert_eq!(on.metrics.inode_logs, w.metrics.inode_logs);
+    // Each take is CPU of the logging task (one task): the run is that much longer.
+    assert_eq!(w.end - on.end, w.metrics.log_nbytes_i_lock_ns);
+}
+
+#[test]
+fn unlinking_a_name_of_a_logged_inode_takes_its_log_mutex() {
+    // btrfs_del_inode_ref_in_log and btrfs_del_dir_entries_in_log (tree-log.c@v5.11) each
+    // take the inode's (the directory's) log_mutex around their log-tree deletes: an
+    // unlink of a hard link of a file being logged waits for that logging. B unlinks
+    // after a sleep stepped across A's run; only B can wait on an inode's log_mutex
+    // (A is the one logging task), so any such wait is the unlink's. No step may report
+    // S1-S3: an unlink that joins the log after a sync closed its log sub-transaction is in
+    // the next one, so its name may come back from the synced log (S2 said otherwise when
+    // it judged removals by the superblock write instead of btrfs_sync_log's
+    // log_transid++).
+    let scenario = |b_ops: &str| {
+        let text = format!("name = \"x\"\ntitle = \"t\"\nsummary = \"s\"\nrace = \"X\"\nsetup = [\"mkdir /d\", \"create /d/f\", \"link /d/f /d/g\", \"commit\"]\n[[task]]\nname = \"A\"\nops = [\"write /d/f 64k\", \"fsync /d/f\", \"setxattr /d/f user.a\", \"write /d/f 1m\", \"fsync /d/f\"]\n[[task]]\nname = \"B\"\nops = [{b_ops}]\n[policies]\nbefore = \"linux-5.11\"\nafter = \"linux-5.15\"\n");
+        Scenario::parse(&text, "x.toml").unwrap()
+    };
+    let alone = scenario("\"stat /d\"");
+    for p in [alone.pre_policy(), alone.post_policy()] {
+        let end = common::scripted(&alone, &p).end;
+        let waited: Vec<u64> = (0..400)
+            .map(|k| end * k / 400)
+            .filter(|ns| {
+                let sc = scenario(&format!("\"sleep {ns}ns\", \"unlink /d/g\""));
+                let r = common::scripted(&sc, &p);
+                assert!(r.violations.is_empty(), "{ns}: {:?}", r.violations);
+                r.metrics.get("inode.log_mutex_count").unwrap() > 0
+            })
+            .collect();
+        assert!(
+            !waited.is_empty(),
+            "{}: no unlink waited for the logging",
+            p.name
+        );
+    }
 }

@@ -846,16 +846,23 @@ impl super::ctree::Btrfs {
         self.log_tree_ops(&ops[..n], u64::from(size::FILE_EXTENT) + csum)
     }
 
-    /// btrfs_del_dir_entries_in_log / btrfs_del_inode_ref_in_log: the name's dir item and
-    /// the inode ref deleted from the log tree.
-    pub(super) fn log_del_name_cpu(&self, ino: u64, dir: u64, name: &str) -> sim::Nanos {
-        let ops = [
-            TreeOp::Delete(
-                tree_id::LOG,
-                Key::new(dir, key_type::DIR_ITEM, name_hash(name)),
-            ),
-            TreeOp::Delete(tree_id::LOG, Key::new(ino, key_type::INODE_REF, dir)),
-        ];
+    /// Log-tree work of btrfs_del_inode_ref_in_log (tree-log.c@v5.11): deleting the
+    /// inode ref from the log: its CPU.
+    pub(super) fn log_del_inode_ref_cpu(&self, ino: u64, dir: u64) -> sim::Nanos {
+        let ops = [TreeOp::Delete(
+            tree_id::LOG,
+            Key::new(ino, key_type::INODE_REF, dir),
+        )];
+        self.log_tree_ops(&ops, 0)
+    }
+
+    /// Log-tree work of btrfs_del_dir_entries_in_log (tree-log.c@v5.11): deleting the
+    /// name's dir item from the log (the dir index item's delete is not priced): its CPU.
+    pub(super) fn log_del_dir_entry_cpu(&self, dir: u64, name: &str) -> sim::Nanos {
+        let ops = [TreeOp::Delete(
+            tree_id::LOG,
+            Key::new(dir, key_type::DIR_ITEM, name_hash(name)),
+        )];
         self.log_tree_ops(&ops, 0)
     }
 

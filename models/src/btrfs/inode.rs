@@ -248,6 +248,8 @@ impl Btrfs {
         if rename {
             // __btrfs_unlink_inode of the old name (inode.c@v5.10).
             self.del_name_in_log(t, ino, old_dir, old_name).await;
+            self.st_mut()
+                .finish_removal(old_dir, old_name, ino, t, self.inner.h.now());
         }
         // btrfs_log_new_name (R1).
         self.log_new_name(t, ino, rename.then_some(old_dir)).await;
@@ -340,6 +342,8 @@ impl Btrfs {
         }
         // __btrfs_unlink_inode (inode.c@v5.10), for unlink and rmdir alike.
         self.del_name_in_log(t, ino, parent, name).await;
+        self.st_mut()
+            .finish_removal(parent, name, ino, t, self.inner.h.now());
         self.end(th);
         if evicted {
             // The final iput: btrfs_evict_inode → evict_refill_and_join (inode.c@v5.12)

@@ -733,7 +733,8 @@ pub struct Dentry {
     pub created: TransId,
     /// Transaction that removed it.
     pub removed: Option<TransId>,
-    /// Virtual time it was removed.
+    /// Virtual time its removal ended: __btrfs_unlink_inode returned, so the name is also
+    /// out of any log transaction it joined (`finish_removal`).
     pub removed_at: Option<sim::Nanos>,
 }
 
@@ -779,8 +780,9 @@ pub enum WriteKind {
         log_transid: u64,
         /// Generation in the superblock copy (the last commit whose superblock was filled).
         base: TransId,
-        /// Virtual time the log sync issued it (names removed before it must not come back
-        /// from this log).
+        /// Virtual time the log sync closed its log sub-transaction (btrfs_sync_log's
+        /// root->log_transid++ under root->log_mutex, after waiting for the log writers):
+        /// names whose removal ended before it must not come back from this log.
         at: sim::Nanos,
     },
 }
@@ -1305,6 +1307,30 @@ impl FsState {
             if set.is_empty() {
                 self.live.remove(&ino);
             }
+        }
+    }
+
+    /// Records that the removal of `ino`'s entry (dir, name) in transaction `t` ended at
+    /// `at` (after its log updates: btrfs_del_inode_ref_in_log / _dir_entries_in_log). A
+    /// version compaction dropped meanwhile is left alone.
+    pub fn finish_removal(&mut self, dir: Ino, name: &str, ino: Ino, t: TransId, at: sim::Nanos) {
+        let Some(id) = self.names.find(name) else {
+            return;
+        };
+        let Some(slot) = self.dirs.get_mut(&dir).and_then(|e| e.slots.get_mut(&id)) else {
+            return;
+        };
+        if let Some(d) = slot
+            .versions
+            .iter_mut()
+            .rev()
+            .find(|d| d.ino == ino && d.removed == Some(t))
+        {
+            debug_assert!(
+                d.removed_at.is_some_and(|r| r <= at),
+                "a removal ends after it starts"
+            );
+            d.removed_at = Some(at);
         }
     }
 

@@ -561,11 +561,13 @@ impl Btrfs {
         // fill_inode_item@v5.11 (called by log_inode_item and by copy_items for the inode
         // item, i.e. once per inode logged) sets nbytes from inode_get_bytes(), which takes
         // inode->i_lock (fs/stat.c@v5.11). e593e54ed1f6 (5.12) no longer sets it in the
-        // log copy (replay does not use it). Measured, not charged to simulated time.
+        // log copy (replay does not use it). An uncontended spinlock: charged as CPU.
         if !self.log_patch(LogPatch::NoLogNbytes) {
+            let ns = c.spinlock_ps.div_ceil(1000);
             let mut m = self.inner.m.borrow_mut();
             m.log_nbytes_i_lock_takes += 1;
-            m.log_nbytes_i_lock_ns += c.spinlock_ps.div_ceil(1000);
+            m.log_nbytes_i_lock_ns += ns;
+            cpu += ns;
         }
         if dir_items {
             // LOG_INODE_ALL of a directory copies its dir items and index items.
@@ -770,78 +772,112 @@ impl Btrfs {
             .is_some_and(|i| i.logged_trans == t || (i.last_trans == t && i.needs_full_sync))
     }
 
-    /// btrfs_del_inode_ref_in_log + btrfs_del_dir_entries_in_log (tree-log.c@v5.10), called
-    /// by __btrfs_unlink_inode (unlink, rmdir, rename's old name): a name removed from an
-    /// inode or a directory the log holds is removed from the log too, under
-    /// join_running_log_trans (root->log_mutex, then log_writers until done).
+    /// __btrfs_unlink_inode's log updates (inode.c@v5.11; unlink, rmdir, rename's old
+    /// name): btrfs_del_inode_ref_in_log, then btrfs_del_dir_entries_in_log — a name
+    /// removed from an inode or a directory the log holds is removed from the log too.
     pub(super) async fn del_name_in_log(&self, t: TransId, ino: Ino, dir: Ino, name: &str) {
         if self.mutant(Mutant::UnlinkKeepsLoggedNames) {
             return;
         }
-        let (ino_logged, dir_logged) = {
-            let st = self.inner.st.borrow();
-            (
-                Self::inode_logged(&st, ino, t),
-                Self::inode_logged(&st, dir, t),
-            )
-        };
-        if !ino_logged && !dir_logged {
+        self.del_inode_ref_in_log(t, ino, dir, name).await;
+        self.del_dir_entries_in_log(t, dir, name).await;
+    }
+
+    /// join_running_log_trans (tree-log.c@v5.11): under root->log_mutex, joins the log
+    /// transaction as a writer if the log tree exists (false: -ENOENT, nothing to do).
+    async fn join_running_log_trans(&self, t: TransId) -> bool {
+        let _g = self.inner.log_mutex.lock().await;
+        let mut st = self.st_mut();
+        if st.log_tree_of != Some(t) {
+            return false;
+        }
+        st.log_writers += 1;
+        true
+    }
+
+    /// btrfs_del_inode_ref_in_log (tree-log.c@v5.11): if the inode was logged, join the
+    /// log transaction and, under the inode's log_mutex, delete its ref from the log.
+    async fn del_inode_ref_in_log(&self, t: TransId, ino: Ino, dir: Ino, name: &str) {
+        if !Self::inode_logged(&self.inner.st.borrow(), ino, t) {
             return;
         }
-        // join_running_log_trans: -ENOENT (nothing to do) unless the log tree exists.
-        {
-            let _g = self.inner.log_mutex.lock().await;
-            let mut st = self.st_mut();
-            if st.log_tree_of != Some(t) {
-                return;
-            }
-            st.log_writers += 1;
+        if !self.join_running_log_trans(t).await {
+            return;
         }
-        let cpu = self.log_del_name_cpu(ino, dir, name);
-        // btrfs_del_dir_entries_in_log@v5.11, under the directory's log_mutex: when the dir
-        // item or dir index item was found and deleted from the log (bytes_del != 0), the
-        // directory's inode item is searched for in the log (btrfs_search_slot(trans, log,
-        // key, path, 0, 1)) and, if there (ret == 0), its i_size is decreased by bytes_del
-        // and the leaf marked dirty. ddffcf6fb5ac (5.12) drops the update: replay fixes
-        // the directory's i_size from the entries it replays. The model counts it when the
-        // directory's entries are in the log and its inode item is (logged in this
-        // transaction); the work is measured, not charged to simulated time (it is not
-        // in the 5.10/5.11 reference runs; see the report of issue 26).
-        if dir_logged && !self.log_patch(LogPatch::NoDirIsizeUpdate) {
-            let item_in_log = self.inner.st.borrow().inodes[&dir].logged_trans == t;
-            if item_in_log {
-                let ns = self.log_dir_isize_update_cpu(dir);
-                let mut m = self.inner.m.borrow_mut();
-                m.logged_dir_isize_updates += 1;
-                m.logged_dir_isize_update_ns += ns;
-            }
-        }
-        self.inner.h.cpu(cpu).await;
         {
-            let mut st = self.st_mut();
-            let k = st.log_transid;
-            let items = u64::from(ino_logged) + u64::from(dir_logged);
-            st.log_dirty_bytes += items * self.inner.costs.item_bytes_per_dentry;
-            // The removal changes what replaying this log produces: its sync is needed.
-            st.note_new_content(t, k);
-            if st.keep_history {
-                let facts = st.log_facts.entry((t, k)).or_default();
-                if ino_logged {
-                    facts.push(LogFact::DelRef {
-                        ino,
-                        dir,
-                        name: name.to_string(),
-                    });
-                }
-                if dir_logged {
-                    facts.push(LogFact::DelEntry {
-                        dir,
-                        name: name.to_string(),
-                    });
-                }
-            }
+            let log_mutex = self.inode_log_mutex(ino);
+            let _held = log_mutex.lock().await;
+            let cpu = self.log_del_inode_ref_cpu(ino, dir);
+            self.inner.h.cpu(cpu).await;
+            self.note_log_removal(
+                t,
+                LogFact::DelRef {
+                    ino,
+                    dir,
+                    name: name.to_string(),
+                },
+            );
         }
         self.end_log_trans();
+    }
+
+    /// btrfs_del_dir_entries_in_log (tree-log.c@v5.11): if the directory was logged, join
+    /// the log transaction and, under the directory's log_mutex, delete the name's entry
+    /// from the log; 5.11 then updates the logged directory inode item's i_size.
+    async fn del_dir_entries_in_log(&self, t: TransId, dir: Ino, name: &str) {
+        if !Self::inode_logged(&self.inner.st.borrow(), dir, t) {
+            return;
+        }
+        if !self.join_running_log_trans(t).await {
+            return;
+        }
+        {
+            let log_mutex = self.inode_log_mutex(dir);
+            let _held = log_mutex.lock().await;
+            let mut cpu = self.log_del_dir_entry_cpu(dir, name);
+            cpu += self.logged_dir_isize_update(t, dir);
+            self.inner.h.cpu(cpu).await;
+            self.note_log_removal(
+                t,
+                LogFact::DelEntry {
+                    dir,
+                    name: name.to_string(),
+                },
+            );
+        }
+        self.end_log_trans();
+    }
+
+    /// btrfs_del_dir_entries_in_log@v5.11's update of the directory's inode item: when
+    /// the dir item or dir index item was deleted from the log (bytes_del != 0), the
+    /// directory's inode item is searched for in the log (btrfs_search_slot(trans, log,
+    /// key, path, 0, 1)) and, if there (ret == 0), its i_size lowered by bytes_del and the
+    /// leaf marked dirty. ddffcf6fb5ac (5.12) drops it: replay fixes the directory's
+    /// i_size from the entries it replays. Counted when the directory's inode item is in
+    /// this transaction's log; returns the CPU it costs (0 when not done).
+    fn logged_dir_isize_update(&self, t: TransId, dir: Ino) -> sim::Nanos {
+        if self.log_patch(LogPatch::NoDirIsizeUpdate)
+            || self.inner.st.borrow().inodes[&dir].logged_trans != t
+        {
+            return 0;
+        }
+        let ns = self.log_dir_isize_update_cpu(dir);
+        let mut m = self.inner.m.borrow_mut();
+        m.logged_dir_isize_updates += 1;
+        m.logged_dir_isize_update_ns += ns;
+        ns
+    }
+
+    /// Records a removal from the running log: its leaf bytes are dirty and replaying the
+    /// log now gives a different result, so its sync is needed.
+    fn note_log_removal(&self, t: TransId, fact: LogFact) {
+        let mut st = self.st_mut();
+        let k = st.log_transid;
+        st.log_dirty_bytes += self.inner.costs.item_bytes_per_dentry;
+        st.note_new_content(t, k);
+        if st.keep_history {
+            st.log_facts.entry((t, k)).or_default().push(fact);
+        }
     }
 
     /// btrfs_log_new_name (tree-log.c@v5.10/v5.11; link, rename): a non-directory gets
@@ -963,6 +999,9 @@ impl Btrfs {
             },
             blocks * c.nodesize,
         );
+        // Names whose removal ended before this instant are out of this log sub-transaction
+        // (their writers were waited for); later ones join the next.
+        let frozen_at = h.now();
         {
             let mut st = self.st_mut();
             st.log_transid += 1;
@@ -1029,13 +1068,12 @@ impl Btrfs {
         // superblock is issued.
         let necessary = self.judge(t, Some(log_transid));
         let base = self.inner.st.borrow().super_generation;
-        let at = self.inner.h.now();
         let (tok, off) = self.st_mut().new_write(
             WriteKind::LogSuper {
                 transid: t,
                 log_transid,
                 base,
-                at,
+                at: frozen_at,
             },
             4096,
         );
