@@ -920,6 +920,16 @@ fn dropping_the_logged_dir_isize_update_keeps_the_directory_right_after_replay()
             .logged_dir_isize_updates,
         0
     );
+    // Nor does unlinking a name added after the directory was logged: its dir item was
+    // never copied into the log (bytes_del == 0 in btrfs_del_dir_entries_in_log@v5.11).
+    let late =
+        std::fs::read_to_string("scenarios/examples/r14-unlink-updates-logged-dir-item.toml")
+            .unwrap()
+            .replace("\"unlink /d/a\"", "\"create /d/e\", \"unlink /d/e\"");
+    let sc3 = Scenario::parse(&late, "x.toml").unwrap();
+    let r = common::scripted(&sc3, &off);
+    assert_eq!(r.metrics.logged_dir_isize_updates, 0);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
 
 #[test]

@@ -731,6 +731,9 @@ pub struct Dentry {
     pub ino: Ino,
     /// Transaction that created it.
     pub created: TransId,
+    /// The directory's `change_seq` just after the entry was added: a full log of the
+    /// directory at a later or equal sequence copied it.
+    pub created_seq: u64,
     /// Transaction that removed it.
     pub removed: Option<TransId>,
     /// Virtual time its removal ended: __btrfs_unlink_inode returned, so the name is also
@@ -1217,6 +1220,7 @@ impl FsState {
     pub fn add_dentry(&mut self, dir: Ino, name: &str, ino: Ino, t: TransId) {
         self.bump(ino);
         self.bump(dir);
+        let created_seq = self.inodes.get(&dir).map_or(0, |i| i.change_seq);
         let entries = self.dirs.entry(dir).or_default();
         // The name's id: the entry's own if it has versions, else one more holder.
         let id = match self.names.find(name) {
@@ -1227,6 +1231,7 @@ impl FsState {
         slot.versions.push(Dentry {
             ino,
             created: t,
+            created_seq,
             removed: None,
             removed_at: None,
         });
@@ -1332,6 +1337,22 @@ impl FsState {
             );
             d.removed_at = Some(at);
         }
+    }
+
+    /// Whether `ino`'s entry (dir, name), live or removed in transaction `t`, is in
+    /// `t`'s log tree: the directory was logged in full in `t` after the entry was added
+    /// (log_directory_changes copied it). Names logged only through other paths are not
+    /// seen.
+    pub fn name_in_log(&self, dir: Ino, name: &str, ino: Ino, t: TransId) -> bool {
+        let Some((lt, seq)) = self.inodes.get(&dir).and_then(|i| i.logged_full) else {
+            return false;
+        };
+        lt == t
+            && self.dentry(dir, name).is_some_and(|v| {
+                v.iter().rev().any(|d| {
+                    d.ino == ino && d.removed.is_none_or(|r| r == t) && d.created_seq <= seq
+                })
+            })
     }
 
     /// The versions of entry (dir, name), oldest first.

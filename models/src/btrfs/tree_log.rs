@@ -780,7 +780,7 @@ impl Btrfs {
             return;
         }
         self.del_inode_ref_in_log(t, ino, dir, name).await;
-        self.del_dir_entries_in_log(t, dir, name).await;
+        self.del_dir_entries_in_log(t, ino, dir, name).await;
     }
 
     /// join_running_log_trans (tree-log.c@v5.11): under root->log_mutex, joins the log
@@ -824,7 +824,7 @@ impl Btrfs {
     /// btrfs_del_dir_entries_in_log (tree-log.c@v5.11): if the directory was logged, join
     /// the log transaction and, under the directory's log_mutex, delete the name's entry
     /// from the log; 5.11 then updates the logged directory inode item's i_size.
-    async fn del_dir_entries_in_log(&self, t: TransId, dir: Ino, name: &str) {
+    async fn del_dir_entries_in_log(&self, t: TransId, ino: Ino, dir: Ino, name: &str) {
         if !Self::inode_logged(&self.inner.st.borrow(), dir, t) {
             return;
         }
@@ -835,7 +835,7 @@ impl Btrfs {
             let log_mutex = self.inode_log_mutex(dir);
             let _held = log_mutex.lock().await;
             let mut cpu = self.log_del_dir_entry_cpu(dir, name);
-            cpu += self.logged_dir_isize_update(t, dir);
+            cpu += self.logged_dir_isize_update(t, ino, dir, name);
             self.inner.h.cpu(cpu).await;
             self.note_log_removal(
                 t,
@@ -853,11 +853,12 @@ impl Btrfs {
     /// directory's inode item is searched for in the log (btrfs_search_slot(trans, log,
     /// key, path, 0, 1)) and, if there (ret == 0), its i_size lowered by bytes_del and the
     /// leaf marked dirty. ddffcf6fb5ac (5.12) drops it: replay fixes the directory's
-    /// i_size from the entries it replays. Counted when the directory's inode item is in
-    /// this transaction's log; returns the CPU it costs (0 when not done).
-    fn logged_dir_isize_update(&self, t: TransId, dir: Ino) -> sim::Nanos {
+    /// i_size from the entries it replays. Done when the name was in the log (a full log
+    /// of the directory after the name was added, `FsState::name_in_log`; the directory's
+    /// inode item is then in the log too); returns the CPU it costs (0 when not done).
+    fn logged_dir_isize_update(&self, t: TransId, ino: Ino, dir: Ino, name: &str) -> sim::Nanos {
         if self.log_patch(LogPatch::NoDirIsizeUpdate)
-            || self.inner.st.borrow().inodes[&dir].logged_trans != t
+            || !self.inner.st.borrow().name_in_log(dir, name, ino, t)
         {
             return 0;
         }
