@@ -243,6 +243,16 @@ impl Tree {
         self.nitems
     }
 
+    /// Number of items with keys in [lo, hi].
+    pub fn items_in(&self, lo: Key, hi: Key) -> usize {
+        let first = self.index.range(..=lo).next_back().map_or(lo, |(k, _)| *k);
+        self.index
+            .range(first..=hi)
+            .flat_map(|(_, &s)| self.slab[s as usize].items.iter())
+            .filter(|(k, _)| (lo..=hi).contains(k))
+            .count()
+    }
+
     /// Items per leaf, in key order.
     pub fn leaf_items(&self) -> Vec<u32> {
         self.index

@@ -527,7 +527,7 @@ impl Btrfs {
         let inside = inside.min(bytes).min(size);
         let mut parts = Vec::with_capacity(2);
         if inside > 0 {
-            let at = self.place_inside(st, ino, inside, t);
+            let at = self.place_inside(st, ino, inside, t, &mut ops);
             parts.push((at, inside));
         }
         if bytes > inside {
@@ -589,7 +589,14 @@ impl Btrfs {
     /// trims or drops the old extents (a trimmed extent keeps its allocation, as a bookend
     /// extent does). Before this placement the model put the bytes past i_size, where the
     /// next logged inode item's i_size cut them off in log replay: a false S2.
-    fn place_inside(&self, st: &mut FsState, ino: Ino, len: u64, t: TransId) -> u64 {
+    fn place_inside(
+        &self,
+        st: &mut FsState,
+        ino: Ino,
+        len: u64,
+        t: TransId,
+        ops: &mut Vec<TreeOp>,
+    ) -> u64 {
         let (at, gap) = inside_offset(&st.inodes[&ino], len);
         if gap {
             Self::free_overwritten(st, ino, len, t);
@@ -598,9 +605,11 @@ impl Btrfs {
                 .iter()
                 .any(|e| e.hole && e.offset < at + len && e.end() > at);
             if holes {
+                ops.extend(drop_range_ops(st, ino, at, at + len));
                 self.drop_extents(st, ino, at, at + len, t);
             }
         } else {
+            ops.extend(drop_range_ops(st, ino, at, at + len));
             self.drop_extents(st, ino, at, at + len, t);
         }
         at
@@ -785,6 +794,7 @@ impl Btrfs {
             )];
             for (off, l) in holes {
                 // Punched holes inside the range give way to the new extent.
+                ops.extend(drop_range_ops(&st, ino, off, off + l));
                 self.drop_extents(&mut st, ino, off, off + l, t);
                 let pieces = Self::alloc_data_extent(&mut st, l);
                 st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
@@ -866,18 +876,7 @@ impl Btrfs {
                 inode_key(ino),
                 size::INODE_ITEM,
             )];
-            for e in st.inodes[&ino]
-                .extents
-                .iter()
-                .filter(|e| e.offset < end && e.end() > offset)
-            {
-                if e.offset >= offset && e.end() <= end {
-                    ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
-                } else {
-                    let k = Key::new(ino, key_type::EXTENT_DATA, e.offset);
-                    ops.push(TreeOp::Update(tree_id::FS, k, size::FILE_EXTENT));
-                }
-            }
+            ops.extend(drop_range_ops(&st, ino, offset, end));
             self.drop_extents(&mut st, ino, offset, end, t);
             if !self.mutant(Mutant::PunchHoleLogsNoHole) {
                 Self::insert_hole(&mut st, ino, t, offset, end);
@@ -893,6 +892,37 @@ impl Btrfs {
         self.end(th);
         Ok(())
     }
+}
+
+/// The item work of btrfs_drop_extents (file.c@v5.10) over [start, end) of `ino`: the
+/// items of extents inside the range are deleted (with the extent item and checksums of
+/// the data they held); an extent that starts before the range keeps its item, trimmed
+/// (rewritten); the part past the range's end gets an item at `end` — a copy of the item
+/// when the extent also starts before the range (btrfs_duplicate_item), else the item
+/// itself moved there (btrfs_set_item_key_safe: delete and insert here).
+fn drop_range_ops(st: &FsState, ino: Ino, start: u64, end: u64) -> Vec<TreeOp> {
+    let mut ops = Vec::new();
+    let key = |off| Key::new(ino, key_type::EXTENT_DATA, off);
+    for e in st.inodes[&ino]
+        .extents
+        .iter()
+        .filter(|e| e.offset < end && e.end() > start)
+    {
+        let (before, after) = (e.offset < start, e.end() > end);
+        match (before, after) {
+            (false, false) => ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len)),
+            (true, _) => ops.push(TreeOp::Update(
+                tree_id::FS,
+                key(e.offset),
+                size::FILE_EXTENT,
+            )),
+            (false, true) => ops.push(TreeOp::Delete(tree_id::FS, key(e.offset))),
+        }
+        if after {
+            ops.push(TreeOp::Insert(tree_id::FS, key(end), size::FILE_EXTENT));
+        }
+    }
+    ops
 }
 
 /// The first offset below i_size where `len` bytes fit between the file's data extents
