@@ -11,10 +11,48 @@ use std::collections::{BTreeMap, BTreeSet};
 /// fsync that returned: its data and one of its names must survive, and the superblock must
 /// not point at blocks that are not durable.
 pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<(), String> {
-    let durable = |tok: u64| {
-        st.write_kind(tok)
-            .is_some_and(|(_, off)| image.get(&off).is_some_and(|w| w.token == tok))
-    };
+    let durable = |tok: u64| is_durable(st, image, tok);
+    let Replayed {
+        base,
+        names,
+        files,
+        from_log,
+        log_sync_at,
+    } = replay(st, image)?;
+    let file_of = |ino: Ino| -> FileImage { FileImage::at_base(st, ino, base) };
+    check_fsyncs(
+        st,
+        &names,
+        &files,
+        &from_log,
+        log_sync_at,
+        &file_of,
+        &durable,
+    )
+}
+
+/// Whether device write `tok` is on the durable image.
+fn is_durable(st: &FsState, image: &BTreeMap<u64, DurableWrite>, tok: u64) -> bool {
+    st.write_kind(tok)
+        .is_some_and(|(_, off)| image.get(&off).is_some_and(|w| w.token == tok))
+}
+
+/// What recovery rebuilds from a durable image: the committed generation, the namespace
+/// and the files log replay touched (others are as of `base`), the names the log put in,
+/// and when the replayed log was synced.
+struct Replayed {
+    base: TransId,
+    names: BTreeMap<(Ino, String), Ino>,
+    files: BTreeMap<Ino, FileImage>,
+    from_log: BTreeSet<(Ino, String)>,
+    log_sync_at: Option<sim::Nanos>,
+}
+
+/// Recovery from `image` (open_ctree + btrfs_recover_log_trees): the superblock's
+/// generation, its committed tree, then log replay in log order. Err: the image is corrupt
+/// (tree or log blocks the superblock points at are not durable).
+fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed, String> {
+    let durable = |tok: u64| is_durable(st, image, tok);
     let (base, log) = match image
         .get(&SUPER_OFFSET)
         .and_then(|w| st.write_kind(w.token))
@@ -112,9 +150,30 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             }
         }
     }
+    Ok(Replayed {
+        base,
+        names,
+        files,
+        from_log,
+        log_sync_at,
+    })
+}
+
+/// S2's rules on a replayed state: no name the log brings back was removed before the log
+/// was synced, and every returned fsync keeps its names, entries, extents, data, size and
+/// xattrs.
+fn check_fsyncs(
+    st: &FsState,
+    names: &BTreeMap<(Ino, String), Ino>,
+    files: &BTreeMap<Ino, FileImage>,
+    from_log: &BTreeSet<(Ino, String)>,
+    log_sync_at: Option<sim::Nanos>,
+    file_of: &dyn Fn(Ino) -> FileImage,
+    durable: &dyn Fn(u64) -> bool,
+) -> Result<(), String> {
     // A name the log replay brought in must not be one removed before the log was synced.
     if let Some(sync_at) = log_sync_at {
-        for key in &from_log {
+        for key in from_log {
             let Some(&ino) = names.get(key) else { continue };
             let versions = st.dentry(key.0, &key.1);
             let removed_before = versions.is_some_and(|v| {
@@ -132,7 +191,7 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             }
         }
     }
-    let reachable = reachable_set(&names);
+    let reachable = reachable_set(names);
     for rec in &st.fsyncs {
         // A directory's fsync keeps each entry it had, unless that entry is gone since.
         for (n, i) in &rec.entries {
@@ -163,7 +222,7 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
         if inode.is_dir {
             continue;
         }
-        if let Some(key) = removed_name_back(st, &names, rec) {
+        if let Some(key) = removed_name_back(st, names, rec) {
             return Err(format!(
                 "fsync of {} returned at t={}ns, but after a crash now its name '{}' in directory {}, removed before the fsync, is back",
                 rec.path, rec.at, key.1, key.0
@@ -474,6 +533,21 @@ fn find_extent(st: &FsState, ino: Ino, id: u64) -> Option<&Extent> {
 }
 
 impl Btrfs {
+    /// What recovery keeps after a power failure now (`recovered_state` of the durable
+    /// image). Err: recovery fails, or the run keeps no history (long workload runs).
+    pub fn recovered(&self) -> Result<crate::vfs::Recovered, String> {
+        if !self.inner.st.borrow().keep_history {
+            return Err(
+                "the recovered state needs the crash history, which this run does not keep".into(),
+            );
+        }
+        let st = self.inner.st.borrow();
+        self.inner.dev.with_durable_image(|image| match image {
+            Some(image) => recovered_state(&st, image),
+            None => recovered_state(&st, &BTreeMap::new()),
+        })
+    }
+
     /// Checks what a power loss now would leave (S2).
     pub fn check_crash(&self, when: &str) {
         if !self.inner.st.borrow().keep_history {
@@ -503,4 +577,60 @@ impl Btrfs {
             self.violation("S2", format!("crash when {when}: {msg}"));
         }
     }
+}
+
+/// The recovered state of `image`: the same recovery `check_recovery` performs (the
+/// durable superblock's committed tree, then log replay), as the neutral namespace.
+/// Err: recovery fails (the image is corrupt). A directory's link count is its one name
+/// (btrfs keeps nlink 1 for directories); xattr values and modes are not modelled.
+pub fn recovered_state(
+    st: &FsState,
+    image: &BTreeMap<u64, DurableWrite>,
+) -> Result<crate::vfs::Recovered, String> {
+    use crate::vfs::recovered::{
+        with_holes, ExtentKind, InodeKind, Recovered, RecoveredExtent, RecoveredInode,
+    };
+    let r = replay(st, image)?;
+    let inode = |ino: Ino, nlink: u64| -> RecoveredInode {
+        let is_dir = st.inodes.get(&ino).is_some_and(|i| i.is_dir);
+        let fi = r
+            .files
+            .get(&ino)
+            .cloned()
+            .unwrap_or_else(|| FileImage::at_base(st, ino, r.base));
+        let extents: Vec<RecoveredExtent> = fi
+            .segs
+            .values()
+            .map(|e| RecoveredExtent {
+                offset: e.offset,
+                len: e.len,
+                kind: if e.prealloc {
+                    ExtentKind::Prealloc
+                } else {
+                    ExtentKind::Data
+                },
+                // A preallocated extent has no data write: nothing of it can be lost.
+                write: (!e.prealloc).then_some(e.data_token),
+                durable: e.prealloc || is_durable(st, image, e.data_token),
+            })
+            .collect();
+        RecoveredInode {
+            kind: if is_dir {
+                InodeKind::Dir
+            } else {
+                InodeKind::File
+            },
+            ino,
+            nlink: if is_dir { 1 } else { nlink },
+            size: (!is_dir).then_some(fi.size),
+            extents: if is_dir {
+                Vec::new()
+            } else {
+                with_holes(extents, fi.size)
+            },
+            xattrs: fi.xattrs.iter().map(|x| (x.clone(), None)).collect(),
+            mode: None,
+        }
+    };
+    Ok(Recovered::from_names(ROOT_INO, &r.names, inode))
 }
