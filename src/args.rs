@@ -109,19 +109,7 @@ pub(crate) enum Command {
     /// Take a power failure at a point of a scenario's scripted run and print what recovery keeps.
     #[command(
         after_help = concat!(
-            "--at TASK POINT: the instant task TASK stands at named point POINT (as [script] steps name
-them; POINT#N: its Nth arrival there), or `end`: after every task finished. Without --at:
-the scenario's [expect.crash] at. Without --policy/--fix/--without/--mutant: the scenario's
-second (after) policy. Prints each recovered path: file or dir, inode, link count, size,
-extents (data with its device write, prealloc, holes) and xattrs. Exits 1 when recovery
-fails (a corrupt image) or the filesystem does not model its recovered state (ext3/ext4).
-
-Examples:
-  fsyncsim crash scenarios/xfstests/generic-039.toml --at \"A fsync:done\"
-  fsyncsim crash scenarios/xfstests/generic-483.toml --at \"A fsync:done#3\" --json
-  fsyncsim crash scenarios/xfstests/generic-039.toml --mutant unlink-no-inode-update
-
-",
+            "--at TASK POINT: task TASK at named point POINT, when the script lets it go on (points as\n[script] steps name them; POINT#N: its Nth arrival there), or `end`: after every task\nfinished. Without --at: the scenario's [expect.crash] at. Without --policy: the scenario's\nsecond (after) policy, with --fix/--without/--mutant applied to it. Prints each recovered\npath: file or dir, inode, link count, size, extents (data with its device write, prealloc,\nholes) and xattrs. Exits 1 when recovery fails (a corrupt image) or the filesystem does not\nmodel its recovered state (ext3/ext4).\n\nExamples:\n  fsyncsim crash scenarios/xfstests/generic-039.toml --at \"A fsync:done\"\n  fsyncsim crash scenarios/xfstests/generic-483.toml --at \"A fsync:done#3\" --json\n  fsyncsim crash scenarios/xfstests/generic-039.toml --mutant unlink-no-inode-update\n\n",
             exit_codes!()
         )
     )]

@@ -359,3 +359,30 @@ fn a_crash_at_the_end_sees_every_returned_fsync() {
         );
     }
 }
+
+#[test]
+fn xattr_names_are_stated_and_compared_as_a_set() {
+    // An xattr set and fsynced survives; the set must match exactly, in any order.
+    let text = scenario_with("at = \"end\"\nxattrs = { \"/f\" = [\"user.b\", \"user.a\"] }\n")
+        .replace(
+            "ops = [\"fsync /f\"]",
+            "ops = [\"setxattr /f user.a\", \"setxattr /f user.b\", \"fsync /f\"]",
+        );
+    let sc = Scenario::parse(&text, "t.toml").unwrap();
+    let got = recovered(&sc, &sc.post_policy());
+    let e = sc.expect_crash.as_ref().unwrap();
+    assert_eq!(e.compare(&got), Vec::<String>::new(), "{}", got.render());
+    assert!(
+        got.render().contains("  xattr user.a\n"),
+        "{}",
+        got.render()
+    );
+    // Stating one name less is a mismatch that names both sets.
+    let text = text.replace("[\"user.b\", \"user.a\"]", "[\"user.a\"]");
+    let sc = Scenario::parse(&text, "t.toml").unwrap();
+    let diffs = sc.expect_crash.as_ref().unwrap().compare(&got);
+    assert_eq!(
+        diffs,
+        ["/f: expected xattrs [user.a], got [user.a, user.b]"]
+    );
+}
