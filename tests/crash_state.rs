@@ -332,6 +332,14 @@ fn bad_crash_tables_name_the_file_and_line() {
     .unwrap();
     assert_eq!(sc.expect_crash.unwrap().exists, ["/f"]);
     assert_eq!(sc.expect_pre.get("S2"), Some(&0));
+    // ext3/ext4 have no recovered state to compare: the table is refused at its `at`.
+    let text = scenario_with("at = \"end\"\n").replace("setup = ", "fs = \"ext4\"\nsetup = ");
+    let e = Scenario::parse(&text, "t.toml").unwrap_err().to_string();
+    assert!(
+        e.starts_with("t.toml:20: [expect.crash] needs a recovered state"),
+        "{e}"
+    );
+    assert!(e.contains("not modelled for ext4"), "{e}");
     // `crash` is not a policy label.
     let text =
         scenario_with("at = \"end\"\n").replace("after = \"linux-5.15\"", "crash = \"linux-5.15\"");

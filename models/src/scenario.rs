@@ -376,6 +376,15 @@ fn crash_expect(
     tasks: &[(String, Vec<Op>)],
     fs: FsKind,
 ) -> Result<CrashExpect, (usize, String)> {
+    if fs != FsKind::Btrfs {
+        return Err((
+            c.at.span().start,
+            format!(
+                "[expect.crash] needs a recovered state, which is not modelled for {}: expected it in btrfs scenarios only",
+                fs.name()
+            ),
+        ));
+    }
     let at = parse_crash_point(tasks, fs, c.at.get_ref()).map_err(|m| (c.at.span().start, m))?;
     let list = |v: &[Spanned<String>]| -> Result<Vec<String>, (usize, String)> {
         v.iter()
