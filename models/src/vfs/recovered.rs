@@ -149,8 +149,8 @@ impl Recovered {
         t
     }
 
-    /// The inodes of the namespace by path, with the holes between extents filled in:
-    /// builds a path map from (directory, name) → inode entries reachable from `root`.
+    /// The namespace reachable from directory `root` through the (directory, name) → inode
+    /// entries `names`; each path's inode is `inode(ino, nlink)`, nlink counting its names.
     pub fn from_names(
         root: u64,
         names: &BTreeMap<(u64, String), u64>,
@@ -319,4 +319,88 @@ pub fn extents_text(v: &[(u64, u64, ExtentKind)]) -> String {
         .map(|(o, l, k)| format!("{o}..{} {}", o + l, k.name()))
         .collect();
     format!("[{}]", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(offset: u64, len: u64) -> RecoveredExtent {
+        RecoveredExtent {
+            offset,
+            len,
+            kind: ExtentKind::Data,
+            write: Some(1),
+            durable: true,
+        }
+    }
+
+    #[test]
+    fn holes_fill_the_gaps_up_to_the_size_and_neighbours_merge() {
+        let v = with_holes(vec![data(4096, 4096), data(8192, 4096)], 20000);
+        let kinds: Vec<(u64, u64, ExtentKind)> =
+            v.iter().map(|e| (e.offset, e.len, e.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (0, 4096, ExtentKind::Hole),
+                (4096, 4096, ExtentKind::Data),
+                (8192, 4096, ExtentKind::Data),
+                (12288, 7712, ExtentKind::Hole),
+            ]
+        );
+        let i = RecoveredInode {
+            kind: InodeKind::File,
+            ino: 257,
+            nlink: 1,
+            size: Some(20000),
+            extents: v,
+            xattrs: BTreeMap::new(),
+            mode: None,
+        };
+        assert_eq!(
+            extents_text(&i.merged_extents()),
+            "[0..4096 hole, 4096..12288 data, 12288..20000 hole]"
+        );
+    }
+
+    #[test]
+    fn every_name_of_a_file_is_a_path_and_counts_as_a_link() {
+        let names: BTreeMap<(u64, String), u64> = [
+            ((256, "d".to_string()), 257),
+            ((257, "a".to_string()), 258),
+            ((256, "b".to_string()), 258),
+            // Under a directory nothing reaches: not listed, but still a link.
+            ((999, "c".to_string()), 258),
+        ]
+        .into_iter()
+        .collect();
+        let r = Recovered::from_names(256, &names, |ino, nlink| RecoveredInode {
+            kind: if ino == 258 {
+                InodeKind::File
+            } else {
+                InodeKind::Dir
+            },
+            ino,
+            nlink,
+            size: None,
+            extents: Vec::new(),
+            xattrs: BTreeMap::new(),
+            mode: None,
+        });
+        let paths: Vec<(&str, u64, u64)> = r
+            .paths
+            .iter()
+            .map(|(p, i)| (p.as_str(), i.ino, i.nlink))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("/", 256, 1),
+                ("/b", 258, 3),
+                ("/d", 257, 1),
+                ("/d/a", 258, 3)
+            ]
+        );
+    }
 }
