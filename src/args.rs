@@ -106,6 +106,14 @@ pub(crate) enum Command {
         )
     )]
     Replay(ReplayArgs),
+    /// Take a power failure at a point of a scenario's scripted run and print what recovery keeps.
+    #[command(
+        after_help = concat!(
+            "--at TASK POINT: task TASK at named point POINT, when the script lets it go on (points as\n[script] steps name them; POINT#N: its Nth arrival there), or `end`: after every task\nfinished. Without --at: the scenario's [expect.crash] at. Without --policy: the scenario's\nsecond (after) policy, with --fix/--without/--mutant applied to it. Prints each recovered\npath: file or dir, inode, link count, size, extents (data with its device write, prealloc,\nholes) and xattrs. Exits 1 when recovery fails (a corrupt image) or the filesystem does not\nmodel its recovered state (ext3/ext4).\n\nExamples:\n  fsyncsim crash scenarios/xfstests/generic-039.toml --at \"A fsync:done\"\n  fsyncsim crash scenarios/xfstests/generic-483.toml --at \"A fsync:done#3\" --json\n  fsyncsim crash scenarios/xfstests/generic-039.toml --mutant unlink-no-inode-update\n\n",
+            exit_codes!()
+        )
+    )]
+    Crash(CrashArgs),
     /// Shrink an explored seed that hits a target to a minimal scripted scenario file.
     #[command(
         after_help = concat!(
@@ -320,6 +328,27 @@ pub(crate) struct ReplayArgs {
     #[arg(long)]
     pub(crate) trace: Option<PathBuf>,
     /// Print JSON (the run as `run --json` prints it, with its seed) instead of the timeline.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CrashArgs {
+    /// Scenario name or path.
+    pub(crate) scenario: String,
+    /// When the power fails: "TASK POINT", "TASK POINT#N" or "end" (default: the
+    /// scenario's [expect.crash] at).
+    #[arg(long, allow_hyphen_values = true)]
+    pub(crate) at: Option<String>,
+    #[command(flatten)]
+    pub(crate) pol: PolicyArgs,
+    /// Device preset or file (default: the scenario's).
+    #[arg(long)]
+    pub(crate) device: Option<String>,
+    /// Run seed (default: the scenario's).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Print JSON: {scenario, policy, at, recovered: {paths: {...}} or error}.
     #[arg(long)]
     pub(crate) json: bool,
 }

@@ -11,7 +11,7 @@ mod out;
 
 use args::*;
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use cmd::{load::*, race::*, scrub::*, sweep::*};
+use cmd::{crash::*, load::*, race::*, scrub::*, sweep::*};
 use models::btrfs::{Fix, Mutant};
 use models::device::{presets, DeviceConfig};
 use models::kernel::Policy;
@@ -209,6 +209,7 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             out!("{}", String::from_utf8_lossy(&buf));
         }
         Command::Replay(a) => return replay(a),
+        Command::Crash(a) => return crash(a),
         Command::Shrink(a) => shrink(a)?,
         Command::Workload(a) => workload(a)?,
         Command::Compare(a) => compare(a)?,

@@ -5,7 +5,8 @@ use crate::btrfs::{Costs, Fix, Metrics, OpLatency, Violation};
 use crate::device::{Device, DeviceConfig};
 use crate::kernel::Policy;
 use crate::vfs::metrics::INVARIANTS;
-use crate::vfs::{Filesystem, FsKind, Mount, MountOptions, Mounted, Op};
+use crate::vfs::recovered::{CrashExpect, CrashPoint, ExtentKind};
+use crate::vfs::{Filesystem, FsKind, Mount, MountOptions, Mounted, Op, Recovered};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
 use sim::{Pct, RandomWalk, Replay, RngStreams, Script, ScriptThen, Sim, SimError, Urw};
@@ -121,8 +122,66 @@ struct ScenarioFile {
     task: Vec<TaskFile>,
     script: Option<ScriptFile>,
     policies: Option<BTreeMap<String, Spanned<String>>>,
-    expect: Option<BTreeMap<String, BTreeMap<String, Spanned<u64>>>>,
+    expect: Option<ExpectFile>,
     key_metric: Option<Spanned<String>>,
+}
+
+/// `[expect.*]`: a metric table per policy label, and `[expect.crash]` (what a power
+/// failure must leave), told apart by name.
+#[derive(Default)]
+struct ExpectFile {
+    metrics: BTreeMap<String, BTreeMap<String, Spanned<u64>>>,
+    crash: Option<CrashFile>,
+}
+
+impl<'de> Deserialize<'de> for ExpectFile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ExpectFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("tables [expect.<policy label>] of metrics and [expect.crash]")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<ExpectFile, A::Error> {
+                let mut out = ExpectFile::default();
+                while let Some(k) = m.next_key::<String>()? {
+                    if k == CRASH_TABLE {
+                        out.crash = Some(m.next_value()?);
+                    } else {
+                        let v = m.next_value()?;
+                        out.metrics.insert(k, v);
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The name of the crash table under `[expect]` (never a policy label).
+const CRASH_TABLE: &str = "crash";
+
+/// `[expect.crash]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CrashFile {
+    at: Spanned<String>,
+    #[serde(default)]
+    exists: Vec<Spanned<String>>,
+    #[serde(default)]
+    absent: Vec<Spanned<String>>,
+    #[serde(default)]
+    size: BTreeMap<String, Spanned<u64>>,
+    #[serde(default)]
+    nlink: BTreeMap<String, Spanned<u64>>,
+    #[serde(default)]
+    xattrs: BTreeMap<String, Spanned<Vec<String>>>,
+    #[serde(default)]
+    extents: BTreeMap<String, Spanned<Vec<String>>>,
 }
 
 /// A scripted step: task `task` reaches point `point`.
@@ -175,6 +234,8 @@ pub struct Scenario {
     pub expect_pre: BTreeMap<String, u64>,
     /// Expected metrics under the second policy (`[expect.post]`, or its declared label).
     pub expect_post: BTreeMap<String, u64>,
+    /// What a power failure at a point must leave, under both policies (`[expect.crash]`).
+    pub expect_crash: Option<CrashExpect>,
     /// Where it came from (file name or path).
     pub origin: String,
     /// File line of each setup operation (empty for scenarios not read from text).
@@ -233,6 +294,126 @@ fn check_metric(fs: FsKind, name: &str, role: &str) -> Result<(), String> {
 
 fn line_at(text: &str, offset: usize) -> usize {
     crate::device::config::line_of(text, offset)
+}
+
+/// Parses a crash point: `end`, or `TASK POINT` with an optional `#N` (the Nth arrival
+/// of the task at the point, from 1), checked against the tasks' operations.
+pub fn parse_crash_point(
+    tasks: &[(String, Vec<Op>)],
+    fs: FsKind,
+    text: &str,
+) -> Result<CrashPoint, String> {
+    if text.trim() == "end" {
+        return Ok(CrashPoint::End);
+    }
+    let usage = "expected 'TASK POINT', 'TASK POINT#N' or 'end', e.g. \"A fsync:done\"";
+    let mut w = text.split_whitespace();
+    let (Some(task), Some(point), None) = (w.next(), w.next(), w.next()) else {
+        return Err(format!("invalid crash point '{text}': {usage}"));
+    };
+    let (point, nth) = match point.split_once('#') {
+        Some((p, n)) => match n.parse::<usize>() {
+            Ok(n) if n >= 1 => (p, n),
+            _ => {
+                return Err(format!(
+                    "invalid crash point '{text}': #N must be a number from 1; {usage}"
+                ))
+            }
+        },
+        None => (point, 1),
+    };
+    let Some((_, ops)) = tasks.iter().find(|(n, _)| n == task) else {
+        let names: Vec<&str> = tasks.iter().map(|(n, _)| n.as_str()).collect();
+        return Err(format!(
+            "unknown task '{task}' in crash point '{text}': expected one of {}",
+            names.join(", ")
+        ));
+    };
+    let reachable: BTreeSet<String> = ops.iter().flat_map(|o| points_of(fs, o)).collect();
+    if !reachable.contains(point) {
+        return Err(format!(
+            "task '{task}' never reaches point '{point}': its operations reach {}",
+            reachable.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(CrashPoint::Step {
+        task: task.to_string(),
+        point: point.to_string(),
+        nth,
+    })
+}
+
+/// Checks an `[expect.crash]` path: absolute, no trailing slash but for `/`.
+fn crash_path(p: &str) -> Result<String, String> {
+    if !p.starts_with('/') || (p.len() > 1 && p.ends_with('/')) || p.contains("//") {
+        return Err(format!(
+            "invalid path '{p}' in [expect.crash]: expected an absolute path like /a/foo"
+        ));
+    }
+    Ok(p.to_string())
+}
+
+/// One `[expect.crash]` extent: `OFFSET LENGTH KIND` (sizes like 256k; data, prealloc, hole).
+fn crash_extent(s: &str) -> Result<(u64, u64, ExtentKind), String> {
+    let usage = "expected 'OFFSET LENGTH data|prealloc|hole', e.g. \"256k 768k prealloc\"";
+    let w: Vec<&str> = s.split_whitespace().collect();
+    let [o, l, k] = w[..] else {
+        return Err(format!("invalid extent '{s}' in [expect.crash]: {usage}"));
+    };
+    let bad = |m: String| format!("invalid extent '{s}' in [expect.crash]: {m}; {usage}");
+    let off = crate::units::parse_size(o).map_err(bad)?;
+    let len = crate::units::parse_size(l).map_err(bad)?;
+    let kind = ExtentKind::parse(k).ok_or_else(|| bad(format!("unknown kind '{k}'")))?;
+    if len == 0 || off.checked_add(len).is_none() {
+        return Err(bad("a length > 0 that fits".into()));
+    }
+    Ok((off, len, kind))
+}
+
+/// Validates `[expect.crash]`; errors carry the offset of the value at fault.
+fn crash_expect(
+    c: &CrashFile,
+    tasks: &[(String, Vec<Op>)],
+    fs: FsKind,
+) -> Result<CrashExpect, (usize, String)> {
+    if fs != FsKind::Btrfs {
+        return Err((
+            c.at.span().start,
+            format!(
+                "[expect.crash] needs a recovered state, which is not modelled for {}: expected it in btrfs scenarios only",
+                fs.name()
+            ),
+        ));
+    }
+    let at = parse_crash_point(tasks, fs, c.at.get_ref()).map_err(|m| (c.at.span().start, m))?;
+    let list = |v: &[Spanned<String>]| -> Result<Vec<String>, (usize, String)> {
+        v.iter()
+            .map(|p| crash_path(p.get_ref()).map_err(|m| (p.span().start, m)))
+            .collect()
+    };
+    fn map<T: Clone, U>(
+        m: &BTreeMap<String, Spanned<T>>,
+        f: impl Fn(&T) -> Result<U, String>,
+    ) -> Result<BTreeMap<String, U>, (usize, String)> {
+        m.iter()
+            .map(|(k, v)| {
+                let at = v.span().start;
+                Ok((
+                    crash_path(k).map_err(|m| (at, m))?,
+                    f(v.get_ref()).map_err(|m| (at, m))?,
+                ))
+            })
+            .collect()
+    }
+    Ok(CrashExpect {
+        at,
+        exists: list(&c.exists)?,
+        absent: list(&c.absent)?,
+        size: map(&c.size, |v| Ok(*v))?,
+        nlink: map(&c.nlink, |v| Ok(*v))?,
+        xattrs: map(&c.xattrs, |v| Ok(v.clone()))?,
+        extents: map(&c.extents, |v| v.iter().map(|e| crash_extent(e)).collect())?,
+    })
 }
 
 /// Parses one operation line ("fsync /a/x", "write /a/x 4k", "sleep 10ms").
@@ -472,6 +653,12 @@ impl Scenario {
                 }
                 let mut out = Vec::new();
                 for (label, spec) in v {
+                    if label == CRASH_TABLE {
+                        return Err(err(
+                            spec.span().start,
+                            format!("policy label '{CRASH_TABLE}' is reserved for [expect.crash]: expected another label, e.g. before/after"),
+                        ));
+                    }
                     let mut p = crate::kernel::parse_policy(spec.get_ref())
                         .map_err(|m| err(spec.span().start, m))?;
                     // Reports name a declared policy by its spec, which parses back.
@@ -623,7 +810,7 @@ impl Scenario {
             }
             None => None,
         };
-        let (expect_pre, expect_post) = match &f.expect {
+        let (expect_pre, expect_post) = match f.expect.as_ref().map(|e| &e.metrics) {
             Some(e) => {
                 if let Some(label) = e.keys().find(|l| !labels.contains(l)) {
                     // At the label itself, also when its table is empty.
@@ -642,6 +829,10 @@ impl Scenario {
                 )
             }
             None => (BTreeMap::new(), BTreeMap::new()),
+        };
+        let expect_crash = match f.expect.as_ref().and_then(|e| e.crash.as_ref()) {
+            Some(c) => Some(crash_expect(c, &tasks, fs).map_err(|(at, m)| err(at, m))?),
+            None => None,
         };
         let device = match &f.device {
             Some(d) => {
@@ -716,6 +907,7 @@ impl Scenario {
             declared_key_metric,
             expect_pre,
             expect_post,
+            expect_crash,
             origin: origin.to_string(),
             source_digest: crate::units::fnv1a64(text.as_bytes()),
             setup_lines: f
@@ -898,6 +1090,12 @@ impl Scenario {
         }
     }
 
+    /// A crash point of this scenario (`--at`, `[expect.crash] at`): `TASK POINT[#N]` or
+    /// `end`.
+    pub fn crash_point(&self, text: &str) -> Result<CrashPoint, String> {
+        parse_crash_point(&self.tasks, self.mount.fs, text)
+    }
+
     /// The patch title: the built-in fix's, else the file's title.
     pub fn patch_title(&self) -> &str {
         match self.fix {
@@ -1011,15 +1209,116 @@ pub fn run_with_trace(
     interleaving: &Interleaving,
     keep_trace: bool,
 ) -> RunResult {
+    run_full(sc, policy, device, seed, interleaving, keep_trace, None).0
+}
+
+/// What recovery keeps after a power failure at `at`, shared by the scheduler that takes it
+/// and the run that reads it (None: not taken yet).
+type CrashSlot = std::rc::Rc<std::cell::RefCell<Option<Result<Recovered, String>>>>;
+
+/// A scheduler that lets `inner` decide and takes the power failure (the filesystem's
+/// recovered state) when `inner` releases the `nth` arrival of `task` at `point`: the
+/// instant the task stands at the point, before it goes on.
+struct CrashAt {
+    inner: Box<dyn sim::Scheduler>,
+    task: String,
+    point: String,
+    nth: usize,
+    seen: usize,
+    fs: std::rc::Rc<std::cell::RefCell<Option<Mounted>>>,
+    out: CrashSlot,
+}
+
+impl sim::Scheduler for CrashAt {
+    fn pauses_at_points(&self) -> bool {
+        self.inner.pauses_at_points()
+    }
+    fn chooses_ties(&self) -> bool {
+        self.inner.chooses_ties()
+    }
+    fn decisions(&self) -> Vec<u32> {
+        self.inner.decisions()
+    }
+    fn pick(&mut self, view: &sim::ChoiceView<'_>) -> sim::Pick {
+        let pick = self.inner.pick(view);
+        if let sim::Pick::Release(i) = pick {
+            let p = &view.paused[i];
+            if view.task_name(p.task) == self.task && view.point_name(p.point) == self.point {
+                self.seen += 1;
+                if self.seen == self.nth {
+                    if let Some(fs) = self.fs.borrow().as_ref() {
+                        *self.out.borrow_mut() = Some(fs.recovered());
+                    }
+                }
+            }
+        }
+        pick
+    }
+    fn describe_hold(&self, view: &sim::ChoiceView<'_>) -> String {
+        self.inner.describe_hold(view)
+    }
+    fn unfinished(&self) -> Option<String> {
+        self.inner.unfinished()
+    }
+}
+
+/// A scripted run of `sc` under `policy` with a power failure at `at`: the run, and what
+/// recovery keeps then (Ok: the recovered state; Err: recovery fails or is not modelled);
+/// None when the run never reached `at`.
+pub fn crash_state(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seed: u64,
+    at: &CrashPoint,
+) -> (RunResult, Option<Result<Recovered, String>>) {
+    run_full(
+        sc,
+        policy,
+        device,
+        seed,
+        &Interleaving::Script,
+        true,
+        Some(at),
+    )
+}
+
+/// `run_with_trace`, with a power failure taken at `crash` when given.
+fn run_full(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seed: u64,
+    interleaving: &Interleaving,
+    keep_trace: bool,
+    crash: Option<&CrashPoint>,
+) -> (RunResult, Option<Result<Recovered, String>>) {
     let mut sim = Sim::new();
     sim.keep_trace(keep_trace);
     sim.set_time_limit(3600 * sim::S);
     let mut streams = RngStreams::new(seed);
-    sim.set_scheduler(scheduler_for(sc, interleaving, &mut streams));
+    let sched = scheduler_for(sc, interleaving, &mut streams);
+    let crash_fs: std::rc::Rc<std::cell::RefCell<Option<Mounted>>> = Default::default();
+    let crash_out: CrashSlot = Default::default();
+    match crash {
+        Some(CrashPoint::Step { task, point, nth }) => sim.set_scheduler(Box::new(CrashAt {
+            inner: sched,
+            task: task.clone(),
+            point: point.clone(),
+            nth: *nth,
+            seen: 0,
+            fs: crash_fs.clone(),
+            out: crash_out.clone(),
+        })),
+        _ => sim.set_scheduler(sched),
+    }
     let h = sim.handle();
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
     dev.set_histograms(keep_trace);
     let fs = Mounted::mount(&h, dev, &sc.mount, policy.clone(), sc.costs.clone());
+    if crash.is_some() {
+        *crash_fs.borrow_mut() = Some(fs.clone());
+    }
     let kind = sc.mount.fs;
     fs.set_latency(keep_trace);
     if let Some(interval) = sc.commit_interval {
@@ -1100,6 +1399,11 @@ pub fn run_with_trace(
     let outcome = sim.run();
     let outcome_ok = outcome.is_ok();
     fs.finish();
+    if crash == Some(&CrashPoint::End) && outcome_ok {
+        *crash_out.borrow_mut() = Some(fs.recovered());
+    }
+    // The scheduler holds a clone of the filesystem: drop it with the run.
+    crash_fs.borrow_mut().take();
     if outcome.is_ok() {
         fs.check_crash("the run ended");
     }
@@ -1145,7 +1449,7 @@ pub fn run_with_trace(
             timeline: Vec::new(),
         });
     }
-    RunResult {
+    let result = RunResult {
         decisions: sim.scheduler().decisions(),
         releases: sim.point_releases(),
         policy: policy.clone(),
@@ -1159,7 +1463,9 @@ pub fn run_with_trace(
         trace_hash,
         end,
         trace: sim.render_trace(),
-    }
+    };
+    let recovered = crash_out.borrow_mut().take();
+    (result, recovered)
 }
 
 /// Names the script line a stuck run waits for.

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod block;
 pub mod checkpoint;
 pub mod chrome;
+pub mod crash;
 pub mod devices;
 pub mod fio;
 pub mod latency;

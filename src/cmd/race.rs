@@ -154,7 +154,11 @@ pub(crate) fn check(specs: &[String], allow_empty: bool, json: bool) -> Result<V
     for sc in load_scenarios(specs)? {
         let dev = device_for(&sc, &None)?;
         let mut problems = Vec::new();
-        if sc.expect_pre.is_empty() && sc.expect_post.is_empty() && !allow_empty {
+        if sc.expect_pre.is_empty()
+            && sc.expect_post.is_empty()
+            && sc.expect_crash.is_none()
+            && !allow_empty
+        {
             problems.push(format!(
                 "{}: no expectations ([expect.*] is empty): nothing to check (--allow-empty accepts it)",
                 sc.origin
@@ -168,6 +172,9 @@ pub(crate) fn check(specs: &[String], allow_empty: bool, json: bool) -> Result<V
             let r = scenario::run(&sc, &policy, &dev, sc.seed, &Interleaving::Script);
             playable(&r)?;
             for m in scenario::compare(expect, &r) {
+                problems.push(format!("{label} ({}): {m}", policy.name));
+            }
+            for m in crash_problems(&sc, &policy, &dev)? {
                 problems.push(format!("{label} ({}): {m}", policy.name));
             }
         }
@@ -193,4 +200,33 @@ pub(crate) fn check(specs: &[String], allow_empty: bool, json: bool) -> Result<V
         }
     }
     Ok(verdict)
+}
+
+/// What differs from the scenario's `[expect.crash]` after a power failure at its point in
+/// the scripted run under `policy` (none without the table). A point the run never
+/// reaches is bad input, as a stuck script is.
+fn crash_problems(
+    sc: &Scenario,
+    policy: &Policy,
+    dev: &DeviceConfig,
+) -> Result<Vec<String>, Failure> {
+    let Some(e) = &sc.expect_crash else {
+        return Ok(Vec::new());
+    };
+    let (r, state) = scenario::crash_state(sc, policy, dev, sc.seed, &e.at);
+    playable(&r)?;
+    let Some(state) = state else {
+        return Err(Failure(format!(
+            "{}: [expect.crash] at '{}': the scripted run under {} never reached it",
+            sc.origin, e.at, policy.name
+        )));
+    };
+    Ok(match state {
+        Ok(got) => e
+            .compare(&got)
+            .into_iter()
+            .map(|m| format!("crash at {}: {m}", e.at))
+            .collect(),
+        Err(m) => vec![format!("crash at {}: recovery fails: {m}", e.at)],
+    })
 }

@@ -394,6 +394,9 @@ impl crate::vfs::Filesystem for Btrfs {
     fn check_crash(&self, when: &str) {
         Btrfs::check_crash(self, when)
     }
+    fn recovered(&self) -> Result<crate::vfs::Recovered, String> {
+        Btrfs::recovered(self)
+    }
     fn finish(&self) {
         Btrfs::finish(self)
     }

@@ -11,50 +11,48 @@ use std::collections::{BTreeMap, BTreeSet};
 /// fsync that returned: its data and one of its names must survive, and the superblock must
 /// not point at blocks that are not durable.
 pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<(), String> {
-    let durable = |tok: u64| {
-        st.write_kind(tok)
-            .is_some_and(|(_, off)| image.get(&off).is_some_and(|w| w.token == tok))
-    };
-    let (base, log) = match image
-        .get(&SUPER_OFFSET)
-        .and_then(|w| st.write_kind(w.token))
-    {
-        None => (MKFS_GENERATION, None),
-        Some((WriteKind::CommitSuper { transid }, _)) => (transid, None),
-        Some((
-            WriteKind::LogSuper {
-                transid,
-                log_transid,
-                base,
-                ..
-            },
-            _,
-        )) => (base, Some((transid, log_transid))),
-        Some((other, _)) => return Err(format!("superblock slot holds {other:?}")),
-    };
-    for (i, (kind, _)) in st.writes.iter().enumerate() {
-        let tok = i as u64 + 1;
-        match *kind {
-            WriteKind::CommitBlocks { transid } if transid <= base && !durable(tok) => {
-                return Err(format!(
-                    "the durable superblock says generation {base}, but transaction {transid}'s tree blocks are not durable: the filesystem is corrupt"
-                ));
-            }
-            WriteKind::LogBlocks {
-                transid,
-                log_transid,
-            }
-            | WriteKind::LogRoot {
-                transid,
-                log_transid,
-            } if log.is_some_and(|(t, k)| t == transid && log_transid <= k) && !durable(tok) => {
-                return Err(format!(
-                    "the durable superblock points at the log of transaction {transid}, but its log blocks (sub-transaction {log_transid}) are not durable: log replay reads garbage"
-                ));
-            }
-            _ => {}
-        }
-    }
+    let durable = |tok: u64| is_durable(st, image, tok);
+    let Replayed {
+        base,
+        names,
+        files,
+        from_log,
+        log_sync_at,
+    } = replay(st, image)?;
+    let file_of = |ino: Ino| -> FileImage { FileImage::at_base(st, ino, base) };
+    check_fsyncs(
+        st,
+        &names,
+        &files,
+        &from_log,
+        log_sync_at,
+        &file_of,
+        &durable,
+    )
+}
+
+/// Whether device write `tok` is on the durable image.
+fn is_durable(st: &FsState, image: &BTreeMap<u64, DurableWrite>, tok: u64) -> bool {
+    st.write_kind(tok)
+        .is_some_and(|(_, off)| image.get(&off).is_some_and(|w| w.token == tok))
+}
+
+/// What recovery rebuilds from a durable image: the committed generation, the namespace
+/// and the files log replay touched (others are as of `base`), the names the log put in,
+/// and when the replayed log was synced.
+struct Replayed {
+    base: TransId,
+    names: BTreeMap<(Ino, String), Ino>,
+    files: BTreeMap<Ino, FileImage>,
+    from_log: BTreeSet<(Ino, String)>,
+    log_sync_at: Option<sim::Nanos>,
+}
+
+/// Recovery from `image` (open_ctree + btrfs_recover_log_trees): the superblock's
+/// generation, its committed tree, then log replay in log order. Err: the image is corrupt
+/// (tree or log blocks the superblock points at are not durable).
+fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed, String> {
+    let (base, log) = durable_root(st, image)?;
     // The namespace as of the committed generation.
     let mut names = names_at(st, base);
     let base_names = names.clone();
@@ -112,153 +110,267 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
             }
         }
     }
-    // A name the log replay brought in must not be one removed before the log was synced.
-    if let Some(sync_at) = log_sync_at {
-        for key in &from_log {
-            let Some(&ino) = names.get(key) else { continue };
-            let versions = st.dentry(key.0, &key.1);
-            let removed_before = versions.is_some_and(|v| {
-                let mine: Vec<_> = v.iter().filter(|d| d.ino == ino).collect();
-                !mine.is_empty()
-                    && mine
-                        .iter()
-                        .all(|d| d.removed_at.is_some_and(|r| r <= sync_at))
-            });
-            if removed_before {
+    Ok(Replayed {
+        base,
+        names,
+        files,
+        from_log,
+        log_sync_at,
+    })
+}
+
+/// The durable superblock's committed generation and the log it points at (transaction,
+/// log sub-transaction), if any. Err: tree or log blocks it points at are not durable.
+fn durable_root(
+    st: &FsState,
+    image: &BTreeMap<u64, DurableWrite>,
+) -> Result<(TransId, Option<(TransId, u64)>), String> {
+    let durable = |tok: u64| is_durable(st, image, tok);
+    let (base, log) = match image
+        .get(&SUPER_OFFSET)
+        .and_then(|w| st.write_kind(w.token))
+    {
+        None => (MKFS_GENERATION, None),
+        Some((WriteKind::CommitSuper { transid }, _)) => (transid, None),
+        Some((
+            WriteKind::LogSuper {
+                transid,
+                log_transid,
+                base,
+                ..
+            },
+            _,
+        )) => (base, Some((transid, log_transid))),
+        Some((other, _)) => return Err(format!("superblock slot holds {other:?}")),
+    };
+    for (i, (kind, _)) in st.writes.iter().enumerate() {
+        let tok = i as u64 + 1;
+        match *kind {
+            WriteKind::CommitBlocks { transid } if transid <= base && !durable(tok) => {
                 return Err(format!(
-                    "the name '{}' in directory {} was removed before the log was synced at t={sync_at}ns, but log replay brings it back",
-                    key.1, key.0
+                    "the durable superblock says generation {base}, but transaction {transid}'s tree blocks are not durable: the filesystem is corrupt"
                 ));
             }
+            WriteKind::LogBlocks {
+                transid,
+                log_transid,
+            }
+            | WriteKind::LogRoot {
+                transid,
+                log_transid,
+            } if log.is_some_and(|(t, k)| t == transid && log_transid <= k) && !durable(tok) => {
+                return Err(format!(
+                    "the durable superblock points at the log of transaction {transid}, but its log blocks (sub-transaction {log_transid}) are not durable: log replay reads garbage"
+                ));
+            }
+            _ => {}
         }
     }
-    let reachable = reachable_set(&names);
+    Ok((base, log))
+}
+
+/// S2's rules on a replayed state: no name the log brings back was removed before the log
+/// was synced, and every returned fsync keeps its names, entries, extents, data, size and
+/// xattrs.
+fn check_fsyncs(
+    st: &FsState,
+    names: &BTreeMap<(Ino, String), Ino>,
+    files: &BTreeMap<Ino, FileImage>,
+    from_log: &BTreeSet<(Ino, String)>,
+    log_sync_at: Option<sim::Nanos>,
+    file_of: &dyn Fn(Ino) -> FileImage,
+    durable: &dyn Fn(u64) -> bool,
+) -> Result<(), String> {
+    check_log_names(st, names, from_log, log_sync_at)?;
+    let reachable = reachable_set(names);
     for rec in &st.fsyncs {
-        // A directory's fsync keeps each entry it had, unless that entry is gone since.
-        for (n, i) in &rec.entries {
-            let live_now = st.live_entry(rec.ino, n) == Some(*i);
-            if live_now && names.get(&(rec.ino, n.clone())) != Some(i) {
-                return Err(format!(
-                    "fsync of directory {} returned at t={}ns, but after a crash now its entry '{n}' is gone",
-                    rec.path, rec.at
-                ));
-            }
-        }
-        let now_names = st.names_of(rec.ino);
-        if now_names.is_empty() {
-            continue; // unlinked since: nothing to keep
-        }
-        let named = rec
-            .names
-            .iter()
-            .chain(now_names.iter())
-            .any(|n| names.get(n) == Some(&rec.ino) && reachable.contains(&n.0));
-        if !named {
-            return Err(format!(
-                "fsync of {} returned at t={}ns, but after a crash now the file has no name",
-                rec.path, rec.at
-            ));
-        }
-        let inode = &st.inodes[&rec.ino];
-        if inode.is_dir {
+        if !check_fsync_names(st, names, &reachable, rec)? {
             continue;
-        }
-        if let Some(key) = removed_name_back(st, &names, rec) {
-            return Err(format!(
-                "fsync of {} returned at t={}ns, but after a crash now its name '{}' in directory {}, removed before the fsync, is back",
-                rec.path, rec.at, key.1, key.0
-            ));
         }
         let fi = files
             .get(&rec.ino)
             .cloned()
             .unwrap_or_else(|| file_of(rec.ino));
-        for id in &rec.extents {
-            let Some(e) = inode.extents.iter().find(|e| e.id == *id) else {
-                continue;
-            };
-            if e.hole {
-                continue;
-            }
-            if !fi.covers(e) {
-                return Err(format!(
-                    "fsync of {} returned at t={}ns, but after a crash now its extent {id} ({} bytes at {}) is not in the tree",
-                    rec.path, rec.at, e.len, e.offset
-                ));
-            }
-            if !e.prealloc && !durable(e.data_token) {
-                return Err(format!(
-                    "fsync of {} returned at t={}ns, but after a crash now the data of its extent {id} is lost",
-                    rec.path, rec.at
-                ));
-            }
-        }
-        // Data the file no longer had when the fsync returned must not come back.
-        for s in fi.segs.values() {
-            let dropped_before = inode
-                .dead_extents
-                .iter()
-                .any(|d| d.ext.id == s.id && d.removed_at <= rec.at);
-            if !dropped_before {
-                continue;
-            }
-            // The same bytes may live on in trimmed pieces of the extent: only bytes the
-            // file did not map when the fsync returned count. Pieces dropped since (a later
-            // hole punch, truncate or overwrite whose fsync has not returned) still mapped
-            // them then, and a crash may keep them.
-            let mut then: Vec<&Extent> = inode
-                .extents
-                .iter()
-                .chain(
-                    inode
-                        .dead_extents
-                        .iter()
-                        .filter(|d| d.removed_at > rec.at)
-                        .map(|d| &d.ext),
-                )
-                .filter(|e| !e.hole && same_bytes(e, s))
-                .collect();
-            then.sort_by_key(|e| e.offset);
-            let mut cur = s.offset;
-            let mut gap = None;
-            for e in then {
-                if e.end() <= cur || e.offset >= s.end() {
-                    continue;
-                }
-                if e.offset > cur {
-                    gap = Some((cur, e.offset));
-                    break;
-                }
-                cur = e.end();
-            }
-            let gap = gap.or((cur < s.end()).then_some((cur, s.end())));
-            if let Some((a, b)) = gap {
-                return Err(format!(
-                    "fsync of {} returned at t={}ns, but after a crash now bytes {a}..{b} hold data the file had dropped before it (extent {})",
-                    rec.path, rec.at, s.id
-                ));
-            }
-        }
-        // The size must survive only while it is unchanged since the fsync: equal now is not
-        // enough (a file shrunk and grown back may crash with the smaller committed size).
-        let size_unchanged =
-            inode.disk_size == rec.size && inode.size_hist.len() == rec.size_changes;
-        if size_unchanged && fi.size != rec.size {
+        check_fsync_data(st, rec, &fi, durable)?;
+    }
+    Ok(())
+}
+
+/// A name the log replay brought in must not be one removed before the log was synced.
+fn check_log_names(
+    st: &FsState,
+    names: &BTreeMap<(Ino, String), Ino>,
+    from_log: &BTreeSet<(Ino, String)>,
+    log_sync_at: Option<sim::Nanos>,
+) -> Result<(), String> {
+    let Some(sync_at) = log_sync_at else {
+        return Ok(());
+    };
+    for key in from_log {
+        let Some(&ino) = names.get(key) else { continue };
+        let versions = st.dentry(key.0, &key.1);
+        let removed_before = versions.is_some_and(|v| {
+            let mine: Vec<_> = v.iter().filter(|d| d.ino == ino).collect();
+            !mine.is_empty()
+                && mine
+                    .iter()
+                    .all(|d| d.removed_at.is_some_and(|r| r <= sync_at))
+        });
+        if removed_before {
             return Err(format!(
-                "fsync of {} returned at t={}ns with size {}, but after a crash now the size is {}",
-                rec.path, rec.at, rec.size, fi.size
+                "the name '{}' in directory {} was removed before the log was synced at t={sync_at}ns, but log replay brings it back",
+                key.1, key.0
             ));
-        }
-        for x in &rec.xattrs {
-            if inode.xattrs.contains_key(x) && !fi.xattrs.contains(x) {
-                return Err(format!(
-                    "fsync of {} returned at t={}ns, but after a crash now its xattr {x} is gone",
-                    rec.path, rec.at
-                ));
-            }
         }
     }
     Ok(())
+}
+
+/// A returned fsync keeps its directory entries and a reachable name, and no name removed
+/// before it; Ok(true): a regular file still linked, whose data is checked next.
+fn check_fsync_names(
+    st: &FsState,
+    names: &BTreeMap<(Ino, String), Ino>,
+    reachable: &BTreeSet<Ino>,
+    rec: &FsyncRecord,
+) -> Result<bool, String> {
+    // A directory's fsync keeps each entry it had, unless that entry is gone since.
+    for (n, i) in &rec.entries {
+        let live_now = st.live_entry(rec.ino, n) == Some(*i);
+        if live_now && names.get(&(rec.ino, n.clone())) != Some(i) {
+            return Err(format!(
+                "fsync of directory {} returned at t={}ns, but after a crash now its entry '{n}' is gone",
+                rec.path, rec.at
+            ));
+        }
+    }
+    let now_names = st.names_of(rec.ino);
+    if now_names.is_empty() {
+        return Ok(false); // unlinked since: nothing to keep
+    }
+    let named = rec
+        .names
+        .iter()
+        .chain(now_names.iter())
+        .any(|n| names.get(n) == Some(&rec.ino) && reachable.contains(&n.0));
+    if !named {
+        return Err(format!(
+            "fsync of {} returned at t={}ns, but after a crash now the file has no name",
+            rec.path, rec.at
+        ));
+    }
+    let inode = &st.inodes[&rec.ino];
+    if inode.is_dir {
+        return Ok(false);
+    }
+    if let Some(key) = removed_name_back(st, names, rec) {
+        return Err(format!(
+            "fsync of {} returned at t={}ns, but after a crash now its name '{}' in directory {}, removed before the fsync, is back",
+            rec.path, rec.at, key.1, key.0
+        ));
+    }
+    Ok(true)
+}
+
+/// A returned fsync of a regular file keeps its extents, their data, its size (while
+/// unchanged since) and its xattrs in the recovered file `fi`, and no data it had dropped.
+fn check_fsync_data(
+    st: &FsState,
+    rec: &FsyncRecord,
+    fi: &FileImage,
+    durable: &dyn Fn(u64) -> bool,
+) -> Result<(), String> {
+    let inode = &st.inodes[&rec.ino];
+    for id in &rec.extents {
+        let Some(e) = inode.extents.iter().find(|e| e.id == *id) else {
+            continue;
+        };
+        if e.hole {
+            continue;
+        }
+        if !fi.covers(e) {
+            return Err(format!(
+                "fsync of {} returned at t={}ns, but after a crash now its extent {id} ({} bytes at {}) is not in the tree",
+                rec.path, rec.at, e.len, e.offset
+            ));
+        }
+        if !e.prealloc && !durable(e.data_token) {
+            return Err(format!(
+                "fsync of {} returned at t={}ns, but after a crash now the data of its extent {id} is lost",
+                rec.path, rec.at
+            ));
+        }
+    }
+    // Data the file no longer had when the fsync returned must not come back.
+    for s in fi.segs.values() {
+        let dropped_before = inode
+            .dead_extents
+            .iter()
+            .any(|d| d.ext.id == s.id && d.removed_at <= rec.at);
+        if !dropped_before {
+            continue;
+        }
+        // The same bytes may live on in trimmed pieces of the extent: only bytes the
+        // file did not map when the fsync returned count. Pieces dropped since (a later
+        // hole punch, truncate or overwrite whose fsync has not returned) still mapped
+        // them then, and a crash may keep them.
+        let gap = dropped_gap(inode, rec, s);
+        if let Some((a, b)) = gap {
+            return Err(format!(
+                "fsync of {} returned at t={}ns, but after a crash now bytes {a}..{b} hold data the file had dropped before it (extent {})",
+                rec.path, rec.at, s.id
+            ));
+        }
+    }
+    // The size must survive only while it is unchanged since the fsync: equal now is not
+    // enough (a file shrunk and grown back may crash with the smaller committed size).
+    let size_unchanged = inode.disk_size == rec.size && inode.size_hist.len() == rec.size_changes;
+    if size_unchanged && fi.size != rec.size {
+        return Err(format!(
+            "fsync of {} returned at t={}ns with size {}, but after a crash now the size is {}",
+            rec.path, rec.at, rec.size, fi.size
+        ));
+    }
+    for x in &rec.xattrs {
+        if inode.xattrs.contains_key(x) && !fi.xattrs.contains(x) {
+            return Err(format!(
+                "fsync of {} returned at t={}ns, but after a crash now its xattr {x} is gone",
+                rec.path, rec.at
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first range of the recovered piece `s` (of an extent version dropped before the
+/// fsync `rec` returned) whose bytes the file did not map when the fsync returned.
+fn dropped_gap(inode: &Inode, rec: &FsyncRecord, s: &Extent) -> Option<(u64, u64)> {
+    let mut then: Vec<&Extent> = inode
+        .extents
+        .iter()
+        .chain(
+            inode
+                .dead_extents
+                .iter()
+                .filter(|d| d.removed_at > rec.at)
+                .map(|d| &d.ext),
+        )
+        .filter(|e| !e.hole && same_bytes(e, s))
+        .collect();
+    then.sort_by_key(|e| e.offset);
+    let mut cur = s.offset;
+    let mut gap = None;
+    for e in then {
+        if e.end() <= cur || e.offset >= s.end() {
+            continue;
+        }
+        if e.offset > cur {
+            gap = Some((cur, e.offset));
+            break;
+        }
+        cur = e.end();
+    }
+    gap.or((cur < s.end()).then_some((cur, s.end())))
 }
 
 /// A name of the fsynced file `rec` that recovery keeps although it was removed before the
@@ -474,6 +586,21 @@ fn find_extent(st: &FsState, ino: Ino, id: u64) -> Option<&Extent> {
 }
 
 impl Btrfs {
+    /// What recovery keeps after a power failure now (`recovered_state` of the durable
+    /// image). Err: recovery fails, or the run keeps no history (long workload runs).
+    pub fn recovered(&self) -> Result<crate::vfs::Recovered, String> {
+        if !self.inner.st.borrow().keep_history {
+            return Err(
+                "the recovered state needs the crash history, which this run does not keep".into(),
+            );
+        }
+        let st = self.inner.st.borrow();
+        self.inner.dev.with_durable_image(|image| match image {
+            Some(image) => recovered_state(&st, image),
+            None => recovered_state(&st, &BTreeMap::new()),
+        })
+    }
+
     /// Checks what a power loss now would leave (S2).
     pub fn check_crash(&self, when: &str) {
         if !self.inner.st.borrow().keep_history {
@@ -503,4 +630,60 @@ impl Btrfs {
             self.violation("S2", format!("crash when {when}: {msg}"));
         }
     }
+}
+
+/// The recovered state of `image`: the same recovery `check_recovery` performs (the
+/// durable superblock's committed tree, then log replay), as the neutral namespace.
+/// Err: recovery fails (the image is corrupt). A directory's link count is its one name
+/// (btrfs keeps nlink 1 for directories); xattr values and modes are not modelled.
+pub fn recovered_state(
+    st: &FsState,
+    image: &BTreeMap<u64, DurableWrite>,
+) -> Result<crate::vfs::Recovered, String> {
+    use crate::vfs::recovered::{
+        with_holes, ExtentKind, InodeKind, Recovered, RecoveredExtent, RecoveredInode,
+    };
+    let r = replay(st, image)?;
+    let inode = |ino: Ino, nlink: u64| -> RecoveredInode {
+        let is_dir = st.inodes.get(&ino).is_some_and(|i| i.is_dir);
+        let fi = r
+            .files
+            .get(&ino)
+            .cloned()
+            .unwrap_or_else(|| FileImage::at_base(st, ino, r.base));
+        let extents: Vec<RecoveredExtent> = fi
+            .segs
+            .values()
+            .map(|e| RecoveredExtent {
+                offset: e.offset,
+                len: e.len,
+                kind: if e.prealloc {
+                    ExtentKind::Prealloc
+                } else {
+                    ExtentKind::Data
+                },
+                // A preallocated extent has no data write: nothing of it can be lost.
+                write: (!e.prealloc).then_some(e.data_token),
+                durable: e.prealloc || is_durable(st, image, e.data_token),
+            })
+            .collect();
+        RecoveredInode {
+            kind: if is_dir {
+                InodeKind::Dir
+            } else {
+                InodeKind::File
+            },
+            ino,
+            nlink: if is_dir { 1 } else { nlink },
+            size: (!is_dir).then_some(fi.size),
+            extents: if is_dir {
+                Vec::new()
+            } else {
+                with_holes(extents, fi.size)
+            },
+            xattrs: fi.xattrs.iter().map(|x| (x.clone(), None)).collect(),
+            mode: None,
+        }
+    };
+    Ok(Recovered::from_names(ROOT_INO, &r.names, inode))
 }

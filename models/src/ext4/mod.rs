@@ -474,6 +474,9 @@ impl crate::vfs::Filesystem for Ext4 {
     fn check_crash(&self, when: &str) {
         Ext4::check_crash(self, when)
     }
+    fn recovered(&self) -> Result<crate::vfs::Recovered, String> {
+        Ext4::recovered(self)
+    }
     fn finish(&self) {}
     fn metrics(&self) -> Metrics {
         Ext4::metrics(self)

@@ -8,9 +8,11 @@
 
 pub mod metrics;
 pub mod op;
+pub mod recovered;
 
 pub use metrics::{Metrics, OpLatency, Violation, WAIT_CLASSES};
 pub use op::{Op, OpError, OpPath};
+pub use recovered::Recovered;
 
 use crate::btrfs::{Btrfs, Costs};
 use crate::device::Device;
@@ -28,6 +30,9 @@ pub trait Filesystem: Clone + 'static {
     fn spawn_committer(&self, h: &Handle, interval: Nanos);
     /// Checks what recovery from the device's durable image would keep now (S2).
     fn check_crash(&self, when: &str);
+    /// What recovery from the device's durable image keeps after a power failure now
+    /// (Err: recovery fails or the model cannot say).
+    fn recovered(&self) -> Result<Recovered, String>;
     /// Settles judgments still pending at the end of a run.
     fn finish(&self);
     /// A copy of the counters.
@@ -329,6 +334,9 @@ impl Filesystem for Mounted {
     }
     fn check_crash(&self, when: &str) {
         dispatch!(self, fs => fs.check_crash(when))
+    }
+    fn recovered(&self) -> Result<Recovered, String> {
+        dispatch!(self, fs => fs.recovered())
     }
     fn finish(&self) {
         dispatch!(self, fs => fs.finish())

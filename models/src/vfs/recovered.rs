@@ -1,0 +1,406 @@
+//! What recovery keeps after a power failure: the namespace, each path's inode, link
+//! count, size, extents and xattrs, as a filesystem model rebuilds it from the device's
+//! durable image (`Filesystem::recovered`). Neutral: every filesystem fills the same type,
+//! and `fsyncsim crash` and `[expect.crash]` read only this.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The recovered namespace: every path reachable from the top directory, in path order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Recovered {
+    /// Path (`/`, `/a`, `/a/foo`) → what it names; a file with two names is listed twice.
+    pub paths: BTreeMap<String, RecoveredInode>,
+}
+
+/// A directory or a regular file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InodeKind {
+    /// A directory.
+    Dir,
+    /// A regular file.
+    File,
+}
+
+/// What one recovered path names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RecoveredInode {
+    /// Directory or file.
+    pub kind: InodeKind,
+    /// Inode number.
+    pub ino: u64,
+    /// Names of the inode in the recovered namespace (a directory: its one name).
+    pub nlink: u64,
+    /// i_size in bytes (files; None for directories: not modelled).
+    pub size: Option<u64>,
+    /// The file's extents in offset order, with the holes between them up to `size`.
+    pub extents: Vec<RecoveredExtent>,
+    /// xattr name → value (None: the model keeps names only).
+    pub xattrs: BTreeMap<String, Option<String>>,
+    /// The mode bits (None: not modelled).
+    pub mode: Option<u32>,
+}
+
+/// What a file range holds after recovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExtentKind {
+    /// Written data.
+    Data,
+    /// Preallocated (fallocate): allocated, reads return zeros.
+    Prealloc,
+    /// No extent: reads return zeros.
+    Hole,
+}
+
+impl ExtentKind {
+    /// The spelling in renderings and `[expect.crash]` (`data`, `prealloc`, `hole`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExtentKind::Data => "data",
+            ExtentKind::Prealloc => "prealloc",
+            ExtentKind::Hole => "hole",
+        }
+    }
+
+    /// The kind spelled `s`.
+    pub fn parse(s: &str) -> Option<ExtentKind> {
+        [ExtentKind::Data, ExtentKind::Prealloc, ExtentKind::Hole]
+            .into_iter()
+            .find(|k| k.name() == s)
+    }
+}
+
+/// One recovered extent (or hole).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RecoveredExtent {
+    /// File offset.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Data, prealloc or hole.
+    pub kind: ExtentKind,
+    /// The device write that holds its bytes (data and prealloc; the model's write token).
+    pub write: Option<u64>,
+    /// Whether that write is on the durable image (data that is not reads back garbage).
+    pub durable: bool,
+}
+
+impl RecoveredExtent {
+    /// One past its last byte.
+    pub fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
+impl RecoveredInode {
+    /// The extents with neighbours of the same kind merged (as fiemap output filtered by
+    /// xfstests' `_filter_fiemap_flags` reads): (offset, length, kind).
+    pub fn merged_extents(&self) -> Vec<(u64, u64, ExtentKind)> {
+        let mut out: Vec<(u64, u64, ExtentKind)> = Vec::new();
+        for e in &self.extents {
+            match out.last_mut() {
+                Some(last) if last.2 == e.kind && last.0 + last.1 == e.offset => last.1 += e.len,
+                _ => out.push((e.offset, e.len, e.kind)),
+            }
+        }
+        out
+    }
+}
+
+impl Recovered {
+    /// The state as text: one line per path, then its extents and xattrs indented.
+    pub fn render(&self) -> String {
+        let mut t = String::new();
+        for (path, i) in &self.paths {
+            let kind = match i.kind {
+                InodeKind::Dir => "dir",
+                InodeKind::File => "file",
+            };
+            let _ = write!(t, "{path}  {kind} ino {} nlink {}", i.ino, i.nlink);
+            if let Some(s) = i.size {
+                let _ = write!(t, " size {s}");
+            }
+            if let Some(m) = i.mode {
+                let _ = write!(t, " mode {m:o}");
+            }
+            t.push('\n');
+            for e in &i.extents {
+                let _ = write!(t, "  {}..{} {}", e.offset, e.end(), e.kind.name());
+                if let Some(w) = e.write {
+                    let d = if e.durable { "durable" } else { "not durable" };
+                    let _ = write!(t, " (write {w}, {d})");
+                }
+                t.push('\n');
+            }
+            for (n, v) in &i.xattrs {
+                match v {
+                    Some(v) => {
+                        let _ = writeln!(t, "  xattr {n} = {v:?}");
+                    }
+                    None => {
+                        let _ = writeln!(t, "  xattr {n}");
+                    }
+                }
+            }
+        }
+        t
+    }
+
+    /// The namespace reachable from directory `root` through the (directory, name) → inode
+    /// entries `names`; each path's inode is `inode(ino, nlink)`, nlink counting its names.
+    pub fn from_names(
+        root: u64,
+        names: &BTreeMap<(u64, String), u64>,
+        inode: impl Fn(u64, u64) -> RecoveredInode,
+    ) -> Recovered {
+        let mut nlink: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut children: BTreeMap<u64, Vec<(&str, u64)>> = BTreeMap::new();
+        for ((dir, name), ino) in names {
+            *nlink.entry(*ino).or_default() += 1;
+            children.entry(*dir).or_default().push((name, *ino));
+        }
+        let mut paths = BTreeMap::new();
+        let mut stack = vec![("/".to_string(), root)];
+        let mut seen = std::collections::BTreeSet::from([root]);
+        while let Some((path, ino)) = stack.pop() {
+            let n = nlink.get(&ino).copied().unwrap_or(1);
+            paths.insert(path.clone(), inode(ino, n));
+            for &(name, c) in children.get(&ino).map(Vec::as_slice).unwrap_or(&[]) {
+                let p = match path.as_str() {
+                    "/" => format!("/{name}"),
+                    _ => format!("{path}/{name}"),
+                };
+                // A directory is entered once; a file's other names are listed too.
+                if seen.insert(c) || !children.contains_key(&c) {
+                    stack.push((p, c));
+                }
+            }
+        }
+        Recovered { paths }
+    }
+}
+
+/// Fills the holes between `extents` (sorted, non-overlapping) and up to `size`.
+pub fn with_holes(extents: Vec<RecoveredExtent>, size: u64) -> Vec<RecoveredExtent> {
+    let mut out = Vec::new();
+    let mut cur = 0;
+    for e in extents {
+        if e.offset > cur {
+            out.push(hole(cur, e.offset - cur));
+        }
+        cur = cur.max(e.end());
+        out.push(e);
+    }
+    if size > cur {
+        out.push(hole(cur, size - cur));
+    }
+    out
+}
+
+fn hole(offset: u64, len: u64) -> RecoveredExtent {
+    RecoveredExtent {
+        offset,
+        len,
+        kind: ExtentKind::Hole,
+        write: None,
+        durable: true,
+    }
+}
+
+/// When a scripted run takes its power failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CrashPoint {
+    /// The `nth` time (from 1) task `task` reaches point `point` (`"A fsync:done#2"`).
+    Step {
+        /// Task name.
+        task: String,
+        /// Point label.
+        point: String,
+        /// Which arrival at the point (1: the first).
+        nth: usize,
+    },
+    /// After every task finished (`"end"`).
+    End,
+}
+
+impl std::fmt::Display for CrashPoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CrashPoint::Step { task, point, nth } if *nth == 1 => write!(f, "{task} {point}"),
+            CrashPoint::Step { task, point, nth } => write!(f, "{task} {point}#{nth}"),
+            CrashPoint::End => write!(f, "end"),
+        }
+    }
+}
+
+/// What a scenario's `[expect.crash]` says a power failure at `at` must leave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrashExpect {
+    /// When the power fails.
+    pub at: CrashPoint,
+    /// Paths that must exist.
+    pub exists: Vec<String>,
+    /// Paths that must not exist.
+    pub absent: Vec<String>,
+    /// i_size per path.
+    pub size: BTreeMap<String, u64>,
+    /// Link count per path.
+    pub nlink: BTreeMap<String, u64>,
+    /// The exact set of xattr names per path.
+    pub xattrs: BTreeMap<String, Vec<String>>,
+    /// The extent layout per path (neighbours of one kind merged, holes up to i_size
+    /// included): (offset, length, kind).
+    pub extents: BTreeMap<String, Vec<(u64, u64, ExtentKind)>>,
+}
+
+impl CrashExpect {
+    /// What differs between the expectation and `got`, one line each (empty: all holds).
+    pub fn compare(&self, got: &Recovered) -> Vec<String> {
+        let mut out = Vec::new();
+        let p = &got.paths;
+        for path in &self.exists {
+            if !p.contains_key(path) {
+                out.push(format!("{path}: expected to exist, absent"));
+            }
+        }
+        for path in &self.absent {
+            if let Some(i) = p.get(path) {
+                out.push(format!(
+                    "{path}: expected absent, present (ino {}, nlink {})",
+                    i.ino, i.nlink
+                ));
+            }
+        }
+        let mut field = |path: &str, what: &str, want: String, have: Option<String>| match have {
+            None => out.push(format!("{path}: expected {what} {want}, absent")),
+            Some(h) if h != want => out.push(format!("{path}: expected {what} {want}, got {h}")),
+            Some(_) => {}
+        };
+        for (path, want) in &self.size {
+            let have = p
+                .get(path)
+                .map(|i| i.size.map_or("none".into(), |s| s.to_string()));
+            field(path, "size", want.to_string(), have);
+        }
+        for (path, want) in &self.nlink {
+            field(
+                path,
+                "nlink",
+                want.to_string(),
+                p.get(path).map(|i| i.nlink.to_string()),
+            );
+        }
+        for (path, want) in &self.xattrs {
+            let mut want = want.clone();
+            want.sort();
+            let have = p.get(path).map(|i| {
+                format!(
+                    "[{}]",
+                    i.xattrs.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            });
+            field(path, "xattrs", format!("[{}]", want.join(", ")), have);
+        }
+        for (path, want) in &self.extents {
+            let have = p.get(path).map(|i| extents_text(&i.merged_extents()));
+            field(path, "extents", extents_text(want), have);
+        }
+        out
+    }
+}
+
+/// Extents as `[0..4096 data, 4096..8192 prealloc]`.
+pub fn extents_text(v: &[(u64, u64, ExtentKind)]) -> String {
+    let parts: Vec<String> = v
+        .iter()
+        .map(|(o, l, k)| format!("{o}..{} {}", o + l, k.name()))
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(offset: u64, len: u64) -> RecoveredExtent {
+        RecoveredExtent {
+            offset,
+            len,
+            kind: ExtentKind::Data,
+            write: Some(1),
+            durable: true,
+        }
+    }
+
+    #[test]
+    fn holes_fill_the_gaps_up_to_the_size_and_neighbours_merge() {
+        let v = with_holes(vec![data(4096, 4096), data(8192, 4096)], 20000);
+        let kinds: Vec<(u64, u64, ExtentKind)> =
+            v.iter().map(|e| (e.offset, e.len, e.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (0, 4096, ExtentKind::Hole),
+                (4096, 4096, ExtentKind::Data),
+                (8192, 4096, ExtentKind::Data),
+                (12288, 7712, ExtentKind::Hole),
+            ]
+        );
+        let i = RecoveredInode {
+            kind: InodeKind::File,
+            ino: 257,
+            nlink: 1,
+            size: Some(20000),
+            extents: v,
+            xattrs: BTreeMap::new(),
+            mode: None,
+        };
+        assert_eq!(
+            extents_text(&i.merged_extents()),
+            "[0..4096 hole, 4096..12288 data, 12288..20000 hole]"
+        );
+    }
+
+    #[test]
+    fn every_name_of_a_file_is_a_path_and_counts_as_a_link() {
+        let names: BTreeMap<(u64, String), u64> = [
+            ((256, "d".to_string()), 257),
+            ((257, "a".to_string()), 258),
+            ((256, "b".to_string()), 258),
+            // Under a directory nothing reaches: not listed, but still a link.
+            ((999, "c".to_string()), 258),
+        ]
+        .into_iter()
+        .collect();
+        let r = Recovered::from_names(256, &names, |ino, nlink| RecoveredInode {
+            kind: if ino == 258 {
+                InodeKind::File
+            } else {
+                InodeKind::Dir
+            },
+            ino,
+            nlink,
+            size: None,
+            extents: Vec::new(),
+            xattrs: BTreeMap::new(),
+            mode: None,
+        });
+        let paths: Vec<(&str, u64, u64)> = r
+            .paths
+            .iter()
+            .map(|(p, i)| (p.as_str(), i.ino, i.nlink))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("/", 256, 1),
+                ("/b", 258, 3),
+                ("/d", 257, 1),
+                ("/d/a", 258, 3)
+            ]
+        );
+    }
+}
