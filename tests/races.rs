@@ -982,3 +982,26 @@ fn unlinking_a_name_of_a_logged_inode_takes_its_log_mutex() {
         );
     }
 }
+
+#[test]
+fn the_5_13_stamp_fix_closes_page_mkwrites_torn_read() {
+    // bc0939fcfab0: btrfs_page_mkwrite before 5.13 reads root->log_transid and then
+    // root->last_log_commit without i_lock; a log sync in between leaves the inode
+    // stamped as logged with the write. The example's script puts the sync there.
+    let name = "sub-trans-stamp";
+    let sw = models::btrfs::switches::by_name(name).unwrap();
+    assert_eq!((sw.since, sw.commit), ((5, 13), Some("bc0939fcfab0")));
+    assert!(!sw.is_on(&Policy::preset("linux-5.12").unwrap().btrfs));
+    let sc = Scenario::load("scenarios/examples/r16-mmap-stamp-reads-committed-log.toml").unwrap();
+    assert_eq!(sc.key_metric(), sw.metric);
+    let off = models::kernel::parse_policy(&format!("linux-5.13:-{name}")).unwrap();
+    let on = Policy::preset("linux-5.13").unwrap();
+    assert_eq!(common::scripted(&sc, &off).metrics.get(sw.metric), Some(1));
+    assert_eq!(common::scripted(&sc, &on).metrics.get(sw.metric), Some(0));
+    // Harmless here (the fsync's writeback restamps the inode): no interleaving or crash
+    // point loses the write under either.
+    for p in [&off, &on] {
+        let r = common::sweep(&sc, p, 0..300);
+        assert!(common::invariant_hits(&r).is_empty(), "{}", p.name);
+    }
+}

@@ -94,6 +94,7 @@ pub(super) enum LogResult {
 impl Btrfs {
     /// A freshly made filesystem (generation 999 committed) on `dev`.
     pub fn new(h: &Handle, dev: Device, policy: Policy, costs: Costs) -> Self {
+        let sub_trans_stamp = policy.log(LogPatch::SubTransStamp);
         let (mkfs_data, fs_size) = (costs.mkfs_data_chunk.min(costs.fs_size), costs.fs_size);
         let (meta, meta_used, nodesize, item, rsv_max) = (
             costs.mkfs_meta_chunk,
@@ -121,6 +122,7 @@ impl Btrfs {
                     st.meta.used = meta_used;
                     st.meta.clamp = 1;
                     Btrfs::update_global_rsv(&mut st, item * 13, rsv_max);
+                    st.sub_trans_stamp = sub_trans_stamp;
                     st
                 }),
                 st_version: std::cell::Cell::new(0),

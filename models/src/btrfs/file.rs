@@ -5,7 +5,7 @@ use super::ctree_btree::{
     drop_extent_ops, extent_ops, inode_key, key_type, size, tree_id, Key, TreeOp,
 };
 use super::oracle;
-use super::policy::{Fix, Mutant};
+use super::policy::{Fix, LogPatch, Mutant};
 use super::state::*;
 use crate::device::Request;
 use crate::vfs::OpError;
@@ -134,19 +134,34 @@ impl Btrfs {
     /// a concurrent btrfs_sync_log can move both root fields (a torn read).
     pub(super) async fn mmap_write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
         let ino = self.dirty_pages(path, bytes).await?;
+        let fixed = self.log_patch(LogPatch::SubTransStamp);
         {
             let mut st = self.st_mut();
             let (generation, log_transid) = (st.generation, st.log_transid);
             let i = st.inodes.get_mut(&ino).unwrap();
             i.dirty_bytes += bytes;
-            i.last_trans = generation;
+            if !fixed {
+                i.last_trans = generation;
+            }
             i.last_sub_trans = log_transid;
             i.change_seq += 1;
         }
         self.point("page_mkwrite:last_sub_trans_set").await;
+        if fixed {
+            // bc0939fcfab0 (5.13): btrfs_set_inode_last_sub_trans, under i_lock — only
+            // last_sub_trans, as buffered and direct writes do (the point stays, so a
+            // script runs under both releases).
+            return Ok(());
+        }
         let mut st = self.st_mut();
         let last_log_commit = st.root_last_log_commit();
-        st.inodes.get_mut(&ino).unwrap().last_log_commit = last_log_commit;
+        let i = st.inodes.get_mut(&ino).unwrap();
+        i.last_log_commit = last_log_commit;
+        if last_log_commit >= i.last_sub_trans {
+            // The torn read: a log sync committed the sub-transaction just stamped, so the
+            // inode reads as logged with this change (btrfs_inode_in_log's test).
+            self.inner.m.borrow_mut().torn_log_stamps += 1;
+        }
         Ok(())
     }
 

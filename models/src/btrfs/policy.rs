@@ -300,11 +300,14 @@ pub enum LogPatch {
     /// too, as the fast fsync does (d99478874355, 5.17; stable 5.10.104, 5.15.27): in no
     /// release preset.
     PreallocFullFsync,
+    /// btrfs_set_inode_last_trans sets last_log_commit to last_sub_trans - 1 and
+    /// btrfs_page_mkwrite sets only last_sub_trans, under i_lock (bc0939fcfab0, 5.13).
+    SubTransStamp,
 }
 
 impl LogPatch {
     /// All: the 5.12 series in series order, then the later changes.
-    pub const ALL: [LogPatch; 8] = [
+    pub const ALL: [LogPatch; 9] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
@@ -313,6 +316,7 @@ impl LogPatch {
         LogPatch::NoLogNbytes,
         LogPatch::SkipUnchangedDirs,
         LogPatch::PreallocFullFsync,
+        LogPatch::SubTransStamp,
     ];
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
@@ -326,6 +330,7 @@ impl LogPatch {
             LogPatch::NoLogNbytes => "no-log-nbytes",
             LogPatch::SkipUnchangedDirs => "skip-unchanged-dirs",
             LogPatch::PreallocFullFsync => "prealloc-full-fsync",
+            LogPatch::SubTransStamp => "sub-trans-stamp",
         }
     }
 
@@ -353,6 +358,9 @@ impl LogPatch {
             }
             LogPatch::PreallocFullFsync => {
                 "btrfs: fix lost prealloc extents beyond eof after full fsync"
+            }
+            LogPatch::SubTransStamp => {
+                "btrfs: fix race between marking inode needs to be logged and log syncing"
             }
         }
     }

@@ -948,6 +948,9 @@ pub struct FsState {
     /// Whether device writes and returned fsyncs are kept for crash recovery (false in long
     /// workload runs, which then `compact` at every commit).
     pub keep_history: bool,
+    /// bc0939fcfab0 (5.13): an inode's stamp sets last_log_commit = last_sub_trans - 1
+    /// instead of reading root->last_log_commit (`LogPatch::SubTransStamp`).
+    pub sub_trans_stamp: bool,
 }
 
 impl FsState {
@@ -1037,6 +1040,7 @@ impl FsState {
             next_offset: 1 << 20,
             tokens: 0,
             keep_history: true,
+            sub_trans_stamp: false,
         }
     }
 

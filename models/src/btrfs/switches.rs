@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 26] = [
+pub const SWITCHES: [Switch; 27] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -110,6 +110,16 @@ pub const SWITCHES: [Switch; 26] = [
         merged: "5.15",
         source: "linux-btrfs 2021-07-29 \"[PATCH] btrfs: avoid unnecessarily logging directories that had no changes\" (fs/btrfs/tree-log.c:need_log_inode), kdave/linux for-5.15",
         metric: "unnecessary_dir_logs",
+        also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Log(LogPatch::SubTransStamp),
+        commit: Some("bc0939fcfab0"),
+        since: (5, 13),
+        merged: "5.13 (stable 5.10.y backport posted 2021-08-28)",
+        source: "fs/btrfs/transaction.h:btrfs_set_inode_last_trans, inode.c:btrfs_page_mkwrite (stable posting of \"btrfs: fix race between marking inode needs to be logged and log syncing\", Anand Jain, 2021-08-28)",
+        metric: "torn_log_stamps",
         also: &[],
         hit: true,
     },

@@ -153,6 +153,14 @@ impl Btrfs {
     /// window is the point `page_mkwrite:last_sub_trans_set`.
     pub(super) fn set_inode_last_trans(st: &mut FsState, ino: Ino, t: TransId) {
         let (log_transid, last_log_commit) = (st.log_transid, st.root_last_log_commit());
+        // bc0939fcfab0 (5.13, transaction.h:btrfs_set_inode_last_trans): the stamp no
+        // longer reads root->last_log_commit, which a log sync may have moved past
+        // last_sub_trans between the two reads.
+        let last_log_commit = if st.sub_trans_stamp {
+            log_transid.wrapping_sub(1)
+        } else {
+            last_log_commit
+        };
         let i = st.inodes.get_mut(&ino).expect("inode");
         i.last_trans = t;
         i.last_sub_trans = log_transid;

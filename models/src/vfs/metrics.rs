@@ -77,6 +77,9 @@ pub struct Metrics {
     /// Logged directories' inode items searched for and updated in the log (i_size
     /// decreased) by an unlink that removed a name from the log (ddffcf6fb5ac removes it).
     pub logged_dir_isize_updates: u64,
+    /// Shared-mapping writes whose stamp read root->last_log_commit after a log sync had
+    /// committed the sub-transaction just stamped (bc0939fcfab0's race window).
+    pub torn_log_stamps: u64,
     /// CPU ns of those updates (a log-tree search, under the directory's log_mutex).
     pub logged_dir_isize_update_ns: u64,
     /// inode_get_bytes calls of fill_inode_item for a log copy, each taking the inode's
@@ -302,6 +305,7 @@ impl Metrics {
             ("relogged_dir_items", self.relogged_dir_items),
             ("unnecessary_dir_logs", self.unnecessary_dir_logs),
             ("logged_dir_isize_updates", self.logged_dir_isize_updates),
+            ("torn_log_stamps", self.torn_log_stamps),
             (
                 "logged_dir_isize_update_ns",
                 self.logged_dir_isize_update_ns,
@@ -432,6 +436,7 @@ impl Metrics {
             "relogged_dir_items" => "parent directories logged again (btrfs_log_all_parents), unchanged since",
             "unnecessary_dir_logs" => "parent directories logged (btrfs_log_all_parents) with no entry changed since the last commit",
             "logged_dir_isize_updates" => "logged directories' inode items updated in the log (i_size) by an unlink (btrfs_del_dir_entries_in_log before 5.12)",
+            "torn_log_stamps" => "shared-mapping writes whose inode stamp read root->last_log_commit after a log sync committed the sub-transaction just stamped (btrfs_page_mkwrite before 5.13, bc0939fcfab0)",
             "logged_dir_isize_update_ns" => "CPU ns of those log-tree inode item updates (under the directory's log_mutex)",
             "log_nbytes_i_lock_takes" => "i_lock acquisitions by fill_inode_item's inode_get_bytes for a log copy (before 5.12)",
             "log_nbytes_i_lock_ns" => "ns of those i_lock acquisitions and holds",
