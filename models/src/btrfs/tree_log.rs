@@ -795,55 +795,52 @@ impl Btrfs {
         true
     }
 
-    /// btrfs_del_inode_ref_in_log (tree-log.c@v5.11): if the inode was logged, join the
-    /// log transaction and, under the inode's log_mutex, delete its ref from the log.
+    /// btrfs_del_inode_ref_in_log (tree-log.c@v5.11): delete the inode's ref from the log.
     async fn del_inode_ref_in_log(&self, t: TransId, ino: Ino, dir: Ino, name: &str) {
-        if !Self::inode_logged(&self.inner.st.borrow(), ino, t) {
-            return;
-        }
-        if !self.join_running_log_trans(t).await {
-            return;
-        }
-        {
-            let log_mutex = self.inode_log_mutex(ino);
-            let _held = log_mutex.lock().await;
-            let cpu = self.log_del_inode_ref_cpu(ino, dir);
-            self.inner.h.cpu(cpu).await;
-            self.note_log_removal(
-                t,
-                LogFact::DelRef {
-                    ino,
-                    dir,
-                    name: name.to_string(),
-                },
-            );
-        }
-        self.end_log_trans();
+        let fact = || LogFact::DelRef {
+            ino,
+            dir,
+            name: name.to_string(),
+        };
+        self.del_in_log(t, ino, || self.log_del_inode_ref_cpu(ino, dir), fact)
+            .await;
     }
 
-    /// btrfs_del_dir_entries_in_log (tree-log.c@v5.11): if the directory was logged, join
-    /// the log transaction and, under the directory's log_mutex, delete the name's entry
-    /// from the log; 5.11 then updates the logged directory inode item's i_size.
+    /// btrfs_del_dir_entries_in_log (tree-log.c@v5.11): delete the name's entry from the
+    /// log; 5.11 then updates the logged directory inode item's i_size.
     async fn del_dir_entries_in_log(&self, t: TransId, ino: Ino, dir: Ino, name: &str) {
-        if !Self::inode_logged(&self.inner.st.borrow(), dir, t) {
+        let work = || {
+            self.log_del_dir_entry_cpu(dir, name) + self.logged_dir_isize_update(t, ino, dir, name)
+        };
+        let fact = || LogFact::DelEntry {
+            dir,
+            name: name.to_string(),
+        };
+        self.del_in_log(t, dir, work, fact).await;
+    }
+
+    /// The shape both share: nothing unless `holder` was logged in `t`; else join the
+    /// running log transaction and, under `holder`'s log_mutex, do `work` (the log-tree
+    /// change, returning its CPU) and record the removal (`fact` built only with history).
+    async fn del_in_log(
+        &self,
+        t: TransId,
+        holder: Ino,
+        work: impl FnOnce() -> sim::Nanos,
+        fact: impl FnOnce() -> LogFact,
+    ) {
+        if !Self::inode_logged(&self.inner.st.borrow(), holder, t) {
             return;
         }
         if !self.join_running_log_trans(t).await {
             return;
         }
         {
-            let log_mutex = self.inode_log_mutex(dir);
+            let log_mutex = self.inode_log_mutex(holder);
             let _held = log_mutex.lock().await;
-            let mut cpu = self.log_del_dir_entry_cpu(dir, name);
-            cpu += self.logged_dir_isize_update(t, ino, dir, name);
+            let cpu = work();
             self.inner.h.cpu(cpu).await;
-            self.note_log_removal(
-                t,
-                LogFact::DelEntry {
-                    dir,
-                    name: name.to_string(),
-                },
-            );
+            self.note_log_removal(t, fact);
         }
         self.end_log_trans();
     }
@@ -870,14 +867,15 @@ impl Btrfs {
     }
 
     /// Records a removal from the running log: its leaf bytes are dirty and replaying the
-    /// log now gives a different result, so its sync is needed.
-    fn note_log_removal(&self, t: TransId, fact: LogFact) {
+    /// log now gives a different result, so its sync is needed (the fact is built only
+    /// when history is kept: no allocation per unlink in workload runs).
+    fn note_log_removal(&self, t: TransId, fact: impl FnOnce() -> LogFact) {
         let mut st = self.st_mut();
         let k = st.log_transid;
         st.log_dirty_bytes += self.inner.costs.item_bytes_per_dentry;
         st.note_new_content(t, k);
         if st.keep_history {
-            st.log_facts.entry((t, k)).or_default().push(fact);
+            st.log_facts.entry((t, k)).or_default().push(fact());
         }
     }
 
