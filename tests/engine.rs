@@ -1,7 +1,7 @@
 //! Engine behaviour: event order, primitives, accounting, named points, deadlock and stuck
 //! reports, determinism.
 
-use sim::{Handle, Mutex, Pick, Scheduler, Script, Semaphore, Sim, SimError, WaitQueue};
+use sim::{Handle, Mutex, Pick, RwSem, Scheduler, Script, Semaphore, Sim, SimError, WaitQueue};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -525,4 +525,56 @@ fn recyclable_mutexes_reuse_idle_slots_and_keep_counting() {
     drop(Mutex::new(&h, "plain"));
     drop(Mutex::new(&h, "plain"));
     assert_eq!(sim.resource_stats().len(), base + 4);
+}
+
+#[test]
+fn rwsem_shares_readers_and_a_waiting_writer_holds_back_later_readers() {
+    let mut sim = Sim::new();
+    let h = sim.handle();
+    let l = log();
+    let s = RwSem::recyclable(&h, "obj_rwsem");
+    // r1 and r2 read from t=0 to 10; w asks at 1 and must wait for both; r3 asks at 2,
+    // behind w, and gets it only when w is done (FIFO).
+    for (name, at, write) in [
+        ("r1", 0, false),
+        ("r2", 0, false),
+        ("w", 1, true),
+        ("r3", 2, false),
+    ] {
+        let (h2, l2, s2) = (h.clone(), l.clone(), s.clone());
+        sim.spawn(name, async move {
+            h2.sleep(at).await;
+            if write {
+                s2.down_write().await;
+            } else {
+                s2.down_read().await;
+            }
+            push(&l2, &h2, name);
+            h2.cpu(10 - at.min(9)).await;
+            if write {
+                s2.up_write();
+            } else {
+                s2.up_read();
+            }
+        });
+    }
+    sim.run().unwrap();
+    assert_eq!(
+        *l.borrow(),
+        ["r1@0", "r2@0", "w@10", "r3@19"],
+        "readers share; the writer waits for both; a later reader waits for the writer"
+    );
+    let st = sim.resource_stats();
+    let r = st.iter().find(|r| r.name == "obj_rwsem").unwrap();
+    assert_eq!((r.acquisitions, r.waits), (4, 2));
+    // Recyclable as a mutex is: the idle slot serves the next lock of the class.
+    let before = sim.resource_stats().len();
+    drop(s);
+    let again = RwSem::recyclable(&h, "obj_rwsem");
+    assert_eq!(
+        sim.resource_stats().len(),
+        before,
+        "the idle slot was reused"
+    );
+    drop(again);
 }

@@ -289,22 +289,27 @@ mod tests {
         assert!(!pre.has(Fix::R4) && pre.has(Fix::R5));
         assert!(LogPatch::ALL.iter().all(|&l| !p11.btrfs.log(l)));
         let p12 = Policy::preset("linux-5.12").unwrap();
-        // The 5.12 series: in 5.12; bc0939fcfab0 from 5.13; 8be2ba2e0e11 from 5.15;
-        // d99478874355 in none.
+        // The 5.12 series: in 5.12; bc0939fcfab0, 8318ba79eeeb and 885f46d87f29 from 5.13;
+        // 8be2ba2e0e11 from 5.15; d99478874355 in none.
         let later = [
             LogPatch::SkipUnchangedDirs,
             LogPatch::PreallocFullFsync,
             LogPatch::SubTransStamp,
+            LogPatch::IMmapLock,
+            LogPatch::MmapLockFsync,
         ];
         assert!(LogPatch::ALL
             .iter()
             .filter(|l| !later.contains(l))
             .all(|&l| p12.btrfs.log(l)));
-        assert!(!p12.btrfs.log(LogPatch::SubTransStamp));
-        assert!(Policy::preset("linux-5.13")
-            .unwrap()
-            .btrfs
-            .log(LogPatch::SubTransStamp));
+        let p13 = Policy::preset("linux-5.13").unwrap();
+        for l in [
+            LogPatch::SubTransStamp,
+            LogPatch::IMmapLock,
+            LogPatch::MmapLockFsync,
+        ] {
+            assert!(!p12.btrfs.log(l) && p13.btrfs.log(l), "{l:?} is 5.13's");
+        }
         assert!(!Policy::preset("linux-5.14").unwrap().btrfs.log(later[0]));
         assert!(Policy::preset("linux-5.15").unwrap().btrfs.log(later[0]));
         let off = parse_policy("linux-5.12:-skip-logged-parents").unwrap();

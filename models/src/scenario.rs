@@ -114,6 +114,7 @@ struct ScenarioFile {
     device: Option<Spanned<String>>,
     fs: Option<Spanned<String>>,
     mount: Option<Spanned<String>>,
+    mkfs: Option<Spanned<String>>,
     seed: Option<u64>,
     commit_interval: Option<Spanned<String>>,
     costs: Option<BTreeMap<String, Spanned<u64>>>,
@@ -193,6 +194,9 @@ pub struct Step {
     pub point: String,
     /// Line in the file.
     pub line: usize,
+    /// `unless-blocked`: skipped when its task waits for a lock and the run is otherwise
+    /// stuck (a fix's lock makes it wait for a task the script holds).
+    pub unless_blocked: bool,
 }
 
 /// A parsed, validated scenario.
@@ -514,7 +518,12 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             Op::FillMetadata(n)
         }
         Some(w @ ("read" | "populate")) => {
-            want(3, &format!("{w} PATH SIZE"))?;
+            let usage = if w == "mmap-write" {
+                "mmap-write PATH [OFFSET] SIZE".to_string()
+            } else {
+                format!("{w} PATH SIZE")
+            };
+            want(3, &usage)?;
             let n = crate::units::parse_size(words[2])?;
             if n == 0 || n > 1 << 40 {
                 return Err("expected a size > 0 and at most 1T".into());
@@ -534,6 +543,14 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
                 return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
             }
             Op::DirectWrite(path(words[1])?, o, n)
+        }
+        Some("mmap-write") if words.len() == 4 => {
+            let o = crate::units::parse_size(words[2])?;
+            let n = crate::units::parse_size(words[3])?;
+            if n == 0 || n > 1 << 40 || o > 1 << 40 {
+                return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
+            }
+            Op::MmapWriteAt(path(words[1])?, o, n)
         }
         Some(w @ ("write" | "mmap-write" | "write-osync" | "write-range")) => {
             want(3, &format!("{w} PATH SIZE"))?;
@@ -590,6 +607,30 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         None => return Err("empty operation".into()),
     };
     Ok(op)
+}
+
+/// The mkfs features a scenario's `mkfs` key lists (`"no-holes"`, `"^no-holes"`): whether
+/// NO_HOLES is on. btrfs only.
+fn parse_mkfs(fs: FsKind, text: &str) -> Result<bool, String> {
+    if fs != FsKind::Btrfs {
+        return Err(format!(
+            "mkfs features are modelled for btrfs only: expected no mkfs key for {}",
+            fs.name()
+        ));
+    }
+    let mut no_holes = false;
+    for f in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match f {
+            "no-holes" => no_holes = true,
+            "^no-holes" => no_holes = false,
+            _ => {
+                return Err(format!(
+                    "unknown mkfs feature '{f}': expected no-holes or ^no-holes"
+                ))
+            }
+        }
+    }
+    Ok(no_holes)
 }
 
 /// Named points an operation can reach on filesystem `fs` (the filesystem's own list).
@@ -712,6 +753,7 @@ impl Scenario {
                 | Op::DirectWrite(p, ..)
                 | Op::WriteOsync(p, _)
                 | Op::MmapWrite(p, _)
+                | Op::MmapWriteAt(p, ..)
                 | Op::Setattr(p)
                 | Op::Stat(p)
                 | Op::Writeback(p)
@@ -758,11 +800,22 @@ impl Scenario {
         for s in f.script.iter().flat_map(|s| s.steps.iter()) {
             let line = line_at(text, s.span().start);
             let mut w = s.get_ref().split_whitespace();
-            let (Some(task), Some(point), None) = (w.next(), w.next(), w.next()) else {
+            let (Some(task), Some(point), flag, None) = (w.next(), w.next(), w.next(), w.next())
+            else {
                 return Err(err(
                     s.span().start,
-                    "expected 'TASK POINT', e.g. \"A trans:unblocked\"".into(),
+                    "expected 'TASK POINT [unless-blocked]', e.g. \"A trans:unblocked\"".into(),
                 ));
+            };
+            let unless_blocked = match flag {
+                None => false,
+                Some("unless-blocked") => true,
+                Some(other) => {
+                    return Err(err(
+                        s.span().start,
+                        format!("unknown step flag '{other}': expected 'unless-blocked' or nothing after 'TASK POINT'"),
+                    ))
+                }
             };
             let Some((_, task_ops)) = tasks.iter().find(|(n, _)| n == task) else {
                 return Err(err(
@@ -792,6 +845,7 @@ impl Scenario {
                 task: task.to_string(),
                 point: point.to_string(),
                 line,
+                unless_blocked,
             });
         }
         let expect = |m: &Option<BTreeMap<String, Spanned<u64>>>| -> Result<BTreeMap<String, u64>, ScenarioError> {
@@ -867,10 +921,15 @@ impl Scenario {
             commit: None,
             ..options
         };
+        let no_holes = match &f.mkfs {
+            Some(v) => parse_mkfs(fs, v.get_ref()).map_err(|m| err(v.span().start, m))?,
+            None => false,
+        };
         let mount = Mount {
             fs,
             options,
             memory: None,
+            no_holes,
         };
         let mut costs = Costs::default();
         for (k, v) in f.costs.iter().flatten() {
@@ -981,6 +1040,9 @@ impl Scenario {
         if self.mount.options != MountOptions::default() {
             t.push_str(&format!("mount = {}\n", q(&self.mount.options.to_text())));
         }
+        if self.mount.no_holes {
+            t.push_str("mkfs = \"no-holes\"\n");
+        }
         t.push_str(&format!("seed = {}\n", self.seed));
         if let Some(c) = self.commit_interval {
             t.push_str(&format!("commit_interval = \"{c}ns\"\n"));
@@ -1023,7 +1085,14 @@ impl Scenario {
             let steps: Vec<String> = self
                 .script
                 .iter()
-                .map(|s| format!("{} {}", s.task, s.point))
+                .map(|s| {
+                    let flag = if s.unless_blocked {
+                        " unless-blocked"
+                    } else {
+                        ""
+                    };
+                    format!("{} {}{flag}", s.task, s.point)
+                })
                 .collect();
             list(&mut t, &steps);
         }
@@ -1164,13 +1233,14 @@ fn scheduler_for(
     streams: &mut RngStreams,
 ) -> Box<dyn sim::Scheduler> {
     let script = |n: usize| {
+        let steps = sc.script.iter().take(n);
         Script::new(
-            sc.script
-                .iter()
-                .take(n)
+            steps
+                .clone()
                 .map(|s| (s.task.clone(), s.point.clone()))
                 .collect(),
         )
+        .with_optional(steps.map(|s| s.unless_blocked).collect())
     };
     match how {
         Interleaving::Script => Box::new(script(usize::MAX)),

@@ -124,6 +124,7 @@ impl Ctx<'_> {
                 task: t.clone(),
                 point: p.clone(),
                 line: 0,
+                unless_blocked: false,
             })
             .collect();
         sc.expect_pre.clear();

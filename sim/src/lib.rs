@@ -22,5 +22,5 @@ pub use runtime::{
 pub use sched::{
     ChoiceView, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script, ScriptThen, Urw,
 };
-pub use sync::{Mutex, MutexGuard, Semaphore, SemaphorePermit, WaitQueue};
+pub use sync::{Mutex, MutexGuard, RwSem, Semaphore, SemaphorePermit, WaitQueue};
 pub use time::{format_duration, parse_duration, Nanos, MS, NS, S, US};

@@ -1,4 +1,4 @@
-//! Synchronisation primitives for simulated tasks: mutex, counting semaphore, wait queue.
+//! Synchronisation primitives for simulated tasks: mutex, semaphores (counting, rw), wait queue.
 //!
 //! All hand-offs are FIFO and happen at the releasing instant. Every blocking wait is
 //! recorded against the resource (count, total, max) and against the waiting task's account
@@ -483,5 +483,95 @@ impl Future for Wait<'_> {
         c.block_current(TaskState::Blocked(id));
         c.record(cur, TraceKind::Block(id), 0);
         Poll::Pending
+    }
+}
+
+/// A reader-writer semaphore (the kernel's rw_semaphore): many readers or one writer,
+/// granted FIFO, so a waiting writer holds back the readers that come after it. Built on
+/// the semaphore's grants: a reader takes one permit, a writer all of them.
+pub struct RwSem {
+    h: Handle,
+    id: ResId,
+}
+
+/// Permits of an `RwSem`: more than any run has readers at once.
+const RWSEM_PERMITS: u64 = 1 << 32;
+
+impl Clone for RwSem {
+    fn clone(&self) -> Self {
+        self.h.core().hold_handle(self.id);
+        RwSem {
+            h: self.h.clone(),
+            id: self.id,
+        }
+    }
+}
+
+impl Drop for RwSem {
+    fn drop(&mut self) {
+        // As `Mutex`'s drop: a handle dropped while the run loop holds the core keeps its slot.
+        if let Ok(mut c) = self.h.core.try_borrow_mut() {
+            if !c.tearing_down {
+                c.drop_handle(self.id);
+            }
+        }
+    }
+}
+
+impl RwSem {
+    /// An rwsem named after its class whose engine slot is reused by a later `recyclable`
+    /// rwsem of the class once every clone of it is dropped (one lock per object).
+    pub fn recyclable(h: &Handle, class: &str) -> Self {
+        let id = h.core().add_recyclable(
+            class,
+            ResState::Semaphore {
+                permits: RWSEM_PERMITS,
+                capacity: RWSEM_PERMITS,
+                waiters: Ring::new(),
+            },
+        );
+        RwSem { h: h.clone(), id }
+    }
+
+    /// The resource id (for trace lookups).
+    pub fn id(&self) -> ResId {
+        self.id
+    }
+
+    /// down_read: waits behind earlier waiters (a writer among them) and any holding writer.
+    pub async fn down_read(&self) {
+        self.down(1).await;
+    }
+
+    /// down_write: waits until no reader or writer holds it and no earlier task waits.
+    pub async fn down_write(&self) {
+        self.down(RWSEM_PERMITS).await;
+    }
+
+    /// up_read: one reader leaves.
+    pub fn up_read(&self) {
+        self.up(1);
+    }
+
+    /// up_write: the writer leaves.
+    pub fn up_write(&self) {
+        self.up(RWSEM_PERMITS);
+    }
+
+    async fn down(&self, n: u64) {
+        let s = Semaphore {
+            h: self.h.clone(),
+            id: self.id,
+        };
+        s.acquire_n(n).await.forget();
+    }
+
+    fn up(&self, n: u64) {
+        let mut g = self.h.core();
+        let c: &mut Core = &mut g;
+        if c.tearing_down {
+            return;
+        }
+        sem_release(c, self.id, n);
     }
 }

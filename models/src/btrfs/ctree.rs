@@ -42,6 +42,8 @@ pub(super) struct Inner {
     pub(super) record_latency: std::cell::Cell<bool>,
     /// The `ssd` mount option.
     pub(super) ssd: std::cell::Cell<bool>,
+    /// The NO_HOLES incompat feature (mkfs.btrfs -O no-holes).
+    pub(super) no_holes: std::cell::Cell<bool>,
     /// Point ids by the addresses of their static labels.
     pub(super) labels: RefCell<FastMap<usize, sim::PointId>>,
     /// A direct-mapped cache in front of `labels`: (label address, id) per slot.
@@ -75,6 +77,9 @@ pub(super) struct Inner {
     /// Each inode's BTRFS_I(inode)->log_mutex, made at its first use; their waits are the
     /// class `inode.log_mutex`.
     pub(super) inode_log_mutexes: RefCell<FastMap<Ino, Mutex>>,
+    /// Each inode's BTRFS_I(inode)->i_mmap_lock (5.13+), made at its first use; their waits
+    /// are the class `inode.i_mmap_lock`.
+    pub(super) inode_mmap_locks: RefCell<FastMap<Ino, sim::RwSem>>,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -131,6 +136,7 @@ impl Btrfs {
                 lat: RefCell::new(OpLatency::default()),
                 record_latency: std::cell::Cell::new(true),
                 ssd: std::cell::Cell::new(true),
+                no_holes: std::cell::Cell::new(false),
                 labels: RefCell::new(FastMap::default()),
                 label_slots: std::array::from_fn(|_| std::cell::Cell::new((0, 0))),
                 violations: RefCell::new(Vec::new()),
@@ -151,8 +157,15 @@ impl Btrfs {
                 endio_workers: std::cell::Cell::new(0),
                 inode_locks: RefCell::new(FastMap::default()),
                 inode_log_mutexes: RefCell::new(FastMap::default()),
+                inode_mmap_locks: RefCell::new(FastMap::default()),
             }),
         }
+    }
+
+    /// Made with NO_HOLES (mkfs.btrfs -O no-holes): a full fsync logs holes with
+    /// btrfs_log_holes instead of copying hole items.
+    pub fn set_no_holes(&self, on: bool) {
+        self.inner.no_holes.set(on);
     }
 
     /// Sets the `ssd` mount option (no log-batching sleep in btrfs_sync_log).
@@ -278,7 +291,8 @@ impl Btrfs {
             Op::Stat(p) => {
                 self.resolve(p)?;
             }
-            Op::MmapWrite(p, bytes) => self.mmap_write(p, *bytes).await?,
+            Op::MmapWrite(p, bytes) => self.mmap_write(p, None, *bytes).await?,
+            Op::MmapWriteAt(p, offset, bytes) => self.mmap_write(p, Some(*offset), *bytes).await?,
             Op::WriteOsync(p, bytes) => {
                 self.write(p, *bytes).await?;
                 // generic_write_sync → vfs_fsync_range(datasync = 0) → btrfs_sync_file.
@@ -444,6 +458,7 @@ pub fn points_of(op: &Op) -> Vec<String> {
             v.extend(
                 [
                     "fsync:joined",
+                    "log_inode:items_copied",
                     "fsync:logged",
                     "fsync:full_commit",
                     "sync_log:start",
@@ -454,7 +469,7 @@ pub fn points_of(op: &Op) -> Vec<String> {
             v.extend(commit.map(String::from));
         }
         Op::Link(..) => v.push("link:joined".into()),
-        Op::MmapWrite(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
+        Op::MmapWrite(..) | Op::MmapWriteAt(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
         Op::Rename(..) => v.push("rename:joined".into()),
         Op::Commit | Op::Sync | Op::Syncfs => v.extend(commit.map(String::from)),
         _ => {}

@@ -132,8 +132,63 @@ impl Btrfs {
     /// inode's spinlock: last_trans = generation, last_sub_trans = root->log_transid, then
     /// last_log_commit = root->last_log_commit. The point between the last two reads is where
     /// a concurrent btrfs_sync_log can move both root fields (a torn read).
-    pub(super) async fn mmap_write(&self, path: &str, bytes: u64) -> Result<(), OpError> {
-        let ino = self.dirty_pages(path, bytes).await?;
+    /// From 5.13 (8318ba79eeeb, switch `i-mmap-lock`) it holds the inode's i_mmap_lock
+    /// shared from after the space reservation until the stamps are set (the model's page
+    /// copy CPU comes before it). With `offset` the pages overwrite [offset, offset + bytes)
+    /// inside the file and writeback puts their extent there (`range_at`).
+    pub(super) async fn mmap_write(
+        &self,
+        path: &str,
+        offset: Option<u64>,
+        bytes: u64,
+    ) -> Result<(), OpError> {
+        let ino = match offset {
+            None => self.dirty_pages(path, bytes).await?,
+            Some(at) => self.mmap_dirty_range(path, at, bytes).await?,
+        };
+        let mmap_lock = self
+            .log_patch(LogPatch::IMmapLock)
+            .then(|| self.inode_mmap_lock(ino));
+        if let Some(l) = &mmap_lock {
+            l.down_read().await;
+        }
+        if let Some(at) = offset {
+            let mut st = self.st_mut();
+            *st.meta.range_dirty.entry(ino).or_default() += bytes;
+            st.meta.range_at.insert(ino, at);
+        }
+        let r = self.mkwrite_stamp(ino, bytes).await;
+        if let Some(l) = &mmap_lock {
+            l.up_read();
+        }
+        r
+    }
+
+    /// The checks and reservations of a mapped write at `at`: the range lies inside the
+    /// written file (a fault past EOF is SIGBUS) and the file has no other dirty range (the
+    /// model writes a file's dirty pages back as one extent).
+    async fn mmap_dirty_range(&self, path: &str, at: u64, bytes: u64) -> Result<Ino, OpError> {
+        let ino = self.resolve(path)?;
+        {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            if !i.is_dir && at + bytes > i.disk_size {
+                return Err(OpError(format!(
+                    "mmap-write {path} {at} {bytes}: the range ends past the file's written size ({}): a shared mapping cannot extend a file",
+                    i.disk_size
+                )));
+            }
+            if i.dirty_bytes > 0 {
+                return Err(OpError(format!(
+                    "mmap-write {path} at an offset: the file has other dirty pages (the model writes a file's dirty pages back as one extent): write them back first"
+                )));
+            }
+        }
+        self.dirty_pages_range(ino, path, bytes, true).await
+    }
+
+    /// btrfs_page_mkwrite's part under i_mmap_lock: the page dirtied and the inode stamped.
+    async fn mkwrite_stamp(&self, ino: Ino, bytes: u64) -> Result<(), OpError> {
         let fixed = self.log_patch(LogPatch::SubTransStamp);
         {
             let mut st = self.st_mut();
@@ -171,6 +226,7 @@ impl Btrfs {
     pub(super) async fn writeback(&self, ino: Ino) {
         let bytes = std::mem::take(&mut self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
         let inside = self.st_mut().meta.range_dirty.remove(&ino).unwrap_or(0);
+        let at = self.st_mut().meta.range_at.remove(&ino);
         if bytes == 0 {
             return;
         }
@@ -204,6 +260,7 @@ impl Btrfs {
                 tok,
                 off,
                 bytes,
+                at,
             };
             // insert_reserved_file_extent: the file extent item (its extent item via the
             // delayed ref), the checksums (add_pending_csums), the inode item.
@@ -400,7 +457,10 @@ impl Btrfs {
     /// wait, finish the ordered extent) runs under the lock: the kernel's first
     /// start_ordered_ops outside it only starts I/O that the second one, under it, waits for.
     pub(super) async fn fsync(&self, path: &str) -> Result<(), OpError> {
-        let (ino, ilock) = self.lock_path(path).await?;
+        // 885f46d87f29 (5.13): BTRFS_ILOCK_MMAP, so no mapped write dirties a page (whose
+        // ordered extent could complete) while the inode is logged.
+        let mmap = self.log_patch(LogPatch::MmapLockFsync);
+        let (ino, ilock) = self.lock_path_flags(path, mmap).await?;
         self.writeback(ino).await;
         // What this fsync promises: the names and extents the inode has once its data is
         // written back (later changes by other tasks are not covered). Only kept with the
@@ -537,12 +597,13 @@ impl Btrfs {
             tok,
             off,
             bytes,
+            at,
         } = w;
         let size = st.inodes[&ino].disk_size;
         let inside = inside.min(bytes).min(size);
         let mut parts = Vec::with_capacity(2);
         if inside > 0 {
-            let at = self.place_inside(st, ino, inside, t, &mut ops);
+            let at = self.place_inside(st, ino, inside, at, t, &mut ops);
             parts.push((at, inside));
         }
         if bytes > inside {
@@ -604,15 +665,20 @@ impl Btrfs {
     /// trims or drops the old extents (a trimmed extent keeps its allocation, as a bookend
     /// extent does). Before this placement the model put the bytes past i_size, where the
     /// next logged inode item's i_size cut them off in log replay: a false S2.
+    /// A write that said its offset (`at`) overwrites there.
     fn place_inside(
         &self,
         st: &mut FsState,
         ino: Ino,
         len: u64,
+        at: Option<u64>,
         t: TransId,
         ops: &mut Vec<TreeOp>,
     ) -> u64 {
-        let (at, gap) = inside_offset(&st.inodes[&ino], len);
+        let (at, gap) = match at {
+            Some(at) => (at, false),
+            None => inside_offset(&st.inodes[&ino], len),
+        };
         if gap {
             Self::free_overwritten(st, ino, len, t);
             let holes = st.inodes[&ino]
@@ -769,7 +835,9 @@ impl Btrfs {
         len: u64,
         keep_size: bool,
     ) -> Result<(), OpError> {
-        let (ino, _ilock) = self.lock_path(path).await?;
+        // 8d9b4a162a37 (5.13): BTRFS_ILOCK_MMAP, mapped writes excluded.
+        let mmap = self.log_patch(LogPatch::IMmapLock);
+        let (ino, _ilock) = self.lock_path_flags(path, mmap).await?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
@@ -870,7 +938,9 @@ impl Btrfs {
         offset: u64,
         len: u64,
     ) -> Result<(), OpError> {
-        let (ino, _ilock) = self.lock_path(path).await?;
+        // 8d9b4a162a37 (5.13): BTRFS_ILOCK_MMAP, mapped writes excluded.
+        let mmap = self.log_patch(LogPatch::IMmapLock);
+        let (ino, _ilock) = self.lock_path_flags(path, mmap).await?;
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
@@ -879,8 +949,11 @@ impl Btrfs {
         if end <= offset {
             return Ok(());
         }
-        // btrfs_punch_hole: rsv_count 3 without NO_HOLES (file.c@v5.10).
-        let th = self.start_transaction_items(3).await?;
+        // btrfs_punch_hole: rsv_count 3 without NO_HOLES, 2 with it (file.c@v5.10).
+        let no_holes = self.inner.no_holes.get();
+        let th = self
+            .start_transaction_items(if no_holes { 2 } else { 3 })
+            .await?;
         let t = th.id;
         let cpu = {
             let mut st = self.st_mut();
@@ -895,9 +968,12 @@ impl Btrfs {
             self.drop_extents(&mut st, ino, offset, end, t);
             if !self.mutant(Mutant::PunchHoleLogsNoHole) {
                 Self::insert_hole(&mut st, ino, t, offset, end);
-                // fill_holes: the hole's file extent item.
-                let k = Key::new(ino, key_type::EXTENT_DATA, offset);
-                ops.push(TreeOp::Insert(tree_id::FS, k, size::FILE_EXTENT));
+                // fill_holes: the hole's file extent item, none with NO_HOLES (the hole
+                // extent map is made either way: file.c@v5.12).
+                if !no_holes {
+                    let k = Key::new(ino, key_type::EXTENT_DATA, offset);
+                    ops.push(TreeOp::Insert(tree_id::FS, k, size::FILE_EXTENT));
+                }
             }
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
@@ -976,6 +1052,8 @@ struct Written {
     tok: u64,
     off: u64,
     bytes: u64,
+    /// The file offset the write said (`mmap-write PATH OFFSET SIZE`), if it did.
+    at: Option<u64>,
 }
 
 /// The first `n` bytes of an allocation's pieces, and the rest.

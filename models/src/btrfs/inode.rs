@@ -8,13 +8,21 @@ use super::policy::Mutant;
 use super::state::*;
 use crate::vfs::OpError;
 
-/// A held inode lock (i_rwsem taken exclusively); unlocks when dropped. `None` under the
-/// `no-inode-lock` mutant.
-pub(super) struct InodeLock(Option<sim::Mutex>);
+/// A held inode lock (i_rwsem taken exclusively, and with BTRFS_ILOCK_MMAP the inode's
+/// i_mmap_lock taken for writing); unlocks when dropped. `None`s under the `no-inode-lock`
+/// mutant.
+pub(super) struct InodeLock {
+    rwsem: Option<sim::Mutex>,
+    mmap: Option<sim::RwSem>,
+}
 
 impl Drop for InodeLock {
     fn drop(&mut self) {
-        if let Some(m) = &self.0 {
+        // btrfs_inode_unlock (inode.c@v5.13): up_write(i_mmap_lock), then inode_unlock.
+        if let Some(s) = &self.mmap {
+            s.up_write();
+        }
+        if let Some(m) = &self.rwsem {
             m.unlock();
         }
     }
@@ -43,44 +51,69 @@ impl Btrfs {
             .clone()
     }
 
+    /// The inode's i_mmap_lock (struct btrfs_inode, btrfs_inode.h@v5.13, from 8318ba79eeeb
+    /// "btrfs: add a i_mmap_lock to our inode"), made at its first use (the class
+    /// `inode.i_mmap_lock` sums their waits).
+    pub(super) fn inode_mmap_lock(&self, ino: Ino) -> sim::RwSem {
+        self.inner
+            .inode_mmap_locks
+            .borrow_mut()
+            .entry(ino)
+            .or_insert_with(|| sim::RwSem::recyclable(&self.inner.h, "inode.i_mmap_lock"))
+            .clone()
+    }
+
     /// Drops the locks of inodes compaction removed from the state (evicted: nothing can
     /// reach them), so their engine slots serve later inodes.
     pub(super) fn drop_gone_inode_locks(&self, st: &FsState) {
         for map in [&self.inner.inode_locks, &self.inner.inode_log_mutexes] {
-            let mut map = map.borrow_mut();
-            // Dropped in inode order (slots are reused in the order they are freed).
-            let mut gone: Vec<Ino> = map
-                .keys()
-                .copied()
-                .filter(|i| !st.inodes.contains_key(i))
-                .collect();
-            gone.sort_unstable();
-            for ino in gone {
-                map.remove(&ino);
-            }
+            drop_gone(&mut map.borrow_mut(), st);
         }
+        drop_gone(&mut self.inner.inode_mmap_locks.borrow_mut(), st);
     }
 
     /// inode_lock(inode) (include/linux/fs.h: down_write(&inode->i_rwsem)); from 5.11 btrfs
-    /// calls it through btrfs_inode_lock (inode.c), with BTRFS_ILOCK_MMAP in fsync, fallocate
-    /// and punch hole from 5.13 (i_mmap_lock is not modelled: page_mkwrite takes no lock
-    /// here). Taken before any transaction handle or log mutex, as every caller in the
-    /// kernel does (write, fsync, setattr/truncate, fallocate, punch hole, setxattr).
-    pub(super) async fn lock_inode(&self, ino: Ino) -> InodeLock {
+    /// calls it through btrfs_inode_lock (inode.c), from 5.13 with BTRFS_ILOCK_MMAP
+    /// (`mmap`): then down_write(i_mmap_lock) too, which excludes page_mkwrite
+    /// (`mmap_write`). Taken before any transaction handle or log mutex, as every caller in
+    /// the kernel does (write, fsync, setattr/truncate, fallocate, punch hole, setxattr).
+    pub(super) async fn lock_inode_flags(&self, ino: Ino, mmap: bool) -> InodeLock {
         if self.mutant(super::policy::Mutant::NoInodeLock) {
-            return InodeLock(None);
+            return InodeLock {
+                rwsem: None,
+                mmap: None,
+            };
         }
         let m = self.inode_rwsem(ino);
         std::mem::forget(m.lock().await);
-        InodeLock(Some(m))
+        let mmap = if mmap {
+            let s = self.inode_mmap_lock(ino);
+            s.down_write().await;
+            Some(s)
+        } else {
+            None
+        };
+        InodeLock {
+            rwsem: Some(m),
+            mmap,
+        }
     }
 
     /// The inode `path` names, locked. The path is looked up once, when the call starts, as
     /// a descriptor pins its inode: the call goes on with that inode even if the name is
     /// unlinked or renamed while the task waits for the lock.
     pub(super) async fn lock_path(&self, path: &str) -> Result<(Ino, InodeLock), OpError> {
+        self.lock_path_flags(path, false).await
+    }
+
+    /// `lock_path` with BTRFS_ILOCK_MMAP when `mmap` (see `lock_inode_flags`).
+    pub(super) async fn lock_path_flags(
+        &self,
+        path: &str,
+        mmap: bool,
+    ) -> Result<(Ino, InodeLock), OpError> {
         let ino = self.resolve(path)?;
-        Ok((ino, self.lock_inode(ino).await))
+        Ok((ino, self.lock_inode_flags(ino, mmap).await))
     }
 
     pub(super) async fn create(&self, path: &str, is_dir: bool) -> Result<(), OpError> {
@@ -403,8 +436,9 @@ impl Btrfs {
     /// file extent item via maybe_insert_hole without NO_HOLES, and a hole extent map
     /// added with add_extent_mapping(modified = 1), so on the modified list of the fast
     /// fsync too); a full sync copies the new hole item. Replay drops the range, so bytes
-    /// truncated away before do not come back (xfstests generic/101). The model keeps the
-    /// explicit hole items of a filesystem without no_holes.
+    /// truncated away before do not come back (xfstests generic/101). With NO_HOLES
+    /// (`mkfs = "no-holes"`) no item is inserted; the full fsync's btrfs_log_holes logs
+    /// the gap.
     fn cont_expand(
         &self,
         st: &mut FsState,
@@ -435,9 +469,11 @@ impl Btrfs {
         }
         for (a, b) in gaps {
             Self::insert_hole(st, ino, t, a, b);
-            // The hole's file extent item (btrfs_insert_file_extent).
-            let k = Key::new(ino, key_type::EXTENT_DATA, a);
-            ops.push(TreeOp::Insert(tree_id::FS, k, size::FILE_EXTENT));
+            if !self.inner.no_holes.get() {
+                // The hole's file extent item (btrfs_insert_file_extent).
+                let k = Key::new(ino, key_type::EXTENT_DATA, a);
+                ops.push(TreeOp::Insert(tree_id::FS, k, size::FILE_EXTENT));
+            }
         }
     }
 
@@ -493,5 +529,19 @@ impl Btrfs {
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
+    }
+}
+
+/// Removes from `map` the locks of inodes no longer in the state, in inode order (slots are
+/// reused in the order they are freed).
+fn drop_gone<L>(map: &mut FastMap<Ino, L>, st: &FsState) {
+    let mut gone: Vec<Ino> = map
+        .keys()
+        .copied()
+        .filter(|i| !st.inodes.contains_key(i))
+        .collect();
+    gone.sort_unstable();
+    for ino in gone {
+        map.remove(&ino);
     }
 }

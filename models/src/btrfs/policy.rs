@@ -303,11 +303,18 @@ pub enum LogPatch {
     /// btrfs_set_inode_last_trans sets last_log_commit to last_sub_trans - 1 and
     /// btrfs_page_mkwrite sets only last_sub_trans, under i_lock (bc0939fcfab0, 5.13).
     SubTransStamp,
+    /// The inode's i_mmap_lock: btrfs_page_mkwrite takes it shared, fallocate and punch
+    /// hole (BTRFS_ILOCK_MMAP) exclusive (8318ba79eeeb, 8d9b4a162a37; 5.13).
+    IMmapLock,
+    /// btrfs_sync_file takes i_mmap_lock exclusive with the inode lock (BTRFS_ILOCK_MMAP),
+    /// so no mapped write dirties a page while the inode is logged (885f46d87f29, 5.13;
+    /// needs `i-mmap-lock`).
+    MmapLockFsync,
 }
 
 impl LogPatch {
     /// All: the 5.12 series in series order, then the later changes.
-    pub const ALL: [LogPatch; 9] = [
+    pub const ALL: [LogPatch; 11] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
@@ -317,6 +324,8 @@ impl LogPatch {
         LogPatch::SkipUnchangedDirs,
         LogPatch::PreallocFullFsync,
         LogPatch::SubTransStamp,
+        LogPatch::IMmapLock,
+        LogPatch::MmapLockFsync,
     ];
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
@@ -331,6 +340,8 @@ impl LogPatch {
             LogPatch::SkipUnchangedDirs => "skip-unchanged-dirs",
             LogPatch::PreallocFullFsync => "prealloc-full-fsync",
             LogPatch::SubTransStamp => "sub-trans-stamp",
+            LogPatch::IMmapLock => "i-mmap-lock",
+            LogPatch::MmapLockFsync => "mmap-lock-fsync",
         }
     }
 
@@ -362,6 +373,8 @@ impl LogPatch {
             LogPatch::SubTransStamp => {
                 "btrfs: fix race between marking inode needs to be logged and log syncing"
             }
+            LogPatch::IMmapLock => "btrfs: add a i_mmap_lock to our inode",
+            LogPatch::MmapLockFsync => "btrfs: fix race between memory mapped writes and fsync",
         }
     }
 

@@ -101,6 +101,10 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
                             }
                         }
                     }
+                    LogFact::Hole { ino, start, end } => {
+                        let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
+                        fi.drop_range(*start, *end);
+                    }
                     LogFact::DirEntries { .. }
                     | LogFact::DelEntry { .. }
                     | LogFact::DelRef { .. } => {
@@ -455,7 +459,7 @@ pub(super) fn replay_names(
                 }
             }
         }
-        LogFact::Extent { .. } => {}
+        LogFact::Extent { .. } | LogFact::Hole { .. } => {}
     }
 }
 

@@ -660,6 +660,9 @@ pub struct MetaSpace {
     /// Dirty bytes per inode that `write-range` wrote inside the file's size (random
     /// overwrites: written back without growing the file).
     pub range_dirty: FastMap<Ino, u64>,
+    /// The file offset of those bytes when the op said it (`mmap-write PATH OFFSET SIZE`):
+    /// writeback places them there instead of in the first gap that fits.
+    pub range_at: FastMap<Ino, u64>,
 }
 
 impl MetaSpace {
@@ -829,6 +832,16 @@ pub enum LogFact {
         ino: Ino,
         /// Extent id.
         extent: u64,
+    },
+    /// A hole item btrfs_log_holes inserted for a gap between the file's items (NO_HOLES):
+    /// replay drops [start, end).
+    Hole {
+        /// Inode.
+        ino: Ino,
+        /// Range start.
+        start: u64,
+        /// Range end.
+        end: u64,
     },
     /// A directory logged in full (LOG_INODE_ALL): all its entries (DIR_ITEM / DIR_INDEX);
     /// replay makes them the directory's entries (replay_dir_deletes removes the others).

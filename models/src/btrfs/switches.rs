@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 27] = [
+pub const SWITCHES: [Switch; 29] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -120,6 +120,27 @@ pub const SWITCHES: [Switch; 27] = [
         merged: "5.13 (stable 5.10.y backport posted 2021-08-28)",
         source: "fs/btrfs/transaction.h:btrfs_set_inode_last_trans, inode.c:btrfs_page_mkwrite (stable posting of \"btrfs: fix race between marking inode needs to be logged and log syncing\", Anand Jain, 2021-08-28)",
         metric: "torn_log_stamps",
+        also: &[],
+        hit: true,
+    },
+    // The lock itself is no waste remover: what it costs is its wait class.
+    Switch {
+        toggle: Toggle::Log(LogPatch::IMmapLock),
+        commit: Some("8318ba79eeeb"),
+        since: (5, 13),
+        merged: "5.13",
+        source: "linux-btrfs 2020-12-14 \"[PATCH 1/4] btrfs: add a i_mmap_lock to our inode\" (inode.c:btrfs_page_mkwrite, btrfs_inode_lock) and 8d9b4a162a37 \"btrfs: exclude mmap from happening during all fallocate operations\" (file.c:btrfs_fallocate, btrfs_punch_hole), Josef Bacik",
+        metric: "inode.i_mmap_lock_ns",
+        also: &[],
+        hit: false,
+    },
+    Switch {
+        toggle: Toggle::Log(LogPatch::MmapLockFsync),
+        commit: Some("885f46d87f29"),
+        since: (5, 13),
+        merged: "5.13",
+        source: "linux-btrfs 2021-02-23 \"[PATCH 1/3] btrfs: fix race between memory mapped writes and fsync\" (cover.1614081281.git.fdmanana@suse.com; file.c:btrfs_sync_file)",
+        metric: "log_copy_raced_extents",
         also: &[],
         hit: true,
     },

@@ -452,7 +452,12 @@ impl Btrfs {
             let mut ext: Vec<Extent> = if kind != LogKind::Fsync {
                 Vec::new()
             } else if i.needs_full_sync {
-                i.extents.clone()
+                // With NO_HOLES a hole has no item to copy: btrfs_log_holes logs it.
+                i.extents
+                    .iter()
+                    .filter(|e| !(e.hole && self.inner.no_holes.get()))
+                    .cloned()
+                    .collect()
             } else {
                 i.extents
                     .iter()
@@ -671,7 +676,18 @@ impl Btrfs {
             }),
             LogKind::NewName(_) => {}
         }
+        let items_at = (kind == LogKind::Fsync && full_sync && !is_dir).then(|| {
+            let st = self.inner.st.borrow();
+            st.inodes[&ino]
+                .extents
+                .iter()
+                .map(|e| e.id)
+                .collect::<Vec<_>>()
+        });
         self.inner.h.cpu(cpu).await;
+        if let Some(mut items_at) = items_at {
+            bytes += self.log_holes(ino, &mut items_at, &mut facts).await;
+        }
         let mut st = self.st_mut();
         if new_name_needed {
             st.note_new_content(t, log_transid);
@@ -712,6 +728,64 @@ impl Btrfs {
             // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
             i.last_log_commit = i.last_sub_trans;
         }
+    }
+
+    /// btrfs_log_holes (tree-log.c@v5.12), which btrfs_log_inode calls after
+    /// copy_inode_items_to_log and btrfs_log_all_xattrs in a full fsync of a regular file
+    /// (`!fast_search`). The point `log_inode:items_copied` comes first: the window
+    /// 885f46d87f29 closes, where an ordered extent of a page dirtied through a shared
+    /// mapping after the fsync's writeback completes and changes the items the holes are
+    /// computed from. Counts the items that are not the ones copied (`items_at`, the ids
+    /// when the copy ran) as `log_copy_raced_extents`. With NO_HOLES (without it the
+    /// function returns at once) a hole item goes into the log for each gap between the
+    /// file's items below ALIGN(i_size, sectorsize). Returns the log bytes added. The
+    /// kernel's other outcome of the race, an item copied mid-walk that overlaps one copied
+    /// before (the tree checker aborts the transaction), needs a point inside the leaf walk
+    /// and is not modelled.
+    async fn log_holes(&self, ino: Ino, items_at: &mut [u64], facts: &mut Vec<LogFact>) -> u64 {
+        self.point("log_inode:items_copied").await;
+        items_at.sort_unstable();
+        let st = self.inner.st.borrow();
+        let i = &st.inodes[&ino];
+        let raced = i
+            .extents
+            .iter()
+            .filter(|e| !e.hole && items_at.binary_search(&e.id).is_err())
+            .count() as u64;
+        self.inner.m.borrow_mut().log_copy_raced_extents += raced;
+        if !self.inner.no_holes.get() {
+            return 0;
+        }
+        let c = &self.inner.costs;
+        let end = i.disk_size.next_multiple_of(c.sectorsize);
+        let mut items: Vec<(u64, u64)> = i
+            .extents
+            .iter()
+            .filter(|e| !e.hole && e.offset < end)
+            .map(|e| (e.offset, e.end()))
+            .collect();
+        items.sort_unstable();
+        let (mut cur, mut bytes) = (0, 0);
+        let mut hole = |a: u64, b: u64| {
+            bytes += c.log_bytes_extent;
+            if st.keep_history {
+                facts.push(LogFact::Hole {
+                    ino,
+                    start: a,
+                    end: b,
+                });
+            }
+        };
+        for (a, b) in items {
+            if a > cur {
+                hole(cur, a);
+            }
+            cur = cur.max(b);
+        }
+        if cur < end {
+            hole(cur, end);
+        }
+        bytes
     }
 
     /// btrfs_log_prealloc_extents (tree-log.c@v5.10..v5.15, from 471d557afed155 "Btrfs: fix

@@ -80,6 +80,9 @@ pub struct Metrics {
     /// Shared-mapping writes whose stamp read root->last_log_commit after a log sync had
     /// committed the sub-transaction just stamped (bc0939fcfab0's race window).
     pub torn_log_stamps: u64,
+    /// File extent items an ordered extent inserted in a file while a full fsync logged it,
+    /// after copy_inode_items_to_log and before btrfs_log_holes (885f46d87f29's race).
+    pub log_copy_raced_extents: u64,
     /// CPU ns of those updates (a log-tree search, under the directory's log_mutex).
     pub logged_dir_isize_update_ns: u64,
     /// inode_get_bytes calls of fill_inode_item for a log copy, each taking the inode's
@@ -250,7 +253,7 @@ impl JournalMetrics {
 }
 
 /// The filesystem locks and wait queues whose waits every run reports.
-pub const WAIT_CLASSES: [&str; 14] = [
+pub const WAIT_CLASSES: [&str; 15] = [
     "wait_current_trans",
     "metadata_ticket",
     "wait_for_commit",
@@ -267,6 +270,8 @@ pub const WAIT_CLASSES: [&str; 14] = [
     "inode_lock",
     // Every inode's BTRFS_I(inode)->log_mutex, summed over inodes.
     "inode.log_mutex",
+    // Every inode's BTRFS_I(inode)->i_mmap_lock (5.13+), summed over inodes.
+    "inode.i_mmap_lock",
 ];
 
 impl Metrics {
@@ -306,6 +311,7 @@ impl Metrics {
             ("unnecessary_dir_logs", self.unnecessary_dir_logs),
             ("logged_dir_isize_updates", self.logged_dir_isize_updates),
             ("torn_log_stamps", self.torn_log_stamps),
+            ("log_copy_raced_extents", self.log_copy_raced_extents),
             (
                 "logged_dir_isize_update_ns",
                 self.logged_dir_isize_update_ns,
@@ -437,6 +443,7 @@ impl Metrics {
             "unnecessary_dir_logs" => "parent directories logged (btrfs_log_all_parents) with no entry changed since the last commit",
             "logged_dir_isize_updates" => "logged directories' inode items updated in the log (i_size) by an unlink (btrfs_del_dir_entries_in_log before 5.12)",
             "torn_log_stamps" => "shared-mapping writes whose inode stamp read root->last_log_commit after a log sync committed the sub-transaction just stamped (btrfs_page_mkwrite before 5.13, bc0939fcfab0)",
+            "log_copy_raced_extents" => "file extent items inserted by an ordered extent that completed while a full fsync logged the file, between its item copy and btrfs_log_holes (a shared-mapping write not excluded by i_mmap_lock, before 5.13's 885f46d87f29)",
             "logged_dir_isize_update_ns" => "CPU ns of those log-tree inode item updates (under the directory's log_mutex)",
             "log_nbytes_i_lock_takes" => "i_lock acquisitions by fill_inode_item's inode_get_bytes for a log copy (before 5.12)",
             "log_nbytes_i_lock_ns" => "ns of those i_lock acquisitions and holds",

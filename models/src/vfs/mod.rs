@@ -224,6 +224,9 @@ pub struct Mount {
     /// ext3/ext4: the machine's dirtyable memory in bytes, which sets the dirty thresholds;
     /// None = dirty throttling not modelled.
     pub memory: Option<u64>,
+    /// btrfs: made with the NO_HOLES incompat feature (`mkfs.btrfs -O no-holes`; the
+    /// btrfs-progs default from v5.15): holes are implicit, no file extent items.
+    pub no_holes: bool,
 }
 
 /// A mounted filesystem of any kind; clone it into every task.
@@ -293,6 +296,7 @@ impl Mounted {
                 let ssd = mount.options.ssd.unwrap_or(!dev.rotational());
                 let fs = Btrfs::new(h, dev, policy.btrfs, costs);
                 fs.set_ssd(ssd);
+                fs.set_no_holes(mount.no_holes);
                 Mounted::Btrfs(fs)
             }
             FsKind::Ext4 | FsKind::Ext3 => {

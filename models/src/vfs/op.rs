@@ -27,6 +27,8 @@ pub enum Op {
     Stat(OpPath),
     /// A write through a shared memory mapping (btrfs_page_mkwrite).
     MmapWrite(OpPath, u64),
+    /// A write through a shared mapping of `bytes` at `offset`, inside the file's size.
+    MmapWriteAt(OpPath, u64, u64),
     /// A buffered write through an O_SYNC descriptor: the write, then generic_write_sync.
     WriteOsync(OpPath, u64),
     /// sync(2): write back every dirty file, then commit (btrfs_sync_fs).
@@ -114,7 +116,7 @@ impl Op {
             Op::Setattr(_) => "setattr",
             Op::Stat(_) => "stat",
             Op::WriteOsync(..) => "write-osync",
-            Op::MmapWrite(..) => "mmap-write",
+            Op::MmapWrite(..) | Op::MmapWriteAt(..) => "mmap-write",
             Op::Sync => "sync",
             Op::Writeback(_) => "writeback",
             Op::Fsync(_) => "fsync",
@@ -180,7 +182,9 @@ impl std::fmt::Display for Op {
             Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
             Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
             Op::FillMetadata(n) => write!(f, "{k} {}", size_text(*n)),
-            Op::DirectWrite(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
+            Op::DirectWrite(p, o, n) | Op::MmapWriteAt(p, o, n) => {
+                write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n))
+            }
             Op::Write(p, n)
             | Op::WriteOsync(p, n)
             | Op::MmapWrite(p, n)
@@ -205,7 +209,7 @@ pub const OPS: [(&str, &str, &str); 29] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
-    ("mmap-write /f 4k", "mmap-write PATH SIZE", "a write through a shared mapping: btrfs_page_mkwrite stamps last_trans, last_sub_trans, then last_log_commit without the inode lock (point page_mkwrite:last_sub_trans_set between)"),
+    ("mmap-write /f 4k", "mmap-write PATH [OFFSET] SIZE", "a write through a shared mapping: btrfs_page_mkwrite stamps last_trans, last_sub_trans, then last_log_commit without the inode lock (point page_mkwrite:last_sub_trans_set between; from 5.13 under i_mmap_lock shared). Without OFFSET the pages are appended; with it they overwrite [OFFSET, OFFSET + SIZE), which must lie inside the written file (a mapping cannot extend it), and writeback puts one extent there (btrfs only; ext3/ext4 take it as a write)"),
     ("setattr /f", "setattr PATH", "btrfs_setattr without a size change (chmod, utimes): btrfs_dirty_inode joins the transaction"),
     ("writeback /f", "writeback PATH", "filemap write and wait: one ordered extent, its file extent item inserted in the running transaction"),
     ("fsync /f", "fsync PATH", "btrfs_sync_file: writeback, skip checks, btrfs_log_inode_parent, btrfs_sync_log or a full commit"),

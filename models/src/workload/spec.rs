@@ -528,6 +528,7 @@ impl Spec {
             None => None,
         };
         let mount = crate::vfs::Mount {
+            no_holes: false,
             fs,
             options,
             memory,

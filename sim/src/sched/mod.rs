@@ -61,6 +61,22 @@ impl ChoiceView<'_> {
         self.task_names[t as usize].remaining
     }
 
+    /// Whether the task named `name` waits for a resource (a lock, a semaphore, a queue)
+    /// and every other task but daemons is held at a point or waits for a resource too (no
+    /// such task can move by itself: it neither runs, sleeps nor waits for a completion).
+    pub fn blocked_among_held(&self, name: &str) -> bool {
+        use crate::runtime::TaskState as S;
+        let mut named = false;
+        for t in self.task_names {
+            if &*t.name == name {
+                named |= matches!(t.state, S::Blocked(_));
+            } else if !t.daemon && !matches!(t.state, S::Blocked(_) | S::Paused(_) | S::Done) {
+                return false;
+            }
+        }
+        named
+    }
+
     /// Label of a point.
     pub fn point_name(&self, p: PointId) -> &str {
         &self.point_names[p as usize]

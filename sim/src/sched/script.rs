@@ -2,7 +2,10 @@
 //!
 //! A paused task whose (task, point) is the next step runs; one that appears later in the
 //! script is held; one the script never mentions runs at once. This is how a race scenario
-//! replays the numbered steps of a patch log.
+//! replays the numbered steps of a patch log. A step marked optional is skipped when its
+//! task waits for a resource and every other task but daemons is held or waits too: under
+//! a fix that adds a lock, the step's task waits for a task the script holds (the race
+//! the lock closes).
 
 use super::{ChoiceView, Pick, Scheduler};
 
@@ -11,12 +14,30 @@ use super::{ChoiceView, Pick, Scheduler};
 pub struct Script {
     steps: Vec<(String, String)>,
     next: usize,
+    optional: Vec<bool>,
+    skipped: Vec<usize>,
 }
 
 impl Script {
     /// A script of (task name, point label) steps, in the order they must happen.
     pub fn new(steps: Vec<(String, String)>) -> Self {
-        Script { steps, next: 0 }
+        Script {
+            steps,
+            next: 0,
+            optional: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Marks steps optional (`optional[i]` for step i; missing entries are not).
+    pub fn with_optional(mut self, optional: Vec<bool>) -> Self {
+        self.optional = optional;
+        self
+    }
+
+    /// The optional steps skipped so far (0-based), in order.
+    pub fn skipped(&self) -> &[usize] {
+        &self.skipped
     }
 
     /// Steps played so far.
@@ -43,18 +64,20 @@ impl Scheduler for Script {
     }
 
     fn pick(&mut self, view: &ChoiceView<'_>) -> Pick {
-        for (i, p) in view.paused.iter().enumerate() {
-            let (task, point) = (view.task_name(p.task), view.point_name(p.point));
-            match self.position(task, point) {
-                Some(pos) if pos == self.next => {
-                    self.next += 1;
-                    return Pick::Release(i);
-                }
-                Some(_) => {}
-                None => return Pick::Release(i),
+        loop {
+            let pick = self.pick_step(view);
+            // Nothing runs at once and no task but daemons can move: without the skip the
+            // run waits for the daemons' timers, then is stuck.
+            let stuck_optional = pick == Pick::Hold
+                && view.ready.is_empty()
+                && self.optional.get(self.next).copied().unwrap_or(false)
+                && view.blocked_among_held(&self.steps[self.next].0);
+            if !stuck_optional {
+                return pick;
             }
+            self.skipped.push(self.next);
+            self.next += 1;
         }
-        Pick::Hold
     }
 
     fn unfinished(&self) -> Option<String> {
@@ -74,5 +97,23 @@ impl Scheduler for Script {
             ),
             None => "script finished but tasks are held".to_string(),
         }
+    }
+}
+
+impl Script {
+    /// The release the plain script makes (no optional step skipped).
+    fn pick_step(&mut self, view: &ChoiceView<'_>) -> Pick {
+        for (i, p) in view.paused.iter().enumerate() {
+            let (task, point) = (view.task_name(p.task), view.point_name(p.point));
+            match self.position(task, point) {
+                Some(pos) if pos == self.next => {
+                    self.next += 1;
+                    return Pick::Release(i);
+                }
+                Some(_) => {}
+                None => return Pick::Release(i),
+            }
+        }
+        Pick::Hold
     }
 }
