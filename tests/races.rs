@@ -1032,6 +1032,10 @@ fn the_fsync_mmap_lock_closes_the_race_between_item_copy_and_log_holes() {
     let without = models::kernel::parse_policy("linux-5.13:-mmap-lock-fsync").unwrap();
     let r = run_with(&sc, &without);
     assert_eq!(raced(&r), 1);
+    assert!(
+        r.skipped_steps.is_empty(),
+        "the race's run plays every step"
+    );
     let s2 = of_kind(&r, "S2");
     assert_eq!(s2.len(), 1, "{:?}", r.violations);
     // Y's bytes at [640K, 644K): replay kept what the punched file had dropped.
@@ -1045,6 +1049,8 @@ fn the_fsync_mmap_lock_closes_the_race_between_item_copy_and_log_holes() {
     assert_eq!(raced(&r), 0);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert_eq!(r.metrics.get("inode.i_mmap_lock_count"), Some(1));
+    assert_eq!(r.skipped_steps.len(), 1, "{:?}", r.skipped_steps);
+    assert!(r.skipped_steps[0].contains("'B sync-file-range:done' skipped"));
     // Without NO_HOLES the punched range has a hole item, which the copy logged: the item
     // still races, but the log replays to the file before B's write (no S2).
     let plain = Scenario::parse(&text.replace("mkfs = \"no-holes\"\n", ""), "p.toml").unwrap();

@@ -1195,6 +1195,8 @@ pub struct RunResult {
     pub decisions: Vec<u32>,
     /// (task, point) of every released named point, in order (only with the trace kept).
     pub releases: Vec<(String, String)>,
+    /// The `unless-blocked` script steps skipped, each said in one line.
+    pub skipped_steps: Vec<String>,
 }
 
 /// The violations that say a run could not play: a stuck script, a failed operation.
@@ -1329,6 +1331,9 @@ impl sim::Scheduler for CrashAt {
     }
     fn unfinished(&self) -> Option<String> {
         self.inner.unfinished()
+    }
+    fn skipped_steps(&self) -> Vec<usize> {
+        self.inner.skipped_steps()
     }
 }
 
@@ -1519,7 +1524,20 @@ fn run_full(
             timeline: Vec::new(),
         });
     }
+    let skipped_steps = sim
+        .scheduler()
+        .skipped_steps()
+        .into_iter()
+        .filter_map(|i| sc.script.get(i))
+        .map(|s| {
+            format!(
+                "{}:{}: script step '{} {}' skipped: {} waited for a lock while the script held the others (unless-blocked)",
+                sc.origin, s.line, s.task, s.point, s.task
+            )
+        })
+        .collect();
     let result = RunResult {
+        skipped_steps,
         decisions: sim.scheduler().decisions(),
         releases: sim.point_releases(),
         policy: policy.clone(),

@@ -138,6 +138,9 @@ pub fn side_by_side(sc: &Scenario, runs: &[RunResult]) -> String {
                 v.invariant, r.policy.name, v.at, v.message
             ));
         }
+        for s in &r.skipped_steps {
+            out.push_str(&format!("  - under {}: {s}\n", r.policy.name));
+        }
     }
     let mut ops: Vec<&String> = runs.iter().flat_map(|r| r.latency.by_op.keys()).collect();
     ops.sort();

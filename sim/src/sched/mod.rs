@@ -116,4 +116,8 @@ pub trait Scheduler {
     fn unfinished(&self) -> Option<String> {
         None
     }
+    /// After a run: the optional script steps it skipped (0-based), in order.
+    fn skipped_steps(&self) -> Vec<usize> {
+        Vec::new()
+    }
 }

@@ -57,4 +57,7 @@ impl Scheduler for ScriptThen {
     fn unfinished(&self) -> Option<String> {
         self.script.unfinished()
     }
+    fn skipped_steps(&self) -> Vec<usize> {
+        self.script.skipped_steps()
+    }
 }

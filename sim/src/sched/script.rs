@@ -80,6 +80,10 @@ impl Scheduler for Script {
         }
     }
 
+    fn skipped_steps(&self) -> Vec<usize> {
+        self.skipped.clone()
+    }
+
     fn unfinished(&self) -> Option<String> {
         self.steps.get(self.next).map(|(t, p)| {
             format!(
