@@ -1098,3 +1098,189 @@ fn unless_blocked_steps_and_mkfs_features_parse_print_and_reject_bad_input() {
         r.violations
     );
 }
+
+fn r18() -> (Scenario, String) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/examples/r18-fast-fsync-relogs-xattrs.toml"
+    );
+    (
+        Scenario::load(path).unwrap(),
+        std::fs::read_to_string(path).unwrap(),
+    )
+}
+
+fn fsync_ns(r: &RunResult) -> u64 {
+    let h = &r.latency.by_op["fsync"];
+    (h.mean() * h.len() as f64).round() as u64
+}
+
+#[test]
+fn the_5_14_xattr_skip_removes_the_relogged_xattrs_and_keeps_every_xattr() {
+    // b590b839720c: a fast fsync of an inode already logged in this transaction, with no
+    // xattr changed since, does not copy its xattrs into the log again.
+    let name = "skip-unchanged-xattrs";
+    let sw = models::btrfs::switches::by_name(name).unwrap();
+    assert_eq!((sw.since, sw.commit), ((5, 14), Some("b590b839720c")));
+    assert!(!sw.is_on(&Policy::preset("linux-5.13").unwrap().btrfs));
+    let (sc, text) = r18();
+    assert_eq!(sc.key_metric(), sw.metric);
+    let off = models::kernel::parse_policy(&format!("linux-5.14:-{name}")).unwrap();
+    let on = Policy::preset("linux-5.14").unwrap();
+    let relogged = |r: &RunResult| r.metrics.get("relogged_xattrs").unwrap();
+    let (a, b) = (run_with(&sc, &off), run_with(&sc, &on));
+    // Two xattrs copied again by each of the second and third fsync.
+    assert_eq!((relogged(&a), relogged(&b)), (4, 0));
+    // The copies it skips were CPU the fsyncs spent (the xattr search and inserts).
+    assert!(
+        fsync_ns(&b) < fsync_ns(&a),
+        "{} {}",
+        fsync_ns(&b),
+        fsync_ns(&a)
+    );
+    // An xattr set between two fsyncs (BTRFS_INODE_COPY_EVERYTHING) is logged under
+    // both; only the third fsync, after it, skips under 5.14 (three xattrs under 5.13).
+    let changed = text.replacen(
+        "\"write /d/f 65536\", \"fsync /d/f\",\n  \"write",
+        "\"write /d/f 65536\", \"fsync /d/f\", \"setxattr /d/f user.new\",\n  \"write",
+        1,
+    );
+    assert_ne!(changed, text);
+    let changed = changed.replace(
+        "[\"security.selinux\", \"user.acl\"]",
+        "[\"security.selinux\", \"user.acl\", \"user.new\"]",
+    );
+    let sc2 = Scenario::parse(&changed, "r18b.toml").unwrap();
+    assert_eq!(relogged(&run_with(&sc2, &off)), 3);
+    assert_eq!(relogged(&run_with(&sc2, &on)), 0);
+    // After a power failure at the third fsync every xattr is back, under both (the
+    // skipped copies are in the log tree from the earlier fsyncs of the transaction).
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    for s in [&sc, &sc2] {
+        let e = s.expect_crash.as_ref().unwrap();
+        for p in [&off, &on] {
+            let (r, st) = models::scenario::crash_state(s, p, &dev, s.seed, &e.at);
+            assert!(r.violations.is_empty(), "{}: {:?}", p.name, r.violations);
+            let got = st.unwrap().unwrap();
+            assert_eq!(e.compare(&got), Vec::<String>::new(), "{}", got.render());
+        }
+    }
+    // No interleaving with the commit daemon loses an xattr either.
+    for p in [&off, &on] {
+        let r = common::sweep(&sc2, p, 0..200);
+        assert!(common::invariant_hits(&r).is_empty(), "{}", p.name);
+    }
+}
+
+#[test]
+fn the_5_14_truncate_fix_keeps_fast_fsyncs_after_a_truncate_that_drops_nothing() {
+    // 0d7d316597c0: btrfs_truncate sets BTRFS_INODE_NEEDS_FULL_SYNC only if
+    // btrfs_truncate_inode_items removed or trimmed a file extent item.
+    let name = "full-sync-if-extents-dropped";
+    let sw = models::btrfs::switches::by_name(name).unwrap();
+    assert_eq!((sw.since, sw.commit), ((5, 14), Some("0d7d316597c0")));
+    assert!(!sw.is_on(&Policy::preset("linux-5.13").unwrap().btrfs));
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/examples/r19-same-size-truncate-forces-full-sync.toml"
+    );
+    let sc = Scenario::load(path).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    assert_eq!(sc.key_metric(), sw.metric);
+    let off = models::kernel::parse_policy(&format!("linux-5.14:-{name}")).unwrap();
+    let on = Policy::preset("linux-5.14").unwrap();
+    let get = |r: &RunResult, k: &str| r.metrics.get(k).unwrap();
+    let (a, b) = (run_with(&sc, &off), run_with(&sc, &on));
+    assert_eq!((get(&a, sw.metric), get(&b, sw.metric)), (2, 0));
+    // The full syncs copy the earlier appends again: 1 + 2 + 3 items against 1 + 1 + 1.
+    assert_eq!((get(&a, "extent_logs"), get(&b, "extent_logs")), (6, 3));
+    assert!(get(&a, "csum_bytes") > get(&b, "csum_bytes"));
+    // A truncate that cuts into the last append trims an item: a full sync under both,
+    // and it is not counted as needless.
+    let cut = text
+        .replace("\"truncate /d/f 1179648\"", "\"truncate /d/f 1175552\"")
+        .replace("\"truncate /d/f 1245184\"", "\"truncate /d/f 1241088\"");
+    assert_ne!(cut, text);
+    let cut = Scenario::parse(&cut, "r19b.toml").unwrap();
+    let (a2, b2) = (run_with(&cut, &off), run_with(&cut, &on));
+    assert_eq!((get(&a2, sw.metric), get(&b2, sw.metric)), (1, 0));
+    assert_eq!(
+        get(&b2, "extent_logs"),
+        1 + 2 + 1,
+        "the cut makes fsync 2 full"
+    );
+    // The recovered file is the same (and whole) under both, at every fsync's return.
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let e = sc.expect_crash.as_ref().unwrap();
+    for p in [&off, &on] {
+        let (r, st) = models::scenario::crash_state(&sc, p, &dev, sc.seed, &e.at);
+        assert!(r.violations.is_empty(), "{}: {:?}", p.name, r.violations);
+        let got = st.unwrap().unwrap();
+        assert_eq!(e.compare(&got), Vec::<String>::new(), "{}", got.render());
+        let r = common::sweep(&sc, p, 0..200);
+        assert!(common::invariant_hits(&r).is_empty(), "{}", p.name);
+    }
+}
+
+#[test]
+fn the_trace_says_what_each_fsync_logged_and_why_one_skipped_or_fell_back() {
+    let marks = |r: &RunResult| -> Vec<String> {
+        r.trace
+            .iter()
+            .filter_map(|l| l.split_once(" mark ").map(|(_, m)| m.to_string()))
+            .collect()
+    };
+    let count = |m: &[String], s: &str| m.iter().filter(|l| l.contains(s)).count();
+    // r18 under 5.14: a full sync (the creation's flag), then two fast fsyncs that copy no
+    // xattrs; each log ends with the inode's log fields.
+    let (sc, _) = r18();
+    let m = marks(&common::scripted(
+        &sc,
+        &Policy::preset("linux-5.14").unwrap(),
+    ));
+    assert_eq!(
+        count(&m, "LOG_INODE_ALL (fsync, full sync), ino "),
+        1,
+        "{m:#?}"
+    );
+    assert_eq!(count(&m, "LOG_INODE_ALL (fsync, fast), ino "), 2, "{m:#?}");
+    assert_eq!(count(&m, "btrfs_log_all_xattrs: xattr items copied 2"), 1);
+    assert_eq!(
+        count(&m, "xattrs not copied (in this log already, unchanged)"),
+        2
+    );
+    assert_eq!(count(&m, "inode.logged_trans "), 3);
+    let last = m
+        .iter()
+        .rfind(|l| l.contains("inode.last_log_commit"))
+        .unwrap();
+    assert!(
+        last.ends_with(" 2"),
+        "the third log commits sub-transaction 2: {last}"
+    );
+    // 5.13 copies them every time.
+    let m = marks(&common::scripted(
+        &sc,
+        &Policy::preset("linux-5.13").unwrap(),
+    ));
+    assert_eq!(count(&m, "xattr items copied 2"), 3, "{m:#?}");
+    // r12 before 5.12: the fallback and its cause.
+    let sc = Scenario::load("scenarios/examples/r12-parent-dirs-check-commits.toml").unwrap();
+    let m = marks(&common::scripted(
+        &sc,
+        &Policy::preset("linux-5.11").unwrap(),
+    ));
+    assert_eq!(count(&m, "full commit: last_unlink_trans"), 1, "{m:#?}");
+    let m = marks(&common::scripted(
+        &sc,
+        &Policy::preset("linux-5.12").unwrap(),
+    ));
+    assert_eq!(count(&m, "full commit:"), 0, "{m:#?}");
+    // R7: the second fsync of an unchanged, committed file skips, and says why.
+    let sc = Scenario::load("scenarios/r7-fsync-syncs-unchanged-log.toml").unwrap();
+    let m = marks(&common::scripted(
+        &sc,
+        &Policy::preset("linux-5.11").unwrap(),
+    ));
+    assert!(count(&m, "btrfs_sync_file skips: ") >= 1, "{m:#?}");
+}

@@ -290,13 +290,14 @@ mod tests {
         assert!(LogPatch::ALL.iter().all(|&l| !p11.btrfs.log(l)));
         let p12 = Policy::preset("linux-5.12").unwrap();
         // The 5.12 series: in 5.12; bc0939fcfab0, 8318ba79eeeb and 885f46d87f29 from 5.13;
-        // 8be2ba2e0e11 from 5.15; d99478874355 in none.
+        // b590b839720c from 5.14; 8be2ba2e0e11 from 5.15; d99478874355 in none.
         let later = [
             LogPatch::SkipUnchangedDirs,
             LogPatch::PreallocFullFsync,
             LogPatch::SubTransStamp,
             LogPatch::IMmapLock,
             LogPatch::MmapLockFsync,
+            LogPatch::SkipUnchangedXattrs,
         ];
         assert!(LogPatch::ALL
             .iter()
@@ -311,6 +312,8 @@ mod tests {
             assert!(!p12.btrfs.log(l) && p13.btrfs.log(l), "{l:?} is 5.13's");
         }
         assert!(!Policy::preset("linux-5.14").unwrap().btrfs.log(later[0]));
+        let x = LogPatch::SkipUnchangedXattrs;
+        assert!(!p13.btrfs.log(x) && Policy::preset("linux-5.14").unwrap().btrfs.log(x));
         assert!(Policy::preset("linux-5.15").unwrap().btrfs.log(later[0]));
         let off = parse_policy("linux-5.12:-skip-logged-parents").unwrap();
         assert!(!off.btrfs.log(LogPatch::SkipLoggedParents));

@@ -216,6 +216,19 @@ impl Btrfs {
     /// id is looked up at the call (every caller awaits the point at once) and the engine's
     /// point future is returned as is, one future layer less.
     pub(super) fn point(&self, label: &'static str) -> impl std::future::Future<Output = ()> + '_ {
+        let id = self.label_id(label);
+        self.inner.h.point(id)
+    }
+
+    /// Adds a semantic mark to the trace (what was logged, why an fsync skipped or fell
+    /// back): `label` says what, `arg` the inode or value. Not a scheduling point.
+    pub(super) fn note(&self, label: &'static str, arg: u64) {
+        let id = self.label_id(label);
+        self.inner.h.mark(id, arg);
+    }
+
+    /// The engine's id of `label`, cached per label address.
+    fn label_id(&self, label: &'static str) -> sim::PointId {
         let key = label.as_ptr() as usize;
         let slot = &self.inner.label_slots[(key ^ (key >> 7)) % LABEL_SLOTS];
         let (k, id) = slot.get();
@@ -234,7 +247,7 @@ impl Btrfs {
             slot.set((key, id));
             id
         };
-        self.inner.h.point(id)
+        id
     }
 
     /// The filesystem state, for changing it (bumps the version the crash memo keys on).

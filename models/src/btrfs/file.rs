@@ -500,14 +500,25 @@ impl Btrfs {
                 // 3a8b36f378060d: the shortcut applied only to full syncs.
                 full_sync && committed
             };
-            Self::inode_in_log(&st, ino)
-                || shortcut
-                || (self.mutant(Mutant::SkipLogWhenLoggedBefore) && i.logged_trans > 0)
+            if Self::inode_in_log(&st, ino) {
+                Some("btrfs_sync_file skips: inode already in the log (btrfs_inode_in_log), ino")
+            } else if shortcut {
+                Some("btrfs_sync_file skips: every change committed (last_trans <= last_trans_committed), ino")
+            } else if self.mutant(Mutant::SkipLogWhenLoggedBefore) && i.logged_trans > 0 {
+                Some("btrfs_sync_file skips: logged before (mutant), ino")
+            } else {
+                None
+            }
         };
-        if skip {
+        if let Some(why) = skip {
+            self.note(why, ino);
             // "everything committed since we were modified": clear_bit(NEEDS_FULL_SYNC)
             // (btrfs_sync_file@v5.10/v5.11).
-            self.st_mut().inodes.get_mut(&ino).unwrap().needs_full_sync = false;
+            let mut st = self.st_mut();
+            let i = st.inodes.get_mut(&ino).unwrap();
+            i.needs_full_sync = false;
+            i.full_sync_needless = false;
+            drop(st);
             self.inner.m.borrow_mut().fsync_skips += 1;
             drop(ilock);
         } else {
@@ -562,7 +573,8 @@ impl Btrfs {
     }
 
     /// Judges and counts a fallback to a full commit.
-    pub(super) fn count_full_commit(&self, _t: TransId, cause: FullCommitCause, necessary: bool) {
+    pub(super) fn count_full_commit(&self, t: TransId, cause: FullCommitCause, necessary: bool) {
+        self.note(cause.trace_label(), t);
         let mut m = self.inner.m.borrow_mut();
         m.full_commits += 1;
         *m.full_commits_by_cause

@@ -4,7 +4,7 @@ use super::ctree::Btrfs;
 use super::ctree_btree::{
     drop_extent_ops, inode_key, key_type, link_ops, size, tree_id, unlink_ops, Key, TreeOp,
 };
-use super::policy::Mutant;
+use super::policy::{LogPatch, Mutant};
 use super::state::*;
 use crate::vfs::OpError;
 
@@ -170,6 +170,9 @@ impl Btrfs {
                     logged_full: None,
                     logged_any: None,
                     copy_everything: false,
+                    xattr_seq: 0,
+                    xattrs_logged: None,
+                    full_sync_needless: false,
                 },
             );
             st.add_dentry(dir, name, ino, t);
@@ -479,11 +482,14 @@ impl Btrfs {
 
     /// btrfs_setattr with ATTR_SIZE → btrfs_setsize (inode.c@v5.10). Growing: a started
     /// transaction updates i_size in the item (no extents; the range reads as a hole).
-    /// Shrinking: btrfs_truncate waits for ordered extents past the new size, sets
-    /// BTRFS_INODE_NEEDS_FULL_SYNC ("so if we truncate and then write and fsync we normally
-    /// would just write the extents that changed, which is a problem if we need to first
-    /// truncate that entire inode") and btrfs_truncate_inode_items drops the extents past it.
-    /// The model writes the dirty tail back first in both cases. Under the inode lock:
+    /// Shrinking or the same size (`newsize <= oldsize`): btrfs_truncate waits for ordered
+    /// extents past the new size, sets BTRFS_INODE_NEEDS_FULL_SYNC ("so if we truncate and
+    /// then write and fsync we normally would just write the extents that changed, which is
+    /// a problem if we need to first truncate that entire inode") and
+    /// btrfs_truncate_inode_items drops the extents past it and trims the one crossing it.
+    /// From 0d7d316597c0 (5.14, `full-sync-if-extents-dropped`) the flag is set only if
+    /// btrfs_truncate_inode_items found such a file extent item (`extents_found > 0`). The
+    /// model writes the dirty tail back first in both cases. Under the inode lock:
     /// do_truncate takes inode_lock around notify_change (fs/open.c@v5.10).
     pub(super) async fn truncate(&self, path: &str, size: u64) -> Result<(), OpError> {
         let (ino, _ilock) = self.lock_path(path).await?;
@@ -492,7 +498,7 @@ impl Btrfs {
         }
         self.writeback(ino).await;
         // btrfs_truncate: btrfs_start_transaction(root, 2); growing (btrfs_setsize): 1.
-        let shrink = size < self.inner.st.borrow().inodes[&ino].disk_size;
+        let shrink = size <= self.inner.st.borrow().inodes[&ino].disk_size;
         let th = self
             .start_transaction_items(if shrink { 2 } else { 1 })
             .await?;
@@ -505,14 +511,35 @@ impl Btrfs {
                 inode_key(ino),
                 size::INODE_ITEM,
             )];
-            if size < old {
+            if size <= old {
                 // btrfs_truncate_inode_items: the items of the extents past the new size.
                 let i = &st.inodes[&ino];
                 for e in i.extents.iter().filter(|e| !e.hole && e.offset >= size) {
                     ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
                 }
+                // extents_found: the file extent items it deletes or trims, i.e. that end
+                // past the new size (item_end >= new_size); a hole has an item only
+                // without NO_HOLES.
+                let found = i
+                    .extents
+                    .iter()
+                    .filter(|e| e.end() > size && !(e.hole && self.inner.no_holes.get()))
+                    .count();
                 self.drop_extents(&mut st, ino, size, u64::MAX, t);
-                st.inodes.get_mut(&ino).unwrap().needs_full_sync = true;
+                let i = st.inodes.get_mut(&ino).unwrap();
+                // The oracle: a full sync is needed after a truncate only if it removed or
+                // trimmed an item (the log could hold it); set for nothing else, the flag
+                // only makes the next fsync copy again what the fast path would not.
+                if found > 0 {
+                    i.full_sync_needless = false;
+                } else if !i.needs_full_sync {
+                    i.full_sync_needless = true;
+                }
+                if found > 0 || !self.log_patch(LogPatch::FullSyncIfExtentsDropped) {
+                    i.needs_full_sync = true;
+                } else {
+                    i.full_sync_needless = false;
+                }
             } else if size > old && !self.mutant(Mutant::GrowingTruncateNoHole) {
                 self.cont_expand(&mut st, ino, (old, size), t, &mut ops);
             }

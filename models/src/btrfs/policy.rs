@@ -310,11 +310,18 @@ pub enum LogPatch {
     /// so no mapped write dirties a page while the inode is logged (885f46d87f29, 5.13;
     /// needs `i-mmap-lock`).
     MmapLockFsync,
+    /// btrfs_log_inode: a fast fsync (LOG_INODE_ALL, no full sync) of an inode already
+    /// logged in this transaction with no BTRFS_INODE_COPY_EVERYTHING skips
+    /// btrfs_log_all_xattrs (b590b839720c, 5.14).
+    SkipUnchangedXattrs,
+    /// btrfs_truncate sets BTRFS_INODE_NEEDS_FULL_SYNC only if btrfs_truncate_inode_items
+    /// removed or trimmed a file extent item (0d7d316597c0, 5.14).
+    FullSyncIfExtentsDropped,
 }
 
 impl LogPatch {
     /// All: the 5.12 series in series order, then the later changes.
-    pub const ALL: [LogPatch; 11] = [
+    pub const ALL: [LogPatch; 13] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
@@ -326,6 +333,8 @@ impl LogPatch {
         LogPatch::SubTransStamp,
         LogPatch::IMmapLock,
         LogPatch::MmapLockFsync,
+        LogPatch::SkipUnchangedXattrs,
+        LogPatch::FullSyncIfExtentsDropped,
     ];
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
@@ -342,6 +351,8 @@ impl LogPatch {
             LogPatch::SubTransStamp => "sub-trans-stamp",
             LogPatch::IMmapLock => "i-mmap-lock",
             LogPatch::MmapLockFsync => "mmap-lock-fsync",
+            LogPatch::SkipUnchangedXattrs => "skip-unchanged-xattrs",
+            LogPatch::FullSyncIfExtentsDropped => "full-sync-if-extents-dropped",
         }
     }
 
@@ -375,6 +386,12 @@ impl LogPatch {
             }
             LogPatch::IMmapLock => "btrfs: add a i_mmap_lock to our inode",
             LogPatch::MmapLockFsync => "btrfs: fix race between memory mapped writes and fsync",
+            LogPatch::SkipUnchangedXattrs => {
+                "btrfs: avoid unnecessary logging of xattrs during fast fsyncs"
+            }
+            LogPatch::FullSyncIfExtentsDropped => {
+                "btrfs: don't set the full sync flag when truncation does not touch extents"
+            }
         }
     }
 

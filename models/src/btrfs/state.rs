@@ -324,6 +324,27 @@ impl FullCommitCause {
         }
     }
 
+    /// The trace mark of a fallback for this cause (its argument: the transid).
+    pub fn trace_label(self) -> &'static str {
+        match self {
+            FullCommitCause::UnlinkTrans(UnlinkRelation::Inode) => {
+                "full commit: last_unlink_trans of the inode, transid"
+            }
+            FullCommitCause::UnlinkTrans(UnlinkRelation::Parent) => {
+                "full commit: last_unlink_trans of its parent, transid"
+            }
+            FullCommitCause::UnlinkTrans(UnlinkRelation::Ancestor) => {
+                "full commit: last_unlink_trans of an older ancestor, transid"
+            }
+            FullCommitCause::StaleFullCommitCheck => {
+                "full commit: last_trans_log_full_commit > last_trans_committed, transid"
+            }
+            FullCommitCause::LogFullCommitFlag => {
+                "full commit: transaction marked (btrfs_need_log_full_commit), transid"
+            }
+        }
+    }
+
     /// JSON key.
     pub fn name(self) -> &'static str {
         match self {
@@ -722,6 +743,14 @@ pub struct Inode {
     /// BTRFS_INODE_COPY_EVERYTHING: an xattr changed since it was last logged
     /// (xattr.c:btrfs_setxattr_trans sets it; btrfs_log_inode clears it).
     pub copy_everything: bool,
+    /// Bumped by every xattr change (the oracle's version of the inode's xattr set).
+    pub xattr_seq: u64,
+    /// (transaction, xattr_seq) when its xattrs were last copied into the log: the oracle's
+    /// view of whether this transaction's log holds the current set.
+    pub xattrs_logged: Option<(TransId, u64)>,
+    /// The oracle: `needs_full_sync` was set only by truncates that removed or trimmed no
+    /// file extent item (a full sync then re-copies items for nothing).
+    pub full_sync_needless: bool,
 }
 
 /// The versions of one (directory, name) entry, oldest first (inline for the usual one).
@@ -995,6 +1024,9 @@ impl FsState {
                 logged_full: None,
                 logged_any: None,
                 copy_everything: false,
+                xattr_seq: 0,
+                xattrs_logged: None,
+                full_sync_needless: false,
             },
         );
         let mut trans = BTreeMap::new();

@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 29] = [
+pub const SWITCHES: [Switch; 31] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -142,6 +142,26 @@ pub const SWITCHES: [Switch; 29] = [
         source: "linux-btrfs 2021-02-23 \"[PATCH 1/3] btrfs: fix race between memory mapped writes and fsync\" (cover.1614081281.git.fdmanana@suse.com; file.c:btrfs_sync_file)",
         metric: "log_copy_raced_extents",
         also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Log(LogPatch::SkipUnchangedXattrs),
+        commit: Some("b590b839720c"),
+        since: (5, 14),
+        merged: "5.14",
+        source: "linux-btrfs 2021-05-28 \"btrfs: avoid unnecessary logging of xattrs during fast fsyncs\" (fs/btrfs/tree-log.c:btrfs_log_inode), Filipe Manana; in the 5.14 merge of kdave/linux",
+        metric: "relogged_xattrs",
+        also: &[],
+        hit: true,
+    },
+    Switch {
+        toggle: Toggle::Log(LogPatch::FullSyncIfExtentsDropped),
+        commit: Some("0d7d316597c0"),
+        since: (5, 14),
+        merged: "5.14",
+        source: "linux-btrfs 2021-05-24 \"[PATCH 3/3] btrfs: don't set the full sync flag when truncation does not touch extents\" (cover.1621851896.git.fdmanana@suse.com; inode.c:btrfs_truncate, btrfs_truncate_inode_items' extents_found)",
+        metric: "unneeded_full_syncs",
+        also: &["extent_logs"],
         hit: true,
     },
     Switch {

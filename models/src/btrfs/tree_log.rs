@@ -519,8 +519,17 @@ impl Btrfs {
             let i = &st.inodes[&ino];
             // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
             // all xattrs"); LOG_INODE_EXISTS copies the item and refs only.
+            let fast = kind == LogKind::Fsync && !i.is_dir && !full_sync && !i.copy_everything;
             let all = matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
-                && !self.mutant(Mutant::FsyncSkipsXattrs);
+                && !self.mutant(Mutant::FsyncSkipsXattrs)
+                && !(fast && self.skips_unchanged_xattrs(i, t));
+            if all && i.xattrs_logged == Some((t, i.xattr_seq)) {
+                // The oracle: this transaction's log holds every xattr as it is now.
+                self.inner.m.borrow_mut().relogged_xattrs += i.xattrs.len() as u64;
+            }
+            if kind == LogKind::Fsync && full_sync && i.full_sync_needless {
+                self.inner.m.borrow_mut().unneeded_full_syncs += 1;
+            }
             // LOG_OTHER_INODE logs the item with generation 0: replay keeps the size it
             // finds (overwrite_item@v5.10, "save_old_i_size").
             let size = (!is_dir && kind != LogKind::Other).then_some(i.disk_size);
@@ -535,7 +544,7 @@ impl Btrfs {
                 }),
                 LogCopy {
                     ino,
-                    fast: kind == LogKind::Fsync && !i.is_dir && !full_sync && !i.copy_everything,
+                    fast,
                     new_inode: i.generation == t,
                     all,
                     xattrs: if all { i.xattrs.len() as u64 } else { 0 },
@@ -545,6 +554,17 @@ impl Btrfs {
             )
         };
         bytes += copy.xattrs * c.item_bytes_per_dentry;
+        self.note(log_mode_label(kind, full_sync, is_dir), ino);
+        if copy.all {
+            self.note("  btrfs_log_all_xattrs: xattr items copied", copy.xattrs);
+        } else if kind == LogKind::Fsync && self.mutant(Mutant::FsyncSkipsXattrs) {
+            self.note("  xattrs not copied (mutant fsync-skips-xattrs), ino", ino);
+        } else if kind == LogKind::Fsync {
+            self.note(
+                "  xattrs not copied (in this log already, unchanged), ino",
+                ino,
+            );
+        }
         let mut facts = Vec::new();
         if keep {
             facts.push(LogFact::Inode {
@@ -630,6 +650,10 @@ impl Btrfs {
                 versions: vec![e.item_trans],
             });
         }
+        if kind == LogKind::Fsync && !is_dir {
+            let n = judgments.len() as u64 + forced_logs;
+            self.note("  file extent items copied (with their csums)", n);
+        }
         {
             let mut m = self.inner.m.borrow_mut();
             m.inode_logs += 1;
@@ -676,14 +700,10 @@ impl Btrfs {
             }),
             LogKind::NewName(_) => {}
         }
-        let items_at = (kind == LogKind::Fsync && full_sync && !is_dir).then(|| {
-            let st = self.inner.st.borrow();
-            st.inodes[&ino]
-                .extents
-                .iter()
-                .map(|e| e.id)
-                .collect::<Vec<_>>()
-        });
+        // The items the full sync copied (its snapshot of the inode's extents), against
+        // which btrfs_log_holes finds the ones that raced in after the copy.
+        let items_at = (kind == LogKind::Fsync && full_sync && !is_dir)
+            .then(|| extents.iter().map(|e| e.id).collect::<Vec<_>>());
         self.inner.h.cpu(cpu).await;
         if let Some(mut items_at) = items_at {
             bytes += self.log_holes(ino, &mut items_at, &mut facts).await;
@@ -704,6 +724,9 @@ impl Btrfs {
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
         i.logged_any = Some((t, i.change_seq));
+        if copy.all {
+            i.xattrs_logged = Some((t, i.xattr_seq));
+        }
         if !matches!(
             kind,
             LogKind::NewName(_) | LogKind::DirDentry | LogKind::Other
@@ -721,6 +744,7 @@ impl Btrfs {
             // LOG_INODE_ALL of a non-directory clears the full-sync flag and the
             // modified-extents list it logged (btrfs_log_inode@v5.10).
             i.needs_full_sync = false;
+            i.full_sync_needless = false;
             i.modified_extents.clear();
             i.last_log_commit = i.last_sub_trans;
         } else if !i.needs_full_sync {
@@ -728,6 +752,23 @@ impl Btrfs {
             // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
             i.last_log_commit = i.last_sub_trans;
         }
+        let (last_sub, last_log) = (i.last_sub_trans, i.last_log_commit);
+        drop(st);
+        self.note("  inode.logged_trans", t);
+        self.note("  inode.last_sub_trans", last_sub);
+        self.note("  inode.last_log_commit", last_log);
+    }
+
+    /// b590b839720c (5.14): a fast fsync skips btrfs_log_all_xattrs when the inode was
+    /// logged before in this transaction (logged_trans = transid) and no xattr changed
+    /// since (no BTRFS_INODE_COPY_EVERYTHING, which the caller checks): the log then holds
+    /// its xattr items, which replay_xattr_deletes reads. The kernel's LOG_INODE_EXISTS logs
+    /// xattrs too, so its logged_trans implies them; the model's LOG_INODE_EXISTS copies
+    /// none, so it asks that they were copied in this transaction (`xattrs_logged`).
+    fn skips_unchanged_xattrs(&self, i: &super::state::Inode, t: TransId) -> bool {
+        self.log_patch(LogPatch::SkipUnchangedXattrs)
+            && i.logged_trans == t
+            && i.xattrs_logged.is_some_and(|(lt, _)| lt == t)
     }
 
     /// btrfs_log_holes (tree-log.c@v5.12), which btrfs_log_inode calls after
@@ -1175,6 +1216,22 @@ impl Btrfs {
         }
         self.inner.log_commit_wait.notify_all();
         true
+    }
+}
+
+/// The trace mark of one btrfs_log_inode call: its mode (the `inode_only` argument), why it
+/// runs and, for an fsync of a file, whether it is a full sync.
+fn log_mode_label(kind: LogKind, full_sync: bool, is_dir: bool) -> &'static str {
+    match kind {
+        LogKind::Fsync if is_dir => "btrfs_log_inode LOG_INODE_ALL (fsync of a directory), ino",
+        LogKind::Fsync if full_sync => "btrfs_log_inode LOG_INODE_ALL (fsync, full sync), ino",
+        LogKind::Fsync => "btrfs_log_inode LOG_INODE_ALL (fsync, fast), ino",
+        LogKind::Parent => "btrfs_log_inode LOG_INODE_ALL (btrfs_log_all_parents), ino",
+        LogKind::OtherAll => "btrfs_log_inode LOG_OTHER_INODE_ALL (conflicting name), ino",
+        LogKind::Ancestor => "btrfs_log_inode LOG_INODE_EXISTS (new ancestor), ino",
+        LogKind::NewName(_) => "btrfs_log_inode LOG_INODE_EXISTS (btrfs_log_new_name), ino",
+        LogKind::DirDentry => "btrfs_log_inode LOG_INODE_EXISTS (log_new_dir_dentries), ino",
+        LogKind::Other => "btrfs_log_inode LOG_OTHER_INODE (conflicting name), ino",
     }
 }
 

@@ -21,6 +21,7 @@ impl Btrfs {
             i.xattrs.insert(name.to_string(), t);
             i.item_trans = t;
             i.copy_everything = true;
+            i.xattr_seq += 1;
             // The XATTR_ITEM (a btrfs_dir_item with the name; the value is not modelled)
             // keyed by the name's hash, and the inode item.
             let key = Key::new(ino, key_type::XATTR_ITEM, name_hash(name));

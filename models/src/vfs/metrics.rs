@@ -83,6 +83,12 @@ pub struct Metrics {
     /// File extent items an ordered extent inserted in a file while a full fsync logged it,
     /// after copy_inode_items_to_log and before btrfs_log_holes (885f46d87f29's race).
     pub log_copy_raced_extents: u64,
+    /// Xattr items copied into the log by btrfs_log_all_xattrs although this transaction's
+    /// log already held every xattr of the inode, none changed since (b590b839720c, 5.14).
+    pub relogged_xattrs: u64,
+    /// Full-sync fsyncs forced by a truncate that removed or trimmed no file extent item
+    /// (0d7d316597c0, 5.14, sets the flag only when one was).
+    pub unneeded_full_syncs: u64,
     /// CPU ns of those updates (a log-tree search, under the directory's log_mutex).
     pub logged_dir_isize_update_ns: u64,
     /// inode_get_bytes calls of fill_inode_item for a log copy, each taking the inode's
@@ -312,6 +318,8 @@ impl Metrics {
             ("logged_dir_isize_updates", self.logged_dir_isize_updates),
             ("torn_log_stamps", self.torn_log_stamps),
             ("log_copy_raced_extents", self.log_copy_raced_extents),
+            ("relogged_xattrs", self.relogged_xattrs),
+            ("unneeded_full_syncs", self.unneeded_full_syncs),
             (
                 "logged_dir_isize_update_ns",
                 self.logged_dir_isize_update_ns,
@@ -444,6 +452,8 @@ impl Metrics {
             "logged_dir_isize_updates" => "logged directories' inode items updated in the log (i_size) by an unlink (btrfs_del_dir_entries_in_log before 5.12)",
             "torn_log_stamps" => "shared-mapping writes whose inode stamp read root->last_log_commit after a log sync committed the sub-transaction just stamped (btrfs_page_mkwrite before 5.13, bc0939fcfab0)",
             "log_copy_raced_extents" => "file extent items inserted by an ordered extent that completed while a full fsync logged the file, between its item copy and btrfs_log_holes (a shared-mapping write not excluded by i_mmap_lock, before 5.13's 885f46d87f29)",
+            "unneeded_full_syncs" => "fsyncs that took the full-sync path only because a truncate (same size, or over an implicit hole) set BTRFS_INODE_NEEDS_FULL_SYNC without removing a file extent item (before 5.14's 0d7d316597c0)",
+            "relogged_xattrs" => "xattr items copied into the log again (btrfs_log_all_xattrs) although this transaction's log held them all, unchanged since (before 5.14's b590b839720c)",
             "logged_dir_isize_update_ns" => "CPU ns of those log-tree inode item updates (under the directory's log_mutex)",
             "log_nbytes_i_lock_takes" => "i_lock acquisitions by fill_inode_item's inode_get_bytes for a log copy (before 5.12)",
             "log_nbytes_i_lock_ns" => "ns of those i_lock acquisitions and holds",
