@@ -2,15 +2,17 @@
 //! count which seeds hit each waste metric or invariant violation.
 //!
 //! Each seed is an independent, deterministic run; per-target results are folded with
-//! order-independent operations (sums and minima), so the result is identical for any
-//! number of jobs, and memory does not grow with the number of seeds.
+//! order-independent operations (sums, minima and set unions), so the result is identical
+//! for any number of jobs. A sweep also counts the distinct decision sequences its runs
+//! made ([`Interleavings`]); apart from their 8 bytes per distinct sequence, at most
+//! [`INTERLEAVINGS_CAP`], memory does not grow with the number of seeds.
 
 use crate::device::DeviceConfig;
 use crate::kernel::Policy;
 use crate::scenario::{run_with_trace, Interleaving, RunResult, Scenario};
 use crate::vfs::metrics::{Metrics, INVARIANTS};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 
 /// Metrics whose non-zero value counts as a hit: the waste metrics of the switch registry
@@ -124,6 +126,82 @@ impl TargetStats {
     }
 }
 
+/// The fingerprint of one run's decision sequence (`Scheduler::decisions`): FNV-1a 64
+/// over the sequence's length as a little-endian u64, then each decision as a
+/// little-endian u32. Fixed by this definition (not Rust's `DefaultHasher`), so it is the
+/// same on every platform and Rust version, and in checkpoints and shard files.
+///
+/// Two different sequences collide with probability about 2^-64 each, so among `n`
+/// distinct sequences some pair shares a fingerprint with probability about n²/2^65:
+/// below 2^-33 (10^-10) for the [`INTERLEAVINGS_CAP`] = 2^16 sequences a sweep counts.
+pub fn decisions_fingerprint(decisions: &[u32]) -> u64 {
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let step = |h: u64, b: &u8| (h ^ u64::from(*b)).wrapping_mul(PRIME);
+    let len = (decisions.len() as u64).to_le_bytes();
+    let h = len.iter().fold(0xcbf2_9ce4_8422_2325, step);
+    decisions
+        .iter()
+        .fold(h, |h, d| d.to_le_bytes().iter().fold(h, step))
+}
+
+/// Most distinct decision sequences a sweep counts exactly: 2^16 fingerprints, 8 bytes
+/// each (512 KiB per policy in memory, 1 MiB of hex in a shard or checkpoint file). Beyond
+/// it a sweep reports "≥ 65536".
+pub const INTERLEAVINGS_CAP: usize = 1 << 16;
+
+/// The distinct decision sequences (interleavings) of a set of runs, as fingerprints
+/// ([`decisions_fingerprint`]). It keeps the [`INTERLEAVINGS_CAP`] smallest fingerprints and
+/// whether there were more, so merging is a set union cut to the cap: the same for any
+/// order, any number of jobs, and across resumed chunks and merged shards.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Interleavings {
+    /// The distinct fingerprints seen (the smallest INTERLEAVINGS_CAP when capped).
+    pub fingerprints: BTreeSet<u64>,
+    /// More than INTERLEAVINGS_CAP distinct fingerprints were seen.
+    pub capped: bool,
+}
+
+impl Interleavings {
+    /// The one sequence of a run.
+    pub fn of(decisions: &[u32]) -> Self {
+        Interleavings {
+            fingerprints: BTreeSet::from([decisions_fingerprint(decisions)]),
+            capped: false,
+        }
+    }
+
+    /// The distinct sequences counted: exact unless [`Interleavings::capped`], then a lower
+    /// bound (INTERLEAVINGS_CAP).
+    pub fn count(&self) -> u64 {
+        self.fingerprints.len() as u64
+    }
+
+    /// The count as printed: `137`, or `≥ 65536` when capped.
+    pub fn shown(&self) -> String {
+        if self.capped {
+            format!("≥ {}", self.count())
+        } else {
+            self.count().to_string()
+        }
+    }
+
+    /// The union of two sets of runs, cut to the cap.
+    pub fn merge(self, o: Interleavings) -> Self {
+        let (mut big, small) = if self.fingerprints.len() >= o.fingerprints.len() {
+            (self, o)
+        } else {
+            (o, self)
+        };
+        big.fingerprints.extend(small.fingerprints);
+        big.capped |= small.capped;
+        while big.fingerprints.len() > INTERLEAVINGS_CAP {
+            big.fingerprints.pop_last();
+            big.capped = true;
+        }
+        big
+    }
+}
+
 /// What a sweep found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepResult {
@@ -131,6 +209,8 @@ pub struct SweepResult {
     pub runs: u64,
     /// Per target (waste metric or "invariant:S1" …): hits.
     pub targets: BTreeMap<String, TargetStats>,
+    /// The distinct decision sequences the runs made.
+    pub interleavings: Interleavings,
 }
 
 impl SweepResult {
@@ -150,7 +230,11 @@ impl SweepResult {
                 .entry(format!("invariant:{}", v.invariant))
                 .or_insert_with(|| TargetStats::hit(seed, len));
         }
-        SweepResult { runs: 1, targets }
+        SweepResult {
+            runs: 1,
+            targets,
+            interleavings: Interleavings::of(&r.decisions),
+        }
     }
 
     /// Combines two results (of disjoint seed sets).
@@ -160,6 +244,7 @@ impl SweepResult {
             let cur = self.targets.remove(&k).unwrap_or_default();
             self.targets.insert(k, cur.merge(&v));
         }
+        self.interleavings = self.interleavings.merge(o.interleavings);
         self
     }
 }

@@ -1,11 +1,12 @@
 //! Output of `fsyncsim sweep` and `fsyncsim merge`: per target, hits, hit rate with a 95 %
 //! interval, the first seed, the seed with the fewest decisions, and the command that
-//! replays it. A sweep's JSON carries what merging shards needs, and merged shards print
-//! exactly what one unsharded sweep prints.
+//! replays it; per policy, the number of distinct decision sequences (interleavings) run.
+//! A sweep's JSON carries what merging shards needs (the interleavings' fingerprints too),
+//! and merged shards print exactly what one unsharded sweep prints.
 
 use models::kernel::Policy;
 use models::scenario::Scenario;
-use models::sweep::{wilson95, Shard, SweepResult, TargetStats};
+use models::sweep::{wilson95, Interleavings, Shard, SweepResult, TargetStats};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -266,6 +267,11 @@ impl SweepReport {
             self.seeds.end,
             self.strategy
         );
+        out.push_str(&format!(
+            "  interleavings: {} distinct decision sequences in {} seeds\n",
+            r.interleavings.shown(),
+            r.runs
+        ));
         if r.targets.is_empty() {
             out.push_str("  no seed hit any waste metric or invariant\n");
             return out;
@@ -327,6 +333,9 @@ impl SweepReport {
             "version": self.version,
             "runs": r.runs,
             "targets": targets,
+            "distinct_interleavings": r.interleavings.count(),
+            "interleavings_capped": r.interleavings.capped,
+            "interleaving_fingerprints": fingerprints_hex(&r.interleavings),
             "identity": self.identity.json(),
         });
         if let Some(s) = self.shard {
@@ -426,6 +435,7 @@ impl SweepReport {
             }
             check_target(name, t, seeds.start, shard)?;
         }
+        let interleavings = read_interleavings(v, runs)?;
         Ok(SweepReport {
             scenario: s("scenario")?,
             race: s("race")?,
@@ -445,11 +455,79 @@ impl SweepReport {
             seeds,
             shard,
             version: s("version")?,
-            result: SweepResult { runs, targets },
+            result: SweepResult {
+                runs,
+                targets,
+                interleavings,
+            },
             partial,
             identity,
         })
     }
+}
+
+/// The fingerprints of `i` as one string: 16 lowercase hex digits each, ascending.
+fn fingerprints_hex(i: &Interleavings) -> String {
+    i.fingerprints.iter().map(|f| format!("{f:016x}")).collect()
+}
+
+/// Reads back the interleavings [`SweepReport::json`] writes, refusing what no sweep of
+/// `runs` seeds records: a file from before sweeps counted them, a fingerprint list that is
+/// not ascending 16-digit hex, a count that does not match it, more distinct sequences than
+/// runs (or none for some runs), or a cap that does not hold.
+fn read_interleavings(v: &Value, runs: u64) -> Result<Interleavings, String> {
+    if v.get("distinct_interleavings").is_none() {
+        return Err(
+            "missing field 'distinct_interleavings': written before sweeps counted interleavings; rerun the sweep"
+                .into(),
+        );
+    }
+    let count = field(
+        v,
+        "distinct_interleavings",
+        "distinct_interleavings",
+        "a non-negative integer",
+        Value::as_u64,
+    )?;
+    let capped = field(
+        v,
+        "interleavings_capped",
+        "interleavings_capped",
+        "true or false",
+        Value::as_bool,
+    )?;
+    let hex = field(
+        v,
+        "interleaving_fingerprints",
+        "interleaving_fingerprints",
+        "a string",
+        Value::as_str,
+    )?;
+    let bad = "interleaving_fingerprints: expected 16 lowercase hex digits per fingerprint, ascending: the file was edited or is corrupt";
+    let lower_hex = |c: u8| c.is_ascii_digit() || (b'a'..=b'f').contains(&c);
+    if hex.len() % 16 != 0 || !hex.bytes().all(lower_hex) {
+        return Err(bad.into());
+    }
+    let mut fingerprints = std::collections::BTreeSet::new();
+    for i in (0..hex.len()).step_by(16) {
+        let f = u64::from_str_radix(&hex[i..i + 16], 16).map_err(|_| bad.to_string())?;
+        if fingerprints.last().is_some_and(|&l| l >= f) {
+            return Err(bad.into());
+        }
+        fingerprints.insert(f);
+    }
+    let cap = models::sweep::INTERLEAVINGS_CAP as u64;
+    let n = fingerprints.len() as u64;
+    if n != count || n > runs || (runs > 0 && n == 0) || n > cap || (capped && n != cap) {
+        return Err(format!(
+            "distinct_interleavings {count}{}: {n} fingerprints in {runs} runs (at most {cap} kept): the file was edited or is corrupt",
+            if capped { " (capped)" } else { "" }
+        ));
+    }
+    Ok(Interleavings {
+        fingerprints,
+        capped,
+    })
 }
 
 /// Field `k` of the object `x` as `get` reads it; the error names the field by its path `at`
