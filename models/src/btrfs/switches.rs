@@ -161,7 +161,7 @@ pub const SWITCHES: [Switch; 31] = [
         merged: "5.14",
         source: "linux-btrfs 2021-05-24 \"[PATCH 3/3] btrfs: don't set the full sync flag when truncation does not touch extents\" (cover.1621851896.git.fdmanana@suse.com; inode.c:btrfs_truncate, btrfs_truncate_inode_items' extents_found)",
         metric: "unneeded_full_syncs",
-        also: &["extent_logs"],
+        also: &[],
         hit: true,
     },
     Switch {
