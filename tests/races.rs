@@ -1284,3 +1284,57 @@ fn the_trace_says_what_each_fsync_logged_and_why_one_skipped_or_fell_back() {
     ));
     assert!(count(&m, "btrfs_sync_file skips: ") >= 1, "{m:#?}");
 }
+
+#[test]
+fn a_write_at_an_offset_overwrites_in_place_appends_at_the_end_and_refuses_past_it() {
+    let text = |ops: &str| {
+        format!(
+            "name = \"w\"\nrace = \"W1\"\ntitle = \"w\"\nsummary = \"w\"\nsetup = [\"create /f\", \"write /f 64k\", \"sync\"]\n\n[[task]]\nname = \"A\"\nops = [{ops}, \"fsync /f\"]\n\n[policies]\nbefore = \"linux-5.13\"\nafter = \"linux-5.14\"\n\n[expect.crash]\nat = \"end\"\n"
+        )
+    };
+    let sc = Scenario::parse(&text("\"write /f 16k 4k\""), "w.toml").unwrap();
+    assert!(sc.to_toml(&[]).contains("\"write /f 16k 4k\""));
+    let p = Policy::preset("linux-5.14").unwrap();
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let at = &sc.expect_crash.as_ref().unwrap().at;
+    let size = |sc: &Scenario| {
+        let (r, st) = models::scenario::crash_state(sc, &p, &dev, sc.seed, at);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        let got = st.unwrap().unwrap();
+        (got.paths["/f"].size, r)
+    };
+    // An overwrite: the size stays; btrfs_drop_extents splits the old extent's item around
+    // the new one, so the (full, first) fsync copies three items changed in this
+    // transaction; the recovered layout has the new extent at 16k.
+    let (s, r) = size(&sc);
+    assert_eq!(s, Some(65536));
+    assert_eq!(r.metrics.get("extent_logs"), Some(3));
+    let shown = models::scenario::crash_state(&sc, &p, &dev, sc.seed, at)
+        .1
+        .unwrap()
+        .unwrap()
+        .render();
+    assert!(shown.contains("16384..20480 data"), "{shown}");
+    // At the end of the file it is an append.
+    let app = Scenario::parse(&text("\"write /f 64k 4k\""), "w.toml").unwrap();
+    assert_eq!(size(&app).0, Some(69632));
+    // Past the end (a hole in between) or over other dirty pages: the op fails, saying why.
+    for (ops, why) in [
+        (
+            "\"write /f 68k 4k\"",
+            "the range ends past the file's written size",
+        ),
+        (
+            "\"write /f 4k\", \"write /f 8k 4k\"",
+            "the file has other dirty pages",
+        ),
+    ] {
+        let sc = Scenario::parse(&text(ops), "w.toml").unwrap();
+        let r = run_with(&sc, &p);
+        assert!(
+            r.violations.iter().any(|v| v.message.contains(why)),
+            "{ops}: {:?}",
+            r.violations
+        );
+    }
+}

@@ -298,6 +298,7 @@ mod tests {
             LogPatch::IMmapLock,
             LogPatch::MmapLockFsync,
             LogPatch::SkipUnchangedXattrs,
+            LogPatch::FullSyncIfExtentsDropped,
         ];
         assert!(LogPatch::ALL
             .iter()

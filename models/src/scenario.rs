@@ -185,6 +185,47 @@ struct CrashFile {
     extents: BTreeMap<String, Spanned<Vec<String>>>,
 }
 
+/// `[expect.crash]` as `to_toml` writes it (what the parser reads back to the same table).
+fn crash_toml(e: &CrashExpect) -> String {
+    let q = |v: &str| toml::Value::String(v.to_string()).to_string();
+    let names = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
+    let mut t = format!(
+        "\n[{}.{CRASH_TABLE}]\nat = {}\n",
+        "expect",
+        q(&e.at.to_string())
+    );
+    if !e.exists.is_empty() {
+        t.push_str(&format!("exists = [{}]\n", names(&e.exists)));
+    }
+    if !e.absent.is_empty() {
+        t.push_str(&format!("absent = [{}]\n", names(&e.absent)));
+    }
+    let table = |t: &mut String, key: &str, m: Vec<(String, String)>| {
+        if !m.is_empty() {
+            let body: Vec<String> = m.iter().map(|(p, v)| format!("{} = {v}", q(p))).collect();
+            t.push_str(&format!("{key} = {{ {} }}\n", body.join(", ")));
+        }
+    };
+    let num =
+        |m: &BTreeMap<String, u64>| m.iter().map(|(p, v)| (p.clone(), v.to_string())).collect();
+    table(&mut t, "size", num(&e.size));
+    table(&mut t, "nlink", num(&e.nlink));
+    let xattrs = e
+        .xattrs
+        .iter()
+        .map(|(p, v)| (p.clone(), format!("[{}]", names(v))));
+    table(&mut t, "xattrs", xattrs.collect());
+    let extents = e.extents.iter().map(|(p, v)| {
+        let items: Vec<String> = v
+            .iter()
+            .map(|(o, l, k)| format!("{o} {l} {}", k.name()))
+            .collect();
+        (p.clone(), format!("[{}]", names(&items)))
+    });
+    table(&mut t, "extents", extents.collect());
+    t
+}
+
 /// A scripted step: task `task` reaches point `point`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
@@ -544,13 +585,17 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             }
             Op::DirectWrite(path(words[1])?, o, n)
         }
-        Some("mmap-write") if words.len() == 4 => {
+        Some(w @ ("mmap-write" | "write")) if words.len() == 4 => {
             let o = crate::units::parse_size(words[2])?;
             let n = crate::units::parse_size(words[3])?;
             if n == 0 || n > 1 << 40 || o > 1 << 40 {
                 return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
             }
-            Op::MmapWriteAt(path(words[1])?, o, n)
+            if w == "write" {
+                Op::WriteAt(path(words[1])?, o, n)
+            } else {
+                Op::MmapWriteAt(path(words[1])?, o, n)
+            }
         }
         Some(w @ ("write" | "mmap-write" | "write-osync" | "write-range")) => {
             want(3, &format!("{w} PATH SIZE"))?;
@@ -754,6 +799,7 @@ impl Scenario {
                 | Op::WriteOsync(p, _)
                 | Op::MmapWrite(p, _)
                 | Op::MmapWriteAt(p, ..)
+                | Op::WriteAt(p, ..)
                 | Op::Setattr(p)
                 | Op::Stat(p)
                 | Op::Writeback(p)
@@ -1112,6 +1158,9 @@ impl Scenario {
                     t.push_str(&format!("{} = {v}\n", q(k)));
                 }
             }
+        }
+        if let Some(e) = &self.expect_crash {
+            t.push_str(&crash_toml(e));
         }
         t
     }

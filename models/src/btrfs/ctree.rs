@@ -297,6 +297,7 @@ impl Btrfs {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
             Op::Write(p, bytes) => self.write(p, *bytes).await?,
+            Op::WriteAt(p, offset, bytes) => self.write_at(p, *offset, *bytes).await?,
             Op::WriteRange(p, bytes) => self.write_range(p, *bytes).await?,
             Op::DirectWrite(p, offset, bytes) => self.direct_write(p, *offset, *bytes).await?,
             Op::Setattr(p) => self.setattr(p).await?,

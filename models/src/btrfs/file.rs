@@ -84,6 +84,32 @@ impl Btrfs {
         self.buffered_write(path, bytes, false).await
     }
 
+    /// pwrite(2) of `bytes` at `at`, under the inode lock as `write`: at the file's end an
+    /// append (as `write`); else the range must lie inside the written file (the model's
+    /// dirty pages past i_size are one appended run) and the file have no other dirty pages
+    /// (they are written back as one extent), and writeback puts the extent exactly there.
+    pub(super) async fn write_at(&self, path: &str, at: u64, bytes: u64) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        let size = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            i.disk_size + i.dirty_bytes
+        };
+        if at == size {
+            return self.buffered_write(path, bytes, false).await;
+        }
+        let (ino, _ilock) = self.lock_path(path).await?;
+        self.check_range_inside("write", path, ino, at, bytes)?;
+        self.dirty_pages_range(ino, path, bytes, true).await?;
+        {
+            let mut st = self.st_mut();
+            *st.meta.range_dirty.entry(ino).or_default() += bytes;
+            st.meta.range_at.insert(ino, at);
+        }
+        self.stamp_buffered_write(ino, bytes);
+        Ok(())
+    }
+
     /// A buffered write of `bytes` to a range of the file not adjacent to its other dirty
     /// pages (fio randwrite): btrfs_delalloc_reserve_metadata reserves one more outstanding
     /// extent for it (delalloc-space.c@v5.12: count_max_extents per separate delalloc
@@ -112,9 +138,15 @@ impl Btrfs {
                 *st.meta.range_dirty.entry(ino).or_default() += bytes;
             }
         }
-        // No transaction here: update_time_for_write changes the times in memory only
-        // (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
-        // extent completes (btrfs_finish_ordered_io, in `writeback`).
+        self.stamp_buffered_write(ino, bytes);
+        Ok(())
+    }
+
+    /// The end of a buffered write: `bytes` more dirty pages and the inode stamped. No
+    /// transaction here: update_time_for_write changes the times in memory only
+    /// (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
+    /// extent completes (btrfs_finish_ordered_io, in `writeback`).
+    fn stamp_buffered_write(&self, ino: Ino, bytes: u64) {
         let mut st = self.st_mut();
         let log_transid = st.log_transid;
         let i = st.inodes.get_mut(&ino).unwrap();
@@ -124,7 +156,6 @@ impl Btrfs {
         // have already occurred" (btrfs_file_write_iter@v5.10, under the inode's spinlock).
         i.last_sub_trans = log_transid;
         i.change_seq += 1;
-        Ok(())
     }
 
     /// btrfs_page_mkwrite (inode.c@v5.10): a write through a shared mapping reserves data
@@ -169,22 +200,39 @@ impl Btrfs {
     /// model writes a file's dirty pages back as one extent).
     async fn mmap_dirty_range(&self, path: &str, at: u64, bytes: u64) -> Result<Ino, OpError> {
         let ino = self.resolve(path)?;
-        {
-            let st = self.inner.st.borrow();
-            let i = &st.inodes[&ino];
-            if !i.is_dir && at + bytes > i.disk_size {
-                return Err(OpError(format!(
-                    "mmap-write {path} {at} {bytes}: the range ends past the file's written size ({}): a shared mapping cannot extend a file",
-                    i.disk_size
-                )));
-            }
-            if i.dirty_bytes > 0 {
-                return Err(OpError(format!(
-                    "mmap-write {path} at an offset: the file has other dirty pages (the model writes a file's dirty pages back as one extent): write them back first"
-                )));
-            }
-        }
+        self.check_range_inside("mmap-write", path, ino, at, bytes)?;
         self.dirty_pages_range(ino, path, bytes, true).await
+    }
+
+    /// A write at `at` (not an append) must lie inside the written file and the file have no
+    /// other dirty pages (see `write_at`, `mmap_write`).
+    fn check_range_inside(
+        &self,
+        op: &str,
+        path: &str,
+        ino: Ino,
+        at: u64,
+        bytes: u64,
+    ) -> Result<(), OpError> {
+        let st = self.inner.st.borrow();
+        let i = &st.inodes[&ino];
+        if i.dirty_bytes > 0 {
+            return Err(OpError(format!(
+                "{op} {path} at an offset: the file has other dirty pages (the model writes a file's dirty pages back as one extent): write them back first"
+            )));
+        }
+        if !i.is_dir && at + bytes > i.disk_size {
+            let why = if op == "write" {
+                "a write at an offset overwrites inside the file or appends at its end (the model does not write past EOF leaving a hole)"
+            } else {
+                "a shared mapping cannot extend a file"
+            };
+            return Err(OpError(format!(
+                "{op} {path} {at} {bytes}: the range ends past the file's written size ({}): {why}",
+                i.disk_size
+            )));
+        }
+        Ok(())
     }
 
     /// btrfs_page_mkwrite's part under i_mmap_lock: the page dirtied and the inode stamped.

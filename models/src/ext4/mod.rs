@@ -393,9 +393,10 @@ impl Ext4 {
         match op {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
-            Op::Write(p, n) | Op::MmapWrite(p, n) | Op::MmapWriteAt(p, _, n) => {
-                self.write(p, *n).await?
-            }
+            Op::Write(p, n)
+            | Op::MmapWrite(p, n)
+            | Op::MmapWriteAt(p, _, n)
+            | Op::WriteAt(p, _, n) => self.write(p, *n).await?,
             Op::WriteOsync(p, n) => {
                 self.write(p, *n).await?;
                 self.fsync(p, false).await?;

@@ -29,6 +29,9 @@ pub enum Op {
     MmapWrite(OpPath, u64),
     /// A write through a shared mapping of `bytes` at `offset`, inside the file's size.
     MmapWriteAt(OpPath, u64, u64),
+    /// A buffered write (pwrite) of `bytes` at `offset`: an overwrite inside the file's
+    /// written size, or an append at its end.
+    WriteAt(OpPath, u64, u64),
     /// A buffered write through an O_SYNC descriptor: the write, then generic_write_sync.
     WriteOsync(OpPath, u64),
     /// sync(2): write back every dirty file, then commit (btrfs_sync_fs).
@@ -110,7 +113,7 @@ impl Op {
         op_names!(self,
             Op::Create(_) => "create",
             Op::Mkdir(_) => "mkdir",
-            Op::Write(..) => "write",
+            Op::Write(..) | Op::WriteAt(..) => "write",
             Op::WriteRange(..) => "write-range",
             Op::DirectWrite(..) => "dio-write",
             Op::Setattr(_) => "setattr",
@@ -182,7 +185,7 @@ impl std::fmt::Display for Op {
             Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
             Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
             Op::FillMetadata(n) => write!(f, "{k} {}", size_text(*n)),
-            Op::DirectWrite(p, o, n) | Op::MmapWriteAt(p, o, n) => {
+            Op::DirectWrite(p, o, n) | Op::MmapWriteAt(p, o, n) | Op::WriteAt(p, o, n) => {
                 write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n))
             }
             Op::Write(p, n)
