@@ -93,7 +93,7 @@ pub(crate) enum Command {
     /// waste metric or invariant.
     #[command(
         after_help = concat!(
-            "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy;\n--fix/--without/--mutant alone apply to linux-5.11. --seeds defaults to 0..1000.\nResults are identical for any --jobs. Exits 1 when any seed hits an invariant.\nResource limit: refuses (exit 3) above 1e8 runs (seeds of this shard x policies);\n--force runs anyway. --resume verifies state.json's checksums (exit 2 if edited).\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json\n\n",
+            "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy;\n--fix/--without/--mutant alone apply to linux-5.11. --seeds defaults to 0..1000.\nResults are identical for any --jobs. Exits 1 when any seed hits an invariant.\nResource limit: refuses (exit 3) above 1e8 runs (seeds of this shard x policies);\n--force runs anyway. --resume verifies state.json's checksums (exit 2 if edited).\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json\n  fsyncsim sweep r1-link-rename-logged-trans --strategy exhaustive --seed 0   # every interleaving of seed 0\n\n",
             exit_codes!()
         )
     )]
@@ -199,9 +199,14 @@ pub(crate) struct PolicyArgs {
 /// The flags that choose an exploration strategy.
 #[derive(Args, Clone)]
 pub(crate) struct StrategyArgs {
-    /// Exploration strategy: random, pct or urw.
-    #[arg(long, default_value = "random", value_parser = ["random", "pct", "urw"])]
+    /// Exploration strategy: random, pct, urw, or exhaustive (`sweep`: every interleaving
+    /// of one seed; `run`/`replay`: the run --decisions names).
+    #[arg(long, default_value = "random", value_parser = ["random", "pct", "urw", "exhaustive"])]
     pub(crate) strategy: String,
+    /// With --strategy exhaustive: the run's first decisions (comma-separated candidate
+    /// indices, as an exhaustive sweep's replay line prints them); candidate 0 after them.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) decisions: Vec<u32>,
     /// PCT depth (priority change points + 1).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub(crate) depth: u32,
@@ -216,6 +221,7 @@ impl StrategyArgs {
         let explore = match self.strategy.as_str() {
             "pct" => Interleaving::Pct(self.depth),
             "urw" => Interleaving::Urw,
+            "exhaustive" => Interleaving::Exhaustive(self.decisions.clone()),
             _ => Interleaving::Random,
         };
         if self.prefix > 0 {
@@ -273,6 +279,13 @@ pub(crate) struct SweepArgs {
     /// Seed range A..B (B exclusive).
     #[arg(long, default_value = "0..1000", value_parser = models::sweep::parse_seeds)]
     pub(crate) seeds: std::ops::Range<u64>,
+    /// With --strategy exhaustive: the one seed whose interleavings are all run (default 0).
+    #[arg(long, conflicts_with = "seeds")]
+    pub(crate) seed: Option<u64>,
+    /// With --strategy exhaustive: stop after this many runs per policy (then the report
+    /// says that more interleavings remain).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub(crate) max_runs: u64,
     /// Worker threads (default: all cores); results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub(crate) jobs: Option<u64>,

@@ -9,7 +9,7 @@ use crate::vfs::recovered::{CrashExpect, CrashPoint, ExtentKind};
 use crate::vfs::{Filesystem, FsKind, Mount, MountOptions, Mounted, Op, Recovered};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
-use sim::{Pct, RandomWalk, Replay, RngStreams, Script, ScriptThen, Sim, SimError, Urw};
+use sim::{Dfs, Pct, RandomWalk, Replay, RngStreams, Script, ScriptThen, Sim, SimError, Urw};
 use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
@@ -1242,6 +1242,8 @@ pub struct RunResult {
     pub trace: Vec<String>,
     /// Decisions an exploring scheduler made (empty for scripted runs).
     pub decisions: Vec<u32>,
+    /// The number of candidates of each decision (exhaustive runs only; else empty).
+    pub widths: Vec<u32>,
     /// (task, point) of every released named point, in order (only with the trace kept).
     pub releases: Vec<(String, String)>,
     /// The `unless-blocked` script steps skipped, each said in one line.
@@ -1274,6 +1276,9 @@ pub enum Interleaving {
     Urw,
     /// No script: replay a recorded decision sequence.
     Replay(Vec<u32>),
+    /// No script: the decisions given, then candidate 0 at every further choice (one run of
+    /// an exhaustive enumeration, `sweep::exhaustive`; records each choice's width).
+    Exhaustive(Vec<u32>),
     /// The first steps of the script, then the inner interleaving.
     Prefix(usize, Box<Interleaving>),
 }
@@ -1299,6 +1304,7 @@ fn scheduler_for(
         Interleaving::Pct(depth) => Box::new(Pct::new(streams.stream("scheduler"), *depth, 200)),
         Interleaving::Urw => Box::new(Urw::new(streams.stream("scheduler"))),
         Interleaving::Replay(d) => Box::new(Replay::new(d.clone())),
+        Interleaving::Exhaustive(d) => Box::new(Dfs::new(d.clone())),
         Interleaving::Prefix(n, inner) => Box::new(ScriptThen::new(
             script(*n),
             scheduler_for(sc, inner, streams),
@@ -1588,6 +1594,7 @@ fn run_full(
     let result = RunResult {
         skipped_steps,
         decisions: sim.scheduler().decisions(),
+        widths: sim.scheduler().widths(),
         releases: sim.point_releases(),
         policy: policy.clone(),
         metrics: {

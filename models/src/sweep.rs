@@ -6,6 +6,9 @@
 //! for any number of jobs. A sweep also counts the distinct decision sequences its runs
 //! made ([`Interleavings`]); apart from their 8 bytes per distinct sequence, at most
 //! [`INTERLEAVINGS_CAP`], memory does not grow with the number of seeds.
+//!
+//! [`exhaustive`] instead runs every interleaving of one seed, depth-first, and says
+//! whether it ran them all ([`Coverage`]).
 
 use crate::device::DeviceConfig;
 use crate::kernel::Policy;
@@ -406,6 +409,101 @@ pub fn sweep_all(
         &mut |_, _| Ok(()),
     )?;
     Ok(acc)
+}
+
+/// What an exhaustive enumeration ([`exhaustive`]) covered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// The one seed enumerated (it fixes the device's timing and every other stream).
+    pub seed: u64,
+    /// Runs made, each a distinct decision sequence.
+    pub runs: u64,
+    /// Every interleaving was run (false: stopped at the bound with more left).
+    pub complete: bool,
+    /// The bound on runs it was given.
+    pub max_runs: u64,
+    /// The decisions (trailing zeros dropped) of the runs a target names as its first or
+    /// shortest hit, by run index.
+    pub decisions: BTreeMap<u64, Vec<u32>>,
+}
+
+/// The prefix of the run after one that made `decisions` at choices of `widths` candidates
+/// (depth-first, in lexicographic order): the deepest choice with an untried candidate,
+/// incremented, the choices after it dropped. None when every candidate was tried.
+pub fn next_prefix(decisions: &[u32], widths: &[u32]) -> Option<Vec<u32>> {
+    let i = (0..decisions.len().min(widths.len()))
+        .rev()
+        .find(|&i| decisions[i] + 1 < widths[i])?;
+    let mut p = decisions[..=i].to_vec();
+    p[i] += 1;
+    Some(p)
+}
+
+/// `decisions` without its trailing zeros: the prefix that makes the same run under
+/// [`Interleaving::Exhaustive`] (it takes candidate 0 after the prefix).
+pub fn trimmed(decisions: &[u32]) -> Vec<u32> {
+    let n = decisions.iter().rposition(|&d| d != 0).map_or(0, |i| i + 1);
+    decisions[..n].to_vec()
+}
+
+/// Runs every interleaving of `sc` under `policy` at one `seed`, depth-first: each run
+/// follows a prefix of decisions, then candidate 0 (the random walk's choices: tasks
+/// runnable at the instant and tasks paused at named points), and the next run changes
+/// the deepest choice that has an untried candidate. Stops after `max_runs` runs. No
+/// partial-order reduction: every sequence of choices is run, even ones that differ only
+/// in the order of independent steps. Runs one after another (the next prefix depends on
+/// the last run), so the result does not depend on any number of jobs. With
+/// `script_steps` > 0 the first steps of the script are played first (`--prefix`).
+/// Returns the counts (a target's "seeds" are run indices, 0-based) and the coverage.
+#[allow(clippy::too_many_arguments)]
+pub fn exhaustive(
+    sc: &Scenario,
+    policy: &Policy,
+    device: &DeviceConfig,
+    seed: u64,
+    script_steps: usize,
+    extra: &[Target],
+    max_runs: u64,
+    progress: &dyn Fn(u64),
+) -> (SweepResult, Coverage) {
+    let how = |p: Vec<u32>| match script_steps {
+        0 => Interleaving::Exhaustive(p),
+        n => Interleaving::Prefix(n, Box::new(Interleaving::Exhaustive(p))),
+    };
+    let mut acc = SweepResult::default();
+    let mut cov = Coverage {
+        seed,
+        max_runs,
+        ..Coverage::default()
+    };
+    let mut prefix = Some(Vec::new());
+    while let Some(p) = prefix.take() {
+        if cov.runs == max_runs {
+            prefix = Some(p);
+            break;
+        }
+        let r = run_with_trace(sc, policy, device, seed, &how(p), false);
+        progress(1);
+        let run = cov.runs;
+        acc = acc.merge(SweepResult::of_run(run, &r, extra));
+        let named = acc
+            .targets
+            .values()
+            .any(|t| t.first_seed == Some(run) || t.shortest.is_some_and(|(_, s)| s == run));
+        if named {
+            cov.decisions.insert(run, trimmed(&r.decisions));
+        }
+        cov.runs += 1;
+        prefix = next_prefix(&r.decisions, &r.widths);
+    }
+    cov.complete = prefix.is_none();
+    let used: BTreeSet<u64> = acc
+        .targets
+        .values()
+        .flat_map(|t| t.first_seed.into_iter().chain(t.shortest.map(|(_, s)| s)))
+        .collect();
+    cov.decisions.retain(|k, _| used.contains(k));
+    (acc, cov)
 }
 
 /// Wilson score 95 % interval of a proportion `hits / n`.

@@ -6,7 +6,7 @@
 
 use models::kernel::Policy;
 use models::scenario::Scenario;
-use models::sweep::{wilson95, Interleavings, Shard, SweepResult, TargetStats};
+use models::sweep::{wilson95, Coverage, Interleavings, Shard, SweepResult, TargetStats};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -206,6 +206,8 @@ pub struct SweepReport {
     pub partial: bool,
     /// What determines the result.
     pub identity: Identity,
+    /// For an exhaustive sweep: what it covered (its targets' "seeds" are run indices).
+    pub exhaustive: Option<Coverage>,
 }
 
 impl SweepReport {
@@ -233,6 +235,37 @@ impl SweepReport {
             version: VERSION.to_string(),
             result,
             partial: false,
+            exhaustive: None,
+        }
+    }
+
+    /// The command that replays run `run` of an exhaustive sweep (its decisions).
+    fn replay_run(&self, cov: &Coverage, run: u64) -> String {
+        let d = cov.decisions.get(&run).map_or(String::new(), |d| {
+            let s: Vec<String> = d.iter().map(u32::to_string).collect();
+            format!(" --decisions {}", s.join(","))
+        });
+        format!(
+            "fsyncsim run {} --explore {}{d} --seed {} {}",
+            models::units::shell_quote(&self.scenario_ref),
+            self.strategy,
+            cov.seed,
+            self.policy_flags
+        )
+    }
+
+    /// The line that says whether an exhaustive sweep ran every interleaving.
+    pub fn coverage_line(cov: &Coverage) -> String {
+        if cov.complete {
+            format!(
+                "  exhaustive: all {} interleavings run (seed {})\n",
+                cov.runs, cov.seed
+            )
+        } else {
+            format!(
+                "  exhaustive: stopped after {} runs (bound --max-runs {}), more remain (seed {})\n",
+                cov.runs, cov.max_runs, cov.seed
+            )
         }
     }
 
@@ -257,6 +290,9 @@ impl SweepReport {
         } else {
             ""
         };
+        if let Some(cov) = &self.exhaustive {
+            return self.text_exhaustive(cov);
+        }
         let mut out = format!(
             "sweep {} [{}] under {}: {} seeds ({}..{}{shard}), {}{partial}\n",
             self.scenario,
@@ -298,8 +334,95 @@ impl SweepReport {
         out
     }
 
+    /// The text table of an exhaustive sweep: as a seed sweep's, with run indices for
+    /// seeds, the share of interleavings for a rate, and replay lines that name decisions.
+    fn text_exhaustive(&self, cov: &Coverage) -> String {
+        let r = &self.result;
+        let mut out = format!(
+            "sweep {} [{}] under {}: {} runs of seed {}, {}\n",
+            self.scenario, self.race, self.policy, r.runs, cov.seed, self.strategy
+        );
+        out.push_str(&Self::coverage_line(cov));
+        out.push_str(&format!(
+            "  interleavings: {} distinct decision sequences in {} runs\n",
+            r.interleavings.shown(),
+            r.runs
+        ));
+        if r.targets.is_empty() {
+            out.push_str("  no run hit any waste metric or invariant\n");
+            return out;
+        }
+        out.push_str(&format!(
+            "  {:<28} {:>7} {:>8} {:>17} {:>7} {:>14}\n",
+            "target", "hits", "share", "", "first", "shortest(dec)"
+        ));
+        let exact = if cov.complete {
+            "exact"
+        } else {
+            "of runs so far"
+        };
+        for (name, t) in &r.targets {
+            let (len, run) = t.shortest.unwrap_or((0, 0));
+            out.push_str(&format!(
+                "  {:<28} {:>7} {:>7.2}% {:>17} {:>7} {:>14}\n",
+                name,
+                t.hits,
+                100.0 * t.hits as f64 / r.runs.max(1) as f64,
+                exact,
+                t.first_seed.unwrap_or(0),
+                format!("{run} ({len})")
+            ));
+            out.push_str(&format!("      replay: {}\n", self.replay_run(cov, run)));
+        }
+        out
+    }
+
+    /// The JSON object of an exhaustive sweep (it does not merge: no shards, no seeds).
+    fn json_exhaustive(&self, cov: &Coverage) -> Value {
+        let r = &self.result;
+        let targets: serde_json::Map<String, Value> = r
+            .targets
+            .iter()
+            .map(|(name, t)| {
+                let (len, run) = t.shortest.unwrap_or((0, 0));
+                let v = json!({
+                    "hits": t.hits,
+                    "share": t.hits as f64 / r.runs.max(1) as f64,
+                    "first_run": t.first_seed,
+                    "shortest_run": run,
+                    "shortest_decisions": len,
+                    "decisions": cov.decisions.get(&run),
+                    "replay": self.replay_run(cov, run),
+                });
+                (name.clone(), v)
+            })
+            .collect();
+        json!({
+            "scenario": self.scenario,
+            "race": self.race,
+            "scenario_ref": self.scenario_ref,
+            "policy": self.policy,
+            "fixes": self.fixes,
+            "policy_flags": self.policy_flags,
+            "strategy": self.strategy,
+            "seed": cov.seed,
+            "version": self.version,
+            "runs": r.runs,
+            "exhaustive_runs": cov.runs,
+            "exhaustive_complete": cov.complete,
+            "max_runs": cov.max_runs,
+            "targets": targets,
+            "distinct_interleavings": r.interleavings.count(),
+            "interleavings_capped": r.interleavings.capped,
+            "identity": self.identity.json(),
+        })
+    }
+
     /// The JSON object.
     pub fn json(&self) -> Value {
+        if let Some(cov) = &self.exhaustive {
+            return self.json_exhaustive(cov);
+        }
         let r = &self.result;
         let targets: serde_json::Map<String, Value> = r
             .targets
@@ -349,6 +472,12 @@ impl SweepReport {
 
     /// Reads a report back from its JSON (for `merge`).
     pub fn from_json(v: &Value) -> Result<SweepReport, String> {
+        if v.get("exhaustive_runs").is_some() {
+            return Err(
+                "an exhaustive sweep's output (--strategy exhaustive): it has no shards and does not merge"
+                    .into(),
+            );
+        }
         let s = |k: &str| field(v, k, k, "a string", Value::as_str).map(str::to_string);
         let u =
             |x: &Value, k: &str, at: &str| field(x, k, at, "a non-negative integer", Value::as_u64);
@@ -462,6 +591,7 @@ impl SweepReport {
             },
             partial,
             identity,
+            exhaustive: None,
         })
     }
 }

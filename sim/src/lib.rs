@@ -20,7 +20,8 @@ pub use runtime::{
     ClassId, Handle, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim, TaskId,
 };
 pub use sched::{
-    ChoiceView, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script, ScriptThen, Urw,
+    ChoiceView, Dfs, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script,
+    ScriptThen, Urw,
 };
 pub use sync::{Mutex, MutexGuard, RwSem, Semaphore, SemaphorePermit, WaitQueue};
 pub use time::{format_duration, parse_duration, Nanos, MS, NS, S, US};

@@ -4,6 +4,20 @@
 use crate::*;
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
+    if a.strat.strategy == "exhaustive" {
+        return exhaustive(a);
+    }
+    if a.seed.is_some() {
+        return Err(Failure(
+            "--seed: only with --strategy exhaustive (a sweep of another strategy runs --seeds A..B)"
+                .into(),
+        ));
+    }
+    if !a.strat.decisions.is_empty() {
+        return Err(Failure(
+            "--decisions: only with --strategy exhaustive, in run or replay".into(),
+        ));
+    }
     let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
     let dev = device_for(&sc, &a.device)?;
     let jobs = a.jobs.map_or_else(
@@ -358,4 +372,100 @@ fn add_device_flag(rep: &mut reports::sweep::SweepReport, a: &SweepArgs) {
         rep.policy_flags
             .push_str(&format!(" --device {}", models::units::shell_quote(d)));
     }
+}
+
+/// The flags a `--strategy exhaustive` sweep refuses: (given, why).
+fn exhaustive_refusals(a: &SweepArgs) -> [(bool, &'static str); 4] {
+    [
+        (
+            a.shard.is_some(),
+            "--shard: an exhaustive sweep is not sharded",
+        ),
+        (
+            a.out.is_some() || a.resume.is_some(),
+            "--out/--resume: an exhaustive sweep writes no checkpoints",
+        ),
+        (
+            !a.strat.decisions.is_empty(),
+            "--decisions: a sweep enumerates every run; pass it to run or replay",
+        ),
+        // `--seeds` at its default is not told from an explicit 0..1000.
+        (
+            a.seeds != (0..1000),
+            "--seeds: an exhaustive sweep runs every interleaving of one seed: pass --seed S",
+        ),
+    ]
+}
+
+/// `sweep --strategy exhaustive`: every interleaving of one seed (`--seed`, default 0), up to
+/// `--max-runs` runs per policy, one run after another (the same for any --jobs).
+fn exhaustive(a: SweepArgs) -> Result<Verdict, Failure> {
+    if let Some((_, why)) = exhaustive_refusals(&a)
+        .into_iter()
+        .find(|(given, _)| *given)
+    {
+        return Err(Failure(why.into()));
+    }
+    let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
+    let dev = device_for(&sc, &a.device)?;
+    let pols = policies_from(&sc, &a.pol, false);
+    let seed = a.seed.unwrap_or(0);
+    let flags = a.strat.flags();
+    let id_flags = sweep_id_flags(&format!("{flags} --max-runs {}", a.max_runs), &a.target);
+    let mut out = Vec::new();
+    for p in &pols {
+        let (result, cov) = models::sweep::exhaustive(
+            &sc,
+            p,
+            &dev,
+            seed,
+            a.strat.prefix,
+            &a.target,
+            a.max_runs,
+            &|_| {},
+        );
+        let unplayable = ["invariant:script", "invariant:scenario"].iter().any(|k| {
+            result
+                .targets
+                .get(*k)
+                .is_some_and(|t| t.hits == result.runs)
+        });
+        if unplayable {
+            let run = scenario::run(&sc, p, &dev, seed, &a.strat.interleaving());
+            let why = run
+                .violations
+                .iter()
+                .find(|v| is_bad_input(&v.invariant))
+                .map_or("the scenario cannot play", |v| v.message.as_str());
+            return Err(Failure(format!(
+                "{why} (under {}, in every one of the {} runs)",
+                p.name, result.runs
+            )));
+        }
+        let seeds = seed..seed.saturating_add(1);
+        let id = reports::sweep::Identity::new(&sc, &dev, p, &id_flags, &seeds, COMMIT);
+        let mut report = reports::sweep::SweepReport::new(
+            &sc,
+            p,
+            &flags,
+            seeds,
+            models::sweep::Shard::ALL,
+            result,
+            id,
+        );
+        report.exhaustive = Some(cov);
+        add_device_flag(&mut report, &a);
+        out.push(report);
+    }
+    print_sweeps(&out, a.json);
+    let fired = out
+        .iter()
+        .flat_map(|r| r.result.targets.keys())
+        .filter_map(|k| k.strip_prefix("invariant:"))
+        .any(|inv| !is_bad_input(inv));
+    Ok(if fired {
+        Verdict::Failed
+    } else {
+        Verdict::Clean
+    })
 }

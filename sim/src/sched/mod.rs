@@ -5,6 +5,7 @@
 //! A choice's candidates are `ready` (runnable now, FIFO order) followed by `paused` (held
 //! at named points); a recorded decision is the candidate's index in that order.
 
+mod dfs;
 mod fifo;
 mod pct;
 mod prefix;
@@ -13,6 +14,7 @@ mod replay;
 mod script;
 mod urw;
 
+pub use dfs::Dfs;
 pub use fifo::Fifo;
 pub use pct::Pct;
 pub use prefix::ScriptThen;
@@ -104,6 +106,11 @@ pub trait Scheduler {
     }
     /// The decisions made so far, as indices into the candidates of each choice.
     fn decisions(&self) -> Vec<u32> {
+        Vec::new()
+    }
+    /// The number of candidates of each decision, aligned with `decisions` (empty when
+    /// the strategy does not record them).
+    fn widths(&self) -> Vec<u32> {
         Vec::new()
     }
     /// Chooses among the paused tasks once nothing else can run at this instant.

@@ -54,6 +54,10 @@ impl Scheduler for ScriptThen {
         self.then.decisions()
     }
 
+    fn widths(&self) -> Vec<u32> {
+        self.then.widths()
+    }
+
     fn unfinished(&self) -> Option<String> {
         self.script.unfinished()
     }
