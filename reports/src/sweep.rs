@@ -303,11 +303,7 @@ impl SweepReport {
             self.seeds.end,
             self.strategy
         );
-        out.push_str(&format!(
-            "  interleavings: {} distinct decision sequences in {} seeds\n",
-            r.interleavings.shown(),
-            r.runs
-        ));
+        out.push_str(&interleavings_line(r, "seeds"));
         if r.targets.is_empty() {
             out.push_str("  no seed hit any waste metric or invariant\n");
             return out;
@@ -343,11 +339,7 @@ impl SweepReport {
             self.scenario, self.race, self.policy, r.runs, cov.seed, self.strategy
         );
         out.push_str(&Self::coverage_line(cov));
-        out.push_str(&format!(
-            "  interleavings: {} distinct decision sequences in {} runs\n",
-            r.interleavings.shown(),
-            r.runs
-        ));
+        out.push_str(&interleavings_line(r, "runs"));
         if r.targets.is_empty() {
             out.push_str("  no run hit any waste metric or invariant\n");
             return out;
@@ -844,4 +836,13 @@ fn merge_inner(files: &[(String, Vec<SweepReport>)]) -> Result<Vec<SweepReport>,
         return Err(format!("shard {want}/{n} is missing"));
     }
     Ok(merged)
+}
+
+/// The coverage line: how many distinct decision sequences the sweep's runs made.
+fn interleavings_line(r: &SweepResult, unit: &str) -> String {
+    format!(
+        "  interleavings: {} distinct decision sequences in {} {unit}\n",
+        r.interleavings.shown(),
+        r.runs
+    )
 }

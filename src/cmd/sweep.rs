@@ -212,16 +212,21 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         .map_err(|e| Failure(format!("{} {}: {e}", dir_flag(&a), path.display())))?;
     }
     print_sweeps(&out, a.json);
+    Ok(verdict(&out))
+}
+
+/// Failed when an invariant (not a bad-input report) fired in any of the sweeps.
+fn verdict(out: &[reports::sweep::SweepReport]) -> Verdict {
     let fired = out
         .iter()
         .flat_map(|r| r.result.targets.keys())
         .filter_map(|k| k.strip_prefix("invariant:"))
         .any(|inv| !is_bad_input(inv));
-    Ok(if fired {
+    if fired {
         Verdict::Failed
     } else {
         Verdict::Clean
-    })
+    }
 }
 
 /// The commit this binary was built from (build.rs; "unknown commit" outside git).
@@ -458,14 +463,5 @@ fn exhaustive(a: SweepArgs) -> Result<Verdict, Failure> {
         out.push(report);
     }
     print_sweeps(&out, a.json);
-    let fired = out
-        .iter()
-        .flat_map(|r| r.result.targets.keys())
-        .filter_map(|k| k.strip_prefix("invariant:"))
-        .any(|inv| !is_bad_input(inv));
-    Ok(if fired {
-        Verdict::Failed
-    } else {
-        Verdict::Clean
-    })
+    Ok(verdict(&out))
 }
