@@ -461,198 +461,8 @@ fn crash_expect(
     })
 }
 
-/// Parses one operation line ("fsync /a/x", "write /a/x 4k", "sleep 10ms").
-pub fn parse_op(s: &str) -> Result<Op, String> {
-    let words: Vec<&str> = s.split_whitespace().collect();
-    let want = |n: usize, usage: &str| {
-        if words.len() == n {
-            Ok(())
-        } else {
-            Err(format!("expected '{usage}'"))
-        }
-    };
-    let path = |p: &str| -> Result<crate::vfs::OpPath, String> {
-        if p.starts_with('/') {
-            Ok(p.into())
-        } else {
-            Err(format!("expected an absolute path, got '{p}'"))
-        }
-    };
-    let op = match words.first().copied() {
-        Some(
-            w @ ("create" | "mkdir" | "stat" | "setattr" | "writeback" | "fsync" | "unlink"
-            | "rmdir" | "fdatasync" | "sync-file-range"),
-        ) => {
-            want(2, &format!("{w} PATH"))?;
-            let p = path(words[1])?;
-            match w {
-                "create" => Op::Create(p),
-                "mkdir" => Op::Mkdir(p),
-                "stat" => Op::Stat(p),
-                "setattr" => Op::Setattr(p),
-                "writeback" => Op::Writeback(p),
-                "fsync" => Op::Fsync(p),
-                "unlink" => Op::Unlink(p),
-                "fdatasync" => Op::Fdatasync(p),
-                "sync-file-range" => Op::SyncFileRange(p),
-                _ => Op::Rmdir(p),
-            }
-        }
-        Some("truncate") => {
-            want(3, "truncate PATH SIZE")?;
-            let n = crate::units::parse_size(words[2])?;
-            if n > 1 << 40 {
-                return Err("expected a size of at most 1T".into());
-            }
-            Op::Truncate(path(words[1])?, n)
-        }
-        Some(w @ ("fallocate" | "punch-hole")) => {
-            let usage = if w == "fallocate" {
-                "fallocate PATH OFFSET LEN [keep-size]"
-            } else {
-                "punch-hole PATH OFFSET LEN"
-            };
-            let keep_size = w == "fallocate" && words.len() == 5;
-            if keep_size && words[4] != "keep-size" {
-                return Err(format!("expected '{usage}', got '{}'", words[4]));
-            }
-            want(if keep_size { 5 } else { 4 }, usage)?;
-            let offset = crate::units::parse_size(words[2])?;
-            let len = crate::units::parse_size(words[3])?;
-            if len == 0 || offset > 1 << 40 || len > 1 << 40 {
-                return Err(
-                    "expected an offset of at most 1T and a length > 0 and at most 1T".into(),
-                );
-            }
-            let p = path(words[1])?;
-            if w == "fallocate" {
-                Op::Fallocate {
-                    path: p,
-                    offset,
-                    len,
-                    keep_size,
-                }
-            } else {
-                Op::PunchHole(p, offset, len)
-            }
-        }
-        Some("setxattr") => {
-            want(3, "setxattr PATH NAME")?;
-            let name = words[2];
-            if name.len() > 255 || !name.contains('.') {
-                return Err(format!(
-                    "expected an xattr name with a namespace prefix (user.x), at most 255 bytes, got '{name}'"
-                ));
-            }
-            Op::Setxattr(path(words[1])?, name.to_string())
-        }
-        Some("syncfs") => {
-            want(1, "syncfs")?;
-            Op::Syncfs
-        }
-        Some("fill-metadata") => {
-            want(2, "fill-metadata SIZE")?;
-            let n = crate::units::parse_size(words[1])?;
-            if n == 0 || n > 1 << 40 {
-                return Err("expected a size > 0 and at most 1T".into());
-            }
-            Op::FillMetadata(n)
-        }
-        Some(w @ ("read" | "populate")) => {
-            let usage = if w == "mmap-write" {
-                "mmap-write PATH [OFFSET] SIZE".to_string()
-            } else {
-                format!("{w} PATH SIZE")
-            };
-            want(3, &usage)?;
-            let n = crate::units::parse_size(words[2])?;
-            if n == 0 || n > 1 << 40 {
-                return Err("expected a size > 0 and at most 1T".into());
-            }
-            let p = path(words[1])?;
-            if w == "read" {
-                Op::Read(p, n)
-            } else {
-                Op::Populate(p, n)
-            }
-        }
-        Some("dio-write") => {
-            want(4, "dio-write PATH OFFSET SIZE")?;
-            let o = crate::units::parse_size(words[2])?;
-            let n = crate::units::parse_size(words[3])?;
-            if n == 0 || n > 1 << 40 || o > 1 << 40 {
-                return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
-            }
-            Op::DirectWrite(path(words[1])?, o, n)
-        }
-        Some(w @ ("mmap-write" | "write")) if words.len() == 4 => {
-            let o = crate::units::parse_size(words[2])?;
-            let n = crate::units::parse_size(words[3])?;
-            if n == 0 || n > 1 << 40 || o > 1 << 40 {
-                return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
-            }
-            if w == "write" {
-                Op::WriteAt(path(words[1])?, o, n)
-            } else {
-                Op::MmapWriteAt(path(words[1])?, o, n)
-            }
-        }
-        Some(w @ ("write" | "mmap-write" | "write-osync" | "write-range")) => {
-            want(3, &format!("{w} PATH SIZE"))?;
-            let n = crate::units::parse_size(words[2])?;
-            if n == 0 || n > 1 << 40 {
-                return Err("expected a size > 0 and at most 1T".into());
-            }
-            let p = path(words[1])?;
-            match w {
-                "write" => Op::Write(p, n),
-                "write-range" => Op::WriteRange(p, n),
-                "mmap-write" => Op::MmapWrite(p, n),
-                _ => Op::WriteOsync(p, n),
-            }
-        }
-        Some("sync") => {
-            want(1, "sync")?;
-            Op::Sync
-        }
-        Some("link") => {
-            want(3, "link SRC DST")?;
-            Op::Link(path(words[1])?, path(words[2])?)
-        }
-        Some("rename") => {
-            want(3, "rename SRC DST")?;
-            Op::Rename(path(words[1])?, path(words[2])?)
-        }
-        Some("new-block-group") => {
-            want(1, "new-block-group")?;
-            Op::NewBlockGroup
-        }
-        Some("commit") => {
-            want(1, "commit")?;
-            Op::Commit
-        }
-        Some("sleep") => {
-            want(2, "sleep DURATION")?;
-            let d = sim::parse_duration(words[1])?;
-            if d > 3600 * sim::S {
-                return Err("expected a duration of at most 1h".into());
-            }
-            Op::Sleep(d)
-        }
-        Some(other) => {
-            let kinds: Vec<&str> = crate::vfs::op::OPS
-                .iter()
-                .filter_map(|(_, usage, _)| usage.split_whitespace().next())
-                .collect();
-            return Err(format!(
-                "unknown operation '{other}': expected one of {}",
-                kinds.join(", ")
-            ));
-        }
-        None => return Err("empty operation".into()),
-    };
-    Ok(op)
-}
+/// Parses one operation line (its home is `vfs::op`, beside the spelling it reads back).
+pub use crate::vfs::op::parse_op;
 
 /// The mkfs features a scenario's `mkfs` key lists (`"no-holes"`, `"^no-holes"`): whether
 /// NO_HOLES is on. btrfs only.
@@ -683,18 +493,31 @@ pub fn points_of(fs: FsKind, op: &Op) -> Vec<String> {
     fs.points_of(op)
 }
 
-impl Scenario {
-    /// Parses and validates a scenario text; `origin` names it in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-        let err = |offset: usize, message: String| ScenarioError {
-            location: format!("{origin}:{}", line_at(text, offset)),
+/// One scenario file being parsed: its text and name, for `file:line` errors.
+struct Cx<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+/// A file's (label, policy) pairs from `[policies]`, before then after.
+type Policies = Option<[(String, Policy); 2]>;
+
+impl Cx<'_> {
+    fn err(&self, offset: usize, message: String) -> ScenarioError {
+        ScenarioError {
+            location: format!("{}:{}", self.origin, line_at(self.text, offset)),
             message,
-        };
-        missing_fields(text, origin)?;
-        let f: ScenarioFile = toml::from_str(text).map_err(|e| {
-            let (location, message) = crate::units::toml_error(text, origin, &e);
-            ScenarioError { location, message }
-        })?;
+        }
+    }
+
+    fn ops(&self, list: &[Spanned<String>]) -> Result<Vec<Op>, ScenarioError> {
+        list.iter()
+            .map(|s| parse_op(s.get_ref()).map_err(|m| self.err(s.span().start, m)))
+            .collect()
+    }
+
+    /// `race`: a word of letters, digits, '.', '_' or '-'.
+    fn race(&self, f: &ScenarioFile) -> Result<String, ScenarioError> {
         let race = f.race.get_ref().clone();
         if race.is_empty()
             || race.len() > 64
@@ -702,71 +525,68 @@ impl Scenario {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
         {
-            return Err(err(
+            return Err(self.err(
                 f.race.span().start,
                 format!("invalid race id '{race}': expected a word of letters, digits, '.', '_' or '-' (e.g. R8)"),
             ));
         }
-        let fix = Fix::parse(&race).filter(|x| x.name() == race);
-        // Format v2: [policies] names two policies, before and after, in file order.
-        let policies = match &f.policies {
-            None => {
-                if fix.is_none() {
-                    return Err(err(
-                        f.race.span().start,
-                        format!("race '{race}' is not one of R1..R7: declare its two policies in [policies], e.g. before = \"linux-5.11:-R7\", after = \"linux-5.11\""),
-                    ));
-                }
-                None
+        Ok(race)
+    }
+
+    /// Format v2: [policies] names two policies, before and after, in file order.
+    fn policies(
+        &self,
+        f: &ScenarioFile,
+        race: &str,
+        fix: Option<Fix>,
+    ) -> Result<Policies, ScenarioError> {
+        let Some(map) = &f.policies else {
+            if fix.is_none() {
+                return Err(self.err(
+                    f.race.span().start,
+                    format!("race '{race}' is not one of R1..R7: declare its two policies in [policies], e.g. before = \"linux-5.11:-R7\", after = \"linux-5.11\""),
+                ));
             }
-            Some(map) => {
-                let mut v: Vec<(&String, &Spanned<String>)> = map.iter().collect();
-                // In file order, not name order.
-                v.sort_by_key(|(_, sp)| sp.span().start);
-                if v.len() != 2 {
-                    // At the first policy too many, else at the table.
-                    let at = match v.get(2) {
-                        Some((_, sp)) => sp.span().start,
-                        None => crate::units::key_offset(text, &["policies"]).unwrap_or(0),
-                    };
-                    return Err(err(
-                        at,
-                        format!(
-                            "[policies] declares {} policies: expected two (before, then after)",
-                            v.len()
-                        ),
-                    ));
-                }
-                let mut out = Vec::new();
-                for (label, spec) in v {
-                    if label == CRASH_TABLE {
-                        return Err(err(
-                            spec.span().start,
-                            format!("policy label '{CRASH_TABLE}' is reserved for [expect.crash]: expected another label, e.g. before/after"),
-                        ));
-                    }
-                    let mut p = crate::kernel::parse_policy(spec.get_ref())
-                        .map_err(|m| err(spec.span().start, m))?;
-                    // Reports name a declared policy by its spec, which parses back.
-                    p.name = spec.get_ref().trim().to_string();
-                    out.push((label.clone(), p));
-                }
-                let b = out.pop().unwrap();
-                let a = out.pop().unwrap();
-                Some([a, b])
+            return Ok(None);
+        };
+        let mut v: Vec<(&String, &Spanned<String>)> = map.iter().collect();
+        // In file order, not name order.
+        v.sort_by_key(|(_, sp)| sp.span().start);
+        if v.len() != 2 {
+            // At the first policy too many, else at the table.
+            let at = match v.get(2) {
+                Some((_, sp)) => sp.span().start,
+                None => crate::units::key_offset(self.text, &["policies"]).unwrap_or(0),
+            };
+            return Err(self.err(
+                at,
+                format!(
+                    "[policies] declares {} policies: expected two (before, then after)",
+                    v.len()
+                ),
+            ));
+        }
+        let mut out = Vec::new();
+        for (label, spec) in v {
+            if label == CRASH_TABLE {
+                return Err(self.err(
+                    spec.span().start,
+                    format!("policy label '{CRASH_TABLE}' is reserved for [expect.crash]: expected another label, e.g. before/after"),
+                ));
             }
-        };
-        let labels: [String; 2] = match &policies {
-            Some([a, b]) => [a.0.clone(), b.0.clone()],
-            None => ["pre".into(), "post".into()],
-        };
-        let ops = |list: &[Spanned<String>]| -> Result<Vec<Op>, ScenarioError> {
-            list.iter()
-                .map(|s| parse_op(s.get_ref()).map_err(|m| err(s.span().start, m)))
-                .collect()
-        };
-        let setup = ops(&f.setup)?;
-        // Every path an operation uses must be created by some operation (or be "/").
+            let mut p = crate::kernel::parse_policy(spec.get_ref())
+                .map_err(|m| self.err(spec.span().start, m))?;
+            // Reports name a declared policy by its spec, which parses back.
+            p.name = spec.get_ref().trim().to_string();
+            out.push((label.clone(), p));
+        }
+        let b = out.pop().unwrap();
+        let a = out.pop().unwrap();
+        Ok(Some([a, b]))
+    }
+
+    /// Every path an operation uses must be created by some operation (or be "/").
+    fn check_paths(&self, f: &ScenarioFile) -> Result<(), ScenarioError> {
         let all: Vec<(Op, usize)> = f
             .setup
             .iter()
@@ -790,173 +610,195 @@ impl Scenario {
                 .unwrap_or_default()
         };
         for (o, at) in &all {
-            let (uses, new): (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) = match o {
-                Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
-                Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
-                Op::Write(p, _)
-                | Op::WriteRange(p, _)
-                | Op::DirectWrite(p, ..)
-                | Op::WriteOsync(p, _)
-                | Op::MmapWrite(p, _)
-                | Op::MmapWriteAt(p, ..)
-                | Op::WriteAt(p, ..)
-                | Op::Setattr(p)
-                | Op::Stat(p)
-                | Op::Writeback(p)
-                | Op::Fsync(p)
-                | Op::Unlink(p)
-                | Op::Rmdir(p) => (vec![p], vec![]),
-                _ => (vec![], vec![]),
-            };
+            let (uses, new) = paths_of(o);
             for p in uses {
                 if !known(p.trim_end_matches('/')) {
-                    return Err(err(
-                        *at,
-                        format!("unknown inode '{p}': no operation creates it"),
-                    ));
+                    return Err(
+                        self.err(*at, format!("unknown inode '{p}': no operation creates it"))
+                    );
                 }
             }
             for p in new {
                 let d = parent(p);
                 if !known(&d) {
-                    return Err(err(
+                    return Err(self.err(
                         *at,
                         format!("unknown directory '{d}': no operation creates it"),
                     ));
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The `[[task]]` tables: names unique ("setup" reserved), operations parsed.
+    fn tasks(&self, f: &ScenarioFile) -> Result<Vec<(String, Vec<Op>)>, ScenarioError> {
         let mut tasks = Vec::new();
         let mut names = BTreeSet::new();
         for t in &f.task {
             let name = t.name.get_ref().clone();
             if name == "setup" || !names.insert(name.clone()) {
-                return Err(err(
+                return Err(self.err(
                     t.name.span().start,
                     format!("duplicate task name '{name}' (\"setup\" is reserved)"),
                 ));
             }
-            tasks.push((name, ops(&t.ops)?));
+            tasks.push((name, self.ops(&t.ops)?));
         }
-        let fs = match &f.fs {
-            Some(v) => FsKind::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?,
-            None => FsKind::default(),
-        };
+        Ok(tasks)
+    }
+
+    /// The `[script]` steps, each a task and a point its operations reach.
+    fn script(
+        &self,
+        f: &ScenarioFile,
+        tasks: &[(String, Vec<Op>)],
+        fs: FsKind,
+    ) -> Result<Vec<Step>, ScenarioError> {
         let mut script = Vec::new();
         for s in f.script.iter().flat_map(|s| s.steps.iter()) {
-            let line = line_at(text, s.span().start);
-            let mut w = s.get_ref().split_whitespace();
-            let (Some(task), Some(point), flag, None) = (w.next(), w.next(), w.next(), w.next())
-            else {
-                return Err(err(
-                    s.span().start,
-                    "expected 'TASK POINT [unless-blocked]', e.g. \"A trans:unblocked\"".into(),
-                ));
-            };
-            let unless_blocked = match flag {
-                None => false,
-                Some("unless-blocked") => true,
-                Some(other) => {
-                    return Err(err(
-                        s.span().start,
-                        format!("unknown step flag '{other}': expected 'unless-blocked' or nothing after 'TASK POINT'"),
-                    ))
-                }
-            };
-            let Some((_, task_ops)) = tasks.iter().find(|(n, _)| n == task) else {
-                return Err(err(
-                    s.span().start,
-                    format!(
-                        "unknown task '{task}': expected one of {}",
-                        tasks
-                            .iter()
-                            .map(|(n, _)| n.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            };
-            let reachable: BTreeSet<String> =
-                task_ops.iter().flat_map(|o| points_of(fs, o)).collect();
-            if !reachable.contains(point) {
-                return Err(err(
-                    s.span().start,
-                    format!(
-                        "task '{task}' never reaches point '{point}': its operations reach {}",
-                        reachable.into_iter().collect::<Vec<_>>().join(", ")
-                    ),
-                ));
-            }
-            script.push(Step {
-                task: task.to_string(),
-                point: point.to_string(),
-                line,
-                unless_blocked,
-            });
+            script.push(self.step(s, tasks, fs)?);
         }
+        Ok(script)
+    }
+
+    /// One script step: "TASK POINT [unless-blocked]".
+    fn step(
+        &self,
+        s: &Spanned<String>,
+        tasks: &[(String, Vec<Op>)],
+        fs: FsKind,
+    ) -> Result<Step, ScenarioError> {
+        let line = line_at(self.text, s.span().start);
+        let mut w = s.get_ref().split_whitespace();
+        let (Some(task), Some(point), flag, None) = (w.next(), w.next(), w.next(), w.next()) else {
+            return Err(self.err(
+                s.span().start,
+                "expected 'TASK POINT [unless-blocked]', e.g. \"A trans:unblocked\"".into(),
+            ));
+        };
+        let unless_blocked = match flag {
+            None => false,
+            Some("unless-blocked") => true,
+            Some(other) => {
+                return Err(self.err(
+                    s.span().start,
+                    format!("unknown step flag '{other}': expected 'unless-blocked' or nothing after 'TASK POINT'"),
+                ))
+            }
+        };
+        let Some((_, task_ops)) = tasks.iter().find(|(n, _)| n == task) else {
+            return Err(self.err(
+                s.span().start,
+                format!(
+                    "unknown task '{task}': expected one of {}",
+                    tasks
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        };
+        let reachable: BTreeSet<String> = task_ops.iter().flat_map(|o| points_of(fs, o)).collect();
+        if !reachable.contains(point) {
+            return Err(self.err(
+                s.span().start,
+                format!(
+                    "task '{task}' never reaches point '{point}': its operations reach {}",
+                    reachable.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+        Ok(Step {
+            task: task.to_string(),
+            point: point.to_string(),
+            line,
+            unless_blocked,
+        })
+    }
+
+    fn key_metric(&self, f: &ScenarioFile, fs: FsKind) -> Result<Option<String>, ScenarioError> {
+        match &f.key_metric {
+            Some(k) => {
+                check_metric(fs, k.get_ref(), "as key_metric")
+                    .map_err(|m| self.err(k.span().start, m))?;
+                Ok(Some(k.get_ref().clone()))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The `[expect.<label>]` metric tables of the two policies.
+    #[allow(clippy::type_complexity)]
+    fn expectations(
+        &self,
+        f: &ScenarioFile,
+        fs: FsKind,
+        labels: &[String; 2],
+    ) -> Result<(BTreeMap<String, u64>, BTreeMap<String, u64>), ScenarioError> {
         let expect = |m: &Option<BTreeMap<String, Spanned<u64>>>| -> Result<BTreeMap<String, u64>, ScenarioError> {
             let mut out = BTreeMap::new();
             for (k, v) in m.iter().flatten() {
-                check_metric(fs, k, IN_EXPECTATIONS).map_err(|m| err(v.span().start, m))?;
+                check_metric(fs, k, IN_EXPECTATIONS).map_err(|m| self.err(v.span().start, m))?;
                 out.insert(k.clone(), *v.get_ref());
             }
             Ok(out)
         };
-        let declared_key_metric = match &f.key_metric {
-            Some(k) => {
-                check_metric(fs, k.get_ref(), "as key_metric")
-                    .map_err(|m| err(k.span().start, m))?;
-                Some(k.get_ref().clone())
-            }
-            None => None,
+        let Some(e) = f.expect.as_ref().map(|e| &e.metrics) else {
+            return Ok((BTreeMap::new(), BTreeMap::new()));
         };
-        let (expect_pre, expect_post) = match f.expect.as_ref().map(|e| &e.metrics) {
-            Some(e) => {
-                if let Some(label) = e.keys().find(|l| !labels.contains(l)) {
-                    // At the label itself, also when its table is empty.
-                    let at = crate::units::key_offset(text, &["expect", label]).unwrap_or(0);
-                    return Err(err(
-                        at,
-                        format!(
-                            "unknown policy '{label}' in [expect.{label}]: expected one of {}",
-                            labels.join(", ")
-                        ),
-                    ));
-                }
-                (
-                    expect(&e.get(&labels[0]).cloned())?,
-                    expect(&e.get(&labels[1]).cloned())?,
-                )
-            }
-            None => (BTreeMap::new(), BTreeMap::new()),
-        };
-        let expect_crash = match f.expect.as_ref().and_then(|e| e.crash.as_ref()) {
-            Some(c) => Some(crash_expect(c, &tasks, fs).map_err(|(at, m)| err(at, m))?),
-            None => None,
-        };
-        let device = match &f.device {
+        if let Some(label) = e.keys().find(|l| !labels.contains(l)) {
+            // At the label itself, also when its table is empty.
+            let at = crate::units::key_offset(self.text, &["expect", label]).unwrap_or(0);
+            return Err(self.err(
+                at,
+                format!(
+                    "unknown policy '{label}' in [expect.{label}]: expected one of {}",
+                    labels.join(", ")
+                ),
+            ));
+        }
+        Ok((
+            expect(&e.get(&labels[0]).cloned())?,
+            expect(&e.get(&labels[1]).cloned())?,
+        ))
+    }
+
+    /// `device`: a preset or a device file.
+    fn device(&self, f: &ScenarioFile) -> Result<String, ScenarioError> {
+        match &f.device {
             Some(d) => {
                 DeviceConfig::resolve(d.get_ref())
-                    .map_err(|e| err(d.span().start, e.referenced()))?;
-                d.get_ref().clone()
+                    .map_err(|e| self.err(d.span().start, e.referenced()))?;
+                Ok(d.get_ref().clone())
             }
-            None => "nvme".to_string(),
-        };
+            None => Ok("nvme".to_string()),
+        }
+    }
+
+    /// `commit_interval`, `mount` and `mkfs`: the commit interval (commit= folded in) and
+    /// the mount.
+    fn mount(
+        &self,
+        f: &ScenarioFile,
+        fs: FsKind,
+    ) -> Result<(Option<sim::Nanos>, Mount), ScenarioError> {
         let commit_interval = match &f.commit_interval {
             Some(c) => Some(
                 crate::vfs::parse_commit_interval(c.get_ref())
-                    .map_err(|m| err(c.span().start, m))?,
+                    .map_err(|m| self.err(c.span().start, m))?,
             ),
             None => None,
         };
         let options = match &f.mount {
             Some(v) => {
-                MountOptions::parse_for(fs, v.get_ref()).map_err(|m| err(v.span().start, m))?
+                MountOptions::parse_for(fs, v.get_ref()).map_err(|m| self.err(v.span().start, m))?
             }
             None => MountOptions::default(),
         };
         if let (Some(_), Some(c)) = (options.commit, &f.commit_interval) {
-            return Err(err(
+            return Err(self.err(
                 c.span().start,
                 "commit_interval and mount option commit= both given: expected one".into(),
             ));
@@ -968,7 +810,7 @@ impl Scenario {
             ..options
         };
         let no_holes = match &f.mkfs {
-            Some(v) => parse_mkfs(fs, v.get_ref()).map_err(|m| err(v.span().start, m))?,
+            Some(v) => parse_mkfs(fs, v.get_ref()).map_err(|m| self.err(v.span().start, m))?,
             None => false,
         };
         let mount = Mount {
@@ -977,6 +819,11 @@ impl Scenario {
             memory: None,
             no_holes,
         };
+        Ok((commit_interval, mount))
+    }
+
+    /// `[costs]`: overrides of the default CPU costs and sizes.
+    fn costs(&self, f: &ScenarioFile) -> Result<Costs, ScenarioError> {
         let mut costs = Costs::default();
         for (k, v) in f.costs.iter().flatten() {
             let x = *v.get_ref();
@@ -985,7 +832,7 @@ impl Scenario {
                 _ => x <= 1_000_000_000_000,
             };
             if !ok || !costs.set(k, x) {
-                return Err(err(
+                return Err(self.err(
                     v.span().start,
                     format!(
                         "unknown or invalid cost '{k}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M)",
@@ -994,6 +841,87 @@ impl Scenario {
                 ));
             }
         }
+        Ok(costs)
+    }
+}
+
+/// The paths an operation uses (must exist) and creates (their parent must exist).
+fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
+    match o {
+        Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
+        Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
+        Op::Write(p, _)
+        | Op::WriteRange(p, _)
+        | Op::DirectWrite(p, ..)
+        | Op::WriteOsync(p, _)
+        | Op::MmapWrite(p, _)
+        | Op::MmapWriteAt(p, ..)
+        | Op::WriteAt(p, ..)
+        | Op::Setattr(p)
+        | Op::Stat(p)
+        | Op::Writeback(p)
+        | Op::Fsync(p)
+        | Op::Unlink(p)
+        | Op::Rmdir(p) => (vec![p], vec![]),
+        _ => (vec![], vec![]),
+    }
+}
+
+/// The file line of each operation: setup's, then each task's.
+fn op_lines(text: &str, f: &ScenarioFile) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let setup_lines = f
+        .setup
+        .iter()
+        .map(|o| line_at(text, o.span().start))
+        .collect();
+    let task_lines = f
+        .task
+        .iter()
+        .map(|t| {
+            t.ops
+                .iter()
+                .map(|o| line_at(text, o.span().start))
+                .collect()
+        })
+        .collect();
+    (setup_lines, task_lines)
+}
+
+impl Scenario {
+    /// Parses and validates a scenario text; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
+        let cx = Cx { text, origin };
+        missing_fields(text, origin)?;
+        let f: ScenarioFile = toml::from_str(text).map_err(|e| {
+            let (location, message) = crate::units::toml_error(text, origin, &e);
+            ScenarioError { location, message }
+        })?;
+        // The checks run in this order: a file's first error is the one reported.
+        let race = cx.race(&f)?;
+        let fix = Fix::parse(&race).filter(|x| x.name() == race);
+        let policies = cx.policies(&f, &race, fix)?;
+        let labels: [String; 2] = match &policies {
+            Some([a, b]) => [a.0.clone(), b.0.clone()],
+            None => ["pre".into(), "post".into()],
+        };
+        let setup = cx.ops(&f.setup)?;
+        cx.check_paths(&f)?;
+        let tasks = cx.tasks(&f)?;
+        let fs = match &f.fs {
+            Some(v) => FsKind::parse(v.get_ref()).map_err(|m| cx.err(v.span().start, m))?,
+            None => FsKind::default(),
+        };
+        let script = cx.script(&f, &tasks, fs)?;
+        let declared_key_metric = cx.key_metric(&f, fs)?;
+        let (expect_pre, expect_post) = cx.expectations(&f, fs, &labels)?;
+        let expect_crash = match f.expect.as_ref().and_then(|e| e.crash.as_ref()) {
+            Some(c) => Some(crash_expect(c, &tasks, fs).map_err(|(at, m)| cx.err(at, m))?),
+            None => None,
+        };
+        let device = cx.device(&f)?;
+        let (commit_interval, mount) = cx.mount(&f, fs)?;
+        let costs = cx.costs(&f)?;
+        let (setup_lines, task_lines) = op_lines(text, &f);
         Ok(Scenario {
             costs,
             mount,
@@ -1015,21 +943,8 @@ impl Scenario {
             expect_crash,
             origin: origin.to_string(),
             source_digest: crate::units::fnv1a64(text.as_bytes()),
-            setup_lines: f
-                .setup
-                .iter()
-                .map(|o| line_at(text, o.span().start))
-                .collect(),
-            task_lines: f
-                .task
-                .iter()
-                .map(|t| {
-                    t.ops
-                        .iter()
-                        .map(|o| line_at(text, o.span().start))
-                        .collect()
-                })
-                .collect(),
+            setup_lines,
+            task_lines,
         })
     }
 

@@ -203,6 +203,226 @@ impl std::fmt::Display for Op {
     }
 }
 
+/// Parses one operation line ("fsync /a/x", "write /a/x 4k", "sleep 10ms").
+pub fn parse_op(s: &str) -> Result<Op, String> {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    let words = words.as_slice();
+    match words.first().copied() {
+        Some(
+            w @ ("create" | "mkdir" | "stat" | "setattr" | "writeback" | "fsync" | "unlink"
+            | "rmdir" | "fdatasync" | "sync-file-range"),
+        ) => path_op(w, words),
+        Some("truncate") => truncate_op(words),
+        Some(w @ ("fallocate" | "punch-hole")) => range_op(w, words),
+        Some("setxattr") => setxattr_op(words),
+        Some("syncfs") => {
+            want(words, 1, "syncfs")?;
+            Ok(Op::Syncfs)
+        }
+        Some("fill-metadata") => fill_metadata_op(words),
+        Some(w @ ("read" | "populate")) => read_op(w, words),
+        Some("dio-write") => dio_write_op(words),
+        Some(w @ ("mmap-write" | "write")) if words.len() == 4 => write_at_op(w, words),
+        Some(w @ ("write" | "mmap-write" | "write-osync" | "write-range")) => write_op(w, words),
+        Some("sync") => {
+            want(words, 1, "sync")?;
+            Ok(Op::Sync)
+        }
+        Some("link") => {
+            want(words, 3, "link SRC DST")?;
+            Ok(Op::Link(op_path(words[1])?, op_path(words[2])?))
+        }
+        Some("rename") => {
+            want(words, 3, "rename SRC DST")?;
+            Ok(Op::Rename(op_path(words[1])?, op_path(words[2])?))
+        }
+        Some("new-block-group") => {
+            want(words, 1, "new-block-group")?;
+            Ok(Op::NewBlockGroup)
+        }
+        Some("commit") => {
+            want(words, 1, "commit")?;
+            Ok(Op::Commit)
+        }
+        Some("sleep") => sleep_op(words),
+        Some(other) => {
+            let kinds: Vec<&str> = OPS
+                .iter()
+                .filter_map(|(_, usage, _)| usage.split_whitespace().next())
+                .collect();
+            Err(format!(
+                "unknown operation '{other}': expected one of {}",
+                kinds.join(", ")
+            ))
+        }
+        None => Err("empty operation".into()),
+    }
+}
+
+/// Whether the line has `n` words, else the usage it should follow.
+fn want(words: &[&str], n: usize, usage: &str) -> Result<(), String> {
+    if words.len() == n {
+        Ok(())
+    } else {
+        Err(format!("expected '{usage}'"))
+    }
+}
+
+fn op_path(p: &str) -> Result<OpPath, String> {
+    if p.starts_with('/') {
+        Ok(p.into())
+    } else {
+        Err(format!("expected an absolute path, got '{p}'"))
+    }
+}
+
+/// The operations of one path: create, mkdir, stat, setattr, writeback, fsync, unlink,
+/// rmdir, fdatasync, sync-file-range.
+fn path_op(w: &str, words: &[&str]) -> Result<Op, String> {
+    want(words, 2, &format!("{w} PATH"))?;
+    let p = op_path(words[1])?;
+    Ok(match w {
+        "create" => Op::Create(p),
+        "mkdir" => Op::Mkdir(p),
+        "stat" => Op::Stat(p),
+        "setattr" => Op::Setattr(p),
+        "writeback" => Op::Writeback(p),
+        "fsync" => Op::Fsync(p),
+        "unlink" => Op::Unlink(p),
+        "fdatasync" => Op::Fdatasync(p),
+        "sync-file-range" => Op::SyncFileRange(p),
+        _ => Op::Rmdir(p),
+    })
+}
+
+fn truncate_op(words: &[&str]) -> Result<Op, String> {
+    want(words, 3, "truncate PATH SIZE")?;
+    let n = crate::units::parse_size(words[2])?;
+    if n > 1 << 40 {
+        return Err("expected a size of at most 1T".into());
+    }
+    Ok(Op::Truncate(op_path(words[1])?, n))
+}
+
+/// fallocate and punch-hole: a path, an offset and a length.
+fn range_op(w: &str, words: &[&str]) -> Result<Op, String> {
+    let usage = if w == "fallocate" {
+        "fallocate PATH OFFSET LEN [keep-size]"
+    } else {
+        "punch-hole PATH OFFSET LEN"
+    };
+    let keep_size = w == "fallocate" && words.len() == 5;
+    if keep_size && words[4] != "keep-size" {
+        return Err(format!("expected '{usage}', got '{}'", words[4]));
+    }
+    want(words, if keep_size { 5 } else { 4 }, usage)?;
+    let offset = crate::units::parse_size(words[2])?;
+    let len = crate::units::parse_size(words[3])?;
+    if len == 0 || offset > 1 << 40 || len > 1 << 40 {
+        return Err("expected an offset of at most 1T and a length > 0 and at most 1T".into());
+    }
+    let p = op_path(words[1])?;
+    Ok(if w == "fallocate" {
+        Op::Fallocate {
+            path: p,
+            offset,
+            len,
+            keep_size,
+        }
+    } else {
+        Op::PunchHole(p, offset, len)
+    })
+}
+
+fn setxattr_op(words: &[&str]) -> Result<Op, String> {
+    want(words, 3, "setxattr PATH NAME")?;
+    let name = words[2];
+    if name.len() > 255 || !name.contains('.') {
+        return Err(format!(
+            "expected an xattr name with a namespace prefix (user.x), at most 255 bytes, got '{name}'"
+        ));
+    }
+    Ok(Op::Setxattr(op_path(words[1])?, name.to_string()))
+}
+
+fn fill_metadata_op(words: &[&str]) -> Result<Op, String> {
+    want(words, 2, "fill-metadata SIZE")?;
+    let n = crate::units::parse_size(words[1])?;
+    if n == 0 || n > 1 << 40 {
+        return Err("expected a size > 0 and at most 1T".into());
+    }
+    Ok(Op::FillMetadata(n))
+}
+
+/// read and populate: a path and a size.
+fn read_op(w: &str, words: &[&str]) -> Result<Op, String> {
+    let usage = if w == "mmap-write" {
+        "mmap-write PATH [OFFSET] SIZE".to_string()
+    } else {
+        format!("{w} PATH SIZE")
+    };
+    want(words, 3, &usage)?;
+    let n = crate::units::parse_size(words[2])?;
+    if n == 0 || n > 1 << 40 {
+        return Err("expected a size > 0 and at most 1T".into());
+    }
+    let p = op_path(words[1])?;
+    Ok(if w == "read" {
+        Op::Read(p, n)
+    } else {
+        Op::Populate(p, n)
+    })
+}
+
+fn dio_write_op(words: &[&str]) -> Result<Op, String> {
+    want(words, 4, "dio-write PATH OFFSET SIZE")?;
+    let o = crate::units::parse_size(words[2])?;
+    let n = crate::units::parse_size(words[3])?;
+    if n == 0 || n > 1 << 40 || o > 1 << 40 {
+        return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
+    }
+    Ok(Op::DirectWrite(op_path(words[1])?, o, n))
+}
+
+/// write and mmap-write with an offset: PATH OFFSET SIZE.
+fn write_at_op(w: &str, words: &[&str]) -> Result<Op, String> {
+    let o = crate::units::parse_size(words[2])?;
+    let n = crate::units::parse_size(words[3])?;
+    if n == 0 || n > 1 << 40 || o > 1 << 40 {
+        return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
+    }
+    Ok(if w == "write" {
+        Op::WriteAt(op_path(words[1])?, o, n)
+    } else {
+        Op::MmapWriteAt(op_path(words[1])?, o, n)
+    })
+}
+
+/// write, mmap-write, write-osync and write-range: PATH SIZE.
+fn write_op(w: &str, words: &[&str]) -> Result<Op, String> {
+    want(words, 3, &format!("{w} PATH SIZE"))?;
+    let n = crate::units::parse_size(words[2])?;
+    if n == 0 || n > 1 << 40 {
+        return Err("expected a size > 0 and at most 1T".into());
+    }
+    let p = op_path(words[1])?;
+    Ok(match w {
+        "write" => Op::Write(p, n),
+        "write-range" => Op::WriteRange(p, n),
+        "mmap-write" => Op::MmapWrite(p, n),
+        _ => Op::WriteOsync(p, n),
+    })
+}
+
+fn sleep_op(words: &[&str]) -> Result<Op, String> {
+    want(words, 2, "sleep DURATION")?;
+    let d = sim::parse_duration(words[1])?;
+    if d > 3600 * sim::S {
+        return Err("expected a duration of at most 1h".into());
+    }
+    Ok(Op::Sleep(d))
+}
+
 /// An operation that could not run (bad path and the like).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpError(pub String);

@@ -4,6 +4,7 @@
 //! operations. Memory does not grow with the duration: histograms and counters only, the
 //! filesystem state compacted at every commit, the trace (when asked) streamed out.
 
+use super::dbench::{DBENCH_DIRS, DBENCH_FILES};
 use super::spec::{Kind, Spec};
 use crate::btrfs::{Costs, Metrics, Violation};
 use crate::device::{new_histogram, Device, DeviceConfig};
@@ -26,7 +27,7 @@ pub type TraceSink = Box<dyn FnMut(&Handle, &[TraceRecord], &[OpSlice]) -> std::
 const TRACE_DRAIN: Nanos = 10 * sim::MS;
 
 /// A client's queued CPU-only time is spent at least this often.
-const CPU_BATCH: Nanos = sim::MS;
+pub(super) const CPU_BATCH: Nanos = sim::MS;
 
 /// Slowest operations kept.
 pub const SLOWEST: usize = 10;
@@ -307,8 +308,8 @@ pub fn sched_slice(cores: u64) -> Nanos {
 
 /// A client's CPU-only operations not yet spent: (op, cost, bytes) and their total.
 #[derive(Default)]
-struct PendingCpu {
-    total: Nanos,
+pub(super) struct PendingCpu {
+    pub(super) total: Nanos,
     ops: Vec<(usize, Nanos, u64)>,
 }
 
@@ -360,7 +361,13 @@ impl Ctx {
 
     /// Runs filesystem operation `fs_op` as one measured operation `op` moving `bytes` (as
     /// `measure(.., self.fs(fs_op))`, without moving a filesystem future into it).
-    async fn measure_op(&self, op: usize, bytes: u64, before: &mut Vec<Nanos>, fs_op: &Op) -> bool {
+    pub(super) async fn measure_op(
+        &self,
+        op: usize,
+        bytes: u64,
+        before: &mut Vec<Nanos>,
+        fs_op: &Op,
+    ) -> bool {
         let me = self.h.current();
         let start = self.h.now();
         self.h.account_into(me, before);
@@ -388,7 +395,7 @@ impl Ctx {
 
     /// Queues a CPU-only operation: its time is spent, and it is recorded, at the next
     /// `flush_cpu`.
-    fn cpu_op(&self, pending: &mut PendingCpu, op: usize, cost: Nanos, bytes: u64) {
+    pub(super) fn cpu_op(&self, pending: &mut PendingCpu, op: usize, cost: Nanos, bytes: u64) {
         pending.total += cost;
         pending.ops.push((op, cost, bytes));
     }
@@ -397,7 +404,7 @@ impl Ctx {
     /// each queued operation: its own CPU time, plus a share of the burst's run-queue wait
     /// in proportion to its length — the chance a preemption lands in it. Returns true (for
     /// chaining before a measured operation).
-    async fn flush_cpu(&self, pending: &mut PendingCpu) -> bool {
+    pub(super) async fn flush_cpu(&self, pending: &mut PendingCpu) -> bool {
         if pending.total == 0 {
             pending.ops.clear();
             return true;
@@ -433,396 +440,12 @@ impl Ctx {
     }
 }
 
-/// A weighted choice with its cumulative weights precomputed (one draw, a binary search).
-struct Table<T> {
-    values: Vec<T>,
-    ends: Vec<u64>,
-}
-
-impl<T: Copy> Table<T> {
-    fn new(items: &[(T, u64)]) -> Self {
-        let mut acc = 0;
-        let ends = items
-            .iter()
-            .map(|&(_, w)| {
-                acc += w;
-                acc
-            })
-            .collect();
-        Table {
-            values: items.iter().map(|&(v, _)| v).collect(),
-            ends,
-        }
-    }
-
-    /// The item whose cumulative range holds a uniform draw below the total weight.
-    fn pick(&self, rng: &mut Stream) -> T {
-        let total = self.ends.last().copied().unwrap_or(0);
-        let x = rng.random_range(0..total.max(1));
-        let i = self.ends.partition_point(|&e| e <= x);
-        self.values[i.min(self.values.len() - 1)]
-    }
-}
-
-/// Which of a client's files exist: one bit per file, so that counting and choosing the
-/// k-th existing (or missing) file are word operations.
-struct FileSet {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl FileSet {
-    fn new(len: usize, init: impl Fn(usize) -> bool) -> Self {
-        let mut s = FileSet {
-            words: vec![0; len.div_ceil(64)],
-            len,
-        };
-        for f in (0..len).filter(|&f| init(f)) {
-            s.set(f, true);
-        }
-        s
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn has(&self, f: usize) -> bool {
-        self.words[f / 64] >> (f % 64) & 1 == 1
-    }
-
-    #[inline]
-    fn set(&mut self, f: usize, on: bool) {
-        let bit = 1u64 << (f % 64);
-        if on {
-            self.words[f / 64] |= bit;
-        } else {
-            self.words[f / 64] &= !bit;
-        }
-    }
-
-    /// Word `i` restricted to `range`, with the files whose existence is `want` set.
-    #[inline]
-    fn word(&self, i: usize, range: &std::ops::Range<usize>, want: bool) -> u64 {
-        let w = if want { self.words[i] } else { !self.words[i] };
-        let (lo, hi) = (i * 64, i * 64 + 64);
-        let from = range.start.clamp(lo, hi) - lo;
-        let to = range.end.clamp(lo, hi) - lo;
-        let mask = if to - from == 64 {
-            u64::MAX
-        } else {
-            ((1u64 << (to - from)) - 1) << from
-        };
-        w & mask
-    }
-
-    /// Files in `range` whose existence is `want`.
-    fn count(&self, range: std::ops::Range<usize>, want: bool) -> usize {
-        let words = range.start / 64..range.end.div_ceil(64);
-        words
-            .map(|i| self.word(i, &range, want).count_ones() as usize)
-            .sum()
-    }
-
-    /// The `j`-th file (from 0, in index order) in `range` whose existence is `want`;
-    /// `j` must be below `count(range, want)`.
-    fn nth(&self, range: std::ops::Range<usize>, want: bool, mut j: usize) -> usize {
-        for i in range.start / 64..range.end.div_ceil(64) {
-            let mut w = self.word(i, &range, want);
-            let c = w.count_ones() as usize;
-            if j < c {
-                for _ in 0..j {
-                    w &= w - 1;
-                }
-                return i * 64 + w.trailing_zeros() as usize;
-            }
-            j -= c;
-        }
-        unreachable!("nth beyond count")
-    }
-}
-
-/// dbench's per-client directories (loadfiles/client.txt: clients/clientN/~dmtmp/…).
-const DBENCH_DIRS: [&str; 9] = [
-    "ACCESS", "COREL", "EXCEL", "PARADOX", "PM", "PWRPNT", "SEED", "WORD", "WORDPRO",
-];
-/// File names per directory (the loadfile opens 185 distinct files per client).
-const DBENCH_FILES: usize = 20;
-/// Share of NTCreateX calls that create (FILE_CREATE disposition) in client.txt: 16,067 of
-/// 79,230.
-const DBENCH_CREATE: (u64, u64) = (16_067, 79_230);
-
 /// The report index of operation `name` of `kind`.
 pub(crate) fn op_index(kind: Kind, name: &str) -> usize {
     kind.ops()
         .iter()
         .position(|o| *o == name)
         .expect("known op")
-}
-
-/// Rebuilds a client's per-file operation slot as `make(path)`, moving the file's path out of
-/// the slot's previous operation (no reference-count change), and lends it.
-fn file_op(slot: &mut Op, make: impl FnOnce(OpPath) -> Op) -> &Op {
-    let path = match std::mem::replace(slot, Op::Sync) {
-        Op::Create(p) | Op::Write(p, _) | Op::Fsync(p) | Op::Unlink(p) | Op::Setattr(p) => p,
-        other => unreachable!("a file slot holds a path operation, not {other:?}"),
-    };
-    *slot = make(path);
-    slot
-}
-
-/// One dbench client: loops over the operation mix against its own directory tree.
-async fn dbench_client(cx: Ctx, id: u32, mut rng: Stream) {
-    let base = format!("/clients/client{id}/~dmtmp");
-    let paths: Vec<OpPath> = (0..DBENCH_DIRS.len() * DBENCH_FILES)
-        .map(|f| {
-            format!(
-                "{base}/{}/F{:02}",
-                DBENCH_DIRS[f / DBENCH_FILES],
-                f % DBENCH_FILES
-            )
-            .into()
-        })
-        .collect();
-    let path = |f: usize| paths[f].clone();
-    // One operation slot per file holding the file's path: a measured operation is built
-    // in it by moving the path between variants (`file_op`) and borrowed, so the hot path
-    // touches no reference count (an atomic on a cold line stalls the pipeline).
-    let mut file_ops: Vec<Op> = paths.iter().map(|p| Op::Fsync(p.clone())).collect();
-    let n = DBENCH_DIRS.len() * DBENCH_FILES;
-    // The setup task created every other file, so the loop starts with a half-full tree.
-    let mut exists = FileSet::new(n, |f| f % 2 == 0);
-    let mut last: Option<usize> = None;
-    let mix: Vec<(usize, u64)> = cx.spec.mix.iter().copied().enumerate().collect();
-    let mix_table = Table::new(&mix);
-    let (read_sizes, write_sizes) = (
-        Table::new(&cx.spec.read_sizes),
-        Table::new(&cx.spec.write_sizes),
-    );
-    let mut before = Vec::new();
-    let mut pending = PendingCpu::default();
-    let costs: Vec<Nanos> = super::spec::DBENCH_OPS
-        .iter()
-        .map(|o| cx.spec.cpu_of(o))
-        .collect();
-    let open_cost = cx.spec.cpu_of("open");
-    // A random file whose existence is `want`: probe a few random slots, then scan.
-    let pick = |rng: &mut Stream, exists: &FileSet, want: bool| -> Option<usize> {
-        for _ in 0..8 {
-            let f = rng.random_range(0..exists.len());
-            if exists.has(f) == want {
-                return Some(f);
-            }
-        }
-        let k = exists.count(0..n, want);
-        if k == 0 {
-            return None;
-        }
-        let j = rng.random_range(0..k);
-        Some(exists.nth(0..n, want, j))
-    };
-    loop {
-        let op = mix_table.pick(&mut rng);
-        // Indices into DBENCH_OPS (a match on the names would compare strings per operation).
-        const NTCREATEX: usize = 0;
-        const RENAME: usize = 2;
-        const UNLINK: usize = 3;
-        const DELTREE: usize = 4;
-        const MKDIR: usize = 5;
-        const SFILEINFO: usize = 9;
-        const WRITEX: usize = 11;
-        const READX: usize = 12;
-        const FLUSH: usize = 15;
-        debug_assert_eq!(super::spec::DBENCH_OPS[FLUSH], "Flush");
-        let ok = match op {
-            NTCREATEX => {
-                let create = rng.random_range(0..DBENCH_CREATE.1) < DBENCH_CREATE.0;
-                match (create, pick(&mut rng, &exists, !create)) {
-                    (true, Some(f)) => {
-                        exists.set(f, true);
-                        last = Some(f);
-                        cx.flush_cpu(&mut pending).await
-                            && cx
-                                .measure_op(
-                                    op,
-                                    0,
-                                    &mut before,
-                                    file_op(&mut file_ops[f], Op::Create),
-                                )
-                                .await
-                    }
-                    (false, Some(f)) => {
-                        last = Some(f);
-                        {
-                            cx.cpu_op(&mut pending, op, open_cost, 0);
-                            true
-                        }
-                    }
-                    // Nothing to create or open: a lookup that fails.
-                    _ => {
-                        cx.cpu_op(&mut pending, op, open_cost, 0);
-                        true
-                    }
-                }
-            }
-            WRITEX => {
-                let size = write_sizes.pick(&mut rng);
-                match last
-                    .filter(|&f| exists.has(f))
-                    .or_else(|| pick(&mut rng, &exists, true))
-                {
-                    Some(f) => {
-                        cx.flush_cpu(&mut pending).await
-                            && if cx.spec.sync_open {
-                                let p = path(f);
-                                let fs = cx.clone();
-                                cx.measure(op, size, &mut before, async move {
-                                    fs.fs(Op::Write(p.clone(), size)).await?;
-                                    // O_SYNC: generic_write_sync -> btrfs_sync_file.
-                                    fs.fs(Op::Fsync(p)).await?;
-                                    Ok(())
-                                })
-                                .await
-                            } else {
-                                let write = file_op(&mut file_ops[f], |p| Op::Write(p, size));
-                                cx.measure_op(op, size, &mut before, write).await
-                            }
-                    }
-                    None => {
-                        cx.cpu_op(&mut pending, op, costs[1], 0);
-                        true
-                    }
-                }
-            }
-            READX => {
-                let size = read_sizes.pick(&mut rng);
-                {
-                    cx.cpu_op(&mut pending, op, costs[op], size);
-                    true
-                }
-            }
-            FLUSH => match last
-                .filter(|&f| exists.has(f))
-                .or_else(|| pick(&mut rng, &exists, true))
-            {
-                Some(f) => {
-                    cx.flush_cpu(&mut pending).await
-                        && cx
-                            .measure_op(op, 0, &mut before, file_op(&mut file_ops[f], Op::Fsync))
-                            .await
-                }
-                None => {
-                    cx.cpu_op(&mut pending, op, costs[1], 0);
-                    true
-                }
-            },
-            RENAME => {
-                // dbench's loadfile renames within one directory (client.txt: e.g.
-                // PWRPNT/NEWPCB.PPT -> PWRPNT/PPTC112.TMP): the target is a free name in
-                // the source's directory.
-                let target = pick(&mut rng, &exists, true).and_then(|a| {
-                    let d = a / DBENCH_FILES;
-                    let dir = d * DBENCH_FILES..(d + 1) * DBENCH_FILES;
-                    let k = exists.count(dir.clone(), false);
-                    (k > 0).then(|| (a, exists.nth(dir, false, rng.random_range(0..k))))
-                });
-                match target {
-                    Some((a, b)) => {
-                        exists.set(a, false);
-                        exists.set(b, true);
-                        last = Some(b);
-                        cx.flush_cpu(&mut pending).await
-                            && cx
-                                .measure_op(op, 0, &mut before, &Op::Rename(path(a), path(b)))
-                                .await
-                    }
-                    None => {
-                        cx.cpu_op(&mut pending, op, open_cost, 0);
-                        true
-                    }
-                }
-            }
-            UNLINK => match pick(&mut rng, &exists, true) {
-                Some(f) => {
-                    exists.set(f, false);
-                    if last == Some(f) {
-                        last = None;
-                    }
-                    cx.flush_cpu(&mut pending).await
-                        && cx
-                            .measure_op(op, 0, &mut before, file_op(&mut file_ops[f], Op::Unlink))
-                            .await
-                }
-                None => {
-                    cx.cpu_op(&mut pending, op, open_cost, 0);
-                    true
-                }
-            },
-            DELTREE => {
-                // dbench's fio_deltree walks the client's tree and unlinks every file; it
-                // removes no directory (fileio.c:fio_deltree).
-                let victims: Vec<usize> = (0..n).filter(|&f| exists.has(f)).collect();
-                for &f in &victims {
-                    exists.set(f, false);
-                }
-                last = None;
-                if victims.is_empty() {
-                    // Nothing to delete: a directory walk, costed like Close.
-                    cx.cpu_op(&mut pending, op, costs[1], 0);
-                    true
-                } else {
-                    let fs = cx.clone();
-                    let paths: Vec<OpPath> = victims.iter().map(|&f| path(f)).collect();
-                    cx.flush_cpu(&mut pending).await
-                        && cx
-                            .measure(op, 0, &mut before, async move {
-                                for p in paths {
-                                    fs.fs(Op::Unlink(p)).await?;
-                                }
-                                Ok(())
-                            })
-                            .await
-                }
-            }
-            MKDIR => {
-                // The loadfile's Mkdir names the client's directories, which exist (Deltree
-                // removes no directory): fio_mkdir's mkdir fails with EEXIST after a lookup.
-                cx.cpu_op(&mut pending, op, open_cost, 0);
-                true
-            }
-            SFILEINFO => match last
-                .filter(|&f| exists.has(f))
-                .or_else(|| pick(&mut rng, &exists, true))
-            {
-                // fio_sfileinfo: utime(2) → btrfs_setattr → btrfs_dirty_inode (TRANS_JOIN).
-                Some(f) => {
-                    cx.flush_cpu(&mut pending).await
-                        && cx
-                            .measure_op(op, 0, &mut before, file_op(&mut file_ops[f], Op::Setattr))
-                            .await
-                }
-                None => {
-                    cx.cpu_op(&mut pending, op, costs[op], 0);
-                    true
-                }
-            },
-            _ => {
-                // Qpathinfo, Qfileinfo, Qfsinfo, Find, LockX, UnlockX, Close:
-                // VFS and page-cache work only.
-                {
-                    cx.cpu_op(&mut pending, op, costs[op], 0);
-                    true
-                }
-            }
-        };
-        if !ok {
-            return;
-        }
-        if pending.total >= CPU_BATCH {
-            cx.flush_cpu(&mut pending).await;
-        }
-    }
 }
 
 /// sysbench fileio rndwr: random writes of `block_size` to random files; after every
@@ -1182,7 +805,10 @@ pub fn run_with_progress(
                 let i = i as u32;
                 let c = cx.clone();
                 match c.spec.kind {
-                    Kind::Dbench => cx.h.spawn(&format!("client{i}"), dbench_client(c, i, rng)),
+                    Kind::Dbench => cx.h.spawn(
+                        &format!("client{i}"),
+                        super::dbench::dbench_client(c, i, rng),
+                    ),
                     Kind::SysbenchFileio => cx.h.spawn(
                         &format!("thread{i}"),
                         sysbench_thread(c, shared.clone(), rng),
@@ -1320,37 +946,4 @@ pub fn run_with_progress(
         trace_hash: summary.trace_hash,
         events: summary.dispatches,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::FileSet;
-    use rand::Rng;
-
-    /// The bit set answers as a plain list of flags does, across word boundaries and in
-    /// sub-ranges (dbench's per-directory rename targets).
-    #[test]
-    fn file_set_matches_a_flag_list() {
-        let mut rng = sim::RngStreams::new(7).stream("test.fileset");
-        for len in [1, 63, 64, 65, 180, 200] {
-            let mut flags: Vec<bool> = (0..len).map(|f| f % 3 == 0).collect();
-            let mut set = FileSet::new(len, |f| f % 3 == 0);
-            for _ in 0..2000 {
-                let f = rng.random_range(0..len);
-                let on = rng.random_bool(0.5);
-                flags[f] = on;
-                set.set(f, on);
-                let lo = rng.random_range(0..len);
-                let hi = rng.random_range(lo..=len);
-                for want in [false, true] {
-                    let naive: Vec<usize> = (lo..hi).filter(|&i| flags[i] == want).collect();
-                    assert_eq!(set.count(lo..hi, want), naive.len());
-                    for (j, &i) in naive.iter().enumerate() {
-                        assert_eq!(set.nth(lo..hi, want, j), i);
-                    }
-                }
-                assert_eq!(set.has(f), on);
-            }
-        }
-    }
 }

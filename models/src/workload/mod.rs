@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod compare;
+mod dbench;
 pub mod fio;
 pub mod fsload;
 pub mod kbuild;

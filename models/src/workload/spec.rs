@@ -293,55 +293,64 @@ fn line(text: &str, offset: usize) -> usize {
     crate::device::config::line_of(text, offset)
 }
 
-impl Spec {
-    /// Parses a workload file; `origin` names it in errors.
-    pub fn parse(text: &str, origin: &str) -> Result<Spec, SpecError> {
-        let err = |offset: usize, message: String| SpecError {
-            location: format!("{origin}:{}", line(text, offset)),
+/// One workload file being parsed: its text and name, for `file:line` errors.
+struct Cx<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Cx<'_> {
+    fn err(&self, offset: usize, message: String) -> SpecError {
+        SpecError {
+            location: format!("{}:{}", self.origin, line(self.text, offset)),
             message,
-        };
-        let f: SpecFile = toml::from_str(text).map_err(|e| {
-            let (location, message) = crate::units::toml_error(text, origin, &e);
-            SpecError { location, message }
-        })?;
-        let kind = Kind::parse(f.kind.get_ref()).ok_or_else(|| {
-            err(
-                f.kind.span().start,
-                format!(
-                    "unknown workload kind '{}': expected one of {}",
-                    f.kind.get_ref(),
-                    Kind::NAMES.join(", ")
-                ),
-            )
-        })?;
-        let count = |v: &Option<Spanned<i64>>, what: &str, max: i64, default: i64| match v {
+        }
+    }
+
+    fn count(
+        &self,
+        v: &Option<Spanned<i64>>,
+        what: &str,
+        max: i64,
+        default: i64,
+    ) -> Result<u64, SpecError> {
+        match v {
             Some(s) if (1..=max).contains(s.get_ref()) => Ok(*s.get_ref() as u64),
-            Some(s) => Err(err(
+            Some(s) => Err(self.err(
                 s.span().start,
                 format!("invalid {what} {}: expected 1..={max}", s.get_ref()),
             )),
             None => Ok(default as u64),
-        };
-        let dur = |v: &Spanned<String>, what: &str, zero_ok: bool| {
-            sim::parse_duration(v.get_ref())
-                .ok()
-                .filter(|&d| (zero_ok || d > 0) && d <= 24 * 3600 * sim::S)
-                .ok_or_else(|| {
-                    err(
-                        v.span().start,
-                        format!(
-                            "invalid {what} '{}': expected a duration like 300s (at most 24h)",
-                            v.get_ref()
-                        ),
-                    )
-                })
-        };
-        let size = |v: &Option<Spanned<String>>, what: &str, default: u64| match v {
+        }
+    }
+
+    fn dur(&self, v: &Spanned<String>, what: &str, zero_ok: bool) -> Result<Nanos, SpecError> {
+        sim::parse_duration(v.get_ref())
+            .ok()
+            .filter(|&d| (zero_ok || d > 0) && d <= 24 * 3600 * sim::S)
+            .ok_or_else(|| {
+                self.err(
+                    v.span().start,
+                    format!(
+                        "invalid {what} '{}': expected a duration like 300s (at most 24h)",
+                        v.get_ref()
+                    ),
+                )
+            })
+    }
+
+    fn size(
+        &self,
+        v: &Option<Spanned<String>>,
+        what: &str,
+        default: u64,
+    ) -> Result<u64, SpecError> {
+        match v {
             Some(s) => crate::units::parse_size(s.get_ref())
                 .ok()
                 .filter(|&n| n > 0 && n <= 1 << 40)
                 .ok_or_else(|| {
-                    err(
+                    self.err(
                         s.span().start,
                         format!(
                             "invalid {what} '{}': expected a size like 16k (at most 1T)",
@@ -350,26 +359,96 @@ impl Spec {
                     )
                 }),
             None => Ok(default),
-        };
-        let rw = match &f.rw {
+        }
+    }
+
+    fn share(&self, v: &Option<Spanned<f64>>, what: &str, default: f64) -> Result<f64, SpecError> {
+        match v {
+            Some(v) if (0.0..=1.0).contains(v.get_ref()) => Ok(*v.get_ref()),
+            Some(v) => Err(self.err(
+                v.span().start,
+                format!("invalid {what} {}: expected 0..=1", v.get_ref()),
+            )),
+            None => Ok(default),
+        }
+    }
+
+    fn policy(&self, v: &Option<Spanned<String>>) -> Result<Option<String>, SpecError> {
+        match v {
+            Some(v) => crate::kernel::parse_policy(v.get_ref())
+                .map(|_| Some(v.get_ref().clone()))
+                .map_err(|m| self.err(v.span().start, m)),
+            None => Ok(None),
+        }
+    }
+
+    fn sizes(
+        &self,
+        v: &Option<Vec<Spanned<Vec<i64>>>>,
+        what: &str,
+    ) -> Result<Vec<(u64, u64)>, SpecError> {
+        let mut out = Vec::new();
+        for s in v.iter().flatten() {
+            let &[b, w] = s.get_ref().as_slice() else {
+                return Err(self.err(
+                    s.span().start,
+                    format!(
+                        "invalid {what} entry of {} elements: expected [bytes, weight]",
+                        s.get_ref().len()
+                    ),
+                ));
+            };
+            if !(1..=1 << 30).contains(&b) || w < 0 {
+                return Err(self.err(
+                    s.span().start,
+                    format!("invalid {what} entry [{b}, {w}]: expected [bytes 1..1G, weight >= 0]"),
+                ));
+            }
+            out.push((b as u64, w as u64));
+        }
+        if out.iter().all(|&(_, w)| w == 0) {
+            out = vec![(4096, 1)];
+        }
+        Ok(out)
+    }
+
+    fn kind(&self, f: &SpecFile) -> Result<Kind, SpecError> {
+        Kind::parse(f.kind.get_ref()).ok_or_else(|| {
+            self.err(
+                f.kind.span().start,
+                format!(
+                    "unknown workload kind '{}': expected one of {}",
+                    f.kind.get_ref(),
+                    Kind::NAMES.join(", ")
+                ),
+            )
+        })
+    }
+
+    fn rw(&self, f: &SpecFile, kind: Kind) -> Result<FioRw, SpecError> {
+        Ok(match &f.rw {
             Some(v) if kind == Kind::Fio => match v.get_ref().as_str() {
                 "randwrite" => FioRw::RandWrite,
                 "filecreate" => FioRw::FileCreate,
                 o => {
-                    return Err(err(
+                    return Err(self.err(
                         v.span().start,
                         format!("unknown rw '{o}': expected randwrite or filecreate"),
                     ))
                 }
             },
             Some(v) => {
-                return Err(err(
+                return Err(self.err(
                     v.span().start,
                     format!("'rw' belongs to a fio workload, not {}", kind.name()),
                 ))
             }
             None => FioRw::RandWrite,
-        };
+        })
+    }
+
+    /// `clients` (dbench) or `threads` (the others); the other key is an error.
+    fn clients(&self, f: &SpecFile, kind: Kind) -> Result<u32, SpecError> {
         let clients_key = if kind == Kind::Dbench {
             &f.clients
         } else {
@@ -385,43 +464,55 @@ impl Spec {
                 .map(|s| (s.span().start, "clients", "threads"))
         };
         if let Some((at, bad, good)) = wrong_key {
-            return Err(err(
+            return Err(self.err(
                 at,
                 format!("a {} workload has '{good}', not '{bad}'", kind.name()),
             ));
         }
-        let clients = count(clients_key, "number of clients/threads", 4096, 1)? as u32;
-        let duration = dur(&f.duration, "duration", false)?;
-        let warmup = match &f.warmup {
-            Some(w) => dur(w, "warmup", true)?,
-            None => 0,
-        };
+        Ok(self.count(clients_key, "number of clients/threads", 4096, 1)? as u32)
+    }
+
+    /// `device`, `commit_interval`, `fs` and `mount`: the device name, the commit interval,
+    /// the filesystem and its options (commit= folded in), and whether it is ext3/ext4.
+    fn mount_keys(
+        &self,
+        f: &SpecFile,
+    ) -> Result<
+        (
+            String,
+            Nanos,
+            crate::vfs::FsKind,
+            crate::vfs::MountOptions,
+            bool,
+        ),
+        SpecError,
+    > {
         let device = match &f.device {
             Some(d) => {
                 DeviceConfig::resolve(d.get_ref())
-                    .map_err(|e| err(d.span().start, e.referenced()))?;
+                    .map_err(|e| self.err(d.span().start, e.referenced()))?;
                 d.get_ref().clone()
             }
             None => "nvme".to_string(),
         };
         let commit_interval = match &f.commit_interval {
             Some(c) => crate::vfs::parse_commit_interval(c.get_ref())
-                .map_err(|m| err(c.span().start, m))?,
+                .map_err(|m| self.err(c.span().start, m))?,
             None => 30 * sim::S,
         };
         let fs = match &f.fs {
             Some(v) => {
-                crate::vfs::FsKind::parse(v.get_ref()).map_err(|m| err(v.span().start, m))?
+                crate::vfs::FsKind::parse(v.get_ref()).map_err(|m| self.err(v.span().start, m))?
             }
             None => crate::vfs::FsKind::default(),
         };
         let options = match &f.mount {
             Some(v) => crate::vfs::MountOptions::parse_for(fs, v.get_ref())
-                .map_err(|m| err(v.span().start, m))?,
+                .map_err(|m| self.err(v.span().start, m))?,
             None => crate::vfs::MountOptions::default(),
         };
         if let (Some(_), Some(c)) = (options.commit, &f.commit_interval) {
-            return Err(err(
+            return Err(self.err(
                 c.span().start,
                 "commit_interval and mount option commit= both given: expected one".into(),
             ));
@@ -437,26 +528,35 @@ impl Spec {
             commit: if ext { given } else { None },
             ..options
         };
-        let readers = match &f.readers {
+        Ok((device, commit_interval, fs, options, ext))
+    }
+
+    fn readers(&self, f: &SpecFile, kind: Kind, ext: bool) -> Result<u32, SpecError> {
+        Ok(match &f.readers {
             Some(v) if !ext || !matches!(kind, Kind::FsMark | Kind::ReadLatency) => {
-                return Err(err(
+                return Err(self.err(
                     v.span().start,
                     "'readers' is for fs-mark and read-latency workloads on ext3/ext4".into(),
                 ))
             }
             Some(v) if (0..=64).contains(v.get_ref()) => *v.get_ref() as u32,
             Some(v) => {
-                return Err(err(
+                return Err(self.err(
                     v.span().start,
                     format!("invalid readers {}: expected 0..=64", v.get_ref()),
                 ))
             }
             None => 0,
-        };
+        })
+    }
+
+    /// Keys of one kind only (kbuild's, read-latency's) and the kinds and keys that need
+    /// ext3/ext4: an error at the first one given where it does not belong.
+    fn kind_only_keys(&self, f: &SpecFile, kind: Kind, ext: bool) -> Result<(), SpecError> {
         // Keys of one kind only: an error at the first one given to another kind.
         let only_for =
             |owner: Kind, at: &[Option<usize>], names: &str| match at.iter().flatten().next() {
-                Some(&at) if kind != owner => Err(err(
+                Some(&at) if kind != owner => Err(self.err(
                     at,
                     format!(
                         "{names} belong to a {} workload, not {}",
@@ -486,7 +586,7 @@ impl Spec {
             "read_size and read_interval",
         )?;
         if matches!(kind, Kind::Kbuild | Kind::ReadLatency) && !ext {
-            return Err(err(
+            return Err(self.err(
                 f.fs.as_ref().unwrap_or(&f.kind).span().start,
                 format!(
                     "a {} workload runs on ext3 or ext4 (fs = \"ext3\")",
@@ -495,28 +595,22 @@ impl Spec {
             ));
         }
         if let (Some(v), false) = (&f.memory, ext) {
-            return Err(err(
+            return Err(self.err(
                 v.span().start,
                 "'memory' (the dirty thresholds) is modelled for ext3/ext4 only".into(),
             ));
         }
-        let share = |v: &Option<Spanned<f64>>, what: &str, default: f64| match v {
-            Some(v) if (0.0..=1.0).contains(v.get_ref()) => Ok(*v.get_ref()),
-            Some(v) => Err(err(
-                v.span().start,
-                format!("invalid {what} {}: expected 0..=1", v.get_ref()),
-            )),
-            None => Ok(default),
-        };
-        let hit_ratio = share(&f.hit_ratio, "hit_ratio", 1.0)?;
-        let page_cache = share(&f.page_cache, "page_cache", 0.0)?;
-        let memory = match &f.memory {
+        Ok(())
+    }
+
+    fn memory(&self, f: &SpecFile) -> Result<Option<u64>, SpecError> {
+        Ok(match &f.memory {
             Some(v) => Some(
                 crate::units::parse_size(v.get_ref())
                     .ok()
                     .filter(|&n| (1 << 20..=1 << 50).contains(&n))
                     .ok_or_else(|| {
-                        err(
+                        self.err(
                             v.span().start,
                             format!(
                                 "invalid memory '{}': expected a size like 4g (1m to 1P)",
@@ -526,38 +620,32 @@ impl Spec {
                     })?,
             ),
             None => None,
-        };
-        let mount = crate::vfs::Mount {
-            no_holes: false,
-            fs,
-            options,
-            memory,
-        };
-        let policy = |v: &Option<Spanned<String>>| match v {
-            Some(v) => crate::kernel::parse_policy(v.get_ref())
-                .map(|_| Some(v.get_ref().clone()))
-                .map_err(|m| err(v.span().start, m)),
-            None => Ok(None),
-        };
-        let (baseline, current) = (policy(&f.baseline)?, policy(&f.current)?);
-        let cpus = match &f.cpus {
+        })
+    }
+
+    fn cpus(&self, f: &SpecFile) -> Result<Option<u64>, SpecError> {
+        Ok(match &f.cpus {
             Some(v) => Some(
                 u64::try_from(*v.get_ref())
                     .ok()
                     .filter(|n| (1..=4096).contains(n))
                     .ok_or_else(|| {
-                        err(
+                        self.err(
                             v.span().start,
                             format!("invalid cpus {}: expected an integer 1..=4096", v.get_ref()),
                         )
                     })?,
             ),
             None => None,
-        };
+        })
+    }
+
+    /// The `[mix]` table: a weight per dbench operation (one > 0 for dbench).
+    fn mix(&self, f: &SpecFile, kind: Kind) -> Result<Vec<u64>, SpecError> {
         let mut mix = vec![0u64; DBENCH_OPS.len()];
         for (k, v) in f.mix.iter().flatten() {
             let Some(i) = DBENCH_OPS.iter().position(|o| o == k) else {
-                return Err(err(
+                return Err(self.err(
                     v.span().start,
                     format!(
                         "unknown operation '{k}' in [mix]: expected one of {}",
@@ -566,7 +654,7 @@ impl Spec {
                 ));
             };
             if *v.get_ref() < 0 {
-                return Err(err(
+                return Err(self.err(
                     v.span().start,
                     format!("invalid weight {} for {k}: expected >= 0", v.get_ref()),
                 ));
@@ -575,12 +663,22 @@ impl Spec {
         }
         if kind == Kind::Dbench && mix.iter().all(|&w| w == 0) {
             // At the [mix] table, or at the kind that needs one.
-            let at = crate::units::key_offset(text, &["mix"]).unwrap_or(f.kind.span().start);
-            return Err(err(
+            let at = crate::units::key_offset(self.text, &["mix"]).unwrap_or(f.kind.span().start);
+            return Err(self.err(
                 at,
                 "a dbench workload needs a [mix] with at least one weight > 0".into(),
             ));
         }
+        Ok(mix)
+    }
+
+    /// The `[cpu]` table: CPU time per operation of the kind.
+    fn cpu(
+        &self,
+        f: &SpecFile,
+        kind: Kind,
+        mix: &[u64],
+    ) -> Result<BTreeMap<String, Nanos>, SpecError> {
         let mut cpu = BTreeMap::new();
         for (k, v) in f.cpu.iter().flatten() {
             if !kind.cpu_ops().contains(&k.as_str()) {
@@ -588,7 +686,7 @@ impl Spec {
                     [] => format!("none: a {} workload spends no [cpu] time", kind.name()),
                     ops => format!("one of {}", ops.join(", ")),
                 };
-                return Err(err(
+                return Err(self.err(
                     v.span().start,
                     format!("unknown operation '{k}' in [cpu]: expected {expected}"),
                 ));
@@ -597,7 +695,7 @@ impl Spec {
                 .ok()
                 .filter(|&d| d <= sim::S)
                 .ok_or_else(|| {
-                    err(
+                    self.err(
                         v.span().start,
                         format!(
                             "invalid CPU time '{}' for {k}: expected a duration like 5us (at most 1s)",
@@ -608,75 +706,104 @@ impl Spec {
             cpu.insert(k.clone(), d);
         }
         if kind == Kind::Dbench {
-            // Operations that only cost CPU must cost some, or a client could loop forever
-            // without virtual time moving ("open" and "Close" also serve as fallbacks).
-            let cpu_only = [
-                "open",
-                "Close",
-                "Qpathinfo",
-                "Qfileinfo",
-                "Qfsinfo",
-                "Sfileinfo",
-                "Find",
-                "ReadX",
-                "LockX",
-                "UnlockX",
-            ];
-            for op in cpu_only {
-                let used = matches!(op, "open" | "Close")
-                    || DBENCH_OPS
-                        .iter()
-                        .position(|o| *o == op)
-                        .is_some_and(|i| mix[i] > 0);
-                if used && cpu.get(op).is_none_or(|&d| d == 0) {
-                    // At the zero time, else at the [cpu] table, else at the kind.
-                    let at = f
-                        .cpu
-                        .as_ref()
-                        .and_then(|c| c.get(op))
-                        .map(|v| v.span().start)
-                        .or_else(|| crate::units::key_offset(text, &["cpu"]))
-                        .unwrap_or(f.kind.span().start);
-                    return Err(err(
-                        at,
-                        format!(
-                            "[cpu] needs a CPU time > 0 for '{op}' (it never reaches the filesystem model)"
-                        ),
-                    ));
-                }
+            self.dbench_cpu_only(f, mix, &cpu)?;
+        }
+        Ok(cpu)
+    }
+
+    /// dbench: operations that only cost CPU must cost some, or a client could loop forever
+    /// without virtual time moving ("open" and "Close" also serve as fallbacks).
+    fn dbench_cpu_only(
+        &self,
+        f: &SpecFile,
+        mix: &[u64],
+        cpu: &BTreeMap<String, Nanos>,
+    ) -> Result<(), SpecError> {
+        let cpu_only = [
+            "open",
+            "Close",
+            "Qpathinfo",
+            "Qfileinfo",
+            "Qfsinfo",
+            "Sfileinfo",
+            "Find",
+            "ReadX",
+            "LockX",
+            "UnlockX",
+        ];
+        for op in cpu_only {
+            let used = matches!(op, "open" | "Close")
+                || DBENCH_OPS
+                    .iter()
+                    .position(|o| *o == op)
+                    .is_some_and(|i| mix[i] > 0);
+            if used && cpu.get(op).is_none_or(|&d| d == 0) {
+                // At the zero time, else at the [cpu] table, else at the kind.
+                let at = f
+                    .cpu
+                    .as_ref()
+                    .and_then(|c| c.get(op))
+                    .map(|v| v.span().start)
+                    .or_else(|| crate::units::key_offset(self.text, &["cpu"]))
+                    .unwrap_or(f.kind.span().start);
+                return Err(self.err(
+                    at,
+                    format!(
+                        "[cpu] needs a CPU time > 0 for '{op}' (it never reaches the filesystem model)"
+                    ),
+                ));
             }
         }
-        let sizes = |v: &Option<Vec<Spanned<Vec<i64>>>>, what: &str| {
-            let mut out = Vec::new();
-            for s in v.iter().flatten() {
-                let &[b, w] = s.get_ref().as_slice() else {
-                    return Err(err(
-                        s.span().start,
-                        format!(
-                            "invalid {what} entry of {} elements: expected [bytes, weight]",
-                            s.get_ref().len()
-                        ),
-                    ));
-                };
-                if !(1..=1 << 30).contains(&b) || w < 0 {
-                    return Err(err(
-                        s.span().start,
-                        format!(
-                            "invalid {what} entry [{b}, {w}]: expected [bytes 1..1G, weight >= 0]"
-                        ),
-                    ));
-                }
-                out.push((b as u64, w as u64));
-            }
-            if out.iter().all(|&(_, w)| w == 0) {
-                out = vec![(4096, 1)];
-            }
-            Ok(out)
+        Ok(())
+    }
+
+    fn fsync_freq(&self, f: &SpecFile) -> Result<u64, SpecError> {
+        match &f.fsync_freq {
+            Some(s) if *s.get_ref() >= 0 => Ok(*s.get_ref() as u64),
+            Some(s) => Err(self.err(
+                s.span().start,
+                format!("invalid fsync_freq {}: expected >= 0", s.get_ref()),
+            )),
+            None => Ok(100),
+        }
+    }
+}
+
+impl Spec {
+    /// Parses a workload file; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Spec, SpecError> {
+        let cx = Cx { text, origin };
+        let f: SpecFile = toml::from_str(text).map_err(|e| {
+            let (location, message) = crate::units::toml_error(text, origin, &e);
+            SpecError { location, message }
+        })?;
+        // The checks run in this order: a file's first error is the one reported.
+        let kind = cx.kind(&f)?;
+        let rw = cx.rw(&f, kind)?;
+        let clients = cx.clients(&f, kind)?;
+        let duration = cx.dur(&f.duration, "duration", false)?;
+        let warmup = match &f.warmup {
+            Some(w) => cx.dur(w, "warmup", true)?,
+            None => 0,
         };
+        let (device, commit_interval, fs, options, ext) = cx.mount_keys(&f)?;
+        let readers = cx.readers(&f, kind, ext)?;
+        cx.kind_only_keys(&f, kind, ext)?;
+        let hit_ratio = cx.share(&f.hit_ratio, "hit_ratio", 1.0)?;
+        let page_cache = cx.share(&f.page_cache, "page_cache", 0.0)?;
+        let memory = cx.memory(&f)?;
+        let mount = crate::vfs::Mount {
+            no_holes: false,
+            fs,
+            options,
+            memory,
+        };
+        let (baseline, current) = (cx.policy(&f.baseline)?, cx.policy(&f.current)?);
+        let cpus = cx.cpus(&f)?;
+        let mix = cx.mix(&f, kind)?;
+        let cpu = cx.cpu(&f, kind, &mix)?;
         Ok(Spec {
-            name: f.name,
             kind,
-            title: f.title,
             clients,
             duration,
             warmup,
@@ -687,40 +814,33 @@ impl Spec {
             seed: f.seed.unwrap_or(1),
             sync_open: f.sync_open.unwrap_or(false),
             readers,
-            reader_file_size: size(&f.reader_file_size, "reader_file_size", 4 << 30)?,
-            reader_block: size(&f.reader_block, "reader_block", 4 << 10)?,
-            files: count(&f.files, "number of files", 1 << 20, 128)? as u32,
-            file_size: size(&f.file_size, "file_size", 64 << 20)?,
-            block_size: size(&f.block_size, "block_size", 16 << 10)?,
-            fsync_freq: match &f.fsync_freq {
-                Some(s) if *s.get_ref() >= 0 => *s.get_ref() as u64,
-                Some(s) => {
-                    return Err(err(
-                        s.span().start,
-                        format!("invalid fsync_freq {}: expected >= 0", s.get_ref()),
-                    ))
-                }
-                None => 100,
-            },
-            files_per_loop: count(&f.files_per_loop, "files_per_loop", 1 << 20, 1000)? as u32,
+            reader_file_size: cx.size(&f.reader_file_size, "reader_file_size", 4 << 30)?,
+            reader_block: cx.size(&f.reader_block, "reader_block", 4 << 10)?,
+            files: cx.count(&f.files, "number of files", 1 << 20, 128)? as u32,
+            file_size: cx.size(&f.file_size, "file_size", 64 << 20)?,
+            block_size: cx.size(&f.block_size, "block_size", 16 << 10)?,
+            fsync_freq: cx.fsync_freq(&f)?,
+            files_per_loop: cx.count(&f.files_per_loop, "files_per_loop", 1 << 20, 1000)? as u32,
             mix,
             cpu,
-            read_sizes: sizes(&f.read_sizes, "read_sizes")?,
-            write_sizes: sizes(&f.write_sizes, "write_sizes")?,
+            read_sizes: cx.sizes(&f.read_sizes, "read_sizes")?,
+            write_sizes: cx.sizes(&f.write_sizes, "write_sizes")?,
             rw,
             direct: f.direct.unwrap_or(false),
             baseline,
             current,
-            units: count(&f.units, "number of units", 1 << 20, 2000)? as u32,
+            units: cx.count(&f.units, "number of units", 1 << 20, 2000)? as u32,
             hit_ratio,
             page_cache,
-            object_size: size(&f.object_size, "object_size", 16 << 10)?,
-            manifest_size: size(&f.manifest_size, "manifest_size", 4 << 10)?,
-            read_size: size(&f.read_size, "read_size", 1 << 20)?,
+            object_size: cx.size(&f.object_size, "object_size", 16 << 10)?,
+            manifest_size: cx.size(&f.manifest_size, "manifest_size", 4 << 10)?,
+            read_size: cx.size(&f.read_size, "read_size", 1 << 20)?,
             read_interval: match &f.read_interval {
-                Some(v) => dur(v, "read_interval", false)?,
+                Some(v) => cx.dur(v, "read_interval", false)?,
                 None => 5 * sim::S,
             },
+            name: f.name,
+            title: f.title,
             origin: origin.to_string(),
         })
     }

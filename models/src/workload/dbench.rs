@@ -1,0 +1,443 @@
+//! dbench's clients on the filesystem models: each loops over the workload's operation mix
+//! against its own directory tree (loadfiles/client.txt's shape).
+
+use super::fsload::{Ctx, PendingCpu, CPU_BATCH};
+use crate::vfs::{Op, OpPath};
+use rand::Rng;
+use sim::{Nanos, Stream};
+
+/// dbench's per-client directories (loadfiles/client.txt: clients/clientN/~dmtmp/…).
+pub(super) const DBENCH_DIRS: [&str; 9] = [
+    "ACCESS", "COREL", "EXCEL", "PARADOX", "PM", "PWRPNT", "SEED", "WORD", "WORDPRO",
+];
+/// File names per directory (the loadfile opens 185 distinct files per client).
+pub(super) const DBENCH_FILES: usize = 20;
+/// Share of NTCreateX calls that create (FILE_CREATE disposition) in client.txt: 16,067 of
+/// 79,230.
+const DBENCH_CREATE: (u64, u64) = (16_067, 79_230);
+
+/// Rebuilds a client's per-file operation slot as `make(path)`, moving the file's path out of
+/// the slot's previous operation (no reference-count change), and lends it.
+fn file_op(slot: &mut Op, make: impl FnOnce(OpPath) -> Op) -> &Op {
+    let path = match std::mem::replace(slot, Op::Sync) {
+        Op::Create(p) | Op::Write(p, _) | Op::Fsync(p) | Op::Unlink(p) | Op::Setattr(p) => p,
+        other => unreachable!("a file slot holds a path operation, not {other:?}"),
+    };
+    *slot = make(path);
+    slot
+}
+
+/// One dbench client: loops over the operation mix against its own directory tree.
+pub(super) async fn dbench_client(cx: Ctx, id: u32, rng: Stream) {
+    let mut c = Client::new(cx, id, rng);
+    loop {
+        let op = c.mix_table.pick(&mut c.rng);
+        if !c.run(op).await {
+            return;
+        }
+        if c.pending.total >= CPU_BATCH {
+            c.cx.flush_cpu(&mut c.pending).await;
+        }
+    }
+}
+
+// Indices into DBENCH_OPS (a match on the names would compare strings per operation).
+const NTCREATEX: usize = 0;
+const RENAME: usize = 2;
+const UNLINK: usize = 3;
+const DELTREE: usize = 4;
+const MKDIR: usize = 5;
+const SFILEINFO: usize = 9;
+const WRITEX: usize = 11;
+const READX: usize = 12;
+const FLUSH: usize = 15;
+
+/// A dbench client's state: its files, which of them exist, the last one opened, and the
+/// CPU-only operations not yet spent.
+struct Client {
+    cx: Ctx,
+    rng: Stream,
+    paths: Vec<OpPath>,
+    /// One operation slot per file holding the file's path: a measured operation is built
+    /// in it by moving the path between variants (`file_op`) and borrowed, so the hot path
+    /// touches no reference count (an atomic on a cold line stalls the pipeline).
+    file_ops: Vec<Op>,
+    n: usize,
+    exists: FileSet,
+    last: Option<usize>,
+    mix_table: Table<usize>,
+    read_sizes: Table<u64>,
+    write_sizes: Table<u64>,
+    before: Vec<Nanos>,
+    pending: PendingCpu,
+    costs: Vec<Nanos>,
+    open_cost: Nanos,
+}
+
+impl Client {
+    fn new(cx: Ctx, id: u32, rng: Stream) -> Self {
+        let base = format!("/clients/client{id}/~dmtmp");
+        let paths: Vec<OpPath> = (0..DBENCH_DIRS.len() * DBENCH_FILES)
+            .map(|f| {
+                format!(
+                    "{base}/{}/F{:02}",
+                    DBENCH_DIRS[f / DBENCH_FILES],
+                    f % DBENCH_FILES
+                )
+                .into()
+            })
+            .collect();
+        let file_ops: Vec<Op> = paths.iter().map(|p| Op::Fsync(p.clone())).collect();
+        let n = DBENCH_DIRS.len() * DBENCH_FILES;
+        let mix: Vec<(usize, u64)> = cx.spec.mix.iter().copied().enumerate().collect();
+        let costs: Vec<Nanos> = super::spec::DBENCH_OPS
+            .iter()
+            .map(|o| cx.spec.cpu_of(o))
+            .collect();
+        debug_assert_eq!(super::spec::DBENCH_OPS[FLUSH], "Flush");
+        Client {
+            rng,
+            paths,
+            file_ops,
+            n,
+            // The setup task created every other file, so the loop starts with a half-full tree.
+            exists: FileSet::new(n, |f| f % 2 == 0),
+            last: None,
+            mix_table: Table::new(&mix),
+            read_sizes: Table::new(&cx.spec.read_sizes),
+            write_sizes: Table::new(&cx.spec.write_sizes),
+            before: Vec::new(),
+            pending: PendingCpu::default(),
+            costs,
+            open_cost: cx.spec.cpu_of("open"),
+            cx,
+        }
+    }
+
+    fn path(&self, f: usize) -> OpPath {
+        self.paths[f].clone()
+    }
+
+    /// A random file whose existence is `want`: probe a few random slots, then scan.
+    fn pick(&mut self, want: bool) -> Option<usize> {
+        for _ in 0..8 {
+            let f = self.rng.random_range(0..self.exists.len());
+            if self.exists.has(f) == want {
+                return Some(f);
+            }
+        }
+        let k = self.exists.count(0..self.n, want);
+        if k == 0 {
+            return None;
+        }
+        let j = self.rng.random_range(0..k);
+        Some(self.exists.nth(0..self.n, want, j))
+    }
+
+    /// The last file opened if it still exists, else a random existing one.
+    fn open_file(&mut self) -> Option<usize> {
+        self.last
+            .filter(|&f| self.exists.has(f))
+            .or_else(|| self.pick(true))
+    }
+
+    /// Queues CPU-only operation `op` costing `cost`; true.
+    fn cpu(&mut self, op: usize, cost: Nanos, bytes: u64) -> bool {
+        self.cx.cpu_op(&mut self.pending, op, cost, bytes);
+        true
+    }
+
+    /// Spends the queued CPU time, then runs `make(path of f)` as measured operation `op`.
+    async fn measure_file(
+        &mut self,
+        op: usize,
+        bytes: u64,
+        f: usize,
+        make: impl FnOnce(OpPath) -> Op,
+    ) -> bool {
+        self.cx.flush_cpu(&mut self.pending).await
+            && self
+                .cx
+                .measure_op(
+                    op,
+                    bytes,
+                    &mut self.before,
+                    file_op(&mut self.file_ops[f], make),
+                )
+                .await
+    }
+
+    /// Runs one operation of the mix; false when a filesystem operation failed.
+    async fn run(&mut self, op: usize) -> bool {
+        match op {
+            NTCREATEX => self.ntcreatex(op).await,
+            WRITEX => self.writex(op).await,
+            READX => {
+                let size = self.read_sizes.pick(&mut self.rng);
+                self.cpu(op, self.costs[op], size)
+            }
+            FLUSH => match self.open_file() {
+                Some(f) => self.measure_file(op, 0, f, Op::Fsync).await,
+                None => self.cpu(op, self.costs[1], 0),
+            },
+            RENAME => self.rename(op).await,
+            UNLINK => match self.pick(true) {
+                Some(f) => {
+                    self.exists.set(f, false);
+                    if self.last == Some(f) {
+                        self.last = None;
+                    }
+                    self.measure_file(op, 0, f, Op::Unlink).await
+                }
+                None => self.cpu(op, self.open_cost, 0),
+            },
+            DELTREE => self.deltree(op).await,
+            // The loadfile's Mkdir names the client's directories, which exist (Deltree
+            // removes no directory): fio_mkdir's mkdir fails with EEXIST after a lookup.
+            MKDIR => self.cpu(op, self.open_cost, 0),
+            SFILEINFO => match self.open_file() {
+                // fio_sfileinfo: utime(2) → btrfs_setattr → btrfs_dirty_inode (TRANS_JOIN).
+                Some(f) => self.measure_file(op, 0, f, Op::Setattr).await,
+                None => self.cpu(op, self.costs[op], 0),
+            },
+            // Qpathinfo, Qfileinfo, Qfsinfo, Find, LockX, UnlockX, Close:
+            // VFS and page-cache work only.
+            _ => self.cpu(op, self.costs[op], 0),
+        }
+    }
+
+    /// NTCreateX: creates a missing file (FILE_CREATE's share of the calls), else opens an
+    /// existing one (CPU only).
+    async fn ntcreatex(&mut self, op: usize) -> bool {
+        let create = self.rng.random_range(0..DBENCH_CREATE.1) < DBENCH_CREATE.0;
+        match (create, self.pick(!create)) {
+            (true, Some(f)) => {
+                self.exists.set(f, true);
+                self.last = Some(f);
+                self.measure_file(op, 0, f, Op::Create).await
+            }
+            (false, Some(f)) => {
+                self.last = Some(f);
+                self.cpu(op, self.open_cost, 0)
+            }
+            // Nothing to create or open: a lookup that fails.
+            _ => self.cpu(op, self.open_cost, 0),
+        }
+    }
+
+    /// WriteX: a buffered write to the open file (with -s, O_SYNC: write then fsync).
+    async fn writex(&mut self, op: usize) -> bool {
+        let size = self.write_sizes.pick(&mut self.rng);
+        let Some(f) = self.open_file() else {
+            return self.cpu(op, self.costs[1], 0);
+        };
+        if !self.cx.spec.sync_open {
+            return self.measure_file(op, size, f, |p| Op::Write(p, size)).await;
+        }
+        if !self.cx.flush_cpu(&mut self.pending).await {
+            return false;
+        }
+        let p = self.path(f);
+        let fs = self.cx.clone();
+        self.cx
+            .measure(op, size, &mut self.before, async move {
+                fs.fs(Op::Write(p.clone(), size)).await?;
+                // O_SYNC: generic_write_sync -> btrfs_sync_file.
+                fs.fs(Op::Fsync(p)).await?;
+                Ok(())
+            })
+            .await
+    }
+
+    /// Rename: dbench's loadfile renames within one directory (client.txt: e.g.
+    /// PWRPNT/NEWPCB.PPT -> PWRPNT/PPTC112.TMP): the target is a free name in the source's
+    /// directory.
+    async fn rename(&mut self, op: usize) -> bool {
+        let target = self.pick(true).and_then(|a| {
+            let d = a / DBENCH_FILES;
+            let dir = d * DBENCH_FILES..(d + 1) * DBENCH_FILES;
+            let k = self.exists.count(dir.clone(), false);
+            (k > 0).then(|| (a, self.exists.nth(dir, false, self.rng.random_range(0..k))))
+        });
+        let Some((a, b)) = target else {
+            return self.cpu(op, self.open_cost, 0);
+        };
+        self.exists.set(a, false);
+        self.exists.set(b, true);
+        self.last = Some(b);
+        if !self.cx.flush_cpu(&mut self.pending).await {
+            return false;
+        }
+        let rename = Op::Rename(self.path(a), self.path(b));
+        self.cx.measure_op(op, 0, &mut self.before, &rename).await
+    }
+
+    /// Deltree: dbench's fio_deltree walks the client's tree and unlinks every file; it
+    /// removes no directory (fileio.c:fio_deltree).
+    async fn deltree(&mut self, op: usize) -> bool {
+        let victims: Vec<usize> = (0..self.n).filter(|&f| self.exists.has(f)).collect();
+        for &f in &victims {
+            self.exists.set(f, false);
+        }
+        self.last = None;
+        if victims.is_empty() {
+            // Nothing to delete: a directory walk, costed like Close.
+            return self.cpu(op, self.costs[1], 0);
+        }
+        let fs = self.cx.clone();
+        let paths: Vec<OpPath> = victims.iter().map(|&f| self.path(f)).collect();
+        self.cx.flush_cpu(&mut self.pending).await
+            && self
+                .cx
+                .measure(op, 0, &mut self.before, async move {
+                    for p in paths {
+                        fs.fs(Op::Unlink(p)).await?;
+                    }
+                    Ok(())
+                })
+                .await
+    }
+}
+
+/// A weighted choice with its cumulative weights precomputed (one draw, a binary search).
+struct Table<T> {
+    values: Vec<T>,
+    ends: Vec<u64>,
+}
+
+impl<T: Copy> Table<T> {
+    fn new(items: &[(T, u64)]) -> Self {
+        let mut acc = 0;
+        let ends = items
+            .iter()
+            .map(|&(_, w)| {
+                acc += w;
+                acc
+            })
+            .collect();
+        Table {
+            values: items.iter().map(|&(v, _)| v).collect(),
+            ends,
+        }
+    }
+
+    /// The item whose cumulative range holds a uniform draw below the total weight.
+    fn pick(&self, rng: &mut Stream) -> T {
+        let total = self.ends.last().copied().unwrap_or(0);
+        let x = rng.random_range(0..total.max(1));
+        let i = self.ends.partition_point(|&e| e <= x);
+        self.values[i.min(self.values.len() - 1)]
+    }
+}
+
+/// Which of a client's files exist: one bit per file, so that counting and choosing the
+/// k-th existing (or missing) file are word operations.
+struct FileSet {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl FileSet {
+    fn new(len: usize, init: impl Fn(usize) -> bool) -> Self {
+        let mut s = FileSet {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        };
+        for f in (0..len).filter(|&f| init(f)) {
+            s.set(f, true);
+        }
+        s
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn has(&self, f: usize) -> bool {
+        self.words[f / 64] >> (f % 64) & 1 == 1
+    }
+
+    #[inline]
+    fn set(&mut self, f: usize, on: bool) {
+        let bit = 1u64 << (f % 64);
+        if on {
+            self.words[f / 64] |= bit;
+        } else {
+            self.words[f / 64] &= !bit;
+        }
+    }
+
+    /// Word `i` restricted to `range`, with the files whose existence is `want` set.
+    #[inline]
+    fn word(&self, i: usize, range: &std::ops::Range<usize>, want: bool) -> u64 {
+        let w = if want { self.words[i] } else { !self.words[i] };
+        let (lo, hi) = (i * 64, i * 64 + 64);
+        let from = range.start.clamp(lo, hi) - lo;
+        let to = range.end.clamp(lo, hi) - lo;
+        let mask = if to - from == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << (to - from)) - 1) << from
+        };
+        w & mask
+    }
+
+    /// Files in `range` whose existence is `want`.
+    fn count(&self, range: std::ops::Range<usize>, want: bool) -> usize {
+        let words = range.start / 64..range.end.div_ceil(64);
+        words
+            .map(|i| self.word(i, &range, want).count_ones() as usize)
+            .sum()
+    }
+
+    /// The `j`-th file (from 0, in index order) in `range` whose existence is `want`;
+    /// `j` must be below `count(range, want)`.
+    fn nth(&self, range: std::ops::Range<usize>, want: bool, mut j: usize) -> usize {
+        for i in range.start / 64..range.end.div_ceil(64) {
+            let mut w = self.word(i, &range, want);
+            let c = w.count_ones() as usize;
+            if j < c {
+                for _ in 0..j {
+                    w &= w - 1;
+                }
+                return i * 64 + w.trailing_zeros() as usize;
+            }
+            j -= c;
+        }
+        unreachable!("nth beyond count")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FileSet;
+    use rand::Rng;
+
+    /// The bit set answers as a plain list of flags does, across word boundaries and in
+    /// sub-ranges (dbench's per-directory rename targets).
+    #[test]
+    fn file_set_matches_a_flag_list() {
+        let mut rng = sim::RngStreams::new(7).stream("test.fileset");
+        for len in [1, 63, 64, 65, 180, 200] {
+            let mut flags: Vec<bool> = (0..len).map(|f| f % 3 == 0).collect();
+            let mut set = FileSet::new(len, |f| f % 3 == 0);
+            for _ in 0..2000 {
+                let f = rng.random_range(0..len);
+                let on = rng.random_bool(0.5);
+                flags[f] = on;
+                set.set(f, on);
+                let lo = rng.random_range(0..len);
+                let hi = rng.random_range(lo..=len);
+                for want in [false, true] {
+                    let naive: Vec<usize> = (lo..hi).filter(|&i| flags[i] == want).collect();
+                    assert_eq!(set.count(lo..hi, want), naive.len());
+                    for (j, &i) in naive.iter().enumerate() {
+                        assert_eq!(set.nth(lo..hi, want, j), i);
+                    }
+                }
+                assert_eq!(set.has(f), on);
+            }
+        }
+    }
+}
