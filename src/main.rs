@@ -162,36 +162,7 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             metrics,
             policies,
             workloads,
-        } => {
-            if workloads {
-                out!(
-                    "{}",
-                    reports::vocab::workloads(&models::workload::spec::Spec::builtin())
-                );
-            }
-            if ops {
-                out!("{}", reports::vocab::ops());
-            }
-            if points {
-                out!("{}", reports::vocab::points());
-            }
-            if metrics {
-                out!("{}", reports::vocab::metrics());
-            }
-            if policies {
-                out!("{}", reports::vocab::policies());
-            }
-            if ops || points || metrics || policies || workloads {
-            } else if mutants {
-                for m in Mutant::ALL {
-                    outln!("{:<30} {}", m.name(), m.description());
-                }
-            } else {
-                for sc in Scenario::builtin() {
-                    outln!("{:<42} {:<3} {}", sc.name, sc.race, sc.title);
-                }
-            }
-        }
+        } => list(mutants, ops, points, metrics, policies, workloads),
         Command::Run(a) => return run_races(a),
         Command::Sweep(a) => return sweep(a),
         Command::Merge { files, json } => merge(&files, json)?,
@@ -218,63 +189,8 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             allow_empty,
             json,
         } => return check(&scenarios, allow_empty, json),
-        Command::Bench(a) => {
-            let p = bench::BenchParams {
-                lock: a.lock,
-                requests: a.requests,
-                seed: a.seed,
-                ..Default::default()
-            };
-            // The hand-written loop and the engine in turn, twice; each one's faster run counts
-            // (the first runs also pay for warming the allocator and caches).
-            let mut vs: Option<reports::bench::Versus> = None;
-            let mut best: Option<(bench::BenchResult, f64)> = None;
-            for _ in 0..2 {
-                if let Some((result, seconds)) = bench::run_loop_timed(&p) {
-                    if vs.as_ref().is_none_or(|v| seconds < v.seconds) {
-                        vs = Some(reports::bench::Versus { result, seconds });
-                    }
-                }
-                let (r, secs) = bench::run_timed(&p).map_err(|e| Failure(e.to_string()))?;
-                if best.as_ref().is_none_or(|b| secs < b.1) {
-                    best = Some((r, secs));
-                }
-            }
-            let (r, secs) = best.expect("two runs");
-            let w = reports::bench::Wall { seconds: secs };
-            if a.json {
-                outln!("{:#}", reports::bench::json(&p, &r, w, vs.as_ref()));
-            } else {
-                out!("{}", reports::bench::text(&p, &r, w, vs.as_ref()));
-            }
-        }
-        Command::Fio(a) => {
-            // Job j addresses bytes j × size .. (j + 1) × size of the device.
-            if u64::from(a.numjobs).checked_mul(a.size).is_none() {
-                return Err(Failure(format!(
-                    "--size {} × --numjobs {}: the jobs' regions end beyond 2^64 bytes; expected a smaller --size",
-                    a.size, a.numjobs
-                )));
-            }
-            let cfg = DeviceConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
-            let p = fio::FioParams {
-                rw: a.rw,
-                bs: a.bs,
-                iodepth: a.iodepth,
-                numjobs: a.numjobs,
-                fsync: a.fsync,
-                runtime: a.runtime,
-                size: a.size,
-                rwmixread: a.rwmixread,
-                seed: a.seed,
-            };
-            let r = fio::run(&p, cfg).map_err(|e| Failure(e.to_string()))?;
-            if a.json {
-                outln!("{:#}", reports::fio::json(&r));
-            } else {
-                out!("{}", reports::fio::text(&r));
-            }
-        }
+        Command::Bench(a) => bench_cmd(a)?,
+        Command::Fio(a) => fio_cmd(a)?,
         Command::Scrub(a) => scrub(a)?,
         Command::Devices => {
             let cfgs: Vec<DeviceConfig> = presets::NAMES
@@ -285,4 +201,99 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         }
     }
     Ok(Verdict::Clean)
+}
+
+/// `list`: the vocabularies asked for, else the mutants, else the built-in scenarios.
+fn list(mutants: bool, ops: bool, points: bool, metrics: bool, policies: bool, workloads: bool) {
+    if workloads {
+        out!(
+            "{}",
+            reports::vocab::workloads(&models::workload::spec::Spec::builtin())
+        );
+    }
+    if ops {
+        out!("{}", reports::vocab::ops());
+    }
+    if points {
+        out!("{}", reports::vocab::points());
+    }
+    if metrics {
+        out!("{}", reports::vocab::metrics());
+    }
+    if policies {
+        out!("{}", reports::vocab::policies());
+    }
+    if ops || points || metrics || policies || workloads {
+    } else if mutants {
+        for m in Mutant::ALL {
+            outln!("{:<30} {}", m.name(), m.description());
+        }
+    } else {
+        for sc in Scenario::builtin() {
+            outln!("{:<42} {:<3} {}", sc.name, sc.race, sc.title);
+        }
+    }
+}
+
+/// `bench`: the engine against its hand-written loop.
+fn bench_cmd(a: BenchArgs) -> Result<(), Failure> {
+    let p = bench::BenchParams {
+        lock: a.lock,
+        requests: a.requests,
+        seed: a.seed,
+        ..Default::default()
+    };
+    // The hand-written loop and the engine in turn, twice; each one's faster run counts
+    // (the first runs also pay for warming the allocator and caches).
+    let mut vs: Option<reports::bench::Versus> = None;
+    let mut best: Option<(bench::BenchResult, f64)> = None;
+    for _ in 0..2 {
+        if let Some((result, seconds)) = bench::run_loop_timed(&p) {
+            if vs.as_ref().is_none_or(|v| seconds < v.seconds) {
+                vs = Some(reports::bench::Versus { result, seconds });
+            }
+        }
+        let (r, secs) = bench::run_timed(&p).map_err(|e| Failure(e.to_string()))?;
+        if best.as_ref().is_none_or(|b| secs < b.1) {
+            best = Some((r, secs));
+        }
+    }
+    let (r, secs) = best.expect("two runs");
+    let w = reports::bench::Wall { seconds: secs };
+    if a.json {
+        outln!("{:#}", reports::bench::json(&p, &r, w, vs.as_ref()));
+    } else {
+        out!("{}", reports::bench::text(&p, &r, w, vs.as_ref()));
+    }
+    Ok(())
+}
+
+/// `fio`: a fio-like load on one device.
+fn fio_cmd(a: FioArgs) -> Result<(), Failure> {
+    // Job j addresses bytes j × size .. (j + 1) × size of the device.
+    if u64::from(a.numjobs).checked_mul(a.size).is_none() {
+        return Err(Failure(format!(
+            "--size {} × --numjobs {}: the jobs' regions end beyond 2^64 bytes; expected a smaller --size",
+            a.size, a.numjobs
+        )));
+    }
+    let cfg = DeviceConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
+    let p = fio::FioParams {
+        rw: a.rw,
+        bs: a.bs,
+        iodepth: a.iodepth,
+        numjobs: a.numjobs,
+        fsync: a.fsync,
+        runtime: a.runtime,
+        size: a.size,
+        rwmixread: a.rwmixread,
+        seed: a.seed,
+    };
+    let r = fio::run(&p, cfg).map_err(|e| Failure(e.to_string()))?;
+    if a.json {
+        outln!("{:#}", reports::fio::json(&r));
+    } else {
+        out!("{}", reports::fio::text(&r));
+    }
+    Ok(())
 }

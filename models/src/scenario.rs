@@ -1364,83 +1364,13 @@ fn run_full(
     if crash.is_some() {
         *crash_fs.borrow_mut() = Some(fs.clone());
     }
-    let kind = sc.mount.fs;
     fs.set_latency(keep_trace);
     if let Some(interval) = sc.commit_interval {
         fs.spawn_committer(&h, interval);
     }
     let errors: std::rc::Rc<std::cell::RefCell<Vec<String>>> = Default::default();
-    {
-        let (fs, h2, setup, tasks, errors) = (
-            fs.clone(),
-            h.clone(),
-            sc.setup.clone(),
-            sc.tasks.clone(),
-            errors.clone(),
-        );
-        let origin = &sc.origin;
-        let at = |lines: &[usize], i: usize| {
-            lines
-                .get(i)
-                .map_or_else(|| origin.clone(), |l| format!("{origin}:{l}"))
-        };
-        let setup_at: Vec<String> = (0..setup.len()).map(|i| at(&sc.setup_lines, i)).collect();
-        let task_at: Vec<Vec<String>> = tasks
-            .iter()
-            .enumerate()
-            .map(|(k, (_, ops))| {
-                let lines = sc.task_lines.get(k).map_or(&[][..], |v| &v[..]);
-                (0..ops.len()).map(|i| at(lines, i)).collect()
-            })
-            .collect();
-        sim.spawn("setup", async move {
-            for (i, op) in setup.iter().enumerate() {
-                if let Err(e) = fs.run_op(op).await {
-                    errors.borrow_mut().push(format!(
-                        "{}: setup: {}: {}",
-                        setup_at[i],
-                        op.kind(),
-                        e.0
-                    ));
-                    return;
-                }
-            }
-            for ((name, ops), lines) in tasks.into_iter().zip(task_at) {
-                let (fs, errors, task) = (fs.clone(), errors.clone(), name.clone());
-                let h3 = h2.clone();
-                h2.spawn(&name, async move {
-                    // Remaining steps, for URW: the named points the rest of the ops reach.
-                    let steps: Vec<u32> = ops
-                        .iter()
-                        .map(|o| points_of(kind, o).len() as u32)
-                        .collect();
-                    for (i, op) in ops.iter().enumerate() {
-                        h3.set_remaining(h3.current(), steps[i..].iter().sum());
-                        if let Err(e) = fs.run_op(op).await {
-                            errors.borrow_mut().push(format!(
-                                "{}: task {task}: {}: {}",
-                                lines[i],
-                                op.kind(),
-                                e.0
-                            ));
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-    }
-    {
-        let (fs, h2) = (fs.clone(), h.clone());
-        let mut rng = streams.stream("crash-points");
-        sim.spawn_daemon("crash-points", async move {
-            for _ in 0..CRASH_POINTS {
-                let gap: f64 = Exp1.sample(&mut rng);
-                h2.sleep((gap * 100_000.0) as u64 + 1).await;
-                fs.check_crash("at a random crash point");
-            }
-        });
-    }
+    spawn_setup(&mut sim, &h, &fs, sc, &errors);
+    spawn_crash_points(&mut sim, &h, &fs, &mut streams);
     let outcome = sim.run();
     let outcome_ok = outcome.is_ok();
     fs.finish();
@@ -1457,6 +1387,129 @@ fn run_full(
         Ok(s) => (s.trace_hash, s.end),
         Err(_) => (0, h.now()),
     };
+    run_violations(sc, &sim, &h, outcome, &errors.borrow(), &mut violations);
+    let result = RunResult {
+        skipped_steps: skipped_steps(sc, &sim),
+        decisions: sim.scheduler().decisions(),
+        widths: sim.scheduler().widths(),
+        releases: sim.point_releases(),
+        policy: policy.clone(),
+        metrics: {
+            let mut m = fs.metrics();
+            m.waits = crate::vfs::wait_totals(&sim.resource_stats());
+            m
+        },
+        violations,
+        latency: fs.latency(),
+        trace_hash,
+        end,
+        trace: sim.render_trace(),
+    };
+    let recovered = crash_out.borrow_mut().take();
+    (result, recovered)
+}
+
+/// Spawns the setup task: it runs the setup operations, then spawns the scenario's tasks.
+/// A failed operation is recorded in `errors` with its file line, and ends its task.
+fn spawn_setup(
+    sim: &mut Sim,
+    h: &sim::Handle,
+    fs: &Mounted,
+    sc: &Scenario,
+    errors: &std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+) {
+    let kind = sc.mount.fs;
+    let (fs, h2, setup, tasks, errors) = (
+        fs.clone(),
+        h.clone(),
+        sc.setup.clone(),
+        sc.tasks.clone(),
+        errors.clone(),
+    );
+    let (setup_at, task_at) = op_locations(sc);
+    sim.spawn("setup", async move {
+        for (i, op) in setup.iter().enumerate() {
+            if let Err(e) = fs.run_op(op).await {
+                errors
+                    .borrow_mut()
+                    .push(format!("{}: setup: {}: {}", setup_at[i], op.kind(), e.0));
+                return;
+            }
+        }
+        for ((name, ops), lines) in tasks.into_iter().zip(task_at) {
+            let (fs, errors, task) = (fs.clone(), errors.clone(), name.clone());
+            let h3 = h2.clone();
+            h2.spawn(&name, async move {
+                // Remaining steps, for URW: the named points the rest of the ops reach.
+                let steps: Vec<u32> = ops
+                    .iter()
+                    .map(|o| points_of(kind, o).len() as u32)
+                    .collect();
+                for (i, op) in ops.iter().enumerate() {
+                    h3.set_remaining(h3.current(), steps[i..].iter().sum());
+                    if let Err(e) = fs.run_op(op).await {
+                        errors.borrow_mut().push(format!(
+                            "{}: task {task}: {}: {}",
+                            lines[i],
+                            op.kind(),
+                            e.0
+                        ));
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// Where each operation is written ("file:line", or the file's name when the scenario was
+/// not read from text): setup's, then each task's.
+fn op_locations(sc: &Scenario) -> (Vec<String>, Vec<Vec<String>>) {
+    let origin = &sc.origin;
+    let at = |lines: &[usize], i: usize| {
+        lines
+            .get(i)
+            .map_or_else(|| origin.clone(), |l| format!("{origin}:{l}"))
+    };
+    let setup_at: Vec<String> = (0..sc.setup.len())
+        .map(|i| at(&sc.setup_lines, i))
+        .collect();
+    let task_at: Vec<Vec<String>> = sc
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(k, (_, ops))| {
+            let lines = sc.task_lines.get(k).map_or(&[][..], |v| &v[..]);
+            (0..ops.len()).map(|i| at(lines, i)).collect()
+        })
+        .collect();
+    (setup_at, task_at)
+}
+
+/// The daemon that checks recovery at `CRASH_POINTS` random instants.
+fn spawn_crash_points(sim: &mut Sim, h: &sim::Handle, fs: &Mounted, streams: &mut RngStreams) {
+    let (fs, h2) = (fs.clone(), h.clone());
+    let mut rng = streams.stream("crash-points");
+    sim.spawn_daemon("crash-points", async move {
+        for _ in 0..CRASH_POINTS {
+            let gap: f64 = Exp1.sample(&mut rng);
+            h2.sleep((gap * 100_000.0) as u64 + 1).await;
+            fs.check_crash("at a random crash point");
+        }
+    });
+}
+
+/// The violations of the run itself: the engine's error (deadlock S3, a stuck script, the
+/// time limit), a script left unfinished, and failed operations (`errors`).
+fn run_violations(
+    sc: &Scenario,
+    sim: &Sim,
+    h: &sim::Handle,
+    outcome: Result<sim::RunSummary, SimError>,
+    errors: &[String],
+    violations: &mut Vec<Violation>,
+) {
+    let outcome_ok = outcome.is_ok();
     if let Err(e) = outcome {
         let (inv, msg) = match &e {
             SimError::Deadlock { .. } => ("S3", e.to_string()),
@@ -1467,7 +1520,7 @@ fn run_full(
             invariant: inv.to_string(),
             at: h.now(),
             message: msg,
-            timeline: crate::btrfs::ctree::timeline(&h),
+            timeline: crate::btrfs::ctree::timeline(h),
         });
     }
     if outcome_ok {
@@ -1486,7 +1539,7 @@ fn run_full(
             });
         }
     }
-    for e in errors.borrow().iter() {
+    for e in errors {
         violations.push(Violation {
             invariant: "scenario".to_string(),
             at: h.now(),
@@ -1494,8 +1547,11 @@ fn run_full(
             timeline: Vec::new(),
         });
     }
-    let skipped_steps = sim
-        .scheduler()
+}
+
+/// The script steps skipped (unless-blocked), each as a message with its file line.
+fn skipped_steps(sc: &Scenario, sim: &Sim) -> Vec<String> {
+    sim.scheduler()
         .skipped_steps()
         .into_iter()
         .filter_map(|i| sc.script.get(i))
@@ -1505,26 +1561,7 @@ fn run_full(
                 sc.origin, s.line, s.task, s.point, s.task
             )
         })
-        .collect();
-    let result = RunResult {
-        skipped_steps,
-        decisions: sim.scheduler().decisions(),
-        widths: sim.scheduler().widths(),
-        releases: sim.point_releases(),
-        policy: policy.clone(),
-        metrics: {
-            let mut m = fs.metrics();
-            m.waits = crate::vfs::wait_totals(&sim.resource_stats());
-            m
-        },
-        violations,
-        latency: fs.latency(),
-        trace_hash,
-        end,
-        trace: sim.render_trace(),
-    };
-    let recovered = crash_out.borrow_mut().take();
-    (result, recovered)
+        .collect()
 }
 
 /// Names the script line a stuck run waits for.

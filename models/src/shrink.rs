@@ -335,25 +335,8 @@ pub fn shrink_on(
 ) -> Result<Shrunk, String> {
     let first = run_with_trace(sc, policy, device, seed, how, true);
     let v0 = target.value(&first);
-    // A run that cannot play (a stuck script, a failed operation) is bad input, said as
-    // `run` says it, not a seed that misses the target.
-    if let (false, Some(v)) = (target.hit(&first), first.unplayable()) {
-        return Err(format!("{} (under {})", v.message, policy.name));
-    }
-    if !target.hit(&first) {
-        return Err(format!(
-            "seed {seed} does not hit {} under {}; run `fsyncsim sweep` to find a seed that does",
-            target.name(),
-            policy.name
-        ));
-    }
-    let names: Vec<&str> = sc.tasks.iter().map(|(n, _)| n.as_str()).collect();
-    let steps: Vec<(String, String)> = first
-        .releases
-        .iter()
-        .filter(|(t, _)| names.contains(&t.as_str()))
-        .cloned()
-        .collect();
+    refuse_first_run(&first, target, seed, policy)?;
+    let steps = task_releases(sc, &first);
     let full_script = steps.len();
     let before = Size {
         tasks: sc.tasks.len(),
@@ -392,34 +375,7 @@ pub fn shrink_on(
     for strict in [false, true] {
         ctx.strict = strict;
         if strict && !ctx.test(&cur) {
-            // First drop, one by one, the steps the post-fix runs name as unplayable.
-            while let Some(i) = ctx.unplayable_step(&cur) {
-                let mut c = cur.clone();
-                c.steps.remove(i);
-                ctx.strict = false;
-                let ok = ctx.test(&c);
-                ctx.strict = true;
-                if !ok {
-                    break;
-                }
-                cur = c;
-            }
-            let steps = std::mem::take(&mut cur.steps);
-            let kept = ddmin(steps, &mut |s| {
-                let c = Candidate {
-                    steps: s.to_vec(),
-                    ..cur.clone()
-                };
-                ctx.test(&c)
-            });
-            cur.steps = kept;
-            if !ctx.test(&cur) {
-                return Err(format!(
-                    "seed {seed} hits {} only with a script the post-fix policy cannot play; \
-                     shrink under an explicit --policy/--without instead",
-                    target.name()
-                ));
-            }
+            make_strict(&mut ctx, &mut cur)?;
         }
         shrink_passes(&mut ctx, &mut cur, sc.costs.sectorsize);
     }
@@ -431,55 +387,9 @@ pub fn shrink_on(
             decisions,
         }
     };
-    let mut header = vec![
-        format!("Shrunk by `{command}`."),
-        format!(
-            "From {} seed {seed} under {}: tasks {} -> {}, operations {} -> {}, decisions {} -> {} script steps ({} points released).",
-            sc.name,
-            policy.name,
-            before.tasks,
-            after.tasks,
-            before.ops,
-            after.ops,
-            before.decisions,
-            after.decisions,
-            full_script
-        ),
-    ];
-    // The file's own expectations: the target under the policy, and the post-fix value.
-    let (final_sc, _) = ctx.scenario(&cur).expect("the last candidate parsed");
-    let r = run_with_trace(
-        &final_sc,
-        policy,
-        device,
-        seed,
-        &Interleaving::Script,
-        false,
-    );
-    let v1 = target.value(&r);
-    let mut out = final_sc.clone();
-    if let (true, Target::Metric(m, _)) = (pre, target) {
-        out.expect_pre.insert(m.clone(), v1);
-        let post = run_with_trace(
-            &final_sc,
-            &sc.post_policy(),
-            device,
-            seed,
-            &Interleaving::Script,
-            false,
-        );
-        out.expect_post
-            .insert(m.clone(), post.metrics.get(m).unwrap_or(0));
-        header.push(format!(
-            "Reproduce: fsyncsim run FILE   ({} = {v1} pre-fix; `fsyncsim check FILE` verifies).",
-            m
-        ));
-    } else {
-        header.push(format!(
-            "Reproduce: fsyncsim run FILE {run_flags}   ({} = {v1}).",
-            target.name()
-        ));
-    }
+    let mut header = header_lines(command, sc, policy, seed, &before, &after, full_script);
+    let (out, v1, reproduce) = file_expectations(&ctx, &cur, pre, run_flags);
+    header.push(reproduce);
     ctx.header = header;
     let toml = {
         let text = out.to_toml(&ctx.header);
@@ -496,6 +406,148 @@ pub fn shrink_on(
         value: (v0, v1),
         runs: ctx.runs,
     })
+}
+
+/// The points the explored run released to the scenario's own tasks, in order: the full
+/// script shrinking starts from.
+fn task_releases(sc: &Scenario, first: &RunResult) -> Vec<(String, String)> {
+    let names: Vec<&str> = sc.tasks.iter().map(|(n, _)| n.as_str()).collect();
+    first
+        .releases
+        .iter()
+        .filter(|(t, _)| names.contains(&t.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The file header's first lines: the command, and the sizes before and after.
+fn header_lines(
+    command: &str,
+    sc: &Scenario,
+    policy: &Policy,
+    seed: u64,
+    before: &Size,
+    after: &Size,
+    full_script: usize,
+) -> Vec<String> {
+    vec![
+        format!("Shrunk by `{command}`."),
+        format!(
+            "From {} seed {seed} under {}: tasks {} -> {}, operations {} -> {}, decisions {} -> {} script steps ({} points released).",
+            sc.name,
+            policy.name,
+            before.tasks,
+            after.tasks,
+            before.ops,
+            after.ops,
+            before.decisions,
+            after.decisions,
+            full_script
+        ),
+    ]
+}
+
+/// The first (explored) run must play and hit the target.
+fn refuse_first_run(
+    first: &RunResult,
+    target: &Target,
+    seed: u64,
+    policy: &Policy,
+) -> Result<(), String> {
+    // A run that cannot play (a stuck script, a failed operation) is bad input, said as
+    // `run` says it, not a seed that misses the target.
+    if let (false, Some(v)) = (target.hit(first), first.unplayable()) {
+        return Err(format!("{} (under {})", v.message, policy.name));
+    }
+    if !target.hit(first) {
+        return Err(format!(
+            "seed {seed} does not hit {} under {}; run `fsyncsim sweep` to find a seed that does",
+            target.name(),
+            policy.name
+        ));
+    }
+    Ok(())
+}
+
+/// Phase 2's start when the candidate does not play under the post-fix policy: drops the
+/// steps it names as unplayable, then shrinks the script until it plays (or fails).
+fn make_strict(ctx: &mut Ctx, cur: &mut Candidate) -> Result<(), String> {
+    // First drop, one by one, the steps the post-fix runs name as unplayable.
+    while let Some(i) = ctx.unplayable_step(cur) {
+        let mut c = cur.clone();
+        c.steps.remove(i);
+        ctx.strict = false;
+        let ok = ctx.test(&c);
+        ctx.strict = true;
+        if !ok {
+            break;
+        }
+        *cur = c;
+    }
+    let steps = std::mem::take(&mut cur.steps);
+    let kept = ddmin(steps, &mut |s| {
+        let c = Candidate {
+            steps: s.to_vec(),
+            ..cur.clone()
+        };
+        ctx.test(&c)
+    });
+    cur.steps = kept;
+    if !ctx.test(cur) {
+        return Err(format!(
+            "seed {} hits {} only with a script the post-fix policy cannot play; \
+             shrink under an explicit --policy/--without instead",
+            ctx.seed,
+            ctx.target.name()
+        ));
+    }
+    Ok(())
+}
+
+/// The shrunk file's own expectations (the target under the policy; pre-fix, also the
+/// post-fix value), the target's value, and the header's line saying how to reproduce it.
+fn file_expectations(
+    ctx: &Ctx,
+    cur: &Candidate,
+    pre: bool,
+    run_flags: &str,
+) -> (Scenario, u64, String) {
+    let (sc, policy, device, seed, target) =
+        (ctx.base, ctx.policy, ctx.device, ctx.seed, ctx.target);
+    let (final_sc, _) = ctx.scenario(cur).expect("the last candidate parsed");
+    let r = run_with_trace(
+        &final_sc,
+        policy,
+        device,
+        seed,
+        &Interleaving::Script,
+        false,
+    );
+    let v1 = target.value(&r);
+    let mut out = final_sc.clone();
+    let reproduce = if let (true, Target::Metric(m, _)) = (pre, target) {
+        out.expect_pre.insert(m.clone(), v1);
+        let post = run_with_trace(
+            &final_sc,
+            &sc.post_policy(),
+            device,
+            seed,
+            &Interleaving::Script,
+            false,
+        );
+        out.expect_post
+            .insert(m.clone(), post.metrics.get(m).unwrap_or(0));
+        format!(
+            "Reproduce: fsyncsim run FILE   ({} = {v1} pre-fix; `fsyncsim check FILE` verifies).",
+            m
+        )
+    } else {
+        format!(
+            "Reproduce: fsyncsim run FILE {run_flags}   ({} = {v1}).",
+            target.name()
+        )
+    };
+    (out, v1, reproduce)
 }
 
 #[cfg(test)]

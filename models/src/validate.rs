@@ -113,6 +113,11 @@ pub struct Experiment {
 
 /// The experiments the model covers today.
 pub fn experiments() -> Vec<Experiment> {
+    [btrfs_seeds(), jbd_seeds(), kbuild_seeds(), fsperf_seeds()].concat()
+}
+
+/// Seeds 000 (dbench) and 001 (sysbench): btrfs 5.10/5.11.
+fn btrfs_seeds() -> Vec<Experiment> {
     vec![
         Experiment {
             id: "000-dbench64",
@@ -152,6 +157,12 @@ pub fn experiments() -> Vec<Experiment> {
             levels: vec![Measure::PerSecond],
             level_only: vec![],
         },
+    ]
+}
+
+/// Seed 003's fs_mark runs and the jbd commit 2db938bee32e's own figures: ext3/ext4.
+fn jbd_seeds() -> Vec<Experiment> {
+    vec![
         // Seed 003 (J1), Jeff Moyer's runs: vanilla (WRITE_SYNC commits) vs Jan Kara's jbd
         // and jbd2 patches; requests/s is fs_mark's files/s.
         Experiment {
@@ -202,6 +213,12 @@ pub fn experiments() -> Vec<Experiment> {
             levels: vec![Measure::AvgLat("read")],
             level_only: vec![],
         },
+    ]
+}
+
+/// Seed 003's kbuild: units/s and iostat -x.
+fn kbuild_seeds() -> Vec<Experiment> {
+    vec![
         // Seed 003's kbuild (#0, #14, #34): units/s has only relative figures (written as
         // 100 → 85 for "drop about 15%"); iostat -x is #0's 2.6.37 and reverted rows.
         Experiment {
@@ -241,6 +258,12 @@ pub fn experiments() -> Vec<Experiment> {
             levels: vec![],
             level_only: vec![],
         },
+    ]
+}
+
+/// Seed 004: fsperf before and after the preemptive-flushing patches.
+fn fsperf_seeds() -> Vec<Experiment> {
+    vec![
         // Seed 004 (lines 28-143): fsperf before and after the seven preemptive-flushing
         // patches; the series was merged for 5.14, so 5.13 vs 5.14.
         Experiment {

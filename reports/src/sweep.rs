@@ -471,46 +471,21 @@ impl SweepReport {
             );
         }
         let s = |k: &str| field(v, k, k, "a string", Value::as_str).map(str::to_string);
-        let u =
-            |x: &Value, k: &str, at: &str| field(x, k, at, "a non-negative integer", Value::as_u64);
-        let mut targets = BTreeMap::new();
-        let all = field(v, "targets", "targets", "an object", Value::as_object)?;
-        for (name, t) in all {
-            let at = |k: &str| format!("targets.{name}.{k}");
-            let first_seed = match t.get("first_seed") {
-                None => None,
-                Some(_) => Some(u(t, "first_seed", &at("first_seed"))?),
-            };
-            targets.insert(
-                name.clone(),
-                TargetStats {
-                    hits: u(t, "hits", &at("hits"))?,
-                    first_seed,
-                    shortest: Some((
-                        u(t, "shortest_decisions", &at("shortest_decisions"))? as usize,
-                        u(t, "shortest_seed", &at("shortest_seed"))?,
-                    )),
-                },
-            );
-        }
+        let targets = read_targets(v)?;
         let shard = match v.get("shard").and_then(Value::as_str) {
             Some(x) => Some(Shard::parse(x)?),
             None => None,
         };
         // The numbers must be those of a sweep that could have run: a hand-edited or
         // corrupted file is refused rather than merged into a wrong answer.
-        let seeds = u(&v["seeds"], "start", "seeds.start")?..u(&v["seeds"], "end", "seeds.end")?;
+        let seeds =
+            uint(&v["seeds"], "start", "seeds.start")?..uint(&v["seeds"], "end", "seeds.end")?;
         if seeds.start >= seeds.end {
             return Err(format!(
                 "seeds {}..{}: expected start < end",
                 seeds.start, seeds.end
             ));
         }
-        let len = seeds.end - seeds.start;
-        let owned = match shard {
-            Some(sh) => len / sh.n + u64::from(sh.k - 1 < len % sh.n),
-            None => len,
-        };
         let identity = Identity::from_json(&v["identity"])?;
         if identity.get("seeds") != Some(format!("{}..{}", seeds.start, seeds.end).as_str()) {
             return Err(format!(
@@ -520,57 +495,20 @@ impl SweepReport {
                 seeds.end
             ));
         }
-        let runs = u(v, "runs", "runs")?;
+        let runs = uint(v, "runs", "runs")?;
         let partial = match v.get("partial") {
             None => false,
             Some(_) => field(v, "partial", "partial", "true or false", Value::as_bool)?,
         };
-        if runs > owned || (!partial && runs != owned) {
-            return Err(format!(
-                "runs {runs}: the {} owns {owned} seeds of {}..{}{}",
-                if shard.is_some() { "shard" } else { "sweep" },
-                seeds.start,
-                seeds.end,
-                if partial {
-                    " (at most that many when partial)"
-                } else {
-                    ""
-                }
-            ));
-        }
-        for (name, t) in &targets {
-            if t.hits == 0 || t.hits > runs {
-                return Err(format!(
-                    "target {name}: {} hits in {runs} runs: expected 1..={runs}",
-                    t.hits
-                ));
-            }
-            let in_range = |x: u64| seeds.contains(&x);
-            if !t.first_seed.is_some_and(in_range)
-                || !t.shortest.is_some_and(|(_, sd)| in_range(sd))
-            {
-                return Err(format!(
-                    "target {name}: first or shortest seed outside {}..{}",
-                    seeds.start, seeds.end
-                ));
-            }
-            check_target(name, t, seeds.start, shard)?;
-        }
+        check_runs(runs, partial, &seeds, shard)?;
+        check_targets(&targets, runs, &seeds, shard)?;
         let interleavings = read_interleavings(v, runs)?;
         Ok(SweepReport {
             scenario: s("scenario")?,
             race: s("race")?,
             scenario_ref: s("scenario_ref")?,
             policy: s("policy")?,
-            fixes: field(v, "fixes", "fixes", "an array", Value::as_array)?
-                .iter()
-                .enumerate()
-                .map(|(i, f)| {
-                    f.as_str().map(str::to_string).ok_or_else(|| {
-                        format!("field 'fixes[{i}]' is {f}: expected a string (a fix name)")
-                    })
-                })
-                .collect::<Result<_, String>>()?,
+            fixes: read_fixes(v)?,
             policy_flags: s("policy_flags")?,
             strategy: s("strategy")?,
             seeds,
@@ -586,6 +524,104 @@ impl SweepReport {
             exhaustive: None,
         })
     }
+}
+
+/// Field `k` of `x` as a non-negative integer; `at` names it in errors.
+fn uint(x: &Value, k: &str, at: &str) -> Result<u64, String> {
+    field(x, k, at, "a non-negative integer", Value::as_u64)
+}
+
+/// A report's `targets`: hits, first seed and shortest run per target.
+fn read_targets(v: &Value) -> Result<BTreeMap<String, TargetStats>, String> {
+    let mut targets = BTreeMap::new();
+    let all = field(v, "targets", "targets", "an object", Value::as_object)?;
+    for (name, t) in all {
+        let at = |k: &str| format!("targets.{name}.{k}");
+        let first_seed = match t.get("first_seed") {
+            None => None,
+            Some(_) => Some(uint(t, "first_seed", &at("first_seed"))?),
+        };
+        targets.insert(
+            name.clone(),
+            TargetStats {
+                hits: uint(t, "hits", &at("hits"))?,
+                first_seed,
+                shortest: Some((
+                    uint(t, "shortest_decisions", &at("shortest_decisions"))? as usize,
+                    uint(t, "shortest_seed", &at("shortest_seed"))?,
+                )),
+            },
+        );
+    }
+    Ok(targets)
+}
+
+/// A report's `runs` must be the seeds its shard (or the whole sweep) owns; at most that
+/// many when `partial`.
+fn check_runs(
+    runs: u64,
+    partial: bool,
+    seeds: &Range<u64>,
+    shard: Option<Shard>,
+) -> Result<(), String> {
+    let len = seeds.end - seeds.start;
+    let owned = match shard {
+        Some(sh) => len / sh.n + u64::from(sh.k - 1 < len % sh.n),
+        None => len,
+    };
+    if runs > owned || (!partial && runs != owned) {
+        return Err(format!(
+            "runs {runs}: the {} owns {owned} seeds of {}..{}{}",
+            if shard.is_some() { "shard" } else { "sweep" },
+            seeds.start,
+            seeds.end,
+            if partial {
+                " (at most that many when partial)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// Each target's hits within the runs, and its seeds within the sweep's (and its shard's).
+fn check_targets(
+    targets: &BTreeMap<String, TargetStats>,
+    runs: u64,
+    seeds: &Range<u64>,
+    shard: Option<Shard>,
+) -> Result<(), String> {
+    for (name, t) in targets {
+        if t.hits == 0 || t.hits > runs {
+            return Err(format!(
+                "target {name}: {} hits in {runs} runs: expected 1..={runs}",
+                t.hits
+            ));
+        }
+        let in_range = |x: u64| seeds.contains(&x);
+        if !t.first_seed.is_some_and(in_range) || !t.shortest.is_some_and(|(_, sd)| in_range(sd)) {
+            return Err(format!(
+                "target {name}: first or shortest seed outside {}..{}",
+                seeds.start, seeds.end
+            ));
+        }
+        check_target(name, t, seeds.start, shard)?;
+    }
+    Ok(())
+}
+
+/// A report's `fixes`: the fix names.
+fn read_fixes(v: &Value) -> Result<Vec<String>, String> {
+    field(v, "fixes", "fixes", "an array", Value::as_array)?
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            f.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("field 'fixes[{i}]' is {f}: expected a string (a fix name)"))
+        })
+        .collect()
 }
 
 /// The fingerprints of `i` as one string: 16 lowercase hex digits each, ascending.

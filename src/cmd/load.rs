@@ -158,7 +158,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
         reports::output::remove_staged();
         std::process::exit(130);
     });
-    use models::workload::{compare as cmp, fsload};
+    use models::workload::compare as cmp;
     let fsperf = a.load.workload == "fsperf";
     let preset = |n: &str| Policy::preset(n).expect("preset");
     if fsperf {
@@ -167,7 +167,67 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
         return compare_fsperf(&a, &baseline, &current);
     }
     let (spec, dev) = a.load.load()?;
-    // The flags, else the workload file's `baseline` / `current`, else linux-5.10 / 5.11.
+    let (baseline, current) = compare_policies(&a, &spec);
+    let trace_path = compare_trace_path(&a)?;
+    if let (Some(Some(f)), _) = (&a.trace, &a.out) {
+        out_file("--trace", f)?;
+    }
+    if let Some(d) = &a.out {
+        out_dir("--out", d)?;
+    }
+    // Every output is staged next to its destination and moved into place once all are
+    // written: a failure or a signal (the handler is installed first) leaves none of them.
+    let mut staging = reports::output::Staging::default();
+    let (staged_trace, staged_results) = stage_compare_outputs(&a, &mut staging, &trace_path)?;
+    let seeds = a.seeds.count();
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    let seed = a.seeds.first(a.seed, spec.seed).map_err(Failure)?;
+    let points = a.vary.as_ref().map_or(1, |(_, v)| v.len() as u64);
+    let bar = runs_bar(points * seeds * 2);
+    let pairs = cmp::compare(
+        &spec,
+        &dev,
+        &baseline,
+        &current,
+        seed,
+        seeds,
+        a.vary.as_ref(),
+        jobs,
+        &|| bar.inc(1),
+    )
+    .map_err(Failure)?;
+    bar.finish_and_clear();
+    let json = reports::workload::compare_json(&spec, &baseline, &current, &pairs, a.vary.as_ref());
+    if let (Some(d), Some(results)) = (&a.out, &staged_results) {
+        write_compare_out(d, results, &json, &pairs, &mut staging)?;
+    }
+    if let (Some(path), Some(staged)) = (&trace_path, &staged_trace) {
+        write_compare_trace(&a, &spec, &dev, &current, seed, (path, staged))?;
+    }
+    staging.commit().map_err(|e| {
+        let flag = if a.out.is_some() { "--out" } else { "--trace" };
+        Failure(format!("{flag}: {e}"))
+    })?;
+    if a.json {
+        outln!("{json:#}");
+    } else {
+        out!(
+            "{}",
+            reports::workload::compare_text(&spec, &baseline, &current, &pairs, a.vary.as_ref())
+        );
+        if let Some(d) = &a.out {
+            outln!("wrote {}", d.display());
+        }
+    }
+    Ok(())
+}
+
+/// The flags, else the workload file's `baseline` / `current`, else linux-5.10 / 5.11.
+fn compare_policies(a: &CompareArgs, spec: &models::workload::spec::Spec) -> (Policy, Policy) {
+    let preset = |n: &str| Policy::preset(n).expect("preset");
     let from_file = |p: &Option<String>, d: &str| {
         p.as_deref()
             .and_then(|n| models::kernel::parse_policy(n).ok())
@@ -181,27 +241,31 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
         .current
         .clone()
         .unwrap_or_else(|| from_file(&spec.current, "linux-5.11"));
-    // --trace FILE, or --trace alone: trace.json in --out.
-    let trace_path =
-        match (&a.trace, &a.out) {
-            (None, _) => None,
-            (Some(Some(f)), _) => Some(f.clone()),
-            (Some(None), Some(d)) => Some(d.join("trace.json")),
-            (Some(None), None) => return Err(Failure(
+    (baseline, current)
+}
+
+/// --trace FILE, or --trace alone: trace.json in --out.
+fn compare_trace_path(a: &CompareArgs) -> Result<Option<PathBuf>, Failure> {
+    Ok(match (&a.trace, &a.out) {
+        (None, _) => None,
+        (Some(Some(f)), _) => Some(f.clone()),
+        (Some(None), Some(d)) => Some(d.join("trace.json")),
+        (Some(None), None) => {
+            return Err(Failure(
                 "--trace without FILE writes trace.json into --out DIR: give --out or --trace FILE"
                     .into(),
-            )),
-        };
-    if let (Some(Some(f)), _) = (&a.trace, &a.out) {
-        out_file("--trace", f)?;
-    }
-    if let Some(d) = &a.out {
-        out_dir("--out", d)?;
-    }
-    // Every output is staged next to its destination and moved into place once all are
-    // written: a failure or a signal (the handler is installed first) leaves none of them.
-    let mut staging = reports::output::Staging::default();
-    let staged_trace = match &trace_path {
+            ))
+        }
+    })
+}
+
+/// The staged paths of the trace and of results.json: (trace, results).
+fn stage_compare_outputs(
+    a: &CompareArgs,
+    staging: &mut reports::output::Staging,
+    trace_path: &Option<PathBuf>,
+) -> Result<(Option<PathBuf>, Option<PathBuf>), Failure> {
+    let staged_trace = match trace_path {
         Some(p) => {
             let flag = if a.out.is_some() && !matches!(a.trace, Some(Some(_))) {
                 "--out"
@@ -227,15 +291,13 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    let seeds = a.seeds.count();
-    let jobs = a.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |j| j as usize,
-    );
-    let seed = a.seeds.first(a.seed, spec.seed).map_err(Failure)?;
-    let points = a.vary.as_ref().map_or(1, |(_, v)| v.len() as u64);
+    Ok((staged_trace, staged_results))
+}
+
+/// A progress bar of `len` runs on a terminal (stderr) only.
+fn runs_bar(len: u64) -> indicatif::ProgressBar {
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new(points * seeds * 2)
+        indicatif::ProgressBar::new(len)
     } else {
         indicatif::ProgressBar::hidden()
     };
@@ -245,82 +307,73 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
         )
         .expect("valid template"),
     );
-    let pairs = cmp::compare(
-        &spec,
-        &dev,
-        &baseline,
-        &current,
-        seed,
-        seeds,
-        a.vary.as_ref(),
-        jobs,
-        &|| bar.inc(1),
-    )
-    .map_err(Failure)?;
-    bar.finish_and_clear();
-    let json = reports::workload::compare_json(&spec, &baseline, &current, &pairs, a.vary.as_ref());
-    if let (Some(d), Some(results)) = (&a.out, &staged_results) {
-        let fail = |e: String| Failure(format!("--out {}: {e}", d.display()));
-        reports::output::write_atomic(results, format!("{json:#}\n").as_bytes())
-            .map_err(|e| fail(e.to_string()))?;
-        let first = &pairs[0];
-        let plots = staging.dir_for(d).map_err(|e| fail(e.to_string()))?;
-        for f in reports::workload::write_plots(&first.baseline[0], &first.current[0], &plots)
-            .map_err(fail)?
-        {
-            staging.adopt(&f, d).map_err(|e| fail(e.to_string()))?;
-        }
-    }
-    if let (Some(path), Some(staged)) = (&trace_path, &staged_trace) {
-        let flag = if matches!(a.trace, Some(Some(_))) {
-            "--trace"
-        } else {
-            "--out"
-        };
-        let title = format!("{} under {} (seed {seed})", spec.name, current.name);
-        let writer = reports::chrome::ChromeTrace::create(staged, &title)
-            .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?;
-        let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
-        let w2 = writer.clone();
-        let ops = spec.kind.ops();
-        let sink: fsload::TraceSink = Box::new(move |h, recs, slices| {
-            let named: Vec<(sim::TaskId, &str, u64, u64)> = slices
-                .iter()
-                .map(|&(t, op, s, e)| (t, ops[op], s, e))
-                .collect();
-            match w2.borrow_mut().as_mut() {
-                Some(w) => w.push(h, recs, &named),
-                None => Ok(()),
-            }
-        });
-        // The same configuration the plots show: the first point.
-        let (tspec, tdev) = cmp::first_point(&spec, &dev, a.vary.as_ref()).map_err(Failure)?;
-        let run = fsload::run(&tspec, &current, &tdev, seed, Some(sink));
-        let w = writer.borrow_mut().take().expect("writer");
-        match run {
-            Ok(_) => w
-                .finish()
-                .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?,
-            Err(e) => {
-                w.abandon();
-                return Err(Failure(e));
-            }
-        }
-    }
-    staging.commit().map_err(|e| {
-        let flag = if a.out.is_some() { "--out" } else { "--trace" };
-        Failure(format!("{flag}: {e}"))
-    })?;
-    if a.json {
-        outln!("{json:#}");
-    } else {
-        out!(
-            "{}",
-            reports::workload::compare_text(&spec, &baseline, &current, &pairs, a.vary.as_ref())
-        );
-        if let Some(d) = &a.out {
-            outln!("wrote {}", d.display());
-        }
+    bar
+}
+
+/// --out DIR: results.json (staged at `results`) and the first point's plots.
+fn write_compare_out(
+    d: &std::path::Path,
+    results: &std::path::Path,
+    json: &serde_json::Value,
+    pairs: &[models::workload::compare::Pair],
+    staging: &mut reports::output::Staging,
+) -> Result<(), Failure> {
+    let fail = |e: String| Failure(format!("--out {}: {e}", d.display()));
+    reports::output::write_atomic(results, format!("{json:#}\n").as_bytes())
+        .map_err(|e| fail(e.to_string()))?;
+    let first = &pairs[0];
+    let plots = staging.dir_for(d).map_err(|e| fail(e.to_string()))?;
+    for f in reports::workload::write_plots(&first.baseline[0], &first.current[0], &plots)
+        .map_err(fail)?
+    {
+        staging.adopt(&f, d).map_err(|e| fail(e.to_string()))?;
     }
     Ok(())
+}
+
+/// The trace (Chrome trace.json) of one run of the current policy at the first point,
+/// written to `staged` for `path`.
+fn write_compare_trace(
+    a: &CompareArgs,
+    spec: &models::workload::spec::Spec,
+    dev: &DeviceConfig,
+    current: &Policy,
+    seed: u64,
+    (path, staged): (&PathBuf, &PathBuf),
+) -> Result<(), Failure> {
+    use models::workload::{compare as cmp, fsload};
+    let flag = if matches!(a.trace, Some(Some(_))) {
+        "--trace"
+    } else {
+        "--out"
+    };
+    let title = format!("{} under {} (seed {seed})", spec.name, current.name);
+    let writer = reports::chrome::ChromeTrace::create(staged, &title)
+        .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?;
+    let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
+    let w2 = writer.clone();
+    let ops = spec.kind.ops();
+    let sink: fsload::TraceSink = Box::new(move |h, recs, slices| {
+        let named: Vec<(sim::TaskId, &str, u64, u64)> = slices
+            .iter()
+            .map(|&(t, op, s, e)| (t, ops[op], s, e))
+            .collect();
+        match w2.borrow_mut().as_mut() {
+            Some(w) => w.push(h, recs, &named),
+            None => Ok(()),
+        }
+    });
+    // The same configuration the plots show: the first point.
+    let (tspec, tdev) = cmp::first_point(spec, dev, a.vary.as_ref()).map_err(Failure)?;
+    let run = fsload::run(&tspec, current, &tdev, seed, Some(sink));
+    let w = writer.borrow_mut().take().expect("writer");
+    match run {
+        Ok(_) => w
+            .finish()
+            .map_err(|e| Failure(format!("{flag} {}: {e}", path.display()))),
+        Err(e) => {
+            w.abandon();
+            Err(Failure(e))
+        }
+    }
 }

@@ -7,17 +7,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     if a.strat.strategy == "exhaustive" {
         return exhaustive(a);
     }
-    if a.seed.is_some() {
-        return Err(Failure(
-            "--seed: only with --strategy exhaustive (a sweep of another strategy runs --seeds A..B)"
-                .into(),
-        ));
-    }
-    if !a.strat.decisions.is_empty() {
-        return Err(Failure(
-            "--decisions: only with --strategy exhaustive, in run or replay".into(),
-        ));
-    }
+    refuse_exhaustive_flags(&a)?;
     let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
     let dev = device_for(&sc, &a.device)?;
     let jobs = a.jobs.map_or_else(
@@ -27,20 +17,8 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     let pols = policies_from(&sc, &a.pol, false);
     let shard = a.shard.unwrap_or(models::sweep::Shard::ALL);
     let strategy = a.strat.interleaving();
-    let len = a.seeds.end - a.seeds.start;
-    let owned = len / shard.n + u64::from(shard.k - 1 < len % shard.n);
-    // A progress bar on a terminal only; nothing else reads the clock.
-    let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        indicatif::ProgressBar::new(owned * pols.len() as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {per_sec} ETA {eta} {msg}",
-        )
-        .expect("valid template"),
-    );
+    let owned = shard_runs(a.seeds.end - a.seeds.start, shard);
+    let bar = progress_bar(owned * pols.len() as u64);
     // Where checkpoints go, and what an earlier interrupted run left there.
     let dir = a.out.clone().or_else(|| a.resume.clone());
     let flags = a.strat.flags();
@@ -52,86 +30,17 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         .iter()
         .map(|p| reports::sweep::Identity::new(&sc, &dev, p, &id_flags, &a.seeds, COMMIT))
         .collect();
-    let meta = serde_json::json!({
-        "version": reports::sweep::VERSION,
-        "scenario": sc.name,
-        "seeds": {"start": a.seeds.start, "end": a.seeds.end},
-        "shard": a.shard.map(|s| format!("{}/{}", s.k, s.n)),
-        "strategy": flags,
-        "policies": pols.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
-        "identity": ids.iter().map(|id| id.json()).collect::<Vec<_>>(),
-    });
+    let meta = sweep_meta(&a, &sc.name, &flags, &pols, &ids);
     let mut progress: Vec<(u64, models::sweep::SweepResult)> =
         vec![(0, models::sweep::SweepResult::default()); pols.len()];
     if let Some(d) = &a.resume {
-        let path = d.join("state.json");
-        let text = models::units::read_text(&path.display().to_string(), "checkpoint")
-            .map_err(|(at, e)| Failure(format!("--resume {at}: {e}")))?;
-        // Both checksums first: an edited or truncated file is refused as a whole.
-        let (state_meta, state_progress) =
-            reports::checkpoint::open(&text, &path.display().to_string()).map_err(Failure)?;
-        if state_meta != meta {
-            return Err(Failure(format!(
-                "--resume {}: it holds a sweep with other arguments: {}; rerun with those",
-                d.display(),
-                meta_difference(&state_meta, &meta),
-            )));
-        }
-        if state_progress.len() != progress.len() {
-            return Err(Failure(format!(
-                "{}: {} policies in progress, expected {}: the file was edited or is corrupt",
-                path.display(),
-                state_progress.len(),
-                progress.len()
-            )));
-        }
-        for (slot, p) in progress.iter_mut().zip(&state_progress) {
-            let report = reports::sweep::SweepReport::from_json(&p["report"])
-                .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
-            // The counts must be exactly those of the chunks the file says are done.
-            let seeds = &a.seeds;
-            let chunks = (seeds.end - seeds.start).div_ceil(models::sweep::CHUNK);
-            let done = p["done_chunks"]
-                .as_u64()
-                .filter(|&d| d <= chunks)
-                .ok_or_else(|| {
-                    Failure(format!(
-                        "{}: done_chunks: expected an integer from 0 to {chunks}",
-                        path.display()
-                    ))
-                })?;
-            let end = seeds
-                .start
-                .saturating_add(done.saturating_mul(models::sweep::CHUNK))
-                .min(seeds.end);
-            let len = end - seeds.start;
-            let expect = len / shard.n + u64::from(shard.k - 1 < len % shard.n);
-            if report.result.runs != expect {
-                return Err(Failure(format!(
-                    "{}: {} runs recorded, but {done} finished chunk(s) of this shard hold {expect}: the file was edited or is corrupt",
-                    path.display(),
-                    report.result.runs
-                )));
-            }
-            *slot = (done, report.result);
-        }
+        resume(d, &meta, &a.seeds, shard, &mut progress)?;
         // Checkpoints are written into it: a directory under /dev or /proc is refused.
         out_dir("--resume", d)?;
     } else if let Some(d) = &a.out {
         out_dir("--out", d)?;
     }
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        // The first Ctrl-C / SIGTERM stops the sweep before its next seed (the finished
-        // chunks are kept); a second one exits at once, as an interrupted process does (130).
-        // A second handler cannot be installed; then Ctrl-C simply kills the process.
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-        });
-    }
+    let stop = stop_on_signal();
     let chunks_run = std::cell::Cell::new(0u64);
     let mut finished = true;
     let mut out = Vec::new();
@@ -186,11 +95,171 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         out.push(report);
     }
     bar.finish_and_clear();
-    // A scenario that no seed could play (its setup always fails, say) is bad input, as in
-    // `run`; the first seed's run says why.
-    for (r, p) in out.iter().zip(&pols) {
+    refuse_unplayable(&out, &pols, &sc, &dev, &strategy)?;
+    if let Some(d) = &dir {
+        write_sweep_json(d, &out, &a)?;
+    }
+    print_sweeps(&out, a.json);
+    Ok(verdict(&out))
+}
+
+/// --seed and --decisions belong to exhaustive sweeps: refused for the others.
+fn refuse_exhaustive_flags(a: &SweepArgs) -> Result<(), Failure> {
+    if a.seed.is_some() {
+        return Err(Failure(
+            "--seed: only with --strategy exhaustive (a sweep of another strategy runs --seeds A..B)"
+                .into(),
+        ));
+    }
+    if !a.strat.decisions.is_empty() {
+        return Err(Failure(
+            "--decisions: only with --strategy exhaustive, in run or replay".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// How many of `len` consecutive seeds shard `shard` runs.
+fn shard_runs(len: u64, shard: models::sweep::Shard) -> u64 {
+    len / shard.n + u64::from(shard.k - 1 < len % shard.n)
+}
+
+/// A progress bar of `len` seeds on a terminal only; nothing else reads the clock.
+fn progress_bar(len: u64) -> indicatif::ProgressBar {
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        indicatif::ProgressBar::new(len)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {per_sec} ETA {eta} {msg}",
+        )
+        .expect("valid template"),
+    );
+    bar
+}
+
+/// The sweep's arguments as its checkpoint records them (--resume must match them).
+fn sweep_meta(
+    a: &SweepArgs,
+    scenario: &str,
+    flags: &str,
+    pols: &[Policy],
+    ids: &[reports::sweep::Identity],
+) -> serde_json::Value {
+    serde_json::json!({
+        "version": reports::sweep::VERSION,
+        "scenario": scenario,
+        "seeds": {"start": a.seeds.start, "end": a.seeds.end},
+        "shard": a.shard.map(|s| format!("{}/{}", s.k, s.n)),
+        "strategy": flags,
+        "policies": pols.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
+        "identity": ids.iter().map(|id| id.json()).collect::<Vec<_>>(),
+    })
+}
+
+/// --resume: reads the checkpoint in `d` into `progress`, refusing one of a sweep with
+/// other arguments or whose counts are not those of its finished chunks.
+fn resume(
+    d: &std::path::Path,
+    meta: &serde_json::Value,
+    seeds: &std::ops::Range<u64>,
+    shard: models::sweep::Shard,
+    progress: &mut [(u64, models::sweep::SweepResult)],
+) -> Result<(), Failure> {
+    let path = d.join("state.json");
+    let text = models::units::read_text(&path.display().to_string(), "checkpoint")
+        .map_err(|(at, e)| Failure(format!("--resume {at}: {e}")))?;
+    // Both checksums first: an edited or truncated file is refused as a whole.
+    let (state_meta, state_progress) =
+        reports::checkpoint::open(&text, &path.display().to_string()).map_err(Failure)?;
+    if state_meta != *meta {
+        return Err(Failure(format!(
+            "--resume {}: it holds a sweep with other arguments: {}; rerun with those",
+            d.display(),
+            meta_difference(&state_meta, meta),
+        )));
+    }
+    if state_progress.len() != progress.len() {
+        return Err(Failure(format!(
+            "{}: {} policies in progress, expected {}: the file was edited or is corrupt",
+            path.display(),
+            state_progress.len(),
+            progress.len()
+        )));
+    }
+    for (slot, p) in progress.iter_mut().zip(&state_progress) {
+        *slot = resumed_policy(&path, p, seeds, shard)?;
+    }
+    Ok(())
+}
+
+/// One policy's progress in a checkpoint: (finished chunks, their result), its run count
+/// checked against the chunks.
+fn resumed_policy(
+    path: &std::path::Path,
+    p: &serde_json::Value,
+    seeds: &std::ops::Range<u64>,
+    shard: models::sweep::Shard,
+) -> Result<(u64, models::sweep::SweepResult), Failure> {
+    let report = reports::sweep::SweepReport::from_json(&p["report"])
+        .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+    // The counts must be exactly those of the chunks the file says are done.
+    let chunks = (seeds.end - seeds.start).div_ceil(models::sweep::CHUNK);
+    let done = p["done_chunks"]
+        .as_u64()
+        .filter(|&d| d <= chunks)
+        .ok_or_else(|| {
+            Failure(format!(
+                "{}: done_chunks: expected an integer from 0 to {chunks}",
+                path.display()
+            ))
+        })?;
+    let end = seeds
+        .start
+        .saturating_add(done.saturating_mul(models::sweep::CHUNK))
+        .min(seeds.end);
+    let expect = shard_runs(end - seeds.start, shard);
+    if report.result.runs != expect {
+        return Err(Failure(format!(
+            "{}: {} runs recorded, but {done} finished chunk(s) of this shard hold {expect}: the file was edited or is corrupt",
+            path.display(),
+            report.result.runs
+        )));
+    }
+    Ok((done, report.result))
+}
+
+/// The flag the sweep stops on: the first Ctrl-C / SIGTERM sets it (the sweep stops before
+/// its next seed, the finished chunks kept); a second one exits at once, as an interrupted
+/// process does (130). A second handler cannot be installed; then Ctrl-C simply kills the
+/// process.
+fn stop_on_signal() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        });
+    }
+    stop
+}
+
+/// A scenario that no seed could play (its setup always fails, say) is bad input, as in
+/// `run`; the first seed's run says why.
+fn refuse_unplayable(
+    out: &[reports::sweep::SweepReport],
+    pols: &[Policy],
+    sc: &Scenario,
+    dev: &DeviceConfig,
+    strategy: &Interleaving,
+) -> Result<(), Failure> {
+    for (r, p) in out.iter().zip(pols) {
         if let Some(seed) = never_played(&r.result) {
-            let run = scenario::run(&sc, p, &dev, seed, &strategy);
+            let run = scenario::run(sc, p, dev, seed, strategy);
             let why = run
                 .violations
                 .iter()
@@ -202,17 +271,22 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
             )));
         }
     }
-    if let Some(d) = &dir {
-        let v: Vec<serde_json::Value> = out.iter().map(|r| r.json()).collect();
-        let path = d.join("sweep.json");
-        reports::output::write_atomic(
-            &path,
-            format!("{:#}\n", serde_json::Value::Array(v)).as_bytes(),
-        )
-        .map_err(|e| Failure(format!("{} {}: {e}", dir_flag(&a), path.display())))?;
-    }
-    print_sweeps(&out, a.json);
-    Ok(verdict(&out))
+    Ok(())
+}
+
+/// Writes the reports as `sweep.json` into the checkpoint directory `d`.
+fn write_sweep_json(
+    d: &std::path::Path,
+    out: &[reports::sweep::SweepReport],
+    a: &SweepArgs,
+) -> Result<(), Failure> {
+    let v: Vec<serde_json::Value> = out.iter().map(|r| r.json()).collect();
+    let path = d.join("sweep.json");
+    reports::output::write_atomic(
+        &path,
+        format!("{:#}\n", serde_json::Value::Array(v)).as_bytes(),
+    )
+    .map_err(|e| Failure(format!("{} {}: {e}", dir_flag(a), path.display())))
 }
 
 /// Failed when an invariant (not a bad-input report) fired in any of the sweeps.

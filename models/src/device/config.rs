@@ -207,13 +207,7 @@ impl DeviceConfig {
             let (location, message) = crate::units::toml_error(text, origin, &e);
             ConfigError { location, message }
         })?;
-        // The line of the key at a path (["hdd", "mech"]), whole keys only: `write` is not
-        // `write_cache`; headers, dotted and inline keys alike.
-        let key_line = |path: &[&str]| {
-            crate::units::key_offset(text, path).map_or(origin.to_string(), |o| {
-                format!("{origin}:{}", line_of(text, o))
-            })
-        };
+        let key_line = |path: &[&str]| key_line(text, origin, path);
         let base = file.preset.as_deref().unwrap_or("nvme");
         let mut cfg = presets::by_name(base).ok_or_else(|| ConfigError {
             location: key_line(&["preset"]),
@@ -222,63 +216,8 @@ impl DeviceConfig {
                 presets::NAMES.join(", ")
             ),
         })?;
-        if let Some(v) = file.name {
-            cfg.name = v;
-        }
-        if let Some(v) = file.hw_queues {
-            cfg.hw_queues = v.0;
-        }
-        if let Some(v) = file.queue_depth {
-            cfg.queue_depth = v.0;
-        }
-        if let Some(v) = file.parallelism {
-            cfg.parallelism = v.0;
-        }
-        if let Some(v) = file.write_cache {
-            cfg.write_cache = v;
-        }
-        if let Some(v) = file.cache_bytes {
-            cfg.cache_bytes = v.0;
-        }
-        if let Some(v) = file.transfer_ns_per_byte {
-            cfg.transfer_ns_per_byte = v.0;
-        }
-        for (key, src, dst) in [
-            ("read", file.read, &mut cfg.read),
-            ("write", file.write, &mut cfg.write),
-            ("fua_write", file.fua_write, &mut cfg.fua_write),
-        ] {
-            if let Some(d) = src {
-                d.validate().map_err(|m| ConfigError {
-                    location: key_line(&[key]),
-                    message: m,
-                })?;
-                *dst = d;
-            }
-        }
-        if let Some(f) = file.flush {
-            f.base.validate().map_err(|m| ConfigError {
-                location: key_line(&["flush", "base"]),
-                message: m,
-            })?;
-            cfg.flush = f;
-        }
-        if let Some(t) = file.tail {
-            if t.probability.0 > 1.0 {
-                return Err(ConfigError {
-                    location: key_line(&["tail", "probability"]),
-                    message: format!(
-                        "tail probability {} out of range: expected a number in [0, 1]",
-                        t.probability.0
-                    ),
-                });
-            }
-            t.extra.validate().map_err(|m| ConfigError {
-                location: key_line(&["tail", "extra"]),
-                message: m,
-            })?;
-            cfg.tail = Some(t);
-        }
+        cfg.apply_queues(&file);
+        cfg.apply_service(&file, &key_line)?;
         if let Some(g) = file.hdd {
             if g.seek_min_ms.0 > g.seek_max_ms.0 || g.rpm.0 <= 0.0 {
                 return Err(ConfigError {
@@ -295,75 +234,175 @@ impl DeviceConfig {
             cfg.hdd = Some(g);
         }
         if let Some(v) = file.scheduler {
-            let table = match v {
-                toml::Value::String(name) => crate::block::config::SchedulerTable {
-                    name: Some(name),
-                    ..Default::default()
-                },
-                toml::Value::Table(t) => toml::Value::Table(t)
-                    .try_into::<crate::block::config::SchedulerTable>()
-                    .map_err(|e| {
-                        // A table converted from a value has no spans: read it again from
-                        // the text for the offending key's line.
-                        #[derive(Deserialize)]
-                        struct SchedulerOnly {
-                            #[allow(dead_code)]
-                            scheduler: crate::block::config::SchedulerTable,
-                        }
-                        let location = match toml::from_str::<SchedulerOnly>(text) {
-                            Err(e) => crate::units::toml_error(text, origin, &e).0,
-                            Ok(_) => key_line(&["scheduler"]),
-                        };
-                        ConfigError {
-                            location,
-                            message: format!("[scheduler]: {}", e.message().replace('\n', " ")),
-                        }
-                    })?,
-                other => {
-                    return Err(ConfigError {
-                        location: key_line(&["scheduler"]),
-                        message: format!(
-                            "scheduler = {other}: expected a name ({}) or a [scheduler] table",
-                            crate::block::NAMES.join(", ")
-                        ),
-                    })
-                }
-            };
-            if table.name.is_none() {
+            cfg.apply_scheduler(v, text, origin)?;
+        }
+        Ok(cfg)
+    }
+
+    /// The file's name, queue and cache keys over the preset's.
+    fn apply_queues(&mut self, file: &DeviceFile) {
+        if let Some(v) = &file.name {
+            self.name = v.clone();
+        }
+        if let Some(v) = file.hw_queues {
+            self.hw_queues = v.0;
+        }
+        if let Some(v) = file.queue_depth {
+            self.queue_depth = v.0;
+        }
+        if let Some(v) = file.parallelism {
+            self.parallelism = v.0;
+        }
+        if let Some(v) = file.write_cache {
+            self.write_cache = v;
+        }
+        if let Some(v) = file.cache_bytes {
+            self.cache_bytes = v.0;
+        }
+        if let Some(v) = file.transfer_ns_per_byte {
+            self.transfer_ns_per_byte = v.0;
+        }
+    }
+
+    /// The file's service times (read, write, fua_write, flush, tail) over the preset's,
+    /// each checked.
+    fn apply_service(
+        &mut self,
+        file: &DeviceFile,
+        key_line: &impl Fn(&[&str]) -> String,
+    ) -> Result<(), ConfigError> {
+        for (key, src, dst) in [
+            ("read", &file.read, &mut self.read),
+            ("write", &file.write, &mut self.write),
+            ("fua_write", &file.fua_write, &mut self.fua_write),
+        ] {
+            if let Some(d) = src {
+                d.validate().map_err(|m| ConfigError {
+                    location: key_line(&[key]),
+                    message: m,
+                })?;
+                *dst = *d;
+            }
+        }
+        if let Some(f) = &file.flush {
+            f.base.validate().map_err(|m| ConfigError {
+                location: key_line(&["flush", "base"]),
+                message: m,
+            })?;
+            self.flush = f.clone();
+        }
+        if let Some(t) = &file.tail {
+            if t.probability.0 > 1.0 {
+                return Err(ConfigError {
+                    location: key_line(&["tail", "probability"]),
+                    message: format!(
+                        "tail probability {} out of range: expected a number in [0, 1]",
+                        t.probability.0
+                    ),
+                });
+            }
+            t.extra.validate().map_err(|m| ConfigError {
+                location: key_line(&["tail", "extra"]),
+                message: m,
+            })?;
+            self.tail = Some(t.clone());
+        }
+        Ok(())
+    }
+
+    /// `scheduler`: a name, or a `[scheduler]` table of a name and its tunables.
+    fn apply_scheduler(
+        &mut self,
+        v: toml::Value,
+        text: &str,
+        origin: &str,
+    ) -> Result<(), ConfigError> {
+        let key_line = |path: &[&str]| key_line(text, origin, path);
+        let table = scheduler_table(v, text, origin)?;
+        if table.name.is_none() {
+            return Err(ConfigError {
+                location: key_line(&["scheduler"]),
+                message: format!(
+                    "[scheduler] needs name = one of {}",
+                    crate::block::NAMES.join(", ")
+                ),
+            });
+        }
+        if let Some(s) = &table.name {
+            if !crate::block::NAMES.contains(&s.as_str()) {
                 return Err(ConfigError {
                     location: key_line(&["scheduler"]),
                     message: format!(
-                        "[scheduler] needs name = one of {}",
+                        "unknown I/O scheduler '{s}': expected one of {}",
                         crate::block::NAMES.join(", ")
                     ),
                 });
             }
-            if let Some(s) = &table.name {
-                if !crate::block::NAMES.contains(&s.as_str()) {
-                    return Err(ConfigError {
-                        location: key_line(&["scheduler"]),
-                        message: format!(
-                            "unknown I/O scheduler '{s}': expected one of {}",
-                            crate::block::NAMES.join(", ")
-                        ),
-                    });
-                }
-                cfg.scheduler = s.clone();
-            }
-            table
-                .apply(&mut cfg.sched)
-                .map_err(|(key, message)| ConfigError {
-                    location: key_line(&["scheduler", &key]),
-                    message,
-                })?;
+            self.scheduler = s.clone();
         }
-        Ok(cfg)
+        table
+            .apply(&mut self.sched)
+            .map_err(|(key, message)| ConfigError {
+                location: key_line(&["scheduler", &key]),
+                message,
+            })
     }
 
     /// Tags the device accepts at once.
     pub fn tags(&self) -> u64 {
         self.hw_queues.saturating_mul(self.queue_depth)
     }
+}
+
+/// The line of the key at a path (["hdd", "mech"]) as `origin:line`, whole keys only:
+/// `write` is not `write_cache`; headers, dotted and inline keys alike (`origin` alone when
+/// the key is not found).
+fn key_line(text: &str, origin: &str, path: &[&str]) -> String {
+    crate::units::key_offset(text, path).map_or(origin.to_string(), |o| {
+        format!("{origin}:{}", line_of(text, o))
+    })
+}
+
+/// The `scheduler` value as a table: a name alone, or the `[scheduler]` table.
+fn scheduler_table(
+    v: toml::Value,
+    text: &str,
+    origin: &str,
+) -> Result<crate::block::config::SchedulerTable, ConfigError> {
+    Ok(match v {
+        toml::Value::String(name) => crate::block::config::SchedulerTable {
+            name: Some(name),
+            ..Default::default()
+        },
+        toml::Value::Table(t) => toml::Value::Table(t)
+            .try_into::<crate::block::config::SchedulerTable>()
+            .map_err(|e| {
+                // A table converted from a value has no spans: read it again from
+                // the text for the offending key's line.
+                #[derive(Deserialize)]
+                struct SchedulerOnly {
+                    #[allow(dead_code)]
+                    scheduler: crate::block::config::SchedulerTable,
+                }
+                let location = match toml::from_str::<SchedulerOnly>(text) {
+                    Err(e) => crate::units::toml_error(text, origin, &e).0,
+                    Ok(_) => key_line(text, origin, &["scheduler"]),
+                };
+                ConfigError {
+                    location,
+                    message: format!("[scheduler]: {}", e.message().replace('\n', " ")),
+                }
+            })?,
+        other => {
+            return Err(ConfigError {
+                location: key_line(text, origin, &["scheduler"]),
+                message: format!(
+                    "scheduler = {other}: expected a name ({}) or a [scheduler] table",
+                    crate::block::NAMES.join(", ")
+                ),
+            })
+        }
+    })
 }
 
 #[cfg(test)]

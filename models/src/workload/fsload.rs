@@ -13,7 +13,7 @@ use crate::vfs::{Filesystem, Mounted, Op, OpPath};
 use hdrhistogram::Histogram;
 use rand::Rng;
 use sim::trace::TraceRecord;
-use sim::{Handle, Nanos, RngStreams, Sim, Stream, TaskId};
+use sim::{Handle, Nanos, RngStreams, Sim, SimError, Stream, TaskId};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -717,182 +717,330 @@ pub fn run_with_progress(
     sink: Option<TraceSink>,
     progress: Option<Progress>,
 ) -> Result<WorkloadResult, String> {
-    let mut sim = Sim::new();
-    // No scheduler decides at named points here: they are trace marks, not yields.
-    sim.set_points_yield(false);
     let tracing = sink.is_some();
-    sim.keep_trace(tracing);
     let mut streams = RngStreams::new(seed);
-    let h = sim.handle();
-    let dev = Device::new(&mut sim, device.clone(), &mut streams);
-    dev.set_histograms(false);
-    let probe = dev.clone();
-    // kbuild: the device counters at the start of the measured window (for `iostat`).
-    let window_dev: Rc<RefCell<Option<(Nanos, crate::device::DeviceStats)>>> = Default::default();
-    let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), Costs::default());
-    fs.set_latency(false);
-    fs.set_history(false);
-    if let Some(cores) = spec.cpus {
-        h.set_cpus(cores, sched_slice(cores));
-    }
-    fs.spawn_committer(&h, spec.commit_interval);
-    let spec_rc = Rc::new(spec.clone());
-    let ops = spec
-        .kind
-        .ops()
-        .iter()
-        .map(|&name| OpResult {
-            name,
-            hist: new_histogram(),
-            bytes: 0,
-            attribution: Vec::new(),
-        })
-        .collect();
-    let started = Rc::new(Cell::new(None::<Nanos>));
-    let rec = Rc::new(RefCell::new(Recorder {
-        from: Nanos::MAX,
-        to: Nanos::MAX,
-        cpu_class: 0,
-        cpu_wait_class: h.class_static("cpu_wait") as usize,
-        runs: vec![(0, 0); spec.kind.ops().len()],
-        ops,
-        slowest: Vec::new(),
-        files_done: 0,
-        tracing,
-        slices: Vec::new(),
-    }));
-    let errors: Rc<RefCell<Vec<String>>> = Default::default();
-    let cx = Ctx {
-        h: h.clone(),
-        fs: fs.clone(),
-        rec: rec.clone(),
-        spec: spec_rc.clone(),
-        errors: errors.clone(),
-    };
-    let mut client_rngs: Vec<Stream> = (0..spec.clients)
-        .map(|i| streams.stream(&format!("workload.client{i}")))
-        .collect();
-    let build =
-        (spec.kind == Kind::Kbuild).then(|| Rc::new(super::kbuild::Build::new(spec, &mut streams)));
-    {
-        let (cx, started) = (cx.clone(), started.clone());
-        let mut setup = setup_ops(spec);
-        if let Some(b) = &build {
-            setup.splice(0..0, super::kbuild::setup_ops(spec, b));
-        }
-        let window_dev = window_dev.clone();
-        let probe = probe.clone();
-        sim.spawn("setup", async move {
-            for op in &setup {
-                if let Err(e) = cx.fs.run_op(op).await {
-                    cx.errors
-                        .borrow_mut()
-                        .push(format!("setup: {}: {}", op.kind(), e.0));
-                    cx.h.stop();
-                    return;
-                }
-            }
-            // Measurement starts after the warmup; the run ends after the duration.
-            let t0 = cx.h.now();
-            started.set(Some(t0));
-            {
-                let mut r = cx.rec.borrow_mut();
-                r.from = t0 + cx.spec.warmup;
-                r.to = r.from + cx.spec.duration;
-            }
-            let shared = Rc::new(SysbenchShared::default());
-            for (i, rng) in std::mem::take(&mut client_rngs).into_iter().enumerate() {
-                let i = i as u32;
-                let c = cx.clone();
-                match c.spec.kind {
-                    Kind::Dbench => cx.h.spawn(
-                        &format!("client{i}"),
-                        super::dbench::dbench_client(c, i, rng),
-                    ),
-                    Kind::SysbenchFileio => cx.h.spawn(
-                        &format!("thread{i}"),
-                        sysbench_thread(c, shared.clone(), rng),
-                    ),
-                    Kind::FsMark => cx.h.spawn(&format!("thread{i}"), fsmark_thread(c, i)),
-                    Kind::Fio => cx.h.spawn(&format!("job{i}"), fio_job(c, i, rng)),
-                    Kind::Kbuild => {
-                        let b = build.clone().expect("drawn for kbuild");
-                        cx.h.spawn(&format!("make{i}"), super::kbuild::job(c, i, b))
-                    }
-                    Kind::ReadLatency => cx.h.spawn(&format!("dd{i}"), super::stream::writer(c, i)),
-                };
-            }
-            if cx.spec.kind == Kind::Kbuild {
-                let (h, probe, warmup) = (cx.h.clone(), probe.clone(), cx.spec.warmup);
-                cx.h.spawn_daemon("iostat", async move {
-                    h.sleep(warmup).await;
-                    *window_dev.borrow_mut() = Some((h.now(), probe.stats()));
-                });
-            }
-            for r in 0..cx.spec.readers {
-                let c = cx.clone();
-                if cx.spec.kind == Kind::ReadLatency {
-                    cx.h.spawn(&format!("reader{r}"), super::stream::reader(c, r));
-                } else {
-                    cx.h.spawn(&format!("fio{r}"), reader_thread(c, r));
-                }
-            }
-            // Always there, so that a run with a progress bar is the same run as one without.
-            let h = cx.h.clone();
-            cx.h.spawn_daemon("progress", async move {
-                loop {
-                    h.sleep(sim::S).await;
-                    if let Some(tick) = &progress {
-                        tick(h.now() - t0);
-                    }
-                }
-            });
-            let h = cx.h.clone();
-            let end = cx.spec.warmup + cx.spec.duration;
-            // Clients may have queued CPU-only operations up to the end; let them finish.
-            cx.h.spawn_daemon("stopper", async move {
-                h.sleep(end).await;
-                h.stop();
-            });
-        });
-    }
+    let mut run = Run::start(spec, policy, device, &mut streams, tracing);
+    run.spawn_setup(spec, &mut streams, progress);
     let sink_error: Rc<RefCell<Option<String>>> = Default::default();
     let sink = Rc::new(RefCell::new(sink));
     if tracing {
-        let (h2, rec2, sink2, err2) = (h.clone(), rec.clone(), sink.clone(), sink_error.clone());
-        sim.spawn_daemon("trace-drain", async move {
-            let mut buf = Vec::new();
-            loop {
-                h2.sleep(TRACE_DRAIN).await;
-                h2.drain_trace(&mut buf);
-                let slices = std::mem::take(&mut rec2.borrow_mut().slices);
-                if let Some(s) = sink2.borrow_mut().as_mut() {
-                    if let Err(e) = s(&h2, &buf, &slices) {
-                        *err2.borrow_mut() = Some(e.to_string());
-                        h2.stop();
-                        return;
-                    }
-                }
-                buf.clear();
-            }
-        });
+        spawn_trace_drain(&mut run.sim, &run.h, &run.rec, &sink, &sink_error);
     }
-    let outcome = sim.run();
+    let outcome = run.sim.run();
     if let Some(s) = sink.borrow_mut().as_mut() {
         let mut buf = Vec::new();
-        h.drain_trace(&mut buf);
-        let slices = std::mem::take(&mut rec.borrow_mut().slices);
-        s(&h, &buf, &slices).map_err(|e| format!("--trace: {e}"))?;
+        run.h.drain_trace(&mut buf);
+        let slices = std::mem::take(&mut run.rec.borrow_mut().slices);
+        s(&run.h, &buf, &slices).map_err(|e| format!("--trace: {e}"))?;
     }
     if let Some(e) = sink_error.borrow().clone() {
         return Err(format!("--trace: {e}"));
     }
-    if let Some(e) = errors.borrow().first() {
+    if let Some(e) = run.errors.borrow().first() {
         return Err(format!("{}: {e}", spec.origin));
     }
-    fs.finish();
-    let mut violations = fs.violations();
-    let summary = match outcome {
+    Ok(run.result(spec, policy, device, seed, outcome))
+}
+
+/// The device counters at the start of kbuild's measured window: (when, counters).
+type WindowDev = Rc<RefCell<Option<(Nanos, crate::device::DeviceStats)>>>;
+
+/// One workload run's simulation and what its tasks share with it.
+struct Run {
+    sim: Sim,
+    h: Handle,
+    fs: Mounted,
+    /// The device, for its counters.
+    probe: Device,
+    /// kbuild: the device counters at the start of the measured window (for `iostat`).
+    window_dev: WindowDev,
+    /// When the setup finished (the warmup starts).
+    started: Rc<Cell<Option<Nanos>>>,
+    rec: Rc<RefCell<Recorder>>,
+    errors: Rc<RefCell<Vec<String>>>,
+}
+
+impl Run {
+    /// The simulation with its device and the filesystem mounted on it, no task spawned.
+    fn start(
+        spec: &Spec,
+        policy: &Policy,
+        device: &DeviceConfig,
+        streams: &mut RngStreams,
+        tracing: bool,
+    ) -> Run {
+        let mut sim = Sim::new();
+        // No scheduler decides at named points here: they are trace marks, not yields.
+        sim.set_points_yield(false);
+        sim.keep_trace(tracing);
+        let h = sim.handle();
+        let dev = Device::new(&mut sim, device.clone(), streams);
+        dev.set_histograms(false);
+        let probe = dev.clone();
+        let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), Costs::default());
+        fs.set_latency(false);
+        fs.set_history(false);
+        if let Some(cores) = spec.cpus {
+            h.set_cpus(cores, sched_slice(cores));
+        }
+        fs.spawn_committer(&h, spec.commit_interval);
+        let rec = Rc::new(RefCell::new(Recorder::new(&h, spec, tracing)));
+        Run {
+            sim,
+            h,
+            fs,
+            probe,
+            window_dev: Default::default(),
+            started: Rc::new(Cell::new(None)),
+            rec,
+            errors: Default::default(),
+        }
+    }
+
+    /// Spawns the setup task, which starts the clients (each with its own stream).
+    fn spawn_setup(&mut self, spec: &Spec, streams: &mut RngStreams, progress: Option<Progress>) {
+        let cx = Ctx {
+            h: self.h.clone(),
+            fs: self.fs.clone(),
+            rec: self.rec.clone(),
+            spec: Rc::new(spec.clone()),
+            errors: self.errors.clone(),
+        };
+        let client_rngs: Vec<Stream> = (0..spec.clients)
+            .map(|i| streams.stream(&format!("workload.client{i}")))
+            .collect();
+        let build =
+            (spec.kind == Kind::Kbuild).then(|| Rc::new(super::kbuild::Build::new(spec, streams)));
+        let mut ops = setup_ops(spec);
+        if let Some(b) = &build {
+            ops.splice(0..0, super::kbuild::setup_ops(spec, b));
+        }
+        let setup = Setup {
+            cx,
+            started: self.started.clone(),
+            ops,
+            client_rngs,
+            build,
+            window_dev: self.window_dev.clone(),
+            probe: self.probe.clone(),
+            progress,
+        };
+        self.sim.spawn("setup", setup.run());
+    }
+
+    /// The result of the finished run.
+    fn result(
+        self,
+        spec: &Spec,
+        policy: &Policy,
+        device: &DeviceConfig,
+        seed: u64,
+        outcome: Result<sim::RunSummary, SimError>,
+    ) -> WorkloadResult {
+        let Run { sim, h, fs, .. } = &self;
+        fs.finish();
+        let mut violations = fs.violations();
+        let summary = summary_or_s3(outcome, h, &mut violations);
+        let from = self.started.get().unwrap_or(0) + spec.warmup;
+        let measured = h.now().saturating_sub(from).max(1);
+        let iostat = self.window_dev.borrow().as_ref().map(|(at, a)| {
+            let units = device.parallelism;
+            crate::device::iostat::Iostat::between(a, &self.probe.stats(), h.now() - at, units)
+        });
+        let mut rec = self.rec.borrow_mut();
+        rec.flush_runs();
+        let ops = std::mem::take(&mut rec.ops);
+        let slowest = std::mem::take(&mut rec.slowest);
+        let stats = sim.resource_stats();
+        WorkloadResult {
+            workload: spec.name.clone(),
+            kind: spec.kind,
+            clients: spec.clients,
+            sync_open: spec.sync_open,
+            policy: policy.clone(),
+            device: device.name.clone(),
+            seed,
+            measured,
+            ops,
+            classes: sim.class_names(),
+            slowest,
+            files_done: rec.files_done,
+            iostat,
+            units: spec.units,
+            resources: stats.len(),
+            metrics: {
+                let mut m = fs.metrics();
+                m.waits = crate::vfs::wait_totals(&stats);
+                m
+            },
+            violations,
+            trace_hash: summary.trace_hash,
+            events: summary.dispatches,
+        }
+    }
+}
+
+impl Recorder {
+    /// A recorder for `spec`'s operations, its window not yet open.
+    fn new(h: &Handle, spec: &Spec, tracing: bool) -> Self {
+        let ops = spec
+            .kind
+            .ops()
+            .iter()
+            .map(|&name| OpResult {
+                name,
+                hist: new_histogram(),
+                bytes: 0,
+                attribution: Vec::new(),
+            })
+            .collect();
+        Recorder {
+            from: Nanos::MAX,
+            to: Nanos::MAX,
+            cpu_class: 0,
+            cpu_wait_class: h.class_static("cpu_wait") as usize,
+            runs: vec![(0, 0); spec.kind.ops().len()],
+            ops,
+            slowest: Vec::new(),
+            files_done: 0,
+            tracing,
+            slices: Vec::new(),
+        }
+    }
+}
+
+/// The setup task: runs the setup operations, opens the measured window, then starts the
+/// clients, the readers and the daemons.
+struct Setup {
+    cx: Ctx,
+    started: Rc<Cell<Option<Nanos>>>,
+    ops: Vec<Op>,
+    client_rngs: Vec<Stream>,
+    build: Option<Rc<super::kbuild::Build>>,
+    window_dev: WindowDev,
+    probe: Device,
+    progress: Option<Progress>,
+}
+
+impl Setup {
+    async fn run(self) {
+        let cx = self.cx;
+        for op in &self.ops {
+            if let Err(e) = cx.fs.run_op(op).await {
+                cx.errors
+                    .borrow_mut()
+                    .push(format!("setup: {}: {}", op.kind(), e.0));
+                cx.h.stop();
+                return;
+            }
+        }
+        // Measurement starts after the warmup; the run ends after the duration.
+        let t0 = cx.h.now();
+        self.started.set(Some(t0));
+        {
+            let mut r = cx.rec.borrow_mut();
+            r.from = t0 + cx.spec.warmup;
+            r.to = r.from + cx.spec.duration;
+        }
+        spawn_clients(&cx, self.client_rngs, &self.build);
+        if cx.spec.kind == Kind::Kbuild {
+            let (h, probe, warmup) = (cx.h.clone(), self.probe.clone(), cx.spec.warmup);
+            let window_dev = self.window_dev;
+            cx.h.spawn_daemon("iostat", async move {
+                h.sleep(warmup).await;
+                *window_dev.borrow_mut() = Some((h.now(), probe.stats()));
+            });
+        }
+        for r in 0..cx.spec.readers {
+            let c = cx.clone();
+            if cx.spec.kind == Kind::ReadLatency {
+                cx.h.spawn(&format!("reader{r}"), super::stream::reader(c, r));
+            } else {
+                cx.h.spawn(&format!("fio{r}"), reader_thread(c, r));
+            }
+        }
+        // Always there, so that a run with a progress bar is the same run as one without.
+        let h = cx.h.clone();
+        let progress = self.progress;
+        cx.h.spawn_daemon("progress", async move {
+            loop {
+                h.sleep(sim::S).await;
+                if let Some(tick) = &progress {
+                    tick(h.now() - t0);
+                }
+            }
+        });
+        let h = cx.h.clone();
+        let end = cx.spec.warmup + cx.spec.duration;
+        // Clients may have queued CPU-only operations up to the end; let them finish.
+        cx.h.spawn_daemon("stopper", async move {
+            h.sleep(end).await;
+            h.stop();
+        });
+    }
+}
+
+/// Spawns the workload's clients (threads, jobs), each with its own stream.
+fn spawn_clients(cx: &Ctx, client_rngs: Vec<Stream>, build: &Option<Rc<super::kbuild::Build>>) {
+    let shared = Rc::new(SysbenchShared::default());
+    for (i, rng) in client_rngs.into_iter().enumerate() {
+        let i = i as u32;
+        let c = cx.clone();
+        match c.spec.kind {
+            Kind::Dbench => cx.h.spawn(
+                &format!("client{i}"),
+                super::dbench::dbench_client(c, i, rng),
+            ),
+            Kind::SysbenchFileio => cx.h.spawn(
+                &format!("thread{i}"),
+                sysbench_thread(c, shared.clone(), rng),
+            ),
+            Kind::FsMark => cx.h.spawn(&format!("thread{i}"), fsmark_thread(c, i)),
+            Kind::Fio => cx.h.spawn(&format!("job{i}"), fio_job(c, i, rng)),
+            Kind::Kbuild => {
+                let b = build.clone().expect("drawn for kbuild");
+                cx.h.spawn(&format!("make{i}"), super::kbuild::job(c, i, b))
+            }
+            Kind::ReadLatency => cx.h.spawn(&format!("dd{i}"), super::stream::writer(c, i)),
+        };
+    }
+}
+
+/// Hands the trace to the sink every `TRACE_DRAIN`; a sink error stops the run.
+fn spawn_trace_drain(
+    sim: &mut Sim,
+    h: &Handle,
+    rec: &Rc<RefCell<Recorder>>,
+    sink: &Rc<RefCell<Option<TraceSink>>>,
+    sink_error: &Rc<RefCell<Option<String>>>,
+) {
+    let (h2, rec2, sink2, err2) = (h.clone(), rec.clone(), sink.clone(), sink_error.clone());
+    sim.spawn_daemon("trace-drain", async move {
+        let mut buf = Vec::new();
+        loop {
+            h2.sleep(TRACE_DRAIN).await;
+            h2.drain_trace(&mut buf);
+            let slices = std::mem::take(&mut rec2.borrow_mut().slices);
+            if let Some(s) = sink2.borrow_mut().as_mut() {
+                if let Err(e) = s(&h2, &buf, &slices) {
+                    *err2.borrow_mut() = Some(e.to_string());
+                    h2.stop();
+                    return;
+                }
+            }
+            buf.clear();
+        }
+    });
+}
+
+/// The run's summary; a run the engine could not finish is violation S3 (and a summary of
+/// the time reached).
+fn summary_or_s3(
+    outcome: Result<sim::RunSummary, SimError>,
+    h: &Handle,
+    violations: &mut Vec<Violation>,
+) -> sim::RunSummary {
+    match outcome {
         Ok(s) => s,
         Err(e) => {
             violations.push(Violation {
@@ -908,42 +1056,5 @@ pub fn run_with_progress(
                 stopped: false,
             }
         }
-    };
-    let t0 = started.get().unwrap_or(0);
-    let from = t0 + spec.warmup;
-    let measured = h.now().saturating_sub(from).max(1);
-    let iostat = window_dev.borrow().as_ref().map(|(at, a)| {
-        let units = device.parallelism;
-        crate::device::iostat::Iostat::between(a, &probe.stats(), h.now() - at, units)
-    });
-    let mut rec = rec.borrow_mut();
-    rec.flush_runs();
-    let ops = std::mem::take(&mut rec.ops);
-    let slowest = std::mem::take(&mut rec.slowest);
-    let stats = sim.resource_stats();
-    Ok(WorkloadResult {
-        workload: spec.name.clone(),
-        kind: spec.kind,
-        clients: spec.clients,
-        sync_open: spec.sync_open,
-        policy: policy.clone(),
-        device: device.name.clone(),
-        seed,
-        measured,
-        ops,
-        classes: sim.class_names(),
-        slowest,
-        files_done: rec.files_done,
-        iostat,
-        units: spec.units,
-        resources: stats.len(),
-        metrics: {
-            let mut m = fs.metrics();
-            m.waits = crate::vfs::wait_totals(&stats);
-            m
-        },
-        violations,
-        trace_hash: summary.trace_hash,
-        events: summary.dispatches,
-    })
+    }
 }
