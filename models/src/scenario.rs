@@ -1342,21 +1342,7 @@ fn run_full(
     sim.keep_trace(keep_trace);
     sim.set_time_limit(3600 * sim::S);
     let mut streams = RngStreams::new(seed);
-    let sched = scheduler_for(sc, interleaving, &mut streams);
-    let crash_fs: std::rc::Rc<std::cell::RefCell<Option<Mounted>>> = Default::default();
-    let crash_out: CrashSlot = Default::default();
-    match crash {
-        Some(CrashPoint::Step { task, point, nth }) => sim.set_scheduler(Box::new(CrashAt {
-            inner: sched,
-            task: task.clone(),
-            point: point.clone(),
-            nth: *nth,
-            seen: 0,
-            fs: crash_fs.clone(),
-            out: crash_out.clone(),
-        })),
-        _ => sim.set_scheduler(sched),
-    }
+    let (crash_fs, crash_out) = set_scheduler(&mut sim, sc, interleaving, &mut streams, crash);
     let h = sim.handle();
     let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
     dev.set_histograms(keep_trace);
@@ -1407,6 +1393,34 @@ fn run_full(
     };
     let recovered = crash_out.borrow_mut().take();
     (result, recovered)
+}
+
+/// Sets the run's scheduler: `interleaving`'s, wrapped to take the power failure when
+/// `crash` is at a step. Returns where the crash takes the filesystem from and where it
+/// puts the recovered state.
+fn set_scheduler(
+    sim: &mut Sim,
+    sc: &Scenario,
+    interleaving: &Interleaving,
+    streams: &mut RngStreams,
+    crash: Option<&CrashPoint>,
+) -> (std::rc::Rc<std::cell::RefCell<Option<Mounted>>>, CrashSlot) {
+    let sched = scheduler_for(sc, interleaving, streams);
+    let crash_fs: std::rc::Rc<std::cell::RefCell<Option<Mounted>>> = Default::default();
+    let crash_out: CrashSlot = Default::default();
+    match crash {
+        Some(CrashPoint::Step { task, point, nth }) => sim.set_scheduler(Box::new(CrashAt {
+            inner: sched,
+            task: task.clone(),
+            point: point.clone(),
+            nth: *nth,
+            seen: 0,
+            fs: crash_fs.clone(),
+            out: crash_out.clone(),
+        })),
+        _ => sim.set_scheduler(sched),
+    }
+    (crash_fs, crash_out)
 }
 
 /// Spawns the setup task: it runs the setup operations, then spawns the scenario's tasks.

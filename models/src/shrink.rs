@@ -108,6 +108,38 @@ struct Ctx<'a> {
     runs: u64,
 }
 
+impl<'a> Ctx<'a> {
+    /// The shrink of `base`'s run under `policy` (one run made: the explored one).
+    fn new(
+        base: &'a Scenario,
+        policy: &'a Policy,
+        device: &'a DeviceConfig,
+        device_spec: &str,
+        seed: u64,
+        target: &'a Target,
+    ) -> Self {
+        // The written file must play under every policy `fsyncsim run FILE` uses by default.
+        let pre = base.pre_policy() == *policy;
+        let also = if pre {
+            vec![base.post_policy()]
+        } else {
+            vec![]
+        };
+        Ctx {
+            base,
+            policy,
+            also,
+            strict: false,
+            device,
+            device_spec: device_spec.to_string(),
+            seed,
+            target,
+            header: Vec::new(),
+            runs: 1,
+        }
+    }
+}
+
 impl Ctx<'_> {
     /// The candidate as a scenario file, parsed back (None if it is not a valid scenario).
     fn scenario(&self, c: &Candidate) -> Option<(Scenario, String)> {
@@ -343,21 +375,8 @@ pub fn shrink_on(
         ops: Size::of(sc).ops,
         decisions: first.decisions.len(),
     };
-    // The written file must play under every policy `fsyncsim run FILE` uses by default.
     let pre = sc.pre_policy() == *policy;
-    let also = if pre { vec![sc.post_policy()] } else { vec![] };
-    let mut ctx = Ctx {
-        base: sc,
-        policy,
-        also,
-        strict: false,
-        device,
-        device_spec: device_spec.to_string(),
-        seed,
-        target,
-        header: Vec::new(),
-        runs: 1,
-    };
+    let mut ctx = Ctx::new(sc, policy, device, device_spec, seed, target);
     let mut cur = Candidate {
         setup: sc.setup.clone(),
         tasks: sc.tasks.clone(),
@@ -379,13 +398,11 @@ pub fn shrink_on(
         }
         shrink_passes(&mut ctx, &mut cur, sc.costs.sectorsize);
     }
-    let after = {
-        let (tasks, ops, decisions) = cur.size();
-        Size {
-            tasks,
-            ops,
-            decisions,
-        }
+    let (tasks, ops, decisions) = cur.size();
+    let after = Size {
+        tasks,
+        ops,
+        decisions,
     };
     let mut header = header_lines(command, sc, policy, seed, &before, &after, full_script);
     let (out, v1, reproduce) = file_expectations(&ctx, &cur, pre, run_flags);

@@ -168,13 +168,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
     }
     let (spec, dev) = a.load.load()?;
     let (baseline, current) = compare_policies(&a, &spec);
-    let trace_path = compare_trace_path(&a)?;
-    if let (Some(Some(f)), _) = (&a.trace, &a.out) {
-        out_file("--trace", f)?;
-    }
-    if let Some(d) = &a.out {
-        out_dir("--out", d)?;
-    }
+    let trace_path = compare_outputs(&a)?;
     // Every output is staged next to its destination and moved into place once all are
     // written: a failure or a signal (the handler is installed first) leaves none of them.
     let mut staging = reports::output::Staging::default();
@@ -244,19 +238,26 @@ fn compare_policies(a: &CompareArgs, spec: &models::workload::spec::Spec) -> (Po
     (baseline, current)
 }
 
-/// --trace FILE, or --trace alone: trace.json in --out.
-fn compare_trace_path(a: &CompareArgs) -> Result<Option<PathBuf>, Failure> {
-    Ok(match (&a.trace, &a.out) {
-        (None, _) => None,
-        (Some(Some(f)), _) => Some(f.clone()),
-        (Some(None), Some(d)) => Some(d.join("trace.json")),
-        (Some(None), None) => {
-            return Err(Failure(
+/// The trace's path (--trace FILE, or --trace alone: trace.json in --out), once the output
+/// paths are checked.
+fn compare_outputs(a: &CompareArgs) -> Result<Option<PathBuf>, Failure> {
+    let trace_path =
+        match (&a.trace, &a.out) {
+            (None, _) => None,
+            (Some(Some(f)), _) => Some(f.clone()),
+            (Some(None), Some(d)) => Some(d.join("trace.json")),
+            (Some(None), None) => return Err(Failure(
                 "--trace without FILE writes trace.json into --out DIR: give --out or --trace FILE"
                     .into(),
-            ))
-        }
-    })
+            )),
+        };
+    if let (Some(Some(f)), _) = (&a.trace, &a.out) {
+        out_file("--trace", f)?;
+    }
+    if let Some(d) = &a.out {
+        out_dir("--out", d)?;
+    }
+    Ok(trace_path)
 }
 
 /// The staged paths of the trace and of results.json: (trace, results).

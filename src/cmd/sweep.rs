@@ -26,10 +26,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     // in the checkpoint's arguments, so that --resume with other inputs is refused. Extra
     // targets change what is counted, so they are part of it.
     let id_flags = sweep_id_flags(&flags, &a.target);
-    let ids: Vec<reports::sweep::Identity> = pols
-        .iter()
-        .map(|p| reports::sweep::Identity::new(&sc, &dev, p, &id_flags, &a.seeds, COMMIT))
-        .collect();
+    let ids = identities(&sc, &dev, &pols, &id_flags, &a.seeds);
     let meta = sweep_meta(&a, &sc.name, &flags, &pols, &ids);
     let mut progress: Vec<(u64, models::sweep::SweepResult)> =
         vec![(0, models::sweep::SweepResult::default()); pols.len()];
@@ -41,58 +38,31 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
         out_dir("--out", d)?;
     }
     let stop = stop_on_signal();
-    let chunks_run = std::cell::Cell::new(0u64);
+    let chunked = Chunked {
+        a: &a,
+        sc: &sc,
+        dev: &dev,
+        pols: &pols,
+        shard,
+        jobs,
+        strategy: &strategy,
+        flags: &flags,
+        dir: &dir,
+        meta: &meta,
+        stop: &stop,
+        bar: &bar,
+        chunks_run: std::cell::Cell::new(0),
+    };
     let mut finished = true;
     let mut out = Vec::new();
     for (i, p) in pols.iter().enumerate() {
         let (mut done, mut acc) = std::mem::take(&mut progress[i]);
         if finished {
-            let mut checkpoint = |d: u64, r: &models::sweep::SweepResult| -> Result<(), String> {
-                progress[i] = (d, r.clone());
-                chunks_run.set(chunks_run.get() + 1);
-                if a.stop_after_chunks.is_some_and(|n| chunks_run.get() >= n) {
-                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-                }
-                match &dir {
-                    Some(d) => {
-                        write_state(d, &meta, &progress, &sc, &dev, &pols, &a, shard, &flags)
-                    }
-                    None => Ok(()),
-                }
-            };
-            let (d, complete) = models::sweep::sweep_chunked(
-                &sc,
-                p,
-                &dev,
-                a.seeds.clone(),
-                shard,
-                jobs,
-                &strategy,
-                &a.target,
-                &|n| bar.inc(n),
-                &stop,
-                done,
-                &mut acc,
-                &mut checkpoint,
-            )
-            .map_err(Failure)?;
-            done = d;
-            finished = complete;
+            (done, finished) = chunked.run(i, &mut progress, done, &mut acc)?;
         }
         progress[i] = (done, acc.clone());
         bar.set_message(format!("{} hit targets", acc.targets.len()));
-        let mut report = reports::sweep::SweepReport::new(
-            &sc,
-            p,
-            &flags,
-            a.seeds.clone(),
-            shard,
-            acc,
-            ids[i].clone(),
-        );
-        report.partial = !finished;
-        add_device_flag(&mut report, &a);
-        out.push(report);
+        out.push(chunked.report(p, acc, ids[i].clone(), finished));
     }
     bar.finish_and_clear();
     refuse_unplayable(&out, &pols, &sc, &dev, &strategy)?;
@@ -101,6 +71,104 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     }
     print_sweeps(&out, a.json);
     Ok(verdict(&out))
+}
+
+/// What each policy's chunked sweep shares: its inputs, where checkpoints go and what they
+/// record, the stop flag, the progress bar, and the chunks run so far (--stop-after-chunks).
+struct Chunked<'a> {
+    a: &'a SweepArgs,
+    sc: &'a Scenario,
+    dev: &'a DeviceConfig,
+    pols: &'a [Policy],
+    shard: models::sweep::Shard,
+    jobs: usize,
+    strategy: &'a Interleaving,
+    flags: &'a str,
+    dir: &'a Option<PathBuf>,
+    meta: &'a serde_json::Value,
+    stop: &'a std::sync::atomic::AtomicBool,
+    bar: &'a indicatif::ProgressBar,
+    chunks_run: std::cell::Cell<u64>,
+}
+
+impl Chunked<'_> {
+    /// Policy `p`'s report of `acc` (partial unless `finished`).
+    fn report(
+        &self,
+        p: &Policy,
+        acc: models::sweep::SweepResult,
+        id: reports::sweep::Identity,
+        finished: bool,
+    ) -> reports::sweep::SweepReport {
+        let mut report = reports::sweep::SweepReport::new(
+            self.sc,
+            p,
+            self.flags,
+            self.a.seeds.clone(),
+            self.shard,
+            acc,
+            id,
+        );
+        report.partial = !finished;
+        add_device_flag(&mut report, self.a);
+        report
+    }
+
+    /// Sweeps policy `i` on from `done` chunks into `acc`, writing the checkpoint (all of
+    /// `progress`) after each chunk: (chunks done, whether every chunk ran).
+    fn run(
+        &self,
+        i: usize,
+        progress: &mut [(u64, models::sweep::SweepResult)],
+        done: u64,
+        acc: &mut models::sweep::SweepResult,
+    ) -> Result<(u64, bool), Failure> {
+        let (a, bar) = (self.a, self.bar);
+        let mut checkpoint = |d: u64, r: &models::sweep::SweepResult| -> Result<(), String> {
+            progress[i] = (d, r.clone());
+            self.chunks_run.set(self.chunks_run.get() + 1);
+            if a.stop_after_chunks
+                .is_some_and(|n| self.chunks_run.get() >= n)
+            {
+                self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            match self.dir {
+                Some(d) => write_state(
+                    d, self.meta, progress, self.sc, self.dev, self.pols, a, self.shard, self.flags,
+                ),
+                None => Ok(()),
+            }
+        };
+        models::sweep::sweep_chunked(
+            self.sc,
+            &self.pols[i],
+            self.dev,
+            a.seeds.clone(),
+            self.shard,
+            self.jobs,
+            self.strategy,
+            &a.target,
+            &|n| bar.inc(n),
+            self.stop,
+            done,
+            acc,
+            &mut checkpoint,
+        )
+        .map_err(Failure)
+    }
+}
+
+/// Each policy's sweep identity (what determines its result).
+fn identities(
+    sc: &Scenario,
+    dev: &DeviceConfig,
+    pols: &[Policy],
+    id_flags: &str,
+    seeds: &std::ops::Range<u64>,
+) -> Vec<reports::sweep::Identity> {
+    pols.iter()
+        .map(|p| reports::sweep::Identity::new(sc, dev, p, id_flags, seeds, COMMIT))
+        .collect()
 }
 
 /// --seed and --decisions belong to exhaustive sweeps: refused for the others.

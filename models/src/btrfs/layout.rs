@@ -187,30 +187,40 @@ fn pack(items: &[(u64, u64)], cap: u64) -> Vec<u64> {
     out
 }
 
+/// Where a populated filesystem's chunks begin: the metadata chunk's logical address, its
+/// copies (2 with DUP metadata), and the first data chunk's address.
+#[derive(Clone, Copy)]
+struct Bases {
+    meta_logical: u64,
+    meta_copies: u64,
+    data_start: u64,
+}
+
+/// Leaves of each tree as their first keys: extent, csum, fs.
+struct LeafKeys {
+    ext: Vec<u64>,
+    csum: Vec<u64>,
+    fs: Vec<u64>,
+    /// Metadata blocks the extent tree holds items for (an estimate from the other trees).
+    n_meta_blocks: u64,
+}
+
+/// The index of the leaf holding `key`, of leaves with first keys `ls`.
+fn leaf_of(ls: &[u64], key: u64) -> usize {
+    ls.partition_point(|&l| l <= key).saturating_sub(1)
+}
+
 impl Layout {
     /// Populates a filesystem with `p`, drawing sizes and deletions from `rng`.
     pub fn build(p: &LayoutParams, rng: &mut impl Rng) -> Layout {
         let meta_logical = RESERVED + 2 * SYSTEM_STRIPE;
         let meta_copies = if p.metadata_dup { 2 } else { 1 };
-        let data_start = meta_logical + meta_copies * META_CHUNK;
-        // Files in allocation order; each one extent in the current data chunk.
-        let mut files = Vec::with_capacity(p.files as usize);
-        let mut chunk_end = data_start + DATA_CHUNK;
-        let mut cursor = data_start;
-        for _ in 0..p.files {
-            let size = rng.random_range(p.min_size..=p.max_size.max(p.min_size));
-            let len = size.div_ceil(SECTOR) * SECTOR;
-            if cursor + len > chunk_end {
-                cursor = chunk_end;
-                chunk_end += DATA_CHUNK;
-            }
-            files.push(Extent {
-                logical: cursor,
-                len,
-            });
-            cursor += len;
-        }
-        let n_data_chunks = (chunk_end - data_start) / DATA_CHUNK;
+        let at = Bases {
+            meta_logical,
+            meta_copies,
+            data_start: meta_logical + meta_copies * META_CHUNK,
+        };
+        let (files, n_data_chunks) = place_files(p, rng, at.data_start);
         let mut order: Vec<usize> = (0..files.len()).collect();
         order.shuffle(rng);
         let n_del = (p.files / p.delete_every.max(1)) as usize;
@@ -225,201 +235,15 @@ impl Layout {
             .filter(|(_, &d)| !d)
             .map(|(e, _)| *e)
             .collect();
-
-        let cap_full = |fill: f64| ((LEAF_DATA as f64) * fill) as u64;
-        // Extent tree items (before the deletion, so leaves are cut at population time).
-        let csum_items: Vec<(u64, u64)> = files
-            .iter()
-            .map(|e| (e.logical, 25 + 4 * e.len / SECTOR))
-            .collect();
-        let csum_leaves = pack(&csum_items, LEAF_DATA);
-        // fs tree: per file 447 bytes keyed by creation order; packed at ln 2.
-        let fs_items: Vec<(u64, u64)> = (0..files.len() as u64).map(|i| (i, 447)).collect();
-        let fs_leaves = pack(&fs_items, cap_full(std::f64::consts::LN_2));
-        // Metadata items: one per tree block; estimate the count first from the other trees.
-        let n_meta_blocks =
-            (csum_leaves.len() + fs_leaves.len()) as u64 * (NODE_FANOUT + 1) / NODE_FANOUT + 64;
-        let extent_leaf_guess = (files.len() as u64 * 78 + n_meta_blocks * 58) / LEAF_DATA + 1;
-        let mut ext_items: Vec<(u64, u64)> = Vec::new();
-        for i in 0..(n_meta_blocks + extent_leaf_guess) {
-            ext_items.push((meta_logical + i * NODESIZE, 58));
-        }
-        for c in 0..n_data_chunks {
-            ext_items.push((data_start + c * DATA_CHUNK, 49));
-        }
-        for e in &files {
-            ext_items.push((e.logical, 78));
-        }
-        ext_items.sort_unstable();
-        let ext_leaves = pack(&ext_items, LEAF_DATA);
+        let keys = leaf_keys(&files, at, n_data_chunks);
         // After deletion the leaves hold 1 − 1/delete_every of their bytes (the key ranges
         // are unchanged).
-
-        // Which leaves the deletion COWs, and in what order.
-        let leaf_of =
-            |ls: &[u64], key: u64| -> usize { ls.partition_point(|&l| l <= key).saturating_sub(1) };
-        let mut cow = Cow {
-            order: Vec::new(),
-            done: [
-                vec![false; ext_leaves.len()],
-                vec![false; csum_leaves.len()],
-                vec![false; fs_leaves.len()],
-            ],
-        };
-        // (a) unlinks in random order touch fs leaves.
-        for &i in &deleted_in_order {
-            cow.touch(Tree::Fs, leaf_of(&fs_leaves, i as u64));
-        }
-        // (b) delayed refs at commit, ascending bytenr: metadata items of the COWed blocks
-        // first (their keys are in the metadata chunk), then each freed data extent's extent
-        // item and csums.
-        let first_meta_leaves = leaf_of(&ext_leaves, meta_logical + n_meta_blocks * NODESIZE);
-        for l in 0..=first_meta_leaves {
-            cow.touch(Tree::Extent, l);
-        }
-        let mut freed: Vec<usize> = deleted_in_order.clone();
-        freed.sort_unstable();
-        for i in freed {
-            let e = files[i];
-            cow.touch(Tree::Extent, leaf_of(&ext_leaves, e.logical));
-            let (a, b) = (
-                leaf_of(&csum_leaves, e.logical),
-                leaf_of(&csum_leaves, e.logical + e.len - 1),
-            );
-            for l in a..=b {
-                cow.touch(Tree::Csum, l);
-            }
-        }
-        let Cow {
-            order: cow_order,
-            done: cowed,
-        } = cow;
-
-        // Blocks: leaves per tree, level-1 nodes over them, a root.
-        let mut blocks: Vec<Block> = Vec::new();
-        let mut leaves: [Vec<usize>; 3] = [Vec::new(), Vec::new(), Vec::new()];
-        let mut roots = [0usize; 3];
-        let node_cap = NODE_FANOUT as usize;
-        for (t, ls) in [
-            (Tree::Extent, &ext_leaves),
-            (Tree::Csum, &csum_leaves),
-            (Tree::Fs, &fs_leaves),
-        ] {
-            let root = blocks.len();
-            let n_nodes = ls.len().div_ceil(node_cap.max(2));
-            roots[t as usize] = root;
-            blocks.push(Block {
-                tree: t,
-                level: if n_nodes > 1 { 2 } else { 1 },
-                bytenr: 0,
-                lo: 0,
-                hi: u64::MAX,
-                parent: None,
-                slot: 0,
-            });
-            let cap = node_cap.max(2);
-            let first_key = |i: usize| if i == 0 { 0 } else { ls[i] };
-            let mut node_ids = vec![root];
-            if n_nodes > 1 {
-                node_ids.clear();
-                for k in 0..n_nodes {
-                    node_ids.push(blocks.len());
-                    blocks.push(Block {
-                        tree: t,
-                        level: 1,
-                        bytenr: 0,
-                        lo: first_key(k * cap),
-                        hi: ls.get((k + 1) * cap).copied().unwrap_or(u64::MAX),
-                        parent: Some(root),
-                        slot: k,
-                    });
-                }
-            }
-            for i in 0..ls.len() {
-                leaves[t as usize].push(blocks.len());
-                blocks.push(Block {
-                    tree: t,
-                    level: 0,
-                    bytenr: 0,
-                    lo: first_key(i),
-                    hi: ls.get(i + 1).copied().unwrap_or(u64::MAX),
-                    parent: Some(node_ids[(i / cap).min(node_ids.len() - 1)]),
-                    slot: i % cap,
-                });
-            }
-        }
-
-        // Region A: population order of every leaf; COWed ones leave holes there.
-        let pop_key = |t: Tree, l: usize| -> u64 {
-            match t {
-                Tree::Extent => ext_leaves[l].max(data_start),
-                Tree::Csum => csum_leaves[l],
-                Tree::Fs => files[(fs_leaves[l] as usize).min(files.len() - 1)].logical,
-            }
-        };
-        let mut pop: Vec<(u64, u8, usize)> = Vec::new();
-        for t in [Tree::Extent, Tree::Csum, Tree::Fs] {
-            for l in 0..leaves[t as usize].len() {
-                pop.push((pop_key(t, l), t as u8, l));
-            }
-        }
-        pop.sort_unstable();
-        let mut addr = meta_logical;
-        for &(_, t, l) in &pop {
-            if !cowed[t as usize][l] {
-                let id = leaves[t as usize][l];
-                blocks[id].bytenr = addr;
-            }
-            addr += NODESIZE;
-        }
-        // Region B: the deletion transaction, parents just before their first COWed child.
-        let mut node_placed = vec![false; blocks.len()];
-        for (t, l) in cow_order {
-            let id = leaves[t as usize][l];
-            let mut chain = Vec::new();
-            let mut p = blocks[id].parent;
-            while let Some(n) = p {
-                if !node_placed[n] {
-                    chain.push(n);
-                }
-                p = blocks[n].parent;
-            }
-            for n in chain.into_iter().rev() {
-                node_placed[n] = true;
-                blocks[n].bytenr = addr;
-                addr += NODESIZE;
-            }
-            blocks[id].bytenr = addr;
-            addr += NODESIZE;
-        }
-        for (n, placed) in node_placed.iter().enumerate() {
-            if !placed && blocks[n].level > 0 {
-                blocks[n].bytenr = addr;
-                addr += NODESIZE;
-            }
-        }
-        debug_assert!(addr <= meta_logical + META_CHUNK, "metadata chunk overflow");
-
-        let mut chunks = vec![Chunk {
-            kind: ChunkKind::Metadata,
-            logical: meta_logical,
-            len: META_CHUNK,
-            stripes: (0..meta_copies)
-                .map(|k| meta_logical + k * META_CHUNK)
-                .collect(),
-        }];
-        for c in 0..n_data_chunks {
-            let l = data_start + c * DATA_CHUNK;
-            chunks.push(Chunk {
-                kind: ChunkKind::Data,
-                logical: l,
-                len: DATA_CHUNK,
-                stripes: vec![l],
-            });
-        }
+        let cow = cow_order(&files, &deleted_in_order, &keys, at);
+        let (mut blocks, leaves, roots) = tree_blocks(&keys);
+        place_blocks(&mut blocks, &leaves, cow, &keys, &files, at);
         Layout {
             params: p.clone(),
-            chunks,
+            chunks: chunks(at, n_data_chunks),
             data,
             blocks,
             leaves,
@@ -468,4 +292,246 @@ impl Layout {
                 .map(|c| c.len * c.stripes.len() as u64)
                 .sum::<u64>()
     }
+}
+
+/// Files in allocation order, each one extent in the current data chunk; and the number of
+/// data chunks they fill.
+fn place_files(p: &LayoutParams, rng: &mut impl Rng, data_start: u64) -> (Vec<Extent>, u64) {
+    let mut files = Vec::with_capacity(p.files as usize);
+    let mut chunk_end = data_start + DATA_CHUNK;
+    let mut cursor = data_start;
+    for _ in 0..p.files {
+        let size = rng.random_range(p.min_size..=p.max_size.max(p.min_size));
+        let len = size.div_ceil(SECTOR) * SECTOR;
+        if cursor + len > chunk_end {
+            cursor = chunk_end;
+            chunk_end += DATA_CHUNK;
+        }
+        files.push(Extent {
+            logical: cursor,
+            len,
+        });
+        cursor += len;
+    }
+    (files, (chunk_end - data_start) / DATA_CHUNK)
+}
+
+/// Each tree's leaves, cut at population time (before the deletion).
+fn leaf_keys(files: &[Extent], at: Bases, n_data_chunks: u64) -> LeafKeys {
+    let cap_full = |fill: f64| ((LEAF_DATA as f64) * fill) as u64;
+    // Extent tree items (before the deletion, so leaves are cut at population time).
+    let csum_items: Vec<(u64, u64)> = files
+        .iter()
+        .map(|e| (e.logical, 25 + 4 * e.len / SECTOR))
+        .collect();
+    let csum_leaves = pack(&csum_items, LEAF_DATA);
+    // fs tree: per file 447 bytes keyed by creation order; packed at ln 2.
+    let fs_items: Vec<(u64, u64)> = (0..files.len() as u64).map(|i| (i, 447)).collect();
+    let fs_leaves = pack(&fs_items, cap_full(std::f64::consts::LN_2));
+    // Metadata items: one per tree block; estimate the count first from the other trees.
+    let n_meta_blocks =
+        (csum_leaves.len() + fs_leaves.len()) as u64 * (NODE_FANOUT + 1) / NODE_FANOUT + 64;
+    let extent_leaf_guess = (files.len() as u64 * 78 + n_meta_blocks * 58) / LEAF_DATA + 1;
+    let mut ext_items: Vec<(u64, u64)> = Vec::new();
+    for i in 0..(n_meta_blocks + extent_leaf_guess) {
+        ext_items.push((at.meta_logical + i * NODESIZE, 58));
+    }
+    for c in 0..n_data_chunks {
+        ext_items.push((at.data_start + c * DATA_CHUNK, 49));
+    }
+    for e in files {
+        ext_items.push((e.logical, 78));
+    }
+    ext_items.sort_unstable();
+    LeafKeys {
+        ext: pack(&ext_items, LEAF_DATA),
+        csum: csum_leaves,
+        fs: fs_leaves,
+        n_meta_blocks,
+    }
+}
+
+/// Which leaves the deletion COWs, and in what order.
+fn cow_order(files: &[Extent], deleted_in_order: &[usize], keys: &LeafKeys, at: Bases) -> Cow {
+    let mut cow = Cow {
+        order: Vec::new(),
+        done: [
+            vec![false; keys.ext.len()],
+            vec![false; keys.csum.len()],
+            vec![false; keys.fs.len()],
+        ],
+    };
+    // (a) unlinks in random order touch fs leaves.
+    for &i in deleted_in_order {
+        cow.touch(Tree::Fs, leaf_of(&keys.fs, i as u64));
+    }
+    // (b) delayed refs at commit, ascending bytenr: metadata items of the COWed blocks
+    // first (their keys are in the metadata chunk), then each freed data extent's extent
+    // item and csums.
+    let first_meta_leaves = leaf_of(&keys.ext, at.meta_logical + keys.n_meta_blocks * NODESIZE);
+    for l in 0..=first_meta_leaves {
+        cow.touch(Tree::Extent, l);
+    }
+    let mut freed: Vec<usize> = deleted_in_order.to_vec();
+    freed.sort_unstable();
+    for i in freed {
+        let e = files[i];
+        cow.touch(Tree::Extent, leaf_of(&keys.ext, e.logical));
+        let (a, b) = (
+            leaf_of(&keys.csum, e.logical),
+            leaf_of(&keys.csum, e.logical + e.len - 1),
+        );
+        for l in a..=b {
+            cow.touch(Tree::Csum, l);
+        }
+    }
+    cow
+}
+
+/// Blocks: leaves per tree, level-1 nodes over them, a root (no addresses yet); and each
+/// tree's leaf indices and root.
+fn tree_blocks(keys: &LeafKeys) -> (Vec<Block>, [Vec<usize>; 3], [usize; 3]) {
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut leaves: [Vec<usize>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    let mut roots = [0usize; 3];
+    let node_cap = NODE_FANOUT as usize;
+    for (t, ls) in [
+        (Tree::Extent, &keys.ext),
+        (Tree::Csum, &keys.csum),
+        (Tree::Fs, &keys.fs),
+    ] {
+        let root = blocks.len();
+        let n_nodes = ls.len().div_ceil(node_cap.max(2));
+        roots[t as usize] = root;
+        blocks.push(Block {
+            tree: t,
+            level: if n_nodes > 1 { 2 } else { 1 },
+            bytenr: 0,
+            lo: 0,
+            hi: u64::MAX,
+            parent: None,
+            slot: 0,
+        });
+        let cap = node_cap.max(2);
+        let first_key = |i: usize| if i == 0 { 0 } else { ls[i] };
+        let mut node_ids = vec![root];
+        if n_nodes > 1 {
+            node_ids.clear();
+            for k in 0..n_nodes {
+                node_ids.push(blocks.len());
+                blocks.push(Block {
+                    tree: t,
+                    level: 1,
+                    bytenr: 0,
+                    lo: first_key(k * cap),
+                    hi: ls.get((k + 1) * cap).copied().unwrap_or(u64::MAX),
+                    parent: Some(root),
+                    slot: k,
+                });
+            }
+        }
+        for i in 0..ls.len() {
+            leaves[t as usize].push(blocks.len());
+            blocks.push(Block {
+                tree: t,
+                level: 0,
+                bytenr: 0,
+                lo: first_key(i),
+                hi: ls.get(i + 1).copied().unwrap_or(u64::MAX),
+                parent: Some(node_ids[(i / cap).min(node_ids.len() - 1)]),
+                slot: i % cap,
+            });
+        }
+    }
+    (blocks, leaves, roots)
+}
+
+/// Addresses in the metadata chunk: region A, the population order of every leaf (COWed
+/// ones leave holes there); region B, the deletion transaction's COWs, parents just before
+/// their first COWed child; then the nodes not COWed.
+fn place_blocks(
+    blocks: &mut [Block],
+    leaves: &[Vec<usize>; 3],
+    cow: Cow,
+    keys: &LeafKeys,
+    files: &[Extent],
+    at: Bases,
+) {
+    let Cow {
+        order: cow_order,
+        done: cowed,
+    } = cow;
+    let pop_key = |t: Tree, l: usize| -> u64 {
+        match t {
+            Tree::Extent => keys.ext[l].max(at.data_start),
+            Tree::Csum => keys.csum[l],
+            Tree::Fs => files[(keys.fs[l] as usize).min(files.len() - 1)].logical,
+        }
+    };
+    let mut pop: Vec<(u64, u8, usize)> = Vec::new();
+    for t in [Tree::Extent, Tree::Csum, Tree::Fs] {
+        for l in 0..leaves[t as usize].len() {
+            pop.push((pop_key(t, l), t as u8, l));
+        }
+    }
+    pop.sort_unstable();
+    let mut addr = at.meta_logical;
+    for &(_, t, l) in &pop {
+        if !cowed[t as usize][l] {
+            let id = leaves[t as usize][l];
+            blocks[id].bytenr = addr;
+        }
+        addr += NODESIZE;
+    }
+    let mut node_placed = vec![false; blocks.len()];
+    for (t, l) in cow_order {
+        let id = leaves[t as usize][l];
+        let mut chain = Vec::new();
+        let mut p = blocks[id].parent;
+        while let Some(n) = p {
+            if !node_placed[n] {
+                chain.push(n);
+            }
+            p = blocks[n].parent;
+        }
+        for n in chain.into_iter().rev() {
+            node_placed[n] = true;
+            blocks[n].bytenr = addr;
+            addr += NODESIZE;
+        }
+        blocks[id].bytenr = addr;
+        addr += NODESIZE;
+    }
+    for (n, placed) in node_placed.iter().enumerate() {
+        if !placed && blocks[n].level > 0 {
+            blocks[n].bytenr = addr;
+            addr += NODESIZE;
+        }
+    }
+    debug_assert!(
+        addr <= at.meta_logical + META_CHUNK,
+        "metadata chunk overflow"
+    );
+}
+
+/// The metadata chunk (its DUP stripes), then the data chunks.
+fn chunks(at: Bases, n_data_chunks: u64) -> Vec<Chunk> {
+    let mut chunks = vec![Chunk {
+        kind: ChunkKind::Metadata,
+        logical: at.meta_logical,
+        len: META_CHUNK,
+        stripes: (0..at.meta_copies)
+            .map(|k| at.meta_logical + k * META_CHUNK)
+            .collect(),
+    }];
+    for c in 0..n_data_chunks {
+        let l = at.data_start + c * DATA_CHUNK;
+        chunks.push(Chunk {
+            kind: ChunkKind::Data,
+            logical: l,
+            len: DATA_CHUNK,
+            stripes: vec![l],
+        });
+    }
+    chunks
 }

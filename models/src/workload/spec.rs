@@ -447,6 +447,13 @@ impl Cx<'_> {
         })
     }
 
+    fn warmup(&self, f: &SpecFile) -> Result<Nanos, SpecError> {
+        match &f.warmup {
+            Some(w) => self.dur(w, "warmup", true),
+            None => Ok(0),
+        }
+    }
+
     /// `clients` (dbench) or `threads` (the others); the other key is an error.
     fn clients(&self, f: &SpecFile, kind: Kind) -> Result<u32, SpecError> {
         let clients_key = if kind == Kind::Dbench {
@@ -782,21 +789,17 @@ impl Spec {
         let rw = cx.rw(&f, kind)?;
         let clients = cx.clients(&f, kind)?;
         let duration = cx.dur(&f.duration, "duration", false)?;
-        let warmup = match &f.warmup {
-            Some(w) => cx.dur(w, "warmup", true)?,
-            None => 0,
-        };
+        let warmup = cx.warmup(&f)?;
         let (device, commit_interval, fs, options, ext) = cx.mount_keys(&f)?;
         let readers = cx.readers(&f, kind, ext)?;
         cx.kind_only_keys(&f, kind, ext)?;
         let hit_ratio = cx.share(&f.hit_ratio, "hit_ratio", 1.0)?;
         let page_cache = cx.share(&f.page_cache, "page_cache", 0.0)?;
-        let memory = cx.memory(&f)?;
         let mount = crate::vfs::Mount {
             no_holes: false,
             fs,
             options,
-            memory,
+            memory: cx.memory(&f)?,
         };
         let (baseline, current) = (cx.policy(&f.baseline)?, cx.policy(&f.current)?);
         let cpus = cx.cpus(&f)?;
