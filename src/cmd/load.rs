@@ -180,7 +180,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
     );
     let seed = a.seeds.first(a.seed, spec.seed).map_err(Failure)?;
     let points = a.vary.as_ref().map_or(1, |(_, v)| v.len() as u64);
-    let bar = runs_bar(points * seeds * 2);
+    let bar = runs_bar(points, seeds);
     let pairs = cmp::compare(
         &spec,
         &dev,
@@ -295,10 +295,11 @@ fn stage_compare_outputs(
     Ok((staged_trace, staged_results))
 }
 
-/// A progress bar of `len` runs on a terminal (stderr) only.
-fn runs_bar(len: u64) -> indicatif::ProgressBar {
+/// A progress bar of the runs of `seeds` seeds at `points` points, both policies, on a
+/// terminal (stderr) only (the count is only made there).
+fn runs_bar(points: u64, seeds: u64) -> indicatif::ProgressBar {
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new(len)
+        indicatif::ProgressBar::new(points * seeds * 2)
     } else {
         indicatif::ProgressBar::hidden()
     };

@@ -18,7 +18,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
     let shard = a.shard.unwrap_or(models::sweep::Shard::ALL);
     let strategy = a.strat.interleaving();
     let owned = shard_runs(a.seeds.end - a.seeds.start, shard);
-    let bar = progress_bar(owned * pols.len() as u64);
+    let bar = progress_bar(owned, pols.len());
     // Where checkpoints go, and what an earlier interrupted run left there.
     let dir = a.out.clone().or_else(|| a.resume.clone());
     let flags = a.strat.flags();
@@ -192,10 +192,11 @@ fn shard_runs(len: u64, shard: models::sweep::Shard) -> u64 {
     len / shard.n + u64::from(shard.k - 1 < len % shard.n)
 }
 
-/// A progress bar of `len` seeds on a terminal only; nothing else reads the clock.
-fn progress_bar(len: u64) -> indicatif::ProgressBar {
+/// A progress bar of `owned` seeds under each of `policies` on a terminal only (the count
+/// is only made there); nothing else reads the clock.
+fn progress_bar(owned: u64, policies: usize) -> indicatif::ProgressBar {
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        indicatif::ProgressBar::new(len)
+        indicatif::ProgressBar::new(owned * policies as u64)
     } else {
         indicatif::ProgressBar::hidden()
     };
