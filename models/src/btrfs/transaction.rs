@@ -190,7 +190,6 @@ impl Btrfs {
 
     /// btrfs_commit_transaction, called with a handle on `th.id`.
     pub async fn commit(&self, th: Trans) {
-        let h = &self.inner.h;
         let t = th.id;
         let already = self.inner.st.borrow().trans[&t].state >= TransState::CommitStart;
         // want_state (btrfs_commit_transaction@v5.12): an fsync's handle stops waiting for a
@@ -202,16 +201,44 @@ impl Btrfs {
             TransState::Completed
         };
         if already {
-            // Step 1: another task is committing it: end our handle and wait (5.12+ waiters
-            // may return once the superblocks are written).
-            self.end(th);
-            while self.inner.st.borrow().trans[&t].state < want {
-                self.inner.commit_wait.wait().await;
-            }
+            self.wait_for_other_commit(th, want).await;
             return;
         }
+        self.commit_start(t, want).await;
+        self.commit_wait_for_writers(th).await;
+        // Step 5-6: tree_log_mutex is held from here until the superblocks are written.
+        let tree_log = self.inner.tree_log_mutex.lock().await;
+        self.commit_critical_section(t).await;
+        self.commit_unblock(t).await;
+        let log_mutex = if self.mutant(Mutant::CommitTakesLogMutex) {
+            Some(self.inner.log_mutex.lock().await)
+        } else {
+            None
+        };
+        self.commit_write_tree_and_super(t).await;
+        drop(log_mutex);
+        drop(tree_log);
+        self.st_mut().trans.get_mut(&t).unwrap().state = TransState::SuperCommitted;
+        if self.inner.policy.super_committed {
+            self.inner.commit_wait.notify_all();
+        }
+        self.commit_unpin_and_complete(t).await;
+    }
+
+    /// Step 1 of the commit: another task is committing `th.id`; end our handle and wait
+    /// for it to reach `want` (5.12+ waiters may return once the superblocks are written).
+    async fn wait_for_other_commit(&self, th: Trans, want: TransState) {
+        let t = th.id;
+        self.end(th);
+        while self.inner.st.borrow().trans[&t].state < want {
+            self.inner.commit_wait.wait().await;
+        }
+    }
+
+    /// Step 2 of the commit: COMMIT_START, then wait until the previous transaction's
+    /// commit reaches `want`.
+    async fn commit_start(&self, t: TransId, want: TransState) {
         self.inner.m.borrow_mut().transaction_commits += 1;
-        // Step 2: COMMIT_START; wait for the previous transaction's commit.
         self.st_mut().trans.get_mut(&t).unwrap().state = TransState::CommitStart;
         self.point("trans:commit_start").await;
         loop {
@@ -227,10 +254,14 @@ impl Btrfs {
             }
             self.inner.commit_wait.wait().await;
         }
-        // Steps 3-4, in the kernel's two phases (btrfs_commit_transaction@v5.10): drop our
-        // own extwriter count (extwriter_counter_dec), wait until no START/ATTACH handle is
-        // left (JOIN handles may still enter), then COMMIT_DOING, which blocks new JOINs,
-        // and wait until ours is the only handle (num_writers == 1).
+    }
+
+    /// Steps 3-4 of the commit, in the kernel's two phases (btrfs_commit_transaction@v5.10):
+    /// drop our own extwriter count (extwriter_counter_dec), wait until no START/ATTACH
+    /// handle is left (JOIN handles may still enter), then COMMIT_DOING, which blocks new
+    /// JOINs, and wait until ours is the only handle (num_writers == 1).
+    async fn commit_wait_for_writers(&self, th: Trans) {
+        let t = th.id;
         if th.ext {
             self.st_mut().trans.get_mut(&t).unwrap().extwriters -= 1;
         }
@@ -242,42 +273,49 @@ impl Btrfs {
             self.inner.writers_wait.wait().await;
         }
         self.point("trans:commit_doing").await;
-        // Step 5-6: tree_log_mutex is held from here until the superblocks are written.
-        let tree_log = self.inner.tree_log_mutex.lock().await;
-        {
-            let _reloc = self.inner.reloc_mutex.lock().await;
-            // Nothing joins a transaction past COMMIT_DOING with one writer left: its dirty
-            // set is final. Running its delayed refs costs per COWed block.
-            let (blocks, refs) = {
-                let mut st = self.st_mut();
-                let tr = st.trans.get_mut(&t).unwrap();
-                let dirty = std::mem::take(&mut tr.dirty);
-                let heights = st.trees.heights();
-                let tr = st.trans.get_mut(&t).unwrap();
-                tr.dirty_blocks =
-                    crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty, heights)
-                        .max(1);
-                (tr.dirty_blocks, tr.delayed_refs)
-            };
-            // btrfs_run_delayed_refs: one extent-tree update per COWed block (its new copy
-            // and the freed old one count as one here) and per data extent allocated or freed.
-            let c = &self.inner.costs;
-            h.cpu(c.commit_cpu + (blocks + refs) * c.commit_cpu_per_block)
-                .await;
-            // commit_fs_roots frees the log trees: the commit captures everything logged;
-            // entries never synced are judged now.
-            self.judge(t, None);
+    }
+
+    /// The commit's critical section, under reloc_mutex (tree_log_mutex held by the
+    /// caller): fix the dirty set, run the delayed refs, commit the fs roots (freeing the
+    /// log trees) and set the superblock's generation.
+    async fn commit_critical_section(&self, t: TransId) {
+        let h = &self.inner.h;
+        let _reloc = self.inner.reloc_mutex.lock().await;
+        // Nothing joins a transaction past COMMIT_DOING with one writer left: its dirty
+        // set is final. Running its delayed refs costs per COWed block.
+        let (blocks, refs) = {
             let mut st = self.st_mut();
-            if st.log_tree_of == Some(t) {
-                st.log_tree_of = None;
-            }
-            if st.log_root_tree_of == Some(t) {
-                st.log_root_tree_of = None;
-            }
-            st.log_dirty_bytes = 0;
-            st.trees.free_log();
-            st.super_generation = t;
+            let tr = st.trans.get_mut(&t).unwrap();
+            let dirty = std::mem::take(&mut tr.dirty);
+            let heights = st.trees.heights();
+            let tr = st.trans.get_mut(&t).unwrap();
+            tr.dirty_blocks =
+                crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty, heights)
+                    .max(1);
+            (tr.dirty_blocks, tr.delayed_refs)
+        };
+        // btrfs_run_delayed_refs: one extent-tree update per COWed block (its new copy
+        // and the freed old one count as one here) and per data extent allocated or freed.
+        let c = &self.inner.costs;
+        h.cpu(c.commit_cpu + (blocks + refs) * c.commit_cpu_per_block)
+            .await;
+        // commit_fs_roots frees the log trees: the commit captures everything logged;
+        // entries never synced are judged now.
+        self.judge(t, None);
+        let mut st = self.st_mut();
+        if st.log_tree_of == Some(t) {
+            st.log_tree_of = None;
         }
+        if st.log_root_tree_of == Some(t) {
+            st.log_root_tree_of = None;
+        }
+        st.log_dirty_bytes = 0;
+        st.trees.free_log();
+        st.super_generation = t;
+    }
+
+    /// UNBLOCKED: `running_transaction` becomes NULL and blocked joiners are woken.
+    async fn commit_unblock(&self, t: TransId) {
         {
             let mut st = self.st_mut();
             st.trans.get_mut(&t).unwrap().state = TransState::Unblocked;
@@ -285,12 +323,11 @@ impl Btrfs {
         }
         self.inner.trans_wait.notify_all();
         self.point("trans:unblocked").await;
-        let log_mutex = if self.mutant(Mutant::CommitTakesLogMutex) {
-            Some(self.inner.log_mutex.lock().await)
-        } else {
-            None
-        };
-        // Step 7: write and wait the dirty extent buffers, then the superblocks.
+    }
+
+    /// Step 7 of the commit: write and wait the dirty extent buffers, then the
+    /// superblocks (preflush + FUA).
+    async fn commit_write_tree_and_super(&self, t: TransId) {
         let (blocks, nodesize) = (
             self.inner.st.borrow().trans[&t].dirty_blocks,
             self.inner.costs.nodesize,
@@ -312,13 +349,12 @@ impl Btrfs {
         self.inner.dev.submit(sb.with_token(tok)).await;
         self.st_mut().trans.get_mut(&t).unwrap().super_done = true;
         self.point("trans:supers_written").await;
-        drop(log_mutex);
-        drop(tree_log);
-        self.st_mut().trans.get_mut(&t).unwrap().state = TransState::SuperCommitted;
-        if self.inner.policy.super_committed {
-            self.inner.commit_wait.notify_all();
-        }
-        // Step 9: unpin extents, then last_trans_committed = transid, COMPLETED.
+    }
+
+    /// Step 9 of the commit: unpin extents, then last_trans_committed = transid,
+    /// COMPLETED, and wake the waiters.
+    async fn commit_unpin_and_complete(&self, t: TransId) {
+        let h = &self.inner.h;
         self.point("trans:unpin").await;
         let pinned = {
             let st = self.inner.st.borrow();
@@ -342,23 +378,26 @@ impl Btrfs {
             tr.state = TransState::Completed;
             tr.writers -= 1;
             if !st.keep_history {
-                // Amortised: the state holds at most COMPACT_EVERY commits, or one second of
-                // virtual time, of history (commits can be seconds apart).
-                st.commits_since_compact += 1;
-                let now = self.inner.h.now();
-                if st.commits_since_compact >= COMPACT_EVERY
-                    || now >= st.last_compact + COMPACT_INTERVAL
-                {
-                    st.commits_since_compact = 0;
-                    st.last_compact = now;
-                    st.compact();
-                    self.drop_gone_inode_locks(&st);
-                }
+                self.compact_history(&mut st);
             }
         }
         self.inner.commit_wait.notify_all();
         self.inner.writers_wait.notify_all();
         self.judge_preempt(Some(t));
         self.point("trans:completed").await;
+    }
+
+    /// After a commit completes: drop old history from the state, amortised — the state
+    /// holds at most COMPACT_EVERY commits, or one second of virtual time, of history
+    /// (commits can be seconds apart).
+    fn compact_history(&self, st: &mut FsState) {
+        st.commits_since_compact += 1;
+        let now = self.inner.h.now();
+        if st.commits_since_compact >= COMPACT_EVERY || now >= st.last_compact + COMPACT_INTERVAL {
+            st.commits_since_compact = 0;
+            st.last_compact = now;
+            st.compact();
+            self.drop_gone_inode_locks(st);
+        }
     }
 }
