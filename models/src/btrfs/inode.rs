@@ -136,7 +136,7 @@ impl Btrfs {
             ops.extend(link_ops(&mut st.trees, ino, dir, name));
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         if self.inner.st.borrow().live_entry(dir, name).is_some() {
             // Another task created it while this one waited.
             self.end(th);
@@ -280,7 +280,7 @@ impl Btrfs {
             Self::set_inode_last_trans(&mut st, new_dir, t);
             cpu
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         if rename {
             // __btrfs_unlink_inode of the old name (inode.c@v5.10).
             self.del_name_in_log(t, ino, old_dir, old_name).await;
@@ -338,7 +338,7 @@ impl Btrfs {
             }
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         if self.inner.st.borrow().live_entry(parent, name) != Some(ino) {
             self.end(th);
             return Err(OpError(format!("{path} changed while it waited")));
@@ -428,7 +428,7 @@ impl Btrfs {
             let op = TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM);
             Self::tree_ops(&mut st, &self.inner.costs, t, &[op])
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
@@ -552,7 +552,7 @@ impl Btrfs {
             i.item_trans = t;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
