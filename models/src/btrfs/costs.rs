@@ -158,7 +158,7 @@ impl Default for Costs {
             tree_level_ps: 100_000,
             leaf_move_ps_per_byte: 50,
             spinlock_ps: 8_000,
-            tree_locks: 0,
+            tree_locks: 1,
         }
     }
 }

@@ -82,7 +82,7 @@ pub(super) struct Inner {
     pub(super) inode_mmap_locks: RefCell<FastMap<Ino, sim::RwSem>>,
     /// The extent buffer locks held or waited for, by (tree, level, block), with their
     /// holders and waiters (locking.rs).
-    pub(super) tree_locks: RefCell<FastMap<(u8, u32, u64), (sim::RwSem, u32)>>,
+    pub(super) tree_locks: RefCell<super::locking::HeldLocks>,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.

@@ -70,6 +70,7 @@ impl Btrfs {
             drop_gone(&mut map.borrow_mut(), st);
         }
         drop_gone(&mut self.inner.inode_mmap_locks.borrow_mut(), st);
+        self.prune_tree_locks();
     }
 
     /// inode_lock(inode) (include/linux/fs.h: down_write(&inode->i_rwsem)); from 5.11 btrfs

@@ -19,10 +19,12 @@
 //! their locks together, acquired top-down in (tree, level, block) order and released
 //! after the call's CPU, where the kernel searches once per item; internal nodes are not
 //! stored (ctree_btree.rs), so a leaf's ancestor at level L is its block id divided by
-//! the fan-out to the L (the root: block 0); waiters sleep in FIFO order as on the
-//! rw_semaphore of 5.11+ (196d59ab9ccc "btrfs: switch extent buffer tree lock to
-//! rw_semaphore"); 5.10's spinning/blocking locks and the CPU burnt by spinning waiters
-//! are not modelled.
+//! the fan-out to the L (the root: block 0). A change runs on a core it keeps until its
+//! locks are released; its waits for a lock spin on that core (the CPU a spinning waiter
+//! burns) and are granted in FIFO order, as one model of both 5.10's spinning/blocking
+//! btrfs locks and the rw_semaphore of 5.11+ (196d59ab9ccc "btrfs: switch extent buffer
+//! tree lock to rw_semaphore"): neither 5.10's switch to blocking mode nor rwsem's sleep
+//! after spinning, reader/writer lock stealing or handoff rules are modelled.
 
 use super::ctree_blocks::Leaf;
 use super::ctree_btree::{TreeOp, Trees};
@@ -48,6 +50,10 @@ impl TreeLock {
         (self.tree, u32::MAX - self.level, self.block)
     }
 }
+
+/// The blocks whose locks are held or waited for: (tree, level, block) → the block's
+/// rwsem and how many tasks hold or wait for it.
+pub type HeldLocks = super::state::FastMap<(u8, u32, u64), (sim::RwSem, u32)>;
 
 /// The locks of one change, in acquisition order.
 pub type TreeLocks = smallvec::SmallVec<[TreeLock; 8]>;
@@ -175,31 +181,36 @@ pub fn lock_set(
 }
 
 impl super::ctree::Btrfs {
-    /// Runs one call's tree work: takes its locks top-down, spends the descent's CPU,
-    /// releases the upper levels (unlock_up), spends the leaf moves' CPU, releases the
-    /// leaves.
+    /// Runs one call's tree work on a core it keeps throughout (kernel code holding tree
+    /// locks is not descheduled): takes the locks top-down — a waiter spins on its core,
+    /// as rwsem_optimistic_spin does while the owner runs (5.11+) and 5.10's
+    /// btrfs_tree_lock did on a spinning lock — spends the descent's CPU, releases the
+    /// upper levels (unlock_up), spends the leaf moves' CPU, releases the leaves.
     pub(super) async fn run_tree_work(&self, w: TreeWork) {
+        let h = &self.inner.h;
         if w.locks.is_empty() {
-            self.inner.h.cpu(w.cpu()).await;
+            h.cpu(w.cpu()).await;
             return;
         }
+        let core = h.take_core().await;
         for l in &w.locks {
             self.tree_lock(l).await;
         }
-        self.inner.h.cpu(w.path_cpu).await;
+        h.busy(w.path_cpu).await;
         for l in w.locks.iter().filter(|l| l.level > 0) {
             self.tree_unlock(l);
         }
         if w.leaf_cpu > 0 {
-            self.inner.h.cpu(w.leaf_cpu).await;
+            h.busy(w.leaf_cpu).await;
         }
         for l in w.locks.iter().filter(|l| l.level == 0) {
             self.tree_unlock(l);
         }
+        drop(core);
     }
 
     /// btrfs_tree_lock / btrfs_tree_read_lock on one block; the block's rwsem is made at
-    /// its first use and kept while someone holds or waits for it.
+    /// its first use.
     async fn tree_lock(&self, l: &TreeLock) {
         let sem = {
             let mut m = self.inner.tree_locks.borrow_mut();
@@ -219,12 +230,14 @@ impl super::ctree::Btrfs {
         }
     }
 
-    /// btrfs_tree_unlock / btrfs_tree_read_unlock; the rwsem goes when nobody holds or
-    /// waits for it any more.
+    /// btrfs_tree_unlock / btrfs_tree_read_unlock. The block's rwsem stays for the next
+    /// change of the block (making one per lock would cost more than the change) until
+    /// `prune_tree_locks`.
     fn tree_unlock(&self, l: &TreeLock) {
         let mut m = self.inner.tree_locks.borrow_mut();
-        let key = (l.tree, l.level, l.block);
-        let e = m.get_mut(&key).expect("a held tree lock");
+        let e = m
+            .get_mut(&(l.tree, l.level, l.block))
+            .expect("a held tree lock");
         if l.write {
             e.0.up_write();
         } else {
@@ -232,8 +245,20 @@ impl super::ctree::Btrfs {
         }
         debug_assert!(e.1 > 0, "tree lock users underflow");
         e.1 -= 1;
-        if e.1 == 0 {
-            m.remove(&key);
+    }
+
+    /// Drops the rwsems of blocks nobody holds or waits for, in block order (their engine
+    /// slots serve later blocks), so long runs keep a bounded table.
+    pub(super) fn prune_tree_locks(&self) {
+        let mut m = self.inner.tree_locks.borrow_mut();
+        let mut idle: Vec<(u8, u32, u64)> = m
+            .iter()
+            .filter(|(_, e)| e.1 == 0)
+            .map(|(k, _)| *k)
+            .collect();
+        idle.sort_unstable();
+        for k in idle {
+            m.remove(&k);
         }
     }
 }
