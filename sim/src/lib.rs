@@ -17,7 +17,7 @@ pub mod trace;
 pub use error::SimError;
 pub use rng::{RngStreams, Stream};
 pub use runtime::{
-    ClassId, Handle, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim, TaskId,
+    ClassId, Handle, HeldCore, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim, TaskId,
 };
 pub use sched::{
     ChoiceView, Dfs, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script,

@@ -609,6 +609,30 @@ impl Handle {
         }
     }
 
+    /// Takes a core and keeps it until the returned guard drops, for work that is not
+    /// descheduled (a critical section, and the waiters spinning for it, which burn their
+    /// core while they wait); waits for the core are "cpu_wait". None without `set_cpus`
+    /// (CPU time is not contended).
+    pub async fn take_core(&self) -> Option<HeldCore> {
+        let id = self.core().cpus?.0;
+        let s = crate::sync::Semaphore {
+            h: self.clone(),
+            id,
+        };
+        s.acquire().await.forget();
+        Some(HeldCore {
+            h: self.clone(),
+            id,
+        })
+    }
+
+    /// Spends `d` of CPU time on a core the task holds (`take_core`), or anywhere without
+    /// `set_cpus`: attributed to "cpu", never queued.
+    #[inline]
+    pub fn busy(&self, d: Nanos) -> Delay<'_> {
+        self.delay(d, CLASS_CPU)
+    }
+
     /// Makes CPU time contended: `cores` cores shared round-robin with time slices of
     /// `quantum`; waits for a core are attributed to "cpu_wait". Call before spawning tasks.
     pub fn set_cpus(&self, cores: u64, quantum: Nanos) {
@@ -783,6 +807,21 @@ impl Future for Delay<'_> {
         self.started = true;
         self.h.core().delay_current(self.d, self.class);
         Poll::Pending
+    }
+}
+
+/// A core taken by `Handle::take_core`; given back when dropped.
+pub struct HeldCore {
+    h: Handle,
+    id: ResId,
+}
+
+impl Drop for HeldCore {
+    fn drop(&mut self) {
+        let mut c = self.h.core();
+        if !c.tearing_down {
+            crate::sync::sem_release(&mut c, self.id, 1);
+        }
     }
 }
 

@@ -189,7 +189,7 @@ impl Drop for MutexGuard<'_> {
 /// A counting semaphore with FIFO grants (a waiter for n permits blocks later waiters).
 #[derive(Clone)]
 pub struct Semaphore {
-    h: Handle,
+    pub(crate) h: Handle,
     pub(crate) id: ResId,
 }
 

@@ -115,6 +115,10 @@ pub struct Costs {
     /// Fog, instruction tables); the release is a plain store; inode_get_bytes's
     /// i_blocks << 9 + i_bytes, ~2 cycles): ~20 cycles at 2.5 GHz = 8 ns. Prices i_lock.
     pub spinlock_ps: u64,
+    /// Extent buffer tree locks modelled (1) or not (0): btrfs_search_slot's read and
+    /// write locks on the blocks of each change's path (locking.rs). A model switch for
+    /// ablation, not a kernel parameter.
+    pub tree_locks: u64,
 }
 
 impl Default for Costs {
@@ -154,6 +158,7 @@ impl Default for Costs {
             tree_level_ps: 100_000,
             leaf_move_ps_per_byte: 50,
             spinlock_ps: 8_000,
+            tree_locks: 1,
         }
     }
 }
@@ -175,7 +180,7 @@ impl Costs {
     }
 
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 34] = [
+    pub const FIELDS: [&'static str; 35] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -210,6 +215,7 @@ impl Costs {
         "tree_level_ps",
         "leaf_move_ps_per_byte",
         "spinlock_ps",
+        "tree_locks",
     ];
 
     /// Sets one field by name; false if there is no such field.
@@ -264,6 +270,7 @@ impl Costs {
             "tree_level_ps" => &mut self.tree_level_ps,
             "leaf_move_ps_per_byte" => &mut self.leaf_move_ps_per_byte,
             "spinlock_ps" => &mut self.spinlock_ps,
+            "tree_locks" => &mut self.tree_locks,
             _ => return None,
         };
         Some(f)

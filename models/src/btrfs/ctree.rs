@@ -80,6 +80,9 @@ pub(super) struct Inner {
     /// Each inode's BTRFS_I(inode)->i_mmap_lock (5.13+), made at its first use; their waits
     /// are the class `inode.i_mmap_lock`.
     pub(super) inode_mmap_locks: RefCell<FastMap<Ino, sim::RwSem>>,
+    /// The extent buffer locks held or waited for, by (tree, level, block), with their
+    /// holders and waiters (locking.rs).
+    pub(super) tree_locks: RefCell<super::locking::HeldLocks>,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -158,6 +161,7 @@ impl Btrfs {
                 inode_locks: RefCell::new(FastMap::default()),
                 inode_log_mutexes: RefCell::new(FastMap::default()),
                 inode_mmap_locks: RefCell::new(FastMap::default()),
+                tree_locks: RefCell::new(FastMap::default()),
             }),
         }
     }

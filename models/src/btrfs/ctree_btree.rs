@@ -233,6 +233,11 @@ impl Tree {
         self.height
     }
 
+    /// BTRFS_NODEPTRS_PER_BLOCK: key pointers per internal node.
+    pub fn fanout(&self) -> u64 {
+        self.fanout
+    }
+
     /// Number of leaves.
     pub fn leaves(&self) -> usize {
         self.index.len()
@@ -767,12 +772,27 @@ impl super::ctree::Btrfs {
         c: &super::costs::Costs,
         t: u64,
         ops: &[TreeOp],
-    ) -> sim::Nanos {
+    ) -> super::locking::TreeWork {
         let mut w = Work::default();
         let mut leaves = super::ctree_blocks::Leaves::new();
         apply(&mut st.trees, ops, &mut w, &mut leaves);
+        let locks = if c.tree_locks == 0 {
+            super::locking::TreeLocks::new()
+        } else {
+            let tr = st.trans.get_mut(&t).expect("transaction");
+            super::locking::lock_set(&mut st.trees, tr, ops, &leaves)
+        };
         let cowed = Self::dirty(st, t, &leaves);
-        c.tree_cpu(&w, cowed)
+        let cpu = c.tree_cpu(&w, cowed);
+        if locks.is_empty() {
+            return super::locking::TreeWork::unlocked(cpu);
+        }
+        let leaf_cpu = (w.moved * c.leaf_move_ps_per_byte).div_ceil(1000).min(cpu);
+        super::locking::TreeWork {
+            path_cpu: cpu - leaf_cpu,
+            leaf_cpu,
+            locks,
+        }
     }
 
     /// The tree work of btrfs_log_inode@v5.10 copying one inode (`what`), without its file

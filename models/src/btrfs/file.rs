@@ -330,7 +330,7 @@ impl Btrfs {
             st.meta.ordered_bytes -= bytes;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         // The ordered extent is done: its delalloc metadata goes back.
         let rsv = self.st_mut().meta.delalloc_rsv.remove(&ino).unwrap_or(0);
         self.release_metadata(rsv);
@@ -482,7 +482,7 @@ impl Btrfs {
             st.meta.ordered_bytes -= bytes;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         self.release_metadata(rsv);
         self.end(th);
     }
@@ -979,7 +979,7 @@ impl Btrfs {
             i.item_trans = t;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
@@ -1038,7 +1038,7 @@ impl Btrfs {
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())

@@ -70,6 +70,7 @@ impl Btrfs {
             drop_gone(&mut map.borrow_mut(), st);
         }
         drop_gone(&mut self.inner.inode_mmap_locks.borrow_mut(), st);
+        self.prune_tree_locks();
     }
 
     /// inode_lock(inode) (include/linux/fs.h: down_write(&inode->i_rwsem)); from 5.11 btrfs
@@ -136,7 +137,7 @@ impl Btrfs {
             ops.extend(link_ops(&mut st.trees, ino, dir, name));
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         if self.inner.st.borrow().live_entry(dir, name).is_some() {
             // Another task created it while this one waited.
             self.end(th);
@@ -280,7 +281,7 @@ impl Btrfs {
             Self::set_inode_last_trans(&mut st, new_dir, t);
             cpu
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         if rename {
             // __btrfs_unlink_inode of the old name (inode.c@v5.10).
             self.del_name_in_log(t, ino, old_dir, old_name).await;
@@ -338,7 +339,7 @@ impl Btrfs {
             }
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         if self.inner.st.borrow().live_entry(parent, name) != Some(ino) {
             self.end(th);
             return Err(OpError(format!("{path} changed while it waited")));
@@ -428,7 +429,7 @@ impl Btrfs {
             let op = TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM);
             Self::tree_ops(&mut st, &self.inner.costs, t, &[op])
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())
@@ -552,7 +553,7 @@ impl Btrfs {
             i.item_trans = t;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())

@@ -14,6 +14,7 @@ pub mod file;
 pub mod fs_super;
 pub mod inode;
 pub mod layout;
+pub mod locking;
 pub mod oracle;
 pub mod policy;
 pub mod reada;

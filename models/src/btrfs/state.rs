@@ -386,6 +386,8 @@ pub struct Transaction {
     /// Set when this transaction was marked log-full-commit by a decision the oracle judged
     /// unnecessary (R4), so later fallbacks it causes are unnecessary too.
     pub marked_unnecessarily: bool,
+    /// Internal nodes COWed in it: (tree, level, block), for the tree locks' modes.
+    pub cowed_nodes: FastSet<(u8, u32, u64)>,
 }
 
 /// An extent map of a file (`struct extent_map`) and its on-disk data.
@@ -1046,6 +1048,7 @@ impl FsState {
                 delayed_refs: 0,
                 forced_by_event: false,
                 marked_unnecessarily: false,
+                cowed_nodes: FastSet::default(),
             },
         );
         FsState {

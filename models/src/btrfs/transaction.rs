@@ -114,6 +114,7 @@ impl Btrfs {
                                 delayed_refs: 0,
                                 forced_by_event: false,
                                 marked_unnecessarily: false,
+                                cowed_nodes: Default::default(),
                             },
                         );
                         return Some(Trans {

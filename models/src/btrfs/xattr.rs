@@ -31,7 +31,7 @@ impl Btrfs {
             ];
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
-        self.inner.h.cpu(cpu).await;
+        self.run_tree_work(cpu).await;
         Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
         self.end(th);
         Ok(())

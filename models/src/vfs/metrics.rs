@@ -259,7 +259,7 @@ impl JournalMetrics {
 }
 
 /// The filesystem locks and wait queues whose waits every run reports.
-pub const WAIT_CLASSES: [&str; 15] = [
+pub const WAIT_CLASSES: [&str; 24] = [
     "wait_current_trans",
     "metadata_ticket",
     "wait_for_commit",
@@ -278,6 +278,17 @@ pub const WAIT_CLASSES: [&str; 15] = [
     "inode.log_mutex",
     // Every inode's BTRFS_I(inode)->i_mmap_lock (5.13+), summed over inodes.
     "inode.i_mmap_lock",
+    // btrfs's extent buffer locks (btrfs_tree_lock / btrfs_tree_read_lock) per tree and
+    // level, summed over blocks (levels above 2 count as level 2).
+    "tree_lock.fs.level0",
+    "tree_lock.fs.level1",
+    "tree_lock.fs.level2",
+    "tree_lock.extent.level0",
+    "tree_lock.extent.level1",
+    "tree_lock.extent.level2",
+    "tree_lock.csum.level0",
+    "tree_lock.csum.level1",
+    "tree_lock.csum.level2",
 ];
 
 impl Metrics {

@@ -1,0 +1,264 @@
+//! Extent buffer tree locks (fs/btrfs/locking.c; taken by ctree.c:btrfs_search_slot,
+//! v5.10–v5.15): which blocks of which trees a change locks, in which mode, and for how
+//! long; the waits are the classes `tree_lock.<tree>.level<L>`.
+//!
+//! What btrfs_search_slot does (ctree.c@v5.10) and this mirrors:
+//! - `write_lock_level`: levels at or below it are write-locked on the way down, levels
+//!   above read-locked: 1 for an insert (`ins_len > 0`, "a write lock on level 1 so we can
+//!   update keys"), 2 for a delete (`ins_len < 0`), 0 for an in-place update (cow, no
+//!   insert), none for a read-only search (`cow = 0`).
+//! - COW: a block not yet COWed in the running transaction (`should_cow_block`) is COWed
+//!   with write locks on it and on its parent ("must have write locks on this node and the
+//!   parent"; the search restarts with `write_lock_level = level + 1`).
+//! - unlock_up: once the leaf is locked (and has room), the levels above it are released
+//!   before the caller changes the leaf (setup_items_for_insert, btrfs_del_items), so the
+//!   upper levels are held for the descent (node searches, the COWs, the leaf's search and
+//!   split) and the leaf for the descent plus the item moves.
+//!
+//! Simplifications, stated: one call's tree operations (a create's five items, say) hold
+//! their locks together, acquired top-down in (tree, level, block) order and released
+//! after the call's CPU, where the kernel searches once per item; internal nodes are not
+//! stored (ctree_btree.rs), so a leaf's ancestor at level L is its block id divided by
+//! the fan-out to the L (the root: block 0). A change runs on a core it keeps until its
+//! locks are released; its waits for a lock spin on that core (the CPU a spinning waiter
+//! burns) and are granted in FIFO order, as one model of both 5.10's spinning/blocking
+//! btrfs locks and the rw_semaphore of 5.11+ (196d59ab9ccc "btrfs: switch extent buffer
+//! tree lock to rw_semaphore"): neither 5.10's switch to blocking mode nor rwsem's sleep
+//! after spinning, reader/writer lock stealing or handoff rules are modelled.
+
+use super::ctree_blocks::Leaf;
+use super::ctree_btree::{TreeOp, Trees};
+use super::state::Transaction;
+use sim::Nanos;
+
+/// One extent buffer lock a change takes: (tree, level, block) and its mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeLock {
+    /// Tree id (`ctree_btree::tree_id`).
+    pub tree: u8,
+    /// Level (0: a leaf).
+    pub level: u32,
+    /// Block id at that level (the root: 0).
+    pub block: u64,
+    /// Write (`btrfs_tree_lock`) rather than read (`btrfs_tree_read_lock`).
+    pub write: bool,
+}
+
+impl TreeLock {
+    /// Acquisition order: tree, then top-down, then block.
+    fn order(&self) -> (u8, u32, u64) {
+        (self.tree, u32::MAX - self.level, self.block)
+    }
+}
+
+/// The blocks whose locks are held or waited for: (tree, level, block) → the block's
+/// rwsem and how many tasks hold or wait for it.
+pub type HeldLocks = super::state::FastMap<(u8, u32, u64), (sim::RwSem, u32)>;
+
+/// The locks of one change, in acquisition order.
+pub type TreeLocks = smallvec::SmallVec<[TreeLock; 8]>;
+
+/// The CPU of one call's tree work and the locks it holds meanwhile.
+#[derive(Clone, Debug, Default)]
+pub struct TreeWork {
+    /// CPU of the descent: levels, searches, COWs, splits (upper levels held).
+    pub path_cpu: Nanos,
+    /// CPU of the item moves in the leaves (only the leaves held).
+    pub leaf_cpu: Nanos,
+    /// The locks, in acquisition order (empty: none modelled).
+    pub locks: TreeLocks,
+}
+
+impl TreeWork {
+    /// Work that takes no lock.
+    pub fn unlocked(cpu: Nanos) -> TreeWork {
+        TreeWork {
+            path_cpu: cpu,
+            ..TreeWork::default()
+        }
+    }
+
+    /// Its whole CPU.
+    pub fn cpu(&self) -> Nanos {
+        self.path_cpu + self.leaf_cpu
+    }
+}
+
+/// The lock class of a tree's level (`tree_lock.<tree>.level<L>`; levels above 2 share
+/// level 2's).
+pub fn class(tree: u8, level: u32) -> &'static str {
+    use super::ctree_btree::tree_id;
+    const FS: [&str; 3] = [
+        "tree_lock.fs.level0",
+        "tree_lock.fs.level1",
+        "tree_lock.fs.level2",
+    ];
+    const EXTENT: [&str; 3] = [
+        "tree_lock.extent.level0",
+        "tree_lock.extent.level1",
+        "tree_lock.extent.level2",
+    ];
+    const CSUM: [&str; 3] = [
+        "tree_lock.csum.level0",
+        "tree_lock.csum.level1",
+        "tree_lock.csum.level2",
+    ];
+    let l = level.min(2) as usize;
+    match tree {
+        tree_id::FS => FS[l],
+        tree_id::EXTENT => EXTENT[l],
+        tree_id::CSUM => CSUM[l],
+        _ => "tree_lock.other",
+    }
+}
+
+/// btrfs_search_slot's `write_lock_level` for an operation (None: a read-only search).
+fn write_lock_level(op: &TreeOp) -> Option<u32> {
+    match op {
+        TreeOp::Insert(..) => Some(1),
+        TreeOp::Delete(..) => Some(2),
+        TreeOp::Update(..) => Some(0),
+        TreeOp::Search(..) => None,
+    }
+}
+
+/// The locks `ops` take, given the leaves their changes landed in (`leaves`, one per
+/// changing op, in order) and the running transaction `tr` (its COWed leaves, before
+/// this change's are added; its COWed nodes, to which this change's are added).
+pub fn lock_set(
+    trees: &mut Trees,
+    tr: &mut Transaction,
+    ops: &[TreeOp],
+    leaves: &[Leaf],
+) -> TreeLocks {
+    let mut out = TreeLocks::new();
+    let mut changed = leaves.iter();
+    for op in ops {
+        let (t, key) = match *op {
+            TreeOp::Insert(t, k, _) | TreeOp::Delete(t, k) | TreeOp::Update(t, k, _) => (t, k),
+            TreeOp::Search(t, k) => (t, k),
+        };
+        let wll = write_lock_level(op);
+        let leaf = match wll {
+            Some(_) => changed.next().expect("a leaf per changing op").1,
+            None => trees.get_mut(t).leaf_of(key),
+        };
+        let tree = trees.get_mut(t);
+        let (h, fanout) = (tree.height(), tree.fanout());
+        // COW runs from the root down: a block is COWed with its parent write-locked.
+        let leaf_cow = wll.is_some() && !tr.dirty.contains(&(t, leaf));
+        let mut child_cow = leaf_cow;
+        let mut path: smallvec::SmallVec<[TreeLock; 4]> = smallvec::SmallVec::new();
+        path.push(TreeLock {
+            tree: t,
+            level: 0,
+            block: leaf,
+            write: wll.is_some(),
+        });
+        let mut div = 1u64;
+        for level in 1..h {
+            div = div.saturating_mul(fanout);
+            let block = if level + 1 == h { 0 } else { leaf / div };
+            let cow = wll.is_some() && tr.cowed_nodes.insert((t, level, block));
+            let write = wll.is_some_and(|w| level <= w) || cow || child_cow;
+            path.push(TreeLock {
+                tree: t,
+                level,
+                block,
+                write,
+            });
+            child_cow = cow;
+        }
+        for l in path {
+            match out.iter_mut().find(|o| o.order() == l.order()) {
+                Some(o) => o.write |= l.write,
+                None => out.push(l),
+            }
+        }
+    }
+    out.sort_unstable_by_key(TreeLock::order);
+    out
+}
+
+impl super::ctree::Btrfs {
+    /// Runs one call's tree work on a core it keeps throughout (kernel code holding tree
+    /// locks is not descheduled): takes the locks top-down — a waiter spins on its core,
+    /// as rwsem_optimistic_spin does while the owner runs (5.11+) and 5.10's
+    /// btrfs_tree_lock did on a spinning lock — spends the descent's CPU, releases the
+    /// upper levels (unlock_up), spends the leaf moves' CPU, releases the leaves.
+    pub(super) async fn run_tree_work(&self, w: TreeWork) {
+        let h = &self.inner.h;
+        if w.locks.is_empty() {
+            h.cpu(w.cpu()).await;
+            return;
+        }
+        let core = h.take_core().await;
+        for l in &w.locks {
+            self.tree_lock(l).await;
+        }
+        h.busy(w.path_cpu).await;
+        for l in w.locks.iter().filter(|l| l.level > 0) {
+            self.tree_unlock(l);
+        }
+        if w.leaf_cpu > 0 {
+            h.busy(w.leaf_cpu).await;
+        }
+        for l in w.locks.iter().filter(|l| l.level == 0) {
+            self.tree_unlock(l);
+        }
+        drop(core);
+    }
+
+    /// btrfs_tree_lock / btrfs_tree_read_lock on one block; the block's rwsem is made at
+    /// its first use.
+    async fn tree_lock(&self, l: &TreeLock) {
+        let sem = {
+            let mut m = self.inner.tree_locks.borrow_mut();
+            let e = m.entry((l.tree, l.level, l.block)).or_insert_with(|| {
+                (
+                    sim::RwSem::recyclable(&self.inner.h, class(l.tree, l.level)),
+                    0,
+                )
+            });
+            e.1 += 1;
+            e.0.clone()
+        };
+        if l.write {
+            sem.down_write().await;
+        } else {
+            sem.down_read().await;
+        }
+    }
+
+    /// btrfs_tree_unlock / btrfs_tree_read_unlock. The block's rwsem stays for the next
+    /// change of the block (making one per lock would cost more than the change) until
+    /// `prune_tree_locks`.
+    fn tree_unlock(&self, l: &TreeLock) {
+        let mut m = self.inner.tree_locks.borrow_mut();
+        let e = m
+            .get_mut(&(l.tree, l.level, l.block))
+            .expect("a held tree lock");
+        if l.write {
+            e.0.up_write();
+        } else {
+            e.0.up_read();
+        }
+        debug_assert!(e.1 > 0, "tree lock users underflow");
+        e.1 -= 1;
+    }
+
+    /// Drops the rwsems of blocks nobody holds or waits for, in block order (their engine
+    /// slots serve later blocks), so long runs keep a bounded table.
+    pub(super) fn prune_tree_locks(&self) {
+        let mut m = self.inner.tree_locks.borrow_mut();
+        let mut idle: Vec<(u8, u32, u64)> = m
+            .iter()
+            .filter(|(_, e)| e.1 == 0)
+            .map(|(k, _)| *k)
+            .collect();
+        idle.sort_unstable();
+        for k in idle {
+            m.remove(&k);
+        }
+    }
+}
