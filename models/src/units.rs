@@ -25,51 +25,6 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size '{t}' too large"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_fio_sizes() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("4k"), Ok(4096));
-        assert_eq!(parse_size("64KiB"), Ok(65536));
-        assert_eq!(parse_size("1M"), Ok(1 << 20));
-        assert_eq!(parse_size("2g"), Ok(2 << 30));
-        for bad in ["", "k", "-4k", "4x", "1.5k", "99999999999999999999"] {
-            assert!(parse_size(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn keys_are_found_whole_in_headers_dotted_and_inline() {
-        let t = "write_cache = true\nwrite = { min_us = 1 }\n[s]\nread_x = 1\nread = 2\n[e.post]\na.b = 1\n";
-        let line = |p: &[&str]| key_offset(t, p).map(|o| crate::device::config::line_of(t, o));
-        assert_eq!(line(&["write"]), Some(2));
-        assert_eq!(line(&["write", "min_us"]), Some(2));
-        assert_eq!(line(&["s", "read"]), Some(5));
-        assert_eq!(line(&["e", "post"]), Some(6));
-        assert_eq!(line(&["e", "post", "a", "b"]), Some(7));
-        assert_eq!(line(&["read"]), None);
-    }
-
-    #[test]
-    fn a_spanless_parse_error_is_placed_at_its_line() {
-        let t = format!("a = 1\n\n{}b = 1\nc = 2\n", "a.".repeat(100));
-        let e = toml::from_str::<toml::Table>(&t).unwrap_err();
-        assert!(e.span().is_none(), "{e}");
-        assert_eq!(toml_error(&t, "f.toml", &e).0, "f.toml:3");
-    }
-
-    #[test]
-    fn shell_words_round_trip() {
-        assert_eq!(shell_quote("scenarios/x-1.toml"), "scenarios/x-1.toml");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote(""), "''");
-    }
-}
-
 /// FNV-1a, 64 bits, of `bytes`: the stable hash of everything fsyncsim persists (sweep
 /// checkpoints' checksums, sweep identities); never std's `DefaultHasher`, which may change.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -221,4 +176,49 @@ pub fn shell_quote(s: &str) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(s);
     }
     format!("'{}'", s.replace('\'', r"'\''")).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fio_sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        for bad in ["", "k", "-4k", "4x", "1.5k", "99999999999999999999"] {
+            assert!(parse_size(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn keys_are_found_whole_in_headers_dotted_and_inline() {
+        let t = "write_cache = true\nwrite = { min_us = 1 }\n[s]\nread_x = 1\nread = 2\n[e.post]\na.b = 1\n";
+        let line = |p: &[&str]| key_offset(t, p).map(|o| crate::device::config::line_of(t, o));
+        assert_eq!(line(&["write"]), Some(2));
+        assert_eq!(line(&["write", "min_us"]), Some(2));
+        assert_eq!(line(&["s", "read"]), Some(5));
+        assert_eq!(line(&["e", "post"]), Some(6));
+        assert_eq!(line(&["e", "post", "a", "b"]), Some(7));
+        assert_eq!(line(&["read"]), None);
+    }
+
+    #[test]
+    fn a_spanless_parse_error_is_placed_at_its_line() {
+        let t = format!("a = 1\n\n{}b = 1\nc = 2\n", "a.".repeat(100));
+        let e = toml::from_str::<toml::Table>(&t).unwrap_err();
+        assert!(e.span().is_none(), "{e}");
+        assert_eq!(toml_error(&t, "f.toml", &e).0, "f.toml:3");
+    }
+
+    #[test]
+    fn shell_words_round_trip() {
+        assert_eq!(shell_quote("scenarios/x-1.toml"), "scenarios/x-1.toml");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
 }
