@@ -479,9 +479,37 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         }
     };
     let op = match words.first().copied() {
+        Some(w @ ("fsync" | "fdatasync")) if words.len() != 2 => {
+            // vfs_fsync_range(file, OFFSET, OFFSET + LEN - 1, datasync): no system call
+            // reaches ->fsync with an empty range (msync of 0 bytes returns before it,
+            // mm/msync.c; generic_write_sync runs only after bytes were written), so LEN 0
+            // is refused rather than guessed.
+            let usage = format!("{w} PATH [OFFSET LEN]");
+            want(4, &usage)?;
+            let o = crate::units::parse_size(words[2])
+                .map_err(|e| format!("{e} (OFFSET of '{usage}')"))?;
+            let n = crate::units::parse_size(words[3])
+                .map_err(|e| format!("{e} (LEN of '{usage}')"))?;
+            if n == 0 {
+                return Err(format!(
+                    "expected a LEN > 0 in '{usage}': no system call reaches ->fsync with an empty range (msync of 0 bytes returns first); for the whole file write '{w} PATH'"
+                ));
+            }
+            if n > 1 << 40 || o > 1 << 40 {
+                return Err(format!(
+                    "expected an OFFSET and a LEN of at most 1T in '{usage}', got {o} {n}"
+                ));
+            }
+            let p = path(words[1])?;
+            if w == "fsync" {
+                Op::FsyncRange(p, o, n)
+            } else {
+                Op::FdatasyncRange(p, o, n)
+            }
+        }
         Some(
             w @ ("create" | "mkdir" | "stat" | "setattr" | "writeback" | "fsync" | "unlink"
-            | "rmdir" | "fdatasync" | "sync-file-range"),
+            | "rmdir" | "fdatasync" | "sync-file-range" | "evict"),
         ) => {
             want(2, &format!("{w} PATH"))?;
             let p = path(words[1])?;
@@ -495,6 +523,7 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
                 "unlink" => Op::Unlink(p),
                 "fdatasync" => Op::Fdatasync(p),
                 "sync-file-range" => Op::SyncFileRange(p),
+                "evict" => Op::Evict(p),
                 _ => Op::Rmdir(p),
             }
         }
@@ -804,6 +833,9 @@ impl Scenario {
                 | Op::Stat(p)
                 | Op::Writeback(p)
                 | Op::Fsync(p)
+                | Op::FsyncRange(p, ..)
+                | Op::FdatasyncRange(p, ..)
+                | Op::Evict(p)
                 | Op::Unlink(p)
                 | Op::Rmdir(p) => (vec![p], vec![]),
                 _ => (vec![], vec![]),
