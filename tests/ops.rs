@@ -300,6 +300,7 @@ fn the_new_examples_hold_on_every_preset_scripted_and_swept() {
         "ops-evict-forces-full-sync",
         "ops-evict-unlink-fsync-dir",
         "ops-ranged-fsync-logs-whole-file",
+        "ops-removexattr-fsync",
     ] {
         let path = format!(
             "{}/scenarios/examples/{name}.toml",
@@ -384,4 +385,68 @@ fn ext_filesystems_refuse_evict_and_ranged_fsync_naming_the_line() {
             r.violations
         );
     }
+}
+
+#[test]
+fn a_removed_xattr_stays_in_the_committed_tree_until_an_fsync_logs_the_inode() {
+    use models::scenario::crash_state;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/examples/ops-removexattr-fsync.toml"
+    );
+    let sc = Scenario::load(path).unwrap();
+    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let p = Policy::preset("linux-5.15").unwrap();
+    let xattrs = |at: &str, p: &Policy| {
+        let at = sc.crash_point(at).unwrap();
+        let (_, state) = crash_state(&sc, p, &dev, sc.seed, &at);
+        let got = state.unwrap().unwrap();
+        got.paths["/foo"].xattrs.keys().cloned().collect::<Vec<_>>()
+    };
+    // Removed but not yet logged: the committed tree still has it.
+    assert_eq!(
+        xattrs("A removexattr:done", &p),
+        ["user.attr1", "user.attr2", "user.attr3"]
+    );
+    // The fsync logs the remaining set and replay drops the removed one.
+    assert_eq!(xattrs("A fsync:done", &p), ["user.attr1", "user.attr3"]);
+    // An fsync that logs no xattrs leaves replay nothing to delete with.
+    let broken = p.clone().with_mutant(Mutant::FsyncSkipsXattrs);
+    assert_eq!(
+        xattrs("A fsync:done", &broken),
+        ["user.attr1", "user.attr2", "user.attr3"]
+    );
+}
+
+#[test]
+fn removexattr_of_a_missing_attribute_fails_and_the_op_round_trips() {
+    let op = models::scenario::parse_op("removexattr /f user.a").unwrap();
+    assert_eq!(op.to_string(), "removexattr /f user.a");
+    for bad in [
+        "removexattr /f",
+        "removexattr /f noprefix",
+        "removexattr f user.a",
+    ] {
+        assert!(models::scenario::parse_op(bad).is_err(), "{bad}");
+    }
+    let r = run_with(&scenario(FILE, &["removexattr /d/f user.none"]), None);
+    assert!(
+        r.violations
+            .iter()
+            .any(|v| v.invariant == "scenario" && v.message.contains("ENODATA")),
+        "{:?}",
+        r.violations
+    );
+    // Set, then removed: the fsync logs the inode (not skipped) and S2 stays quiet.
+    let r = clean(&scenario(
+        FILE,
+        &[
+            "setxattr /d/f user.a",
+            "commit",
+            "removexattr /d/f user.a",
+            "fsync /d/f",
+        ],
+    ));
+    assert_eq!(m(&r, "fsync_skips"), 0);
+    assert_eq!(m(&r, "log_syncs"), 1);
 }

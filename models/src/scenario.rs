@@ -565,15 +565,19 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
                 Op::PunchHole(p, offset, len)
             }
         }
-        Some("setxattr") => {
-            want(3, "setxattr PATH NAME")?;
+        Some(w @ ("setxattr" | "removexattr")) => {
+            want(3, &format!("{w} PATH NAME"))?;
             let name = words[2];
             if name.len() > 255 || !name.contains('.') {
                 return Err(format!(
                     "expected an xattr name with a namespace prefix (user.x), at most 255 bytes, got '{name}'"
                 ));
             }
-            Op::Setxattr(path(words[1])?, name.to_string())
+            if w == "setxattr" {
+                Op::Setxattr(path(words[1])?, name.to_string())
+            } else {
+                Op::Removexattr(path(words[1])?, name.to_string())
+            }
         }
         Some("syncfs") => {
             want(1, "syncfs")?;
@@ -836,6 +840,7 @@ impl Scenario {
                 | Op::FsyncRange(p, ..)
                 | Op::FdatasyncRange(p, ..)
                 | Op::Evict(p)
+                | Op::Removexattr(p, _)
                 | Op::Unlink(p)
                 | Op::Rmdir(p) => (vec![p], vec![]),
                 _ => (vec![], vec![]),

@@ -347,6 +347,7 @@ impl Btrfs {
                 self.fsync_range(p, *offset, *len).await?
             }
             Op::Evict(p) => self.evict(p)?,
+            Op::Removexattr(p, name) => self.removexattr(p, name).await?,
             // ksys_sync_file_range (fs/sync.c@v5.10): filemap writeback and wait; btrfs has
             // no hook of its own, so ordered extents complete and nothing is logged.
             Op::SyncFileRange(p) => {

@@ -45,6 +45,7 @@ impl Btrfs {
             | Op::Fallocate { path: p, .. }
             | Op::PunchHole(p, ..)
             | Op::Setxattr(p, _)
+            | Op::Removexattr(p, _)
             | Op::SyncFileRange(p) => Some(p),
             _ => None,
         };

@@ -403,7 +403,9 @@ impl Ext4 {
             }
             Op::Read(p, n) => self.read(p, *n).await?,
             Op::Populate(p, n) => self.populate(p, *n)?,
-            Op::Setattr(p) | Op::Setxattr(p, _) => self.setattr(p).await?,
+            Op::Setattr(p) | Op::Setxattr(p, _) | Op::Removexattr(p, _) => {
+                self.setattr(p).await?
+            }
             Op::Stat(p) => {
                 self.resolve(p)?;
             }

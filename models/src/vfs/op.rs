@@ -69,6 +69,8 @@ pub enum Op {
     PunchHole(OpPath, u64, u64),
     /// setxattr(2) of the named attribute.
     Setxattr(OpPath, String),
+    /// removexattr(2) of the named attribute.
+    Removexattr(OpPath, String),
     /// fdatasync(2).
     Fdatasync(OpPath),
     /// A ranged fsync: vfs_fsync_range(file, offset, offset + len - 1, datasync = 0), as
@@ -142,6 +144,7 @@ impl Op {
             Op::Fallocate { .. } => "fallocate",
             Op::PunchHole(..) => "punch-hole",
             Op::Setxattr(..) => "setxattr",
+            Op::Removexattr(..) => "removexattr",
             Op::Fdatasync(_) | Op::FdatasyncRange(..) => "fdatasync",
             Op::Evict(_) => "evict",
             Op::SyncFileRange(_) => "sync-file-range",
@@ -194,7 +197,7 @@ impl std::fmt::Display for Op {
                 Ok(())
             }
             Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
-            Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
+            Op::Setxattr(p, name) | Op::Removexattr(p, name) => write!(f, "{k} {p} {name}"),
             Op::FillMetadata(n) => write!(f, "{k} {}", size_text(*n)),
             Op::DirectWrite(p, o, n)
             | Op::MmapWriteAt(p, o, n)
@@ -223,7 +226,7 @@ impl std::fmt::Display for Op {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 30] = [
+pub const OPS: [(&str, &str, &str); 31] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -244,6 +247,7 @@ pub const OPS: [(&str, &str, &str); 30] = [
     ("fallocate /f 0 1m", "fallocate PATH OFFSET LEN [keep-size]", "btrfs_fallocate → __btrfs_prealloc_file_range: a preallocated extent per hole of the range (modified list), i_size to the end unless keep-size"),
     ("punch-hole /f 0 4k", "punch-hole PATH OFFSET LEN", "btrfs_punch_hole: btrfs_drop_extents over the range, fill_holes puts a hole extent map on the modified list"),
     ("setxattr /f user.a", "setxattr PATH NAME", "btrfs_setxattr_trans: an xattr item and btrfs_update_inode in a started transaction; LOG_INODE_ALL logs every xattr"),
+    ("removexattr /f user.a", "removexattr PATH NAME", "btrfs_setxattr_trans with no value: the xattr item deleted, COPY_EVERYTHING set and btrfs_update_inode in a started transaction; an attribute the file lacks is ENODATA (the op fails); replay's replay_xattr_deletes drops xattrs a logged inode no longer has (ext3/ext4: an inode update, as setxattr)"),
     ("fdatasync /f", "fdatasync PATH [OFFSET LEN]", "btrfs_sync_file(datasync = 1): 5.10 and 5.11 ignore datasync, so the same path as fsync; with OFFSET LEN ranged as fsync's (btrfs only)"),
     ("evict /f", "evict PATH", "btrfs only: the inode leaves the inode cache (drop_caches: btrfs_evict_inode) unless it has dirty pages, writeback or an ordered extent in flight, or an operation in progress on it (then it stays cached, as inode_lru_isolate leaves it); read back, it has logged_trans, last_sub_trans, last_log_commit 0, last_trans = last_unlink_trans = the inode item's transid, no modified extents, and NEEDS_FULL_SYNC iff that transid is the running generation (btrfs_read_locked_inode)"),
     ("sync-file-range /f", "sync-file-range PATH", "sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER): writeback and wait, no log, no flush (fs/sync.c)"),
