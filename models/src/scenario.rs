@@ -861,6 +861,10 @@ fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
         | Op::Stat(p)
         | Op::Writeback(p)
         | Op::Fsync(p)
+        | Op::FsyncRange(p, ..)
+        | Op::FdatasyncRange(p, ..)
+        | Op::Evict(p)
+        | Op::Removexattr(p, _)
         | Op::Unlink(p)
         | Op::Rmdir(p) => (vec![p], vec![]),
         _ => (vec![], vec![]),

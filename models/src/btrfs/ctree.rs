@@ -83,6 +83,9 @@ pub(super) struct Inner {
     /// The extent buffer locks held or waited for, by (tree, level, block), with their
     /// holders and waiters (locking.rs).
     pub(super) tree_locks: RefCell<super::locking::HeldLocks>,
+    /// References running operations hold on inodes (an open file's i_count), by inode:
+    /// `evict` leaves a referenced inode in the cache (evict.rs).
+    pub(super) inode_refs: RefCell<FastMap<Ino, u32>>,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -162,6 +165,7 @@ impl Btrfs {
                 inode_log_mutexes: RefCell::new(FastMap::default()),
                 inode_mmap_locks: RefCell::new(FastMap::default()),
                 tree_locks: RefCell::new(FastMap::default()),
+                inode_refs: RefCell::new(FastMap::default()),
             }),
         }
     }
@@ -291,6 +295,7 @@ impl Btrfs {
         let start = self.inner.h.now();
         let kind = op.kind();
         let (start_label, done_label) = op.labels();
+        let _pin = self.pin_op_inode(op);
         self.point(start_label).await;
         let syscall = self.inner.costs.syscall;
         if syscall > 0 && !matches!(op, Op::Sleep(_)) {
@@ -342,6 +347,11 @@ impl Btrfs {
             Op::Setxattr(p, name) => self.setxattr(p, name).await?,
             // vfs_fsync_range(datasync = 1): btrfs_sync_file@v5.10/v5.11 only traces it.
             Op::Fdatasync(p) => self.fsync(p).await?,
+            Op::FsyncRange(p, offset, len) | Op::FdatasyncRange(p, offset, len) => {
+                self.fsync_range(p, *offset, *len).await?
+            }
+            Op::Evict(p) => self.evict(p)?,
+            Op::Removexattr(p, name) => self.removexattr(p, name).await?,
             // ksys_sync_file_range (fs/sync.c@v5.10): filemap writeback and wait; btrfs has
             // no hook of its own, so ordered extents complete and nothing is logged.
             Op::SyncFileRange(p) => {
@@ -472,7 +482,11 @@ pub fn points_of(op: &Op) -> Vec<String> {
     ];
     match op {
         // An O_SYNC write ends in btrfs_sync_file: the fsync's points.
-        Op::Fsync(_) | Op::Fdatasync(_) | Op::WriteOsync(..) => {
+        Op::Fsync(_)
+        | Op::Fdatasync(_)
+        | Op::FsyncRange(..)
+        | Op::FdatasyncRange(..)
+        | Op::WriteOsync(..) => {
             v.extend(
                 [
                     "fsync:joined",

@@ -9,6 +9,7 @@ pub mod ctree;
 pub mod ctree_blocks;
 pub mod ctree_btree;
 pub mod disk_io;
+pub mod evict;
 pub mod extent_tree;
 pub mod file;
 pub mod fs_super;

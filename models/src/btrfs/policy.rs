@@ -115,11 +115,16 @@ pub enum Mutant {
     /// committed, the next fsync is skipped and the removed name comes back from the
     /// committed tree (breaks S2; xfstests generic/039, 106, 107, 336).
     UnlinkNoInodeUpdate,
+    /// An inode evicted and read back in the transaction that last changed it does not get
+    /// BTRFS_INODE_NEEDS_FULL_SYNC (btrfs_read_locked_inode's check skipped): its next
+    /// fsync takes the fast path over the new, empty modified-extents list and logs none of
+    /// the extents written before the eviction (breaks S2).
+    EvictNoFullSync,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 13] = [
+    pub const ALL: [Mutant; 14] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -133,6 +138,7 @@ impl Mutant {
         Mutant::NoPreallocExtentLogging,
         Mutant::GrowingTruncateNoHole,
         Mutant::UnlinkNoInodeUpdate,
+        Mutant::EvictNoFullSync,
     ];
 
     /// Kebab-case name used on the command line.
@@ -151,6 +157,7 @@ impl Mutant {
             Mutant::NoPreallocExtentLogging => "no-prealloc-extent-logging",
             Mutant::GrowingTruncateNoHole => "growing-truncate-no-hole",
             Mutant::UnlinkNoInodeUpdate => "unlink-no-inode-update",
+            Mutant::EvictNoFullSync => "evict-no-full-sync",
         }
     }
 
@@ -170,6 +177,7 @@ impl Mutant {
             Mutant::NoPreallocExtentLogging => "a fast fsync copies no extent items past i_size but the changed ones (no btrfs_log_prealloc_extents): replay drops committed preallocated extents past EOF (S2)",
             Mutant::GrowingTruncateNoHole => "a growing truncate makes no hole (no btrfs_cont_expand): bytes truncated away before come back after replay (S2)",
             Mutant::UnlinkNoInodeUpdate => "unlinking a hard link does not update the remaining inode (no btrfs_update_inode): its fsync is skipped and the removed name comes back (S2)",
+            Mutant::EvictNoFullSync => "an inode evicted and read back in the transaction that changed it gets no NEEDS_FULL_SYNC: its fsync logs none of the extents written before the eviction (S2)",
         }
     }
 

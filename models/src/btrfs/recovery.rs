@@ -525,6 +525,12 @@ impl FileImage {
                 .iter()
                 .filter(|(_, t)| **t <= base)
                 .map(|(n, _)| n.clone())
+                .chain(
+                    st.removed_xattrs
+                        .iter()
+                        .filter(|r| r.ino == ino && r.set <= base && r.removed > base)
+                        .map(|r| r.name.clone()),
+                )
                 .collect(),
         }
     }

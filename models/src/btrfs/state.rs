@@ -995,6 +995,23 @@ pub struct FsState {
     /// bc0939fcfab0 (5.13): an inode's stamp sets last_log_commit = last_sub_trans - 1
     /// instead of reading root->last_log_commit (`LogPatch::SubTransStamp`).
     pub sub_trans_stamp: bool,
+    /// Xattrs removed (removexattr), kept with the history: a committed image older than the
+    /// removal still has them.
+    pub removed_xattrs: Vec<RemovedXattr>,
+}
+
+/// An xattr removed from an inode: its name, the transaction that set it and the one that
+/// removed it.
+#[derive(Clone, Debug)]
+pub struct RemovedXattr {
+    /// Inode.
+    pub ino: Ino,
+    /// Name.
+    pub name: String,
+    /// Transaction that set it.
+    pub set: TransId,
+    /// Transaction that removed it.
+    pub removed: TransId,
 }
 
 impl FsState {
@@ -1089,6 +1106,7 @@ impl FsState {
             tokens: 0,
             keep_history: true,
             sub_trans_stamp: false,
+            removed_xattrs: Vec::new(),
         }
     }
 

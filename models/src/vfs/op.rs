@@ -69,8 +69,19 @@ pub enum Op {
     PunchHole(OpPath, u64, u64),
     /// setxattr(2) of the named attribute.
     Setxattr(OpPath, String),
+    /// removexattr(2) of the named attribute.
+    Removexattr(OpPath, String),
     /// fdatasync(2).
     Fdatasync(OpPath),
+    /// A ranged fsync: vfs_fsync_range(file, offset, offset + len - 1, datasync = 0), as
+    /// msync(MS_SYNC) and an O_SYNC write make it.
+    FsyncRange(OpPath, u64, u64),
+    /// A ranged fdatasync: vfs_fsync_range(file, offset, offset + len - 1, datasync = 1),
+    /// as an O_DSYNC write makes it.
+    FdatasyncRange(OpPath, u64, u64),
+    /// The inode is evicted from the inode cache (echo 2 > /proc/sys/vm/drop_caches
+    /// reaching it) and read back from disk at its next use.
+    Evict(OpPath),
     /// sync_file_range(2) with WAIT_BEFORE | WRITE | WAIT_AFTER over the whole file.
     SyncFileRange(OpPath),
     /// syncfs(2) on this filesystem.
@@ -122,7 +133,7 @@ impl Op {
             Op::MmapWrite(..) | Op::MmapWriteAt(..) => "mmap-write",
             Op::Sync => "sync",
             Op::Writeback(_) => "writeback",
-            Op::Fsync(_) => "fsync",
+            Op::Fsync(_) | Op::FsyncRange(..) => "fsync",
             Op::Link(..) => "link",
             Op::Rename(..) => "rename",
             Op::Unlink(_) => "unlink",
@@ -133,7 +144,9 @@ impl Op {
             Op::Fallocate { .. } => "fallocate",
             Op::PunchHole(..) => "punch-hole",
             Op::Setxattr(..) => "setxattr",
-            Op::Fdatasync(_) => "fdatasync",
+            Op::Removexattr(..) => "removexattr",
+            Op::Fdatasync(_) | Op::FdatasyncRange(..) => "fdatasync",
+            Op::Evict(_) => "evict",
             Op::SyncFileRange(_) => "sync-file-range",
             Op::Syncfs => "syncfs",
             Op::FillMetadata(_) => "fill-metadata",
@@ -168,6 +181,7 @@ impl std::fmt::Display for Op {
             | Op::Unlink(p)
             | Op::Fdatasync(p)
             | Op::SyncFileRange(p)
+            | Op::Evict(p)
             | Op::Rmdir(p) => write!(f, "{k} {p}"),
             Op::Truncate(p, n) => write!(f, "{k} {p} {}", size_text(*n)),
             Op::Fallocate {
@@ -183,9 +197,13 @@ impl std::fmt::Display for Op {
                 Ok(())
             }
             Op::PunchHole(p, o, n) => write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n)),
-            Op::Setxattr(p, name) => write!(f, "{k} {p} {name}"),
+            Op::Setxattr(p, name) | Op::Removexattr(p, name) => write!(f, "{k} {p} {name}"),
             Op::FillMetadata(n) => write!(f, "{k} {}", size_text(*n)),
-            Op::DirectWrite(p, o, n) | Op::MmapWriteAt(p, o, n) | Op::WriteAt(p, o, n) => {
+            Op::DirectWrite(p, o, n)
+            | Op::MmapWriteAt(p, o, n)
+            | Op::WriteAt(p, o, n)
+            | Op::FsyncRange(p, o, n)
+            | Op::FdatasyncRange(p, o, n) => {
                 write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n))
             }
             Op::Write(p, n)
@@ -208,13 +226,14 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
     let words: Vec<&str> = s.split_whitespace().collect();
     let words = words.as_slice();
     match words.first().copied() {
+        Some(w @ ("fsync" | "fdatasync")) if words.len() != 2 => fsync_range_op(w, words),
         Some(
             w @ ("create" | "mkdir" | "stat" | "setattr" | "writeback" | "fsync" | "unlink"
-            | "rmdir" | "fdatasync" | "sync-file-range"),
+            | "rmdir" | "fdatasync" | "sync-file-range" | "evict"),
         ) => path_op(w, words),
         Some("truncate") => truncate_op(words),
         Some(w @ ("fallocate" | "punch-hole")) => range_op(w, words),
-        Some("setxattr") => setxattr_op(words),
+        Some(w @ ("setxattr" | "removexattr")) => setxattr_op(w, words),
         Some("syncfs") => {
             want(words, 1, "syncfs")?;
             Ok(Op::Syncfs)
@@ -276,8 +295,36 @@ fn op_path(p: &str) -> Result<OpPath, String> {
     }
 }
 
+/// A ranged fsync or fdatasync: `fsync PATH OFFSET LEN`.
+fn fsync_range_op(w: &str, words: &[&str]) -> Result<Op, String> {
+    // vfs_fsync_range(file, OFFSET, OFFSET + LEN - 1, datasync): no system call reaches
+    // ->fsync with an empty range (msync of 0 bytes returns before it, mm/msync.c;
+    // generic_write_sync runs only after bytes were written), so LEN 0 is refused rather
+    // than guessed.
+    let usage = format!("{w} PATH [OFFSET LEN]");
+    want(words, 4, &usage)?;
+    let o = crate::units::parse_size(words[2]).map_err(|e| format!("{e} (OFFSET of '{usage}')"))?;
+    let n = crate::units::parse_size(words[3]).map_err(|e| format!("{e} (LEN of '{usage}')"))?;
+    if n == 0 {
+        return Err(format!(
+            "expected a LEN > 0 in '{usage}': no system call reaches ->fsync with an empty range (msync of 0 bytes returns first); for the whole file write '{w} PATH'"
+        ));
+    }
+    if n > 1 << 40 || o > 1 << 40 {
+        return Err(format!(
+            "expected an OFFSET and a LEN of at most 1T in '{usage}', got {o} {n}"
+        ));
+    }
+    let p = op_path(words[1])?;
+    Ok(if w == "fsync" {
+        Op::FsyncRange(p, o, n)
+    } else {
+        Op::FdatasyncRange(p, o, n)
+    })
+}
+
 /// The operations of one path: create, mkdir, stat, setattr, writeback, fsync, unlink,
-/// rmdir, fdatasync, sync-file-range.
+/// rmdir, fdatasync, sync-file-range, evict.
 fn path_op(w: &str, words: &[&str]) -> Result<Op, String> {
     want(words, 2, &format!("{w} PATH"))?;
     let p = op_path(words[1])?;
@@ -291,6 +338,7 @@ fn path_op(w: &str, words: &[&str]) -> Result<Op, String> {
         "unlink" => Op::Unlink(p),
         "fdatasync" => Op::Fdatasync(p),
         "sync-file-range" => Op::SyncFileRange(p),
+        "evict" => Op::Evict(p),
         _ => Op::Rmdir(p),
     })
 }
@@ -334,15 +382,21 @@ fn range_op(w: &str, words: &[&str]) -> Result<Op, String> {
     })
 }
 
-fn setxattr_op(words: &[&str]) -> Result<Op, String> {
-    want(words, 3, "setxattr PATH NAME")?;
+/// setxattr or removexattr PATH NAME.
+fn setxattr_op(w: &str, words: &[&str]) -> Result<Op, String> {
+    want(words, 3, &format!("{w} PATH NAME"))?;
     let name = words[2];
     if name.len() > 255 || !name.contains('.') {
         return Err(format!(
             "expected an xattr name with a namespace prefix (user.x), at most 255 bytes, got '{name}'"
         ));
     }
-    Ok(Op::Setxattr(op_path(words[1])?, name.to_string()))
+    let p = op_path(words[1])?;
+    Ok(if w == "setxattr" {
+        Op::Setxattr(p, name.to_string())
+    } else {
+        Op::Removexattr(p, name.to_string())
+    })
 }
 
 fn fill_metadata_op(words: &[&str]) -> Result<Op, String> {
@@ -428,14 +482,14 @@ fn sleep_op(words: &[&str]) -> Result<Op, String> {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 29] = [
+pub const OPS: [(&str, &str, &str); 31] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
     ("mmap-write /f 4k", "mmap-write PATH [OFFSET] SIZE", "a write through a shared mapping: btrfs_page_mkwrite stamps last_trans, last_sub_trans, then last_log_commit without the inode lock (point page_mkwrite:last_sub_trans_set between; from 5.13 under i_mmap_lock shared). Without OFFSET the pages are appended; with it they overwrite [OFFSET, OFFSET + SIZE), which must lie inside the written file (a mapping cannot extend it), and writeback puts one extent there (btrfs only; ext3/ext4 take it as a write)"),
     ("setattr /f", "setattr PATH", "btrfs_setattr without a size change (chmod, utimes): btrfs_dirty_inode joins the transaction"),
     ("writeback /f", "writeback PATH", "filemap write and wait: one ordered extent, its file extent item inserted in the running transaction"),
-    ("fsync /f", "fsync PATH", "btrfs_sync_file: writeback, skip checks, btrfs_log_inode_parent, btrfs_sync_log or a full commit"),
+    ("fsync /f", "fsync PATH [OFFSET LEN]", "btrfs_sync_file: writeback, skip checks, btrfs_log_inode_parent, btrfs_sync_log or a full commit. With OFFSET LEN a ranged fsync (vfs_fsync_range, as msync and O_SYNC writes make): btrfs of 5.10-5.15 sets the range to the whole file (487781796d30), so it writes back and logs exactly what a full fsync does (btrfs only)"),
     ("link /f /g", "link SRC DST", "btrfs_link + btrfs_log_new_name"),
     ("rename /f /g", "rename SRC DST", "btrfs_rename + btrfs_record_unlink_dir (across directories) + btrfs_log_new_name"),
     ("unlink /f", "unlink PATH", "btrfs_unlink: btrfs_record_unlink_dir(for_rename = 0); the last name frees the data (pinned)"),
@@ -449,7 +503,9 @@ pub const OPS: [(&str, &str, &str); 29] = [
     ("fallocate /f 0 1m", "fallocate PATH OFFSET LEN [keep-size]", "btrfs_fallocate → __btrfs_prealloc_file_range: a preallocated extent per hole of the range (modified list), i_size to the end unless keep-size"),
     ("punch-hole /f 0 4k", "punch-hole PATH OFFSET LEN", "btrfs_punch_hole: btrfs_drop_extents over the range, fill_holes puts a hole extent map on the modified list"),
     ("setxattr /f user.a", "setxattr PATH NAME", "btrfs_setxattr_trans: an xattr item and btrfs_update_inode in a started transaction; LOG_INODE_ALL logs every xattr"),
-    ("fdatasync /f", "fdatasync PATH", "btrfs_sync_file(datasync = 1): 5.10 and 5.11 ignore datasync, so the same path as fsync"),
+    ("removexattr /f user.a", "removexattr PATH NAME", "btrfs_setxattr_trans with no value: the xattr item deleted, COPY_EVERYTHING set and btrfs_update_inode in a started transaction; an attribute the file lacks is ENODATA (the op fails); replay's replay_xattr_deletes drops xattrs a logged inode no longer has (ext3/ext4: an inode update, as setxattr)"),
+    ("fdatasync /f", "fdatasync PATH [OFFSET LEN]", "btrfs_sync_file(datasync = 1): 5.10 and 5.11 ignore datasync, so the same path as fsync; with OFFSET LEN ranged as fsync's (btrfs only)"),
+    ("evict /f", "evict PATH", "btrfs only: the inode leaves the inode cache (drop_caches: btrfs_evict_inode) unless it has dirty pages, writeback or an ordered extent in flight, or an operation in progress on it (then it stays cached, as inode_lru_isolate leaves it); read back, it has logged_trans, last_sub_trans, last_log_commit 0, last_trans = last_unlink_trans = the inode item's transid, no modified extents, and NEEDS_FULL_SYNC iff that transid is the running generation (btrfs_read_locked_inode)"),
     ("sync-file-range /f", "sync-file-range PATH", "sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER): writeback and wait, no log, no flush (fs/sync.c)"),
     ("syncfs", "syncfs", "syncfs(2) → sync_filesystem: writeback of every dirty file, then btrfs_sync_fs(wait = 1) commits"),
     ("fill-metadata 900m", "fill-metadata SIZE", "setup for space scenarios: SIZE of existing tree blocks counted as used metadata (chunks allocated for them), the rest of the device given to data, the global reserve resized (an aged, full filesystem)"),
