@@ -433,155 +433,229 @@ impl Btrfs {
     }
 
     /// btrfs_log_inode's copy of one inode (see `log_inode`), without the conflicting
-    /// inodes.
+    /// inodes: under the inode's log_mutex, the mode and full-sync decision, the item copy
+    /// (copy_inode_items_to_log, btrfs_log_all_xattrs), the changed extents, the holes and
+    /// the inode's logged_trans / last_log_commit.
     async fn log_inode_items(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
         let log_mutex = self.inode_log_mutex(ino);
         let _held = log_mutex.lock().await;
         let c = &self.inner.costs;
-        let (last_committed, keep) = {
-            let st = self.inner.st.borrow();
-            (st.last_trans_committed, st.keep_history)
+        let mut plan = self.log_inode_plan(t, ino, kind);
+        let (size, xattrs, copy) = self.item_copy_mode(t, ino, kind, &plan);
+        let mut acc = LogAcc {
+            bytes: c.log_bytes_inode,
+            ..LogAcc::default()
         };
-        // The facts (names, xattr names, entries) are built only with the history crash
-        // recovery reads; the log's size needs their counts only.
-        let (relogged, full_sync, extents, past_eof, is_dir, names, mut versions, new_name_needed) = {
-            let st = self.inner.st.borrow();
-            let i = &st.inodes[&ino];
-            // LOG_INODE_EXISTS (new names, ancestors, parents) copies the inode item and
-            // its refs only; file extents go in with LOG_INODE_ALL, i.e. an fsync.
-            let mut ext: Vec<Extent> = if kind != LogKind::Fsync {
-                Vec::new()
-            } else if i.needs_full_sync {
-                // With NO_HOLES a hole has no item to copy: btrfs_log_holes logs it.
-                i.extents
-                    .iter()
-                    .filter(|e| !(e.hole && self.inner.no_holes.get()))
-                    .cloned()
-                    .collect()
-            } else {
-                i.extents
-                    .iter()
-                    .filter(|e| i.modified_extents.contains(&e.id))
-                    .cloned()
-                    .collect()
-            };
-            let past_eof = if kind == LogKind::Fsync
-                && (!i.needs_full_sync || self.log_patch(LogPatch::PreallocFullFsync))
-            {
-                self.prealloc_past_eof(i)
-            } else {
-                Vec::new()
-            };
-            ext.extend(
-                i.extents
-                    .iter()
-                    .filter(|e| past_eof.contains(&e.id) && !ext.iter().any(|x| x.id == e.id))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            );
-            // The versions this log entry carries: the item (or, for an ancestor, its
-            // creation) and its names.
-            let mut versions = vec![match kind {
-                LogKind::Ancestor => i.generation,
-                _ => i.item_trans,
-            }];
-            versions.extend(oracle::name_versions(&st, ino));
-            let new_name_needed = match kind {
-                LogKind::NewName(old_dir) => {
-                    oracle::in_current_log(&st, ino, t)
-                        || old_dir.is_some_and(|d| oracle::in_current_log(&st, d, t))
-                }
-                _ => false,
-            };
-            // The oracle's re-log check: already in this transaction's log in full, and
-            // not changed since.
-            // An inode of a directory's new entry (LOG_INODE_EXISTS) is judged against
-            // what the log holds of it in any mode.
-            let relogged = match kind {
-                LogKind::NewName(_) => false,
-                LogKind::DirDentry | LogKind::Other => i.logged_any == Some((t, i.change_seq)),
-                _ => i.logged_full == Some((t, i.change_seq)),
-            };
-            (
-                relogged,
-                i.needs_full_sync,
-                ext,
-                past_eof,
-                i.is_dir,
-                if keep { st.names_of(ino) } else { Vec::new() },
-                versions,
-                new_name_needed,
-            )
-        };
-        let mut bytes = c.log_bytes_inode;
-        let (size, xattrs, copy) = {
-            let st = self.inner.st.borrow();
-            let i = &st.inodes[&ino];
-            // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
-            // all xattrs"); LOG_INODE_EXISTS copies the item and refs only.
-            let fast = kind == LogKind::Fsync && !i.is_dir && !full_sync && !i.copy_everything;
-            let all = matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
-                && !self.mutant(Mutant::FsyncSkipsXattrs)
-                && !(fast && self.skips_unchanged_xattrs(i, t));
-            if all && i.xattrs_logged == Some((t, i.xattr_seq)) {
-                // The oracle: this transaction's log holds every xattr as it is now.
-                self.inner.m.borrow_mut().relogged_xattrs += i.xattrs.len() as u64;
-            }
-            if kind == LogKind::Fsync && full_sync && i.full_sync_needless {
-                self.inner.m.borrow_mut().unneeded_full_syncs += 1;
-            }
-            // LOG_OTHER_INODE logs the item with generation 0: replay keeps the size it
-            // finds (overwrite_item@v5.10, "save_old_i_size").
-            let size = (!is_dir && kind != LogKind::Other).then_some(i.disk_size);
-            (
-                size,
-                all.then(|| {
-                    if keep {
-                        i.xattrs.keys().cloned().collect::<Vec<_>>()
-                    } else {
-                        Vec::new()
-                    }
-                }),
-                LogCopy {
-                    ino,
-                    fast,
-                    new_inode: i.generation == t,
-                    all,
-                    xattrs: if all { i.xattrs.len() as u64 } else { 0 },
-                    holes: all && full_sync && !i.is_dir,
-                    dir: false,
-                },
-            )
-        };
-        bytes += copy.xattrs * c.item_bytes_per_dentry;
-        self.note(log_mode_label(kind, full_sync, is_dir), ino);
-        if copy.all {
-            self.note("  btrfs_log_all_xattrs: xattr items copied", copy.xattrs);
-        } else if kind == LogKind::Fsync && self.mutant(Mutant::FsyncSkipsXattrs) {
-            self.note("  xattrs not copied (mutant fsync-skips-xattrs), ino", ino);
-        } else if kind == LogKind::Fsync {
-            self.note(
-                "  xattrs not copied (in this log already, unchanged), ino",
+        acc.bytes += copy.xattrs * c.item_bytes_per_dentry;
+        self.note_log_mode(kind, &plan, &copy);
+        if plan.keep {
+            acc.facts.push(LogFact::Inode {
                 ino,
-            );
-        }
-        let mut facts = Vec::new();
-        if keep {
-            facts.push(LogFact::Inode {
-                ino,
-                names,
-                is_dir,
+                names: std::mem::take(&mut plan.names),
+                is_dir: plan.is_dir,
                 size,
                 xattrs,
             });
         }
+        self.copy_inode_items(ino, kind, plan.is_dir, &copy, &mut acc);
+        self.log_changed_extents(t, ino, log_transid, &mut plan, &mut acc);
+        if kind == LogKind::Fsync && !plan.is_dir {
+            let n = acc.judgments.len() as u64 + acc.forced_logs;
+            self.note("  file extent items copied (with their csums)", n);
+        }
+        self.count_inode_log(kind, &plan, &acc);
+        Self::judge_inode_log(t, log_transid, kind, &mut plan, &mut acc);
+        // The items the full sync copied (its snapshot of the inode's extents), against
+        // which btrfs_log_holes finds the ones that raced in after the copy.
+        let items_at = (kind == LogKind::Fsync && plan.full_sync && !plan.is_dir)
+            .then(|| plan.extents.iter().map(|e| e.id).collect::<Vec<_>>());
+        self.inner.h.cpu(acc.cpu).await;
+        if let Some(mut items_at) = items_at {
+            acc.bytes += self.log_holes(ino, &mut items_at, &mut acc.facts).await;
+        }
+        let mut st = self.st_mut();
+        Self::add_to_log(&mut st, t, log_transid, plan.new_name_needed, acc);
+        let (last_sub, last_log) =
+            self.mark_inode_logged(&mut st, t, ino, kind, copy.all, plan.is_dir);
+        drop(st);
+        self.note("  inode.logged_trans", t);
+        self.note("  inode.last_sub_trans", last_sub);
+        self.note("  inode.last_log_commit", last_log);
+    }
+
+    /// btrfs_log_inode's decisions before the copy (tree-log.c:btrfs_log_inode@v5.10): the
+    /// full sync (BTRFS_INODE_NEEDS_FULL_SYNC), the extents to copy and the oracle's view of
+    /// the entry. The facts (names, xattr names, entries) are built only with the history
+    /// crash recovery reads; the log's size needs their counts only.
+    fn log_inode_plan(&self, t: TransId, ino: Ino, kind: LogKind) -> InodeLogPlan {
+        let st = self.inner.st.borrow();
+        let (last_committed, keep) = (st.last_trans_committed, st.keep_history);
+        let i = &st.inodes[&ino];
+        let (extents, past_eof) = self.extents_to_copy(i, kind);
+        // The versions this log entry carries: the item (or, for an ancestor, its
+        // creation) and its names.
+        let mut versions = vec![match kind {
+            LogKind::Ancestor => i.generation,
+            _ => i.item_trans,
+        }];
+        versions.extend(oracle::name_versions(&st, ino));
+        let new_name_needed = match kind {
+            LogKind::NewName(old_dir) => {
+                oracle::in_current_log(&st, ino, t)
+                    || old_dir.is_some_and(|d| oracle::in_current_log(&st, d, t))
+            }
+            _ => false,
+        };
+        // The oracle's re-log check: already in this transaction's log in full, and
+        // not changed since.
+        // An inode of a directory's new entry (LOG_INODE_EXISTS) is judged against
+        // what the log holds of it in any mode.
+        let relogged = match kind {
+            LogKind::NewName(_) => false,
+            LogKind::DirDentry | LogKind::Other => i.logged_any == Some((t, i.change_seq)),
+            _ => i.logged_full == Some((t, i.change_seq)),
+        };
+        InodeLogPlan {
+            last_committed,
+            keep,
+            relogged,
+            full_sync: i.needs_full_sync,
+            extents,
+            past_eof,
+            is_dir: i.is_dir,
+            names: if keep { st.names_of(ino) } else { Vec::new() },
+            versions,
+            new_name_needed,
+        }
+    }
+
+    /// The file extent items btrfs_log_inode copies (tree-log.c@v5.10): every item in a full
+    /// sync (copy_inode_items_to_log), the modified ones in a fast one
+    /// (btrfs_log_changed_extents), and those past EOF (btrfs_log_prealloc_extents, whose
+    /// ids are returned too).
+    fn extents_to_copy(&self, i: &Inode, kind: LogKind) -> (Vec<Extent>, Vec<u64>) {
+        // LOG_INODE_EXISTS (new names, ancestors, parents) copies the inode item and
+        // its refs only; file extents go in with LOG_INODE_ALL, i.e. an fsync.
+        let mut ext: Vec<Extent> = if kind != LogKind::Fsync {
+            Vec::new()
+        } else if i.needs_full_sync {
+            // With NO_HOLES a hole has no item to copy: btrfs_log_holes logs it.
+            i.extents
+                .iter()
+                .filter(|e| !(e.hole && self.inner.no_holes.get()))
+                .cloned()
+                .collect()
+        } else {
+            i.extents
+                .iter()
+                .filter(|e| i.modified_extents.contains(&e.id))
+                .cloned()
+                .collect()
+        };
+        let past_eof = if kind == LogKind::Fsync
+            && (!i.needs_full_sync || self.log_patch(LogPatch::PreallocFullFsync))
+        {
+            self.prealloc_past_eof(i)
+        } else {
+            Vec::new()
+        };
+        ext.extend(
+            i.extents
+                .iter()
+                .filter(|e| past_eof.contains(&e.id) && !ext.iter().any(|x| x.id == e.id))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        (ext, past_eof)
+    }
+
+    /// btrfs_log_inode's choice of copy (tree-log.c:btrfs_log_inode@v5.10): the fast path
+    /// (log_inode_item) or copy_inode_items_to_log, whether btrfs_log_all_xattrs and
+    /// btrfs_log_holes run; returns the logged i_size, the xattr names and the copy.
+    fn item_copy_mode(
+        &self,
+        t: TransId,
+        ino: Ino,
+        kind: LogKind,
+        plan: &InodeLogPlan,
+    ) -> (Option<u64>, Option<Vec<String>>, LogCopy) {
+        let (full_sync, keep) = (plan.full_sync, plan.keep);
+        let st = self.inner.st.borrow();
+        let i = &st.inodes[&ino];
+        // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
+        // all xattrs"); LOG_INODE_EXISTS copies the item and refs only.
+        let fast = kind == LogKind::Fsync && !i.is_dir && !full_sync && !i.copy_everything;
+        let all = matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
+            && !self.mutant(Mutant::FsyncSkipsXattrs)
+            && !(fast && self.skips_unchanged_xattrs(i, t));
+        if all && i.xattrs_logged == Some((t, i.xattr_seq)) {
+            // The oracle: this transaction's log holds every xattr as it is now.
+            self.inner.m.borrow_mut().relogged_xattrs += i.xattrs.len() as u64;
+        }
+        if kind == LogKind::Fsync && full_sync && i.full_sync_needless {
+            self.inner.m.borrow_mut().unneeded_full_syncs += 1;
+        }
+        // LOG_OTHER_INODE logs the item with generation 0: replay keeps the size it
+        // finds (overwrite_item@v5.10, "save_old_i_size").
+        let size = (!plan.is_dir && kind != LogKind::Other).then_some(i.disk_size);
+        (
+            size,
+            all.then(|| {
+                if keep {
+                    i.xattrs.keys().cloned().collect::<Vec<_>>()
+                } else {
+                    Vec::new()
+                }
+            }),
+            LogCopy {
+                ino,
+                fast,
+                new_inode: i.generation == t,
+                all,
+                xattrs: if all { i.xattrs.len() as u64 } else { 0 },
+                holes: all && full_sync && !i.is_dir,
+                dir: false,
+            },
+        )
+    }
+
+    /// The trace marks of btrfs_log_inode's mode and of btrfs_log_all_xattrs
+    /// (tree-log.c:btrfs_log_inode@v5.10).
+    fn note_log_mode(&self, kind: LogKind, plan: &InodeLogPlan, copy: &LogCopy) {
+        self.note(log_mode_label(kind, plan.full_sync, plan.is_dir), copy.ino);
+        if copy.all {
+            self.note("  btrfs_log_all_xattrs: xattr items copied", copy.xattrs);
+        } else if kind == LogKind::Fsync && self.mutant(Mutant::FsyncSkipsXattrs) {
+            self.note(
+                "  xattrs not copied (mutant fsync-skips-xattrs), ino",
+                copy.ino,
+            );
+        } else if kind == LogKind::Fsync {
+            self.note(
+                "  xattrs not copied (in this log already, unchanged), ino",
+                copy.ino,
+            );
+        }
+    }
+
+    /// copy_inode_items_to_log (tree-log.c@v5.10..v5.15): the CPU of the inode item, refs
+    /// and xattrs copy, fill_inode_item's i_lock, and a directory's dir and index items.
+    fn copy_inode_items(
+        &self,
+        ino: Ino,
+        kind: LogKind,
+        is_dir: bool,
+        copy: &LogCopy,
+        acc: &mut LogAcc,
+    ) {
+        let c = &self.inner.costs;
         let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
         let dir_items = is_dir
             && matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
             && !item_only;
-        let mut cpu = self.log_inode_copy_cpu(&LogCopy {
+        acc.cpu = self.log_inode_copy_cpu(&LogCopy {
             dir: dir_items,
-            ..copy
+            ..*copy
         });
         // fill_inode_item@v5.11 (called by log_inode_item and by copy_items for the inode
         // item, i.e. once per inode logged) sets nbytes from inode_get_bytes(), which takes
@@ -592,23 +666,34 @@ impl Btrfs {
             let mut m = self.inner.m.borrow_mut();
             m.log_nbytes_i_lock_takes += 1;
             m.log_nbytes_i_lock_ns += ns;
-            cpu += ns;
+            acc.cpu += ns;
         }
         if dir_items {
             // LOG_INODE_ALL of a directory copies its dir items and index items.
             let st = self.inner.st.borrow();
-            if keep {
+            if st.keep_history {
                 let entries = st.entries_of(ino);
-                bytes += entries.len() as u64 * c.item_bytes_per_dentry;
-                facts.push(LogFact::DirEntries { dir: ino, entries });
+                acc.bytes += entries.len() as u64 * c.item_bytes_per_dentry;
+                acc.facts.push(LogFact::DirEntries { dir: ino, entries });
             } else {
-                bytes += st.child_count(ino) as u64 * c.item_bytes_per_dentry;
+                acc.bytes += st.child_count(ino) as u64 * c.item_bytes_per_dentry;
             }
         }
-        let mut judgments = Vec::new();
-        let mut forced_logs = 0;
-        for e in &extents {
-            let old = if full_sync {
+    }
+
+    /// btrfs_log_changed_extents (tree-log.c@v5.10), or a full sync's copy_items of the file
+    /// extent items: each extent copied with its csums, judged unless it is only past EOF.
+    fn log_changed_extents(
+        &self,
+        t: TransId,
+        ino: Ino,
+        log_transid: u64,
+        plan: &mut InodeLogPlan,
+        acc: &mut LogAcc,
+    ) {
+        let c = &self.inner.costs;
+        for e in &plan.extents {
+            let old = if plan.full_sync {
                 // copy_items: a full sync copies only items in leaves changed in the running
                 // transaction (an extent trimmed in it has its item rewritten in it).
                 e.item_trans < t
@@ -616,11 +701,11 @@ impl Btrfs {
                 // btrfs_log_changed_extents, the generation test R2 changes.
                 e.generation < t
             } else {
-                e.generation <= last_committed
+                e.generation <= plan.last_committed
             };
             // An item past EOF copied only by btrfs_log_prealloc_extents is needed whatever
             // its generation (replay truncates to the logged i_size first): not judged.
-            let forced = old && past_eof.contains(&e.id);
+            let forced = old && plan.past_eof.contains(&e.id);
             if old && !forced {
                 continue;
             }
@@ -631,100 +716,123 @@ impl Btrfs {
             } else {
                 e.len.div_ceil(c.sectorsize) * c.csum_per_block
             };
-            cpu += self.log_extent_copy_cpu(ino, e, csum);
-            bytes += c.log_bytes_extent + csum;
-            if keep {
-                facts.push(LogFact::Extent { ino, extent: e.id });
+            acc.cpu += self.log_extent_copy_cpu(ino, e, csum);
+            acc.bytes += c.log_bytes_extent + csum;
+            if plan.keep {
+                acc.facts.push(LogFact::Extent { ino, extent: e.id });
             }
             if forced {
-                forced_logs += 1;
+                acc.forced_logs += 1;
                 continue;
             }
             // The item as it is now (a trimmed piece's item is of the transaction that
             // trimmed it).
-            versions.push(e.item_trans);
-            judgments.push(Judgment {
+            plan.versions.push(e.item_trans);
+            acc.judgments.push(Judgment {
                 transid: t,
                 log_transid,
                 what: Judged::Extent { csum },
                 versions: vec![e.item_trans],
             });
         }
-        if kind == LogKind::Fsync && !is_dir {
-            let n = judgments.len() as u64 + forced_logs;
-            self.note("  file extent items copied (with their csums)", n);
-        }
-        {
-            let mut m = self.inner.m.borrow_mut();
-            m.inode_logs += 1;
-            m.extent_logs += judgments.len() as u64 + forced_logs;
-            m.csum_bytes += judgments
-                .iter()
-                .map(|j| match j.what {
-                    Judged::Extent { csum } => csum,
-                    _ => 0,
-                })
-                .sum::<u64>();
-            if relogged {
-                match kind {
-                    LogKind::Fsync | LogKind::DirDentry | LogKind::Other => m.relogged_inodes += 1,
-                    LogKind::Ancestor => m.relogged_ancestors += 1,
-                    LogKind::Parent | LogKind::OtherAll => m.relogged_dir_items += 1,
-                    LogKind::NewName(_) => {}
-                }
-            }
+    }
+
+    /// The metrics of one btrfs_log_inode call (tree-log.c:btrfs_log_inode@v5.10): inodes
+    /// and extents logged, csum bytes, and the oracle's re-logged and unneeded logs.
+    fn count_inode_log(&self, kind: LogKind, plan: &InodeLogPlan, acc: &LogAcc) {
+        let mut m = self.inner.m.borrow_mut();
+        m.inode_logs += 1;
+        m.extent_logs += acc.judgments.len() as u64 + acc.forced_logs;
+        m.csum_bytes += acc
+            .judgments
+            .iter()
+            .map(|j| match j.what {
+                Judged::Extent { csum } => csum,
+                _ => 0,
+            })
+            .sum::<u64>();
+        if plan.relogged {
             match kind {
-                LogKind::Ancestor => m.ancestor_logs += 1,
-                // R1's oracle: a new name must go into the log only if the inode or the
-                // directory it left is already in this transaction's log.
-                LogKind::NewName(_) if !new_name_needed => m.unnecessary_inode_logs += 1,
-                _ => {}
+                LogKind::Fsync | LogKind::DirDentry | LogKind::Other => m.relogged_inodes += 1,
+                LogKind::Ancestor => m.relogged_ancestors += 1,
+                LogKind::Parent | LogKind::OtherAll => m.relogged_dir_items += 1,
+                LogKind::NewName(_) => {}
             }
         }
         match kind {
-            LogKind::Ancestor => judgments.push(Judgment {
-                transid: t,
-                log_transid,
-                what: Judged::Ancestor,
-                versions,
-            }),
+            LogKind::Ancestor => m.ancestor_logs += 1,
+            // R1's oracle: a new name must go into the log only if the inode or the
+            // directory it left is already in this transaction's log.
+            LogKind::NewName(_) if !plan.new_name_needed => m.unnecessary_inode_logs += 1,
+            _ => {}
+        }
+    }
+
+    /// The oracle's judgment of the inode entry btrfs_log_inode logged (tree-log.c@v5.10):
+    /// an ancestor's or an inode's, with the versions it carries; none for a new name.
+    fn judge_inode_log(
+        t: TransId,
+        log_transid: u64,
+        kind: LogKind,
+        plan: &mut InodeLogPlan,
+        acc: &mut LogAcc,
+    ) {
+        let what = match kind {
+            LogKind::Ancestor => Judged::Ancestor,
             LogKind::Fsync
             | LogKind::Parent
             | LogKind::DirDentry
             | LogKind::Other
-            | LogKind::OtherAll => judgments.push(Judgment {
-                transid: t,
-                log_transid,
-                what: Judged::Inode,
-                versions,
-            }),
-            LogKind::NewName(_) => {}
-        }
-        // The items the full sync copied (its snapshot of the inode's extents), against
-        // which btrfs_log_holes finds the ones that raced in after the copy.
-        let items_at = (kind == LogKind::Fsync && full_sync && !is_dir)
-            .then(|| extents.iter().map(|e| e.id).collect::<Vec<_>>());
-        self.inner.h.cpu(cpu).await;
-        if let Some(mut items_at) = items_at {
-            bytes += self.log_holes(ino, &mut items_at, &mut facts).await;
-        }
-        let mut st = self.st_mut();
+            | LogKind::OtherAll => Judged::Inode,
+            LogKind::NewName(_) => return,
+        };
+        acc.judgments.push(Judgment {
+            transid: t,
+            log_transid,
+            what,
+            versions: std::mem::take(&mut plan.versions),
+        });
+    }
+
+    /// The log's share of btrfs_log_inode's copy (tree-log.c@v5.10): its judgments, dirty
+    /// bytes and (with the history kept) crash-recovery facts.
+    fn add_to_log(
+        st: &mut FsState,
+        t: TransId,
+        log_transid: u64,
+        new_name_needed: bool,
+        acc: LogAcc,
+    ) {
         if new_name_needed {
             st.note_new_content(t, log_transid);
         }
-        st.judgments.extend(judgments);
-        st.log_dirty_bytes += bytes;
+        st.judgments.extend(acc.judgments);
+        st.log_dirty_bytes += acc.bytes;
         if st.keep_history {
             // Facts are read only by crash recovery, which runs only with the history kept.
             st.log_facts
                 .entry((t, log_transid))
                 .or_default()
-                .extend(facts);
+                .extend(acc.facts);
         }
+    }
+
+    /// The end of btrfs_log_inode (tree-log.c@v5.10..v5.12): the inode's logged_trans, the
+    /// flags LOG_INODE_ALL clears and last_log_commit. Returns (last_sub_trans,
+    /// last_log_commit).
+    fn mark_inode_logged(
+        &self,
+        st: &mut FsState,
+        t: TransId,
+        ino: Ino,
+        kind: LogKind,
+        all: bool,
+        is_dir: bool,
+    ) -> (u64, u64) {
         let i = st.inodes.get_mut(&ino).unwrap();
         i.logged_trans = t;
         i.logged_any = Some((t, i.change_seq));
-        if copy.all {
+        if all {
             i.xattrs_logged = Some((t, i.xattr_seq));
         }
         if !matches!(
@@ -752,11 +860,7 @@ impl Btrfs {
             // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
             i.last_log_commit = i.last_sub_trans;
         }
-        let (last_sub, last_log) = (i.last_sub_trans, i.last_log_commit);
-        drop(st);
-        self.note("  inode.logged_trans", t);
-        self.note("  inode.last_sub_trans", last_sub);
-        self.note("  inode.last_log_commit", last_log);
+        (i.last_sub_trans, i.last_log_commit)
     }
 
     /// b590b839720c (5.14): a fast fsync skips btrfs_log_all_xattrs when the inode was
@@ -1042,9 +1146,44 @@ impl Btrfs {
 
     /// btrfs_sync_log: returns false when the log must fall back to a full commit.
     pub(super) async fn sync_log(&self, t: TransId, log_transid: u64) -> bool {
-        let h = &self.inner.h;
-        let c = &self.inner.costs;
-        let mut g = self.inner.log_mutex.lock().await;
+        let g = self.inner.log_mutex.lock().await;
+        let Some(g) = self.wait_log_commits(log_transid, g).await else {
+            // Another task already synced the log sub-transaction we logged into.
+            return true;
+        };
+        // log_commit[index] is set before batching, so a task that logged into the same log
+        // transaction waits for this sync instead of starting its own.
+        self.st_mut().log_committing.insert(log_transid);
+        let g = self.batch_log_writers(g).await;
+        if self.inner.st.borrow().last_trans_log_full_commit == t {
+            // Bail out to a full commit: log_commit[index] = 0 and wake the waiters, which
+            // find the mark themselves.
+            self.st_mut().log_committing.remove(&log_transid);
+            drop(g);
+            self.inner.log_commit_wait.notify_all();
+            return false;
+        }
+        self.point("sync_log:start").await;
+        let frozen_at = self.write_log_tree(t, log_transid, g).await;
+        self.write_log_root_tree(t, log_transid).await;
+        self.point("sync_log:write_super").await;
+        let tl = self.lock_tree_log_mutex().await;
+        self.check_prev_super_done(t);
+        let necessary = self.write_log_super(t, log_transid, frozen_at).await;
+        drop(tl);
+        self.check_crash("a log superblock was written");
+        self.finish_log_commit(log_transid, necessary);
+        true
+    }
+
+    /// btrfs_sync_log's wait for a running commit of this log transaction or of the
+    /// previous one (tree-log.c@v5.10: wait_log_commit, without root->log_mutex). Returns
+    /// None, the mutex released, when this log transaction was synced meanwhile.
+    async fn wait_log_commits<'a>(
+        &'a self,
+        log_transid: u64,
+        mut g: sim::MutexGuard<'a>,
+    ) -> Option<sim::MutexGuard<'a>> {
         loop {
             let (done, ours_running, prev_running) = {
                 let st = self.inner.st.borrow();
@@ -1055,29 +1194,29 @@ impl Btrfs {
                 )
             };
             if done {
-                // Another task already synced the log sub-transaction we logged into.
-                return true;
+                return None;
             }
             if !ours_running && !prev_running {
-                break;
+                return Some(g);
             }
             // wait_log_commit: sleep without root->log_mutex until that log commit ends.
             drop(g);
             self.inner.log_commit_wait.wait().await;
             g = self.inner.log_mutex.lock().await;
         }
-        // log_commit[index] is set before batching, so a task that logged into the same log
-        // transaction waits for this sync instead of starting its own.
-        self.st_mut().log_committing.insert(log_transid);
-        // The batching loop (btrfs_sync_log@v5.10/v5.11): on a non-`ssd` mount with more than
-        // one logging task, sleep one jiffy without log_mutex; wait for the log writers;
-        // repeat until no fsync bumped log_batch meanwhile.
+    }
+
+    /// The batching loop (btrfs_sync_log@v5.10/v5.11): on a non-`ssd` mount with more than
+    /// one logging task, sleep one jiffy without log_mutex; wait for the log writers;
+    /// repeat until no fsync bumped log_batch meanwhile.
+    async fn batch_log_writers<'a>(&'a self, mut g: sim::MutexGuard<'a>) -> sim::MutexGuard<'a> {
+        let h = &self.inner.h;
         loop {
             let batch = self.inner.st.borrow().log_batch;
             let multi = self.inner.st.borrow().multi_log_tasks;
             if !self.inner.ssd.get() && multi {
                 drop(g);
-                h.sleep(c.jiffy).await;
+                h.sleep(self.inner.costs.jiffy).await;
                 self.inner.m.borrow_mut().log_batch_sleeps += 1;
                 g = self.inner.log_mutex.lock().await;
             }
@@ -1088,19 +1227,23 @@ impl Btrfs {
                 g = self.inner.log_mutex.lock().await;
             }
             if batch == self.inner.st.borrow().log_batch {
-                break;
+                return g;
             }
         }
-        if self.inner.st.borrow().last_trans_log_full_commit == t {
-            // Bail out to a full commit: log_commit[index] = 0 and wake the waiters, which
-            // find the mark themselves.
-            self.st_mut().log_committing.remove(&log_transid);
-            drop(g);
-            self.inner.log_commit_wait.notify_all();
-            return false;
-        }
-        self.point("sync_log:start").await;
-        // Write the log tree's dirty blocks.
+    }
+
+    /// btrfs_sync_log@v5.10's write of the log tree's dirty blocks
+    /// (btrfs_write_marked_extents): the log transaction is advanced and root->log_mutex
+    /// released before the blocks are waited for, so later loggers start the next log
+    /// sub-transaction while this one's blocks are in flight. Returns the instant the log
+    /// sub-transaction was frozen.
+    async fn write_log_tree(
+        &self,
+        t: TransId,
+        log_transid: u64,
+        g: sim::MutexGuard<'_>,
+    ) -> sim::Nanos {
+        let c = &self.inner.costs;
         let bytes = {
             let mut st = self.st_mut();
             std::mem::take(&mut st.log_dirty_bytes)
@@ -1115,38 +1258,42 @@ impl Btrfs {
         );
         // Names whose removal ended before this instant are out of this log sub-transaction
         // (their writers were waited for); later ones join the next.
-        let frozen_at = h.now();
+        let frozen_at = self.inner.h.now();
         {
             let mut st = self.st_mut();
             st.log_transid += 1;
             // The next log transaction's first task becomes log_start_pid.
             st.log_start_pid = None;
         }
-        // btrfs_sync_log@v5.10 submits the log blocks (btrfs_write_marked_extents) and
-        // releases root->log_mutex before waiting for them: later loggers start the next
-        // log sub-transaction while this one's blocks are in flight.
         drop(g);
         self.inner
             .dev
             .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
             .await;
-        // The log root tree, under its log_mutex.
-        {
-            let _lr = self.inner.log_root_tree_mutex.lock().await;
-            let (tok, off) = self.st_mut().new_write(
-                WriteKind::LogRoot {
-                    transid: t,
-                    log_transid,
-                },
-                c.nodesize,
-            );
-            self.inner
-                .dev
-                .submit(Request::write(off, c.nodesize).with_token(tok))
-                .await;
-        }
-        self.point("sync_log:write_super").await;
-        // 6/6: tree_log_mutex just before writing the superblock.
+        frozen_at
+    }
+
+    /// btrfs_sync_log@v5.10's update of the log root tree, under its log_mutex.
+    async fn write_log_root_tree(&self, t: TransId, log_transid: u64) {
+        let c = &self.inner.costs;
+        let _lr = self.inner.log_root_tree_mutex.lock().await;
+        let (tok, off) = self.st_mut().new_write(
+            WriteKind::LogRoot {
+                transid: t,
+                log_transid,
+            },
+            c.nodesize,
+        );
+        self.inner
+            .dev
+            .submit(Request::write(off, c.nodesize).with_token(tok))
+            .await;
+    }
+
+    /// 6/6: btrfs_sync_log takes fs_info->tree_log_mutex just before writing the superblock
+    /// (with R6), which waits for a transaction commit's superblock; the wait is counted.
+    async fn lock_tree_log_mutex(&self) -> Option<sim::MutexGuard<'_>> {
+        let h = &self.inner.h;
         let me = h.current();
         let class = h.class_static("tree_log_mutex");
         let before = h.account_of(me, class);
@@ -1161,7 +1308,12 @@ impl Btrfs {
             m.sync_log_super_waits += 1;
             m.sync_log_super_wait_ns += waited;
         }
-        // S1: the previous transaction's superblock must be on disk before ours is issued.
+        tl
+    }
+
+    /// S1 at btrfs_sync_log's superblock write: the previous transaction's superblock must
+    /// be on disk before ours is issued.
+    fn check_prev_super_done(&self, t: TransId) {
         let s1 = {
             let st = self.inner.st.borrow();
             st.trans
@@ -1178,8 +1330,12 @@ impl Btrfs {
                 ),
             );
         }
-        // The oracle judges this log's entries against what is on disk as the log's
-        // superblock is issued.
+    }
+
+    /// btrfs_sync_log@v5.10's write_all_supers (a FUA write with a preflush) pointing at
+    /// this log. Returns the oracle's verdict on the log's entries, judged against what is
+    /// on disk as the superblock is issued.
+    async fn write_log_super(&self, t: TransId, log_transid: u64, frozen_at: sim::Nanos) -> bool {
         let necessary = self.judge(t, Some(log_transid));
         let base = self.inner.st.borrow().super_generation;
         let (tok, off) = self.st_mut().new_write(
@@ -1200,8 +1356,12 @@ impl Btrfs {
             }
         };
         self.inner.dev.submit(sb.with_token(tok)).await;
-        drop(tl);
-        self.check_crash("a log superblock was written");
+        necessary
+    }
+
+    /// The end of btrfs_sync_log@v5.10: the metrics, last_log_commit advanced past this log
+    /// transaction, log_commit[index] cleared and the waiters woken.
+    fn finish_log_commit(&self, log_transid: u64, necessary: bool) {
         {
             let mut m = self.inner.m.borrow_mut();
             m.log_syncs += 1;
@@ -1215,8 +1375,46 @@ impl Btrfs {
             st.log_committing.remove(&log_transid);
         }
         self.inner.log_commit_wait.notify_all();
-        true
     }
+}
+
+/// btrfs_log_inode's view of an inode as it starts (see `log_inode_plan`).
+struct InodeLogPlan {
+    /// last_trans_committed when the copy started.
+    last_committed: TransId,
+    /// Whether the history crash recovery reads is kept (the facts are built).
+    keep: bool,
+    /// The oracle: already in this transaction's log, unchanged since.
+    relogged: bool,
+    /// BTRFS_INODE_NEEDS_FULL_SYNC.
+    full_sync: bool,
+    /// The file extent items to copy.
+    extents: Vec<Extent>,
+    /// Ids of the items btrfs_log_prealloc_extents copies (past EOF).
+    past_eof: Vec<u64>,
+    /// Whether the inode is a directory.
+    is_dir: bool,
+    /// Its names (with the history kept).
+    names: Vec<(Ino, String)>,
+    /// The versions the log entry carries.
+    versions: Vec<TransId>,
+    /// R1's oracle: whether a new name had to go into the log.
+    new_name_needed: bool,
+}
+
+/// What one btrfs_log_inode call adds to the log and costs.
+#[derive(Default)]
+struct LogAcc {
+    /// Log bytes dirtied.
+    bytes: u64,
+    /// CPU of the copy.
+    cpu: sim::Nanos,
+    /// Crash-recovery facts.
+    facts: Vec<LogFact>,
+    /// The oracle's judgments.
+    judgments: Vec<Judgment>,
+    /// Extent items logged only as past EOF (not judged).
+    forced_logs: u64,
 }
 
 /// The trace mark of one btrfs_log_inode call: its mode (the `inode_only` argument), why it
