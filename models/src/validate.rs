@@ -704,8 +704,9 @@ fn r7_curve(duration: u64, jobs: usize, progress: &(dyn Fn() + Sync)) -> Result<
     })
 }
 
-/// The btrfs scrub thread's rows for `fsyncsim validate`: the rate and duration changes from the framework
-/// (v5.16) to path readahead (v5.17), and the framework's absolute rate and duration, over
+/// The btrfs scrub thread's rows for `fsyncsim validate`: the rate and duration changes
+/// from the framework (v5.16) to path readahead (v5.17), and the framework's absolute rate
+/// and duration, over
 /// `seeds` filesystems (seeds 1..=n) on `hdd-smr-5400`, at the seed's full file count (a
 /// scrub takes well under a second; scaled down, the metadata fits in the drive's read cache
 /// and the difference disappears).
@@ -728,57 +729,56 @@ fn seed002_rows(seeds: u64) -> Result<Vec<Row>, String> {
     };
     let rate = |r: &ScrubResult| r.rate_mib_s();
     let dur = |r: &ScrubResult| r.duration as f64 / 1e9;
-    let mut rows = Vec::new();
-    for (id, what, seed_value, vals) in [
+    let level =
+        |f: &dyn Fn(&ScrubResult) -> f64| -> Vec<f64> { runs.iter().map(|(a, _)| f(a)).collect() };
+    // (id, what, seed value, model samples, unit, a change row rather than a level)
+    let table = [
         (
             "002-scrub/rate",
             "scrub rate change, reada → path-reada (hdd-smr-5400)",
             (seed002::RATE_AFTER / seed002::RATE_BEFORE - 1.0) * 100.0,
             change(&rate),
+            "%",
+            true,
         ),
         (
             "002-scrub/duration",
             "scrub duration change, reada → path-reada (the seed's \"-5.67 %\")",
             (seed002::DURATION_AFTER / seed002::DURATION_BEFORE - 1.0) * 100.0,
             change(&dur),
-        ),
-    ] {
-        rows.push(Row::from_samples(
-            id.into(),
-            seed_tag.clone(),
-            what.into(),
-            seed_value,
-            &vals,
             "%",
             true,
-        ));
-    }
-    let levels = [
+        ),
         (
             "002-scrub/rate/level",
             "scrub rate under reada, MiB/s",
             seed002::RATE_BEFORE,
-            runs.iter().map(|(a, _)| rate(a)).collect::<Vec<_>>(),
+            level(&rate),
             "MiB/s",
+            false,
         ),
         (
             "002-scrub/duration/level",
             "scrub duration under reada, s",
             seed002::DURATION_BEFORE,
-            runs.iter().map(|(a, _)| dur(a)).collect(),
+            level(&dur),
             "s",
+            false,
         ),
     ];
-    for (id, what, seed_value, vals, unit) in levels {
-        rows.push(Row::from_samples(
-            id.into(),
-            seed_tag.clone(),
-            what.into(),
-            seed_value,
-            &vals,
-            unit,
-            false,
-        ));
-    }
+    let rows = table
+        .into_iter()
+        .map(|(id, what, seed_value, vals, unit, delta)| {
+            Row::from_samples(
+                id.into(),
+                seed_tag.clone(),
+                what.into(),
+                seed_value,
+                &vals,
+                unit,
+                delta,
+            )
+        })
+        .collect();
     Ok(rows)
 }
