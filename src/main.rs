@@ -86,6 +86,22 @@ enum Verdict {
 
 /// Violations that are not findings but bad input: the scenario could not play (a stuck
 /// script; a setup or task operation that failed, e.g. on a missing path).
+/// A progress bar with `template` when `tty` (the stream it reports beside is a terminal),
+/// else hidden; `len` is evaluated on a terminal only (None: a spinner without a length).
+fn terminal_bar(
+    tty: bool,
+    len: impl FnOnce() -> Option<u64>,
+    template: &str,
+) -> indicatif::ProgressBar {
+    let bar = match (tty, tty.then(len).flatten()) {
+        (true, Some(n)) => indicatif::ProgressBar::new(n),
+        (true, None) => indicatif::ProgressBar::new_spinner(),
+        (false, _) => indicatif::ProgressBar::hidden(),
+    };
+    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template"));
+    bar
+}
+
 fn is_bad_input(invariant: &str) -> bool {
     models::scenario::UNPLAYABLE.contains(&invariant)
 }

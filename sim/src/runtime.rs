@@ -620,10 +620,7 @@ impl Handle {
             id,
         };
         s.acquire().await.forget();
-        Some(HeldCore {
-            h: self.clone(),
-            id,
-        })
+        Some(HeldCore(s))
     }
 
     /// Spends `d` of CPU time on a core the task holds (`take_core`), or anywhere without
@@ -811,17 +808,11 @@ impl Future for Delay<'_> {
 }
 
 /// A core taken by `Handle::take_core`; given back when dropped.
-pub struct HeldCore {
-    h: Handle,
-    id: ResId,
-}
+pub struct HeldCore(crate::sync::Semaphore);
 
 impl Drop for HeldCore {
     fn drop(&mut self) {
-        let mut c = self.h.core();
-        if !c.tearing_down {
-            crate::sync::sem_release(&mut c, self.id, 1);
-        }
+        self.0.release();
     }
 }
 

@@ -18,16 +18,10 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
     let p = policy_of(&pol);
     let total = spec.warmup + spec.duration;
     // A progress bar over virtual time, on a terminal only.
-    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new(total / sim::S)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} virtual s ETA {eta}",
-        )
-        .expect("valid template"),
+    let bar = terminal_bar(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        || Some(total / sim::S),
+        "{elapsed_precise} [{bar:30}] {pos}/{len} virtual s ETA {eta}",
     );
     let b2 = bar.clone();
     let r = models::workload::fsload::run_with_progress(
@@ -80,14 +74,10 @@ pub(crate) fn validate(a: ValidateArgs) -> Result<(), Failure> {
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
-    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new_spinner()
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed_precise} {pos} workload runs done")
-            .expect("valid template"),
+    let bar = terminal_bar(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        || None,
+        "{elapsed_precise} {pos} workload runs done",
     );
     let v = models::validate::validate(a.quick, jobs, &|| bar.inc(1)).map_err(Failure)?;
     bar.finish_and_clear();
@@ -298,18 +288,11 @@ fn stage_compare_outputs(
 /// A progress bar of the runs of `seeds` seeds at `points` points, both policies, on a
 /// terminal (stderr) only (the count is only made there).
 fn runs_bar(points: u64, seeds: u64) -> indicatif::ProgressBar {
-    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new(points * seeds * 2)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} runs ETA {eta}",
-        )
-        .expect("valid template"),
-    );
-    bar
+    terminal_bar(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        || Some(points * seeds * 2),
+        "{elapsed_precise} [{bar:30}] {pos}/{len} runs ETA {eta}",
+    )
 }
 
 /// --out DIR: results.json (staged at `results`) and the first point's plots.

@@ -195,18 +195,11 @@ fn shard_runs(len: u64, shard: models::sweep::Shard) -> u64 {
 /// A progress bar of `owned` seeds under each of `policies` on a terminal only (the count
 /// is only made there); nothing else reads the clock.
 fn progress_bar(owned: u64, policies: usize) -> indicatif::ProgressBar {
-    let bar = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        indicatif::ProgressBar::new(owned * policies as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {per_sec} ETA {eta} {msg}",
-        )
-        .expect("valid template"),
-    );
-    bar
+    terminal_bar(
+        std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        || Some(owned * policies as u64),
+        "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {per_sec} ETA {eta} {msg}",
+    )
 }
 
 /// The sweep's arguments as its checkpoint records them (--resume must match them).

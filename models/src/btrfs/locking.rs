@@ -262,3 +262,138 @@ impl super::ctree::Btrfs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btrfs::ctree_btree::{inode_key, key_type, tree_id, Key, Work};
+    use crate::btrfs::state::{FastSet, TransState};
+
+    fn trans() -> Transaction {
+        Transaction {
+            transid: 1000,
+            state: TransState::Running,
+            writers: 1,
+            extwriters: 0,
+            start_time: 0,
+            dirty_blocks: 0,
+            dirty: FastSet::default(),
+            super_done: false,
+            forced_by_event: false,
+            delayed_refs: 0,
+            pinned: Vec::new(),
+            meta_pinned: 0,
+            marked_unnecessarily: false,
+            cowed_nodes: FastSet::default(),
+        }
+    }
+
+    /// Applies `ops` as tree_ops does (locks from the state before the leaves join the
+    /// dirty set) and returns the locks.
+    fn locks_of(trees: &mut Trees, tr: &mut Transaction, ops: &[TreeOp]) -> TreeLocks {
+        let mut w = Work::default();
+        let mut leaves = crate::btrfs::ctree_blocks::Leaves::new();
+        crate::btrfs::ctree_btree::apply(trees, ops, &mut w, &mut leaves);
+        let l = lock_set(trees, tr, ops, &leaves);
+        tr.dirty.extend(leaves.iter().copied());
+        l
+    }
+
+    /// A subvolume tree of height 2: enough inode items for a few dozen leaves.
+    fn two_level_tree() -> Trees {
+        let mut trees = Trees::new(16 << 10);
+        let mut w = Work::default();
+        for ino in 256..20_256u64 {
+            trees.fs.insert(inode_key(ino), 160, &mut w);
+        }
+        assert_eq!(trees.fs.height(), 2, "{} leaves", trees.fs.leaves());
+        trees
+    }
+
+    fn mode(l: &TreeLocks, level: u32) -> Option<bool> {
+        l.iter().find(|x| x.level == level).map(|x| x.write)
+    }
+
+    #[test]
+    fn every_lock_class_is_a_reported_wait_class() {
+        for t in [tree_id::FS, tree_id::EXTENT, tree_id::CSUM] {
+            for level in 0..4 {
+                let c = class(t, level);
+                assert!(crate::vfs::WAIT_CLASSES.contains(&c), "{c} is not reported");
+            }
+        }
+    }
+
+    #[test]
+    fn a_one_leaf_tree_locks_its_root_leaf_only() {
+        let mut trees = Trees::new(16 << 10);
+        let mut tr = trans();
+        let ins = [TreeOp::Insert(tree_id::FS, inode_key(300), 160)];
+        let l = locks_of(&mut trees, &mut tr, &ins);
+        assert_eq!(l.len(), 1);
+        assert_eq!((l[0].level, l[0].write), (0, true));
+    }
+
+    #[test]
+    fn inserts_write_lock_level_one_and_the_first_cow_write_locks_the_path() {
+        let mut trees = two_level_tree();
+        let mut tr = trans();
+        // The first change of the transaction COWs the root and the leaf: both written.
+        let ins = [TreeOp::Insert(tree_id::FS, inode_key(30_000), 160)];
+        let l = locks_of(&mut trees, &mut tr, &ins);
+        assert_eq!((mode(&l, 1), mode(&l, 0)), (Some(true), Some(true)));
+        // An insert keeps write_lock_level 1: the root (level 1) is written again.
+        let ins2 = [TreeOp::Insert(tree_id::FS, inode_key(30_001), 160)];
+        let l = locks_of(&mut trees, &mut tr, &ins2);
+        assert_eq!((mode(&l, 1), mode(&l, 0)), (Some(true), Some(true)));
+        // An in-place update of an already COWed leaf (write_lock_level 0) reads the root.
+        let upd = [TreeOp::Update(tree_id::FS, inode_key(30_000), 160)];
+        let l = locks_of(&mut trees, &mut tr, &upd);
+        assert_eq!((mode(&l, 1), mode(&l, 0)), (Some(false), Some(true)));
+        // A read-only search reads every level.
+        let s = [TreeOp::Search(tree_id::FS, inode_key(257))];
+        let l = locks_of(&mut trees, &mut tr, &s);
+        assert_eq!((mode(&l, 1), mode(&l, 0)), (Some(false), Some(false)));
+    }
+
+    #[test]
+    fn an_update_that_cows_its_leaf_write_locks_the_parent() {
+        let mut trees = two_level_tree();
+        let mut tr = trans();
+        // The root is COWed by a first change elsewhere.
+        let first = [TreeOp::Update(tree_id::FS, inode_key(20_000), 160)];
+        locks_of(&mut trees, &mut tr, &first);
+        // A leaf not yet COWed in the transaction: its parent is written for the COW.
+        let upd = [TreeOp::Update(tree_id::FS, inode_key(256), 160)];
+        let l = locks_of(&mut trees, &mut tr, &upd);
+        assert_eq!((mode(&l, 1), mode(&l, 0)), (Some(true), Some(true)));
+        // The same leaf again: COWed already, the root is only read.
+        let again = [TreeOp::Update(tree_id::FS, inode_key(257), 160)];
+        let l = locks_of(&mut trees, &mut tr, &again);
+        assert_eq!((mode(&l, 1), mode(&l, 0)), (Some(false), Some(true)));
+    }
+
+    #[test]
+    fn deletes_write_lock_up_to_level_two_and_locks_are_ordered_top_down() {
+        let mut trees = two_level_tree();
+        let mut tr = trans();
+        let first = [TreeOp::Update(tree_id::FS, inode_key(300), 160)];
+        locks_of(&mut trees, &mut tr, &first);
+        let ops = [
+            TreeOp::Update(tree_id::FS, inode_key(300), 160),
+            TreeOp::Delete(tree_id::FS, Key::new(300, key_type::INODE_ITEM, 0)),
+            TreeOp::Search(tree_id::FS, inode_key(19_000)),
+        ];
+        let l = locks_of(&mut trees, &mut tr, &ops);
+        // One root lock, written for the delete although the update and search read it.
+        let roots: Vec<_> = l.iter().filter(|x| x.level == 1).collect();
+        assert_eq!(roots.len(), 1);
+        assert!(roots[0].write);
+        assert_eq!(l[0].level, 1, "the root is taken first: {l:?}");
+        assert!(l.windows(2).all(|p| p[0].order() < p[1].order()), "{l:?}");
+        // Two leaves: the deleted item's (written) and the searched one's (read).
+        let leaves: Vec<_> = l.iter().filter(|x| x.level == 0).map(|x| x.write).collect();
+        assert_eq!(leaves.len(), 2);
+        assert!(leaves.contains(&true) && leaves.contains(&false));
+    }
+}
