@@ -86,3 +86,16 @@ fn contended_dbench_on_few_cores_runs_and_reports_tree_lock_waits() {
         .sum();
     assert!(locked > 0, "NTCreateX's attribution has no tree lock wait");
 }
+
+#[test]
+fn tree_locks_is_a_switch_in_a_scenario_file() {
+    let e = Scenario::parse(
+        &format!("{TWO_CREATES}\n[costs]\ntree_locks = 2\n"),
+        "x.toml",
+    )
+    .err()
+    .expect("tree_locks = 2 refused");
+    let msg = e.to_string();
+    assert!(msg.starts_with("x.toml:"), "{msg}");
+    assert!(msg.contains("tree_locks 0 or 1"), "{msg}");
+}

@@ -829,13 +829,14 @@ impl Cx<'_> {
             let x = *v.get_ref();
             let ok = match k.as_str() {
                 "nodesize" | "sectorsize" => (512..=1 << 20).contains(&x),
+                "tree_locks" => x <= 1,
                 _ => x <= 1_000_000_000_000,
             };
             if !ok || !costs.set(k, x) {
                 return Err(self.err(
                     v.span().start,
                     format!(
-                        "unknown or invalid cost '{k}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M)",
+                        "unknown or invalid cost '{k}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M; tree_locks 0 or 1)",
                         Costs::FIELDS.join(", ")
                     ),
                 ));
