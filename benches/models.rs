@@ -4,7 +4,7 @@
 //! Results are deterministic; only the wall time varies.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::kernel::Policy;
 use models::scenario::{run, run_with_trace, Interleaving, Scenario};
 use models::workload::bench::{run as bench_run, run_loop, BenchParams};
@@ -30,7 +30,7 @@ fn engine(c: &mut Criterion) {
 
 fn races(c: &mut Criterion) {
     let sc = Scenario::load("r6-log-start-blocked-on-tree-log-mutex").unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let pre = sc.pre_policy();
     c.bench_function("race/r6_scripted_run", |b| {
         b.iter(|| black_box(run(&sc, &pre, &dev, sc.seed, &Interleaving::Script).trace_hash))
@@ -55,7 +55,7 @@ fn dbench(c: &mut Criterion) {
     let mut s = Spec::load("dbench").unwrap();
     s.duration = sim::S;
     s.warmup = 0;
-    let dev = DeviceConfig::resolve(&s.device).unwrap();
+    let dev = DiskConfig::resolve(&s.device).unwrap();
     let p = Policy::preset("linux-5.11").unwrap();
     let mut g = c.benchmark_group("dbench");
     g.sample_size(10);

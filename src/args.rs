@@ -445,7 +445,7 @@ pub(crate) fn parse_cpus(s: &str) -> Result<Cpus, String> {
 
 impl LoadArgs {
     /// The workload file with the flags applied, and its device.
-    pub(crate) fn load(&self) -> Result<(models::workload::spec::Spec, DeviceConfig), Failure> {
+    pub(crate) fn load(&self) -> Result<(models::workload::spec::Spec, DiskConfig), Failure> {
         let mut spec = models::workload::spec::Spec::load(&self.workload)
             .map_err(|e| Failure(e.to_string()))?;
         if let Some(n) = self.clients.or(self.threads) {
@@ -463,7 +463,7 @@ impl LoadArgs {
         if let Some(Cpus(c)) = self.cpus {
             spec.cpus = c;
         }
-        let dev = DeviceConfig::resolve(self.device.as_deref().unwrap_or(&spec.device))
+        let dev = DiskConfig::resolve(self.device.as_deref().unwrap_or(&spec.device))
             .map_err(|e| Failure(e.to_string()))?;
         Ok((spec, dev))
     }

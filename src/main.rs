@@ -12,8 +12,9 @@ mod out;
 use args::*;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use cmd::{crash::*, load::*, race::*, scrub::*, sweep::*};
+use models::block::DiskConfig;
 use models::btrfs::{Fix, Mutant};
-use models::device::{presets, DeviceConfig};
+use models::device::presets;
 use models::kernel::Policy;
 use models::scenario::{self, Interleaving, RunResult, Scenario};
 use models::workload::{bench, fio};
@@ -148,9 +149,9 @@ fn load_scenarios(specs: &[String]) -> Result<Vec<Scenario>, Failure> {
         .collect()
 }
 
-fn device_for(sc: &Scenario, flag: &Option<String>) -> Result<DeviceConfig, Failure> {
+fn device_for(sc: &Scenario, flag: &Option<String>) -> Result<DiskConfig, Failure> {
     let spec = flag.as_deref().unwrap_or(&sc.device);
-    DeviceConfig::resolve(spec).map_err(|e| Failure(e.to_string()))
+    DiskConfig::resolve(spec).map_err(|e| Failure(e.to_string()))
 }
 
 /// The policies to run: pre/post by default, or the one the flags describe.
@@ -209,7 +210,7 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         Command::Fio(a) => fio_cmd(a)?,
         Command::Scrub(a) => scrub(a)?,
         Command::Devices => {
-            let cfgs: Vec<DeviceConfig> = presets::NAMES
+            let cfgs: Vec<models::device::DeviceConfig> = presets::NAMES
                 .iter()
                 .filter_map(|n| presets::by_name(n))
                 .collect();
@@ -293,7 +294,7 @@ fn fio_cmd(a: FioArgs) -> Result<(), Failure> {
             a.size, a.numjobs
         )));
     }
-    let cfg = DeviceConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
+    let cfg = DiskConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
     let p = fio::FioParams {
         rw: a.rw,
         bs: a.bs,

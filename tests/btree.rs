@@ -141,8 +141,8 @@ fn fs_after(ops: &[&str]) -> models::btrfs::state::FsState {
     let mut sim = sim::Sim::new();
     let h = sim.handle();
     let mut streams = sim::RngStreams::new(1);
-    let cfg = models::device::DeviceConfig::resolve("nvme").unwrap();
-    let dev = models::device::Device::new(&mut sim, cfg, &mut streams);
+    let cfg = models::block::DiskConfig::resolve("nvme").unwrap();
+    let dev = models::block::add_disk(&mut sim, cfg, &mut streams, false);
     let policy = models::kernel::Policy::preset("linux-5.15").unwrap();
     let fs = models::btrfs::Btrfs::new(&h, dev, policy.btrfs, Costs::default());
     let ops: Vec<_> = ops

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir};
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::scenario::{run_with_trace, Interleaving, Scenario};
 use models::sweep::{sweep_all, Interleavings, SweepResult, INTERLEAVINGS_CAP};
 use std::collections::BTreeSet;
@@ -33,7 +33,7 @@ fn counts(text: &[u8]) -> Vec<String> {
 #[test]
 fn a_sweep_counts_the_distinct_decision_sequences_its_runs_made() {
     let sc = Scenario::load(&format!("{ROOT}/{R1}")).unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     for strategy in [
         Interleaving::Random,
         Interleaving::Pct(3),
@@ -84,7 +84,7 @@ fn runs_without_decisions_count_one_sequence_the_empty_one() {
     };
     let id = reports::sweep::Identity::new(
         &sc,
-        &DeviceConfig::resolve(&sc.device).unwrap(),
+        &DiskConfig::resolve(&sc.device).unwrap(),
         &p,
         "--strategy random",
         &(0..5),

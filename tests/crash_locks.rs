@@ -5,8 +5,8 @@
 mod common;
 
 use common::{invariant_hits, scripted, sweep};
+use models::block::DiskConfig;
 use models::btrfs::Mutant;
-use models::device::DeviceConfig;
 use models::kernel::{preset_names, Policy};
 use models::scenario::{run, Interleaving, Scenario};
 
@@ -103,7 +103,7 @@ fn the_inode_lock_serialises_writes_and_fsyncs() {
     // Explored: some seeds wait, and none loses data.
     let waited = (0..50)
         .filter(|&s| {
-            let dev = DeviceConfig::resolve(&sc.device).unwrap();
+            let dev = DiskConfig::resolve(&sc.device).unwrap();
             let r = run(&sc, &p, &dev, s, &Interleaving::Random);
             r.metrics.get("inode_lock_count").unwrap() > 0
         })
@@ -145,7 +145,7 @@ fn two_tasks_logging_one_inode_take_its_log_mutex_in_turn() {
     // some interleavings have one wait for the other's copy under BTRFS_I(dir)->log_mutex.
     let sc = scenario(ONE_DIR);
     let p = Policy::preset("linux-5.11").unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let waited = (0..200)
         .filter(|&s| {
             let r = run(&sc, &p, &dev, s, &Interleaving::Random);

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir, toml_files};
+use models::block::DiskConfig;
 use models::btrfs::Mutant;
-use models::device::DeviceConfig;
 use models::kernel::{preset_names, Policy};
 use models::scenario::{crash_state, Scenario};
 use models::vfs::Recovered;
@@ -40,7 +40,7 @@ fn corpus() -> Vec<Scenario> {
 /// The recovered state at the scenario's `[expect.crash]` point under `p`.
 fn recovered(sc: &Scenario, p: &Policy) -> Recovered {
     let e = sc.expect_crash.as_ref().expect("[expect.crash]");
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let (r, state) = crash_state(sc, p, &dev, sc.seed, &e.at);
     assert!(r.unplayable().is_none(), "{}: {:?}", sc.name, r.violations);
     let state = state.unwrap_or_else(|| panic!("{}: {} never reached", sc.name, e.at));

@@ -1,8 +1,9 @@
 //! Device-model behaviour: durability rule, host queue, flush cost, parallelism, HDD
 //! positioning, tail spikes, stream independence, determinism of fio runs.
 
+use models::block::DiskConfig;
 use models::device::dist::NonNeg;
-use models::device::{presets, Device, DeviceConfig, IoDone, LatencyDist, ReqKind, Request};
+use models::device::{presets, DeviceConfig, IoDone, LatencyDist, ReqKind, Request};
 use models::workload::fio::{self, FioParams, RwMode};
 use rand::RngCore;
 use sim::{RngStreams, Sim};
@@ -31,7 +32,7 @@ fn a_flush_makes_durable_exactly_the_writes_completed_before_it_was_issued() {
     let mut sim = Sim::new();
     let h = sim.handle();
     let mut streams = RngStreams::new(1);
-    let dev = Device::with_image(&mut sim, constant_device(), &mut streams, true);
+    let dev = models::block::add_disk(&mut sim, constant_device(), &mut streams, true);
     let seen = Rc::new(RefCell::new(Vec::new()));
     {
         let (d, seen) = (dev.clone(), seen.clone());
@@ -60,7 +61,7 @@ fn a_flush_makes_durable_exactly_the_writes_completed_before_it_was_issued() {
 fn fua_writes_are_durable_on_completion_and_preflush_covers_earlier_writes() {
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(1);
-    let dev = Device::with_image(&mut sim, constant_device(), &mut streams, true);
+    let dev = models::block::add_disk(&mut sim, constant_device(), &mut streams, true);
     let d = dev.clone();
     sim.spawn("super", async move {
         d.submit(Request::write(4096, 4096).with_token(7)).await;
@@ -91,7 +92,7 @@ fn requests_beyond_the_queue_depth_wait_in_the_host_and_are_counted() {
     let mut sim = Sim::new();
     let h = sim.handle();
     let mut streams = RngStreams::new(1);
-    let dev = Device::new(&mut sim, cfg, &mut streams);
+    let dev = models::block::add_disk(&mut sim, cfg, &mut streams, false);
     let done: Rc<RefCell<Vec<IoDone>>> = Rc::default();
     let mut ids = Vec::new();
     for i in 0..5 {
@@ -124,7 +125,7 @@ fn flush_cost_grows_with_dirty_bytes() {
         cfg.flush.ns_per_dirty_byte = NonNeg(1.0);
         let mut sim = Sim::new();
         let mut streams = RngStreams::new(1);
-        let dev = Device::new(&mut sim, cfg, &mut streams);
+        let dev = models::block::add_disk(&mut sim, cfg, &mut streams, false);
         let out = Rc::new(RefCell::new(0));
         let (d, o) = (dev.clone(), out.clone());
         sim.spawn("t", async move {
@@ -148,7 +149,7 @@ fn parallel_units_serve_at_once_and_the_link_caps_bandwidth() {
     cfg.parallelism = 4;
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(1);
-    let dev = Device::new(&mut sim, cfg.clone(), &mut streams);
+    let dev = models::block::add_disk(&mut sim, cfg.clone(), &mut streams, false);
     for i in 0..8 {
         let d = dev.clone();
         sim.spawn(&format!("r{i}"), async move {
@@ -166,7 +167,7 @@ fn parallel_units_serve_at_once_and_the_link_caps_bandwidth() {
     cfg.parallelism = 16;
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(1);
-    let dev = Device::new(&mut sim, cfg, &mut streams);
+    let dev = models::block::add_disk(&mut sim, cfg, &mut streams, false);
     for i in 0..16 {
         let d = dev.clone();
         sim.spawn(&format!("w{i}"), async move {
@@ -224,10 +225,11 @@ fn service_sequence(extra: usize) -> Vec<u64> {
     let mut sim = Sim::new();
     let h = sim.handle();
     let mut streams = RngStreams::new(42);
-    let dev = Device::new(
+    let dev = models::block::add_disk(
         &mut sim,
         presets::by_name("sata-ssd").unwrap(),
         &mut streams,
+        false,
     );
     let mut wl = streams.stream("workload");
     let out: Rc<RefCell<Vec<u64>>> = Rc::default();
@@ -287,7 +289,7 @@ fn shipped_example_device_files_parse() {
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
-        let c = DeviceConfig::resolve(p.to_str().unwrap()).unwrap_or_else(|e| panic!("{e}"));
+        let c = DiskConfig::resolve(p.to_str().unwrap()).unwrap_or_else(|e| panic!("{e}"));
         assert!(!c.name.is_empty());
         n += 1;
     }
@@ -296,7 +298,7 @@ fn shipped_example_device_files_parse() {
 
 #[test]
 fn out_of_range_device_numbers_are_refused_not_saturated() {
-    use models::device::DeviceConfig;
+    use models::block::DiskConfig;
     for (body, needle) in [
         (
             "[read]\ndist = \"constant\"\nus = 1e300\n",
@@ -314,7 +316,7 @@ fn out_of_range_device_numbers_are_refused_not_saturated() {
         let path =
             std::env::temp_dir().join(format!("fsyncsim-dev-range-{}.toml", std::process::id()));
         std::fs::write(&path, format!("preset = \"nvme\"\n{body}")).unwrap();
-        let e = DeviceConfig::resolve(path.to_str().unwrap())
+        let e = DiskConfig::resolve(path.to_str().unwrap())
             .unwrap_err()
             .to_string();
         assert!(e.contains(needle), "{e}");

@@ -3,7 +3,7 @@
 
 mod common;
 
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::kernel::Policy;
 use models::scenario::{run_with_trace, Interleaving, Scenario};
 use models::sweep::{exhaustive, next_prefix, trimmed};
@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 /// Every decision sequence of `sc` under `p` at `seed`, enumerated here with
 /// `next_prefix` (independently of `sweep::exhaustive`'s loop).
 fn all_sequences(sc: &Scenario, p: &Policy, seed: u64) -> Vec<Vec<u32>> {
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let mut out = Vec::new();
     let mut prefix = Some(Vec::new());
     while let Some(pre) = prefix {
@@ -84,7 +84,7 @@ fn every_interleaving_runs_once_and_the_enumeration_completes() {
         "r1-link-rename-logged-trans",
     ] {
         let sc = Scenario::load(name).unwrap();
-        let dev = DeviceConfig::resolve(&sc.device).unwrap();
+        let dev = DiskConfig::resolve(&sc.device).unwrap();
         for p in [sc.pre_policy(), sc.post_policy()] {
             let (res, cov) = exhaustive(&sc, &p, &dev, 0, 0, &[], 100_000, &|_| {});
             assert!(cov.complete, "{name}: {} runs", cov.runs);
@@ -112,7 +112,7 @@ fn the_random_walks_runs_are_among_the_enumerated_ones() {
     // A random run at seed S draws device timing from S too, so it is compared with the
     // enumeration of the same seed.
     let sc = Scenario::load("r1-link-rename-logged-trans").unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let p = sc.pre_policy();
     for seed in 0..12 {
         let all: BTreeSet<Vec<u32>> = all_sequences(&sc, &p, seed).into_iter().collect();
@@ -134,7 +134,7 @@ fn the_random_walks_runs_are_among_the_enumerated_ones() {
 #[test]
 fn the_race_is_found_before_the_fix_and_not_after() {
     let sc = Scenario::load("r1-link-rename-logged-trans").unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let (pre, cov) = exhaustive(&sc, &sc.pre_policy(), &dev, 0, 0, &[], 10_000, &|_| {});
     assert!(cov.complete);
     let hit = &pre.targets["unnecessary_inode_logs"];

@@ -1,7 +1,7 @@
 //! ext3/ext4 on jbd/jbd2 (seed 003): the commit write type per release, ext4_sync_file's
 //! 2.6.37 early return, barriers and the S2 crash check, and determinism.
 
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
@@ -28,7 +28,7 @@ fn scenario(fs: &str, mount: &str, setup: &[&str], tasks: &[&[&str]]) -> Scenari
 
 fn go(sc: &Scenario, policy: &str) -> RunResult {
     let p = Policy::preset(policy).unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     run(sc, &p, &dev, 1, &Interleaving::Script)
 }
 
@@ -200,7 +200,7 @@ fn explored_j1_interleavings_keep_the_block_layer_and_the_journal_consistent() {
         .into_iter()
         .filter(|s| s.race.starts_with("J1"))
     {
-        let dev = DeviceConfig::resolve(&sc.device).unwrap();
+        let dev = DiskConfig::resolve(&sc.device).unwrap();
         for p in ["linux-2.6.36", "linux-2.6.37", "jan-rfc", "linux-2.6.39"] {
             let policy = Policy::preset(p).unwrap();
             for seed in 0..12 {

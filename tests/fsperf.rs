@@ -2,18 +2,18 @@
 //! deterministically, fill the metadata space when they should, and compare into fsperf
 //! tables; `compare fsperf` rejects what it cannot do as one line, exit 2.
 
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::kernel::parse_policy;
 use models::workload::compare::compare;
 use models::workload::fsload::run;
 use models::workload::spec::{FioRw, Kind, Spec, FSPERF};
 use std::process::Command;
 
-fn short(name: &str, secs: u64) -> (Spec, DeviceConfig) {
+fn short(name: &str, secs: u64) -> (Spec, DiskConfig) {
     let mut s = Spec::load(name).unwrap();
     s.duration = secs * sim::S;
     s.warmup = 0;
-    let d = DeviceConfig::resolve(&s.device).unwrap();
+    let d = DiskConfig::resolve(&s.device).unwrap();
     (s, d)
 }
 

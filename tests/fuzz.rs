@@ -7,7 +7,7 @@
 //! The case counts keep the suite fast (a few seconds); `FSYNCSIM_FUZZ_CASES=N` runs N cases
 //! per property instead (e.g. 100000 overnight).
 
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::scenario::Scenario;
 use models::workload::spec::Spec;
 use proptest::prelude::*;
@@ -278,7 +278,7 @@ fn device_parser_never_panics_and_locates_its_errors() {
     let corpus = corpus(&["devices"]);
     runner(256)
         .run(&mutated(corpus), |text| {
-            if let Err(e) = DeviceConfig::from_toml(&text, "fuzz.toml") {
+            if let Err(e) = DiskConfig::from_toml(&text, "fuzz.toml") {
                 located(&e.to_string(), &e.location, &e.message, "fuzz.toml", &text)?;
             }
             Ok(())
@@ -289,7 +289,7 @@ fn device_parser_never_panics_and_locates_its_errors() {
 /// The JSON a two-shard sweep of R1 prints (one report per policy), as text.
 fn shard_texts() -> Vec<String> {
     let sc = Scenario::load("r1-link-rename-logged-trans").unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let mut out = Vec::new();
     for k in 1..=2 {
         let shard = models::sweep::Shard { k, n: 2 };
@@ -570,7 +570,7 @@ fn random_scenarios_play_or_fail_cleanly_under_both_policies() {
             let Ok(sc) = Scenario::parse(&t, "fuzz.toml") else {
                 return Ok(());
             };
-            let dev = DeviceConfig::resolve(&sc.device).unwrap();
+            let dev = DiskConfig::resolve(&sc.device).unwrap();
             for p in [sc.pre_policy(), sc.post_policy()] {
                 for how in [
                     models::scenario::Interleaving::Script,

@@ -1,6 +1,7 @@
 //! The HDD mechanics against their formulas: seek curve, rotation from the tracked angle,
 //! zoned media rate, NCQ reordering, device-file parsing.
 
+use models::block::DiskConfig;
 use models::device::hdd::{Hdd, NcqOrder, SeekCurve};
 use models::device::presets::hdd_smr_5400;
 use models::device::DeviceConfig;
@@ -144,19 +145,19 @@ fn ncq_reordering_beats_fifo_on_random_reads() {
 #[test]
 fn device_files_take_the_mechanics_and_name_bad_lines() {
     let text = "preset = \"hdd-smr-5400\"\n[hdd]\nrpm = 7200\nseek_min_ms = 0.5\nseek_max_ms = 15\ncapacity_bytes = 4000000000000\ncylinders = 500000\n[hdd.mech]\nseek_avg_ms = 8\nknee_fraction = 0.2\nod_mb_s = 250\nid_mb_s = 120\nzones = 8\nheads = 8\noverhead_us = 50\nreadahead_bytes = 1048576\ncache_segments = 8\nsegment_bytes = 8388608\nncq = \"clook\"\n";
-    let c = DeviceConfig::from_toml(text, "d.toml").unwrap();
+    let c = DiskConfig::from_toml(text, "d.toml").unwrap();
     let m = c.hdd.unwrap().mech.unwrap();
     assert_eq!(m.ncq, NcqOrder::Clook);
     assert_eq!(m.od_mb_s.0, 250.0);
     let bad = text.replace("id_mb_s = 120", "id_mb_s = 300");
-    let e = DeviceConfig::from_toml(&bad, "d.toml").unwrap_err();
+    let e = DiskConfig::from_toml(&bad, "d.toml").unwrap_err();
     assert_eq!(e.location, "d.toml:8", "{e}");
     assert!(e.message.contains("od_mb_s"), "{e}");
     let bad = text.replace("ncq = \"clook\"", "ncq = \"sstf\"");
-    let e = DeviceConfig::from_toml(&bad, "d.toml").unwrap_err();
+    let e = DiskConfig::from_toml(&bad, "d.toml").unwrap_err();
     assert!(e.location.starts_with("d.toml:"), "{e}");
     // Without [hdd.mech] the geometry keeps the old behaviour.
-    assert!(DeviceConfig::resolve("hdd")
+    assert!(DiskConfig::resolve("hdd")
         .unwrap()
         .hdd
         .unwrap()

@@ -3,8 +3,9 @@
 //! `block/blk-core.c`, `block/blk-flush.c`) on small devices with constant latencies.
 
 use models::block::BlockStats;
+use models::block::DiskConfig;
 use models::device::dist::NonNeg;
-use models::device::{presets, Device, DeviceConfig, IoClass, IoDone, LatencyDist, Request};
+use models::device::{presets, Device, IoClass, IoDone, LatencyDist, Request};
 use sim::{RngStreams, Sim};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -20,8 +21,8 @@ fn us(x: f64) -> LatencyDist {
 
 /// A rotational (`queue/rotational = 1`) device with constant latencies: read 1 ms, write
 /// 100 us, FUA write 200 us, flush 500 us; `qd` tags, `par` service units.
-fn device(sched: &str, qd: u64, par: u64) -> DeviceConfig {
-    let mut c = presets::by_name("nvme").unwrap();
+fn device(sched: &str, qd: u64, par: u64) -> DiskConfig {
+    let mut c = DiskConfig::from(presets::by_name("nvme").unwrap());
     c.name = "sda".into();
     c.transfer_ns_per_byte = 0.0;
     c.read = us(1000.0);
@@ -38,7 +39,7 @@ fn device(sched: &str, qd: u64, par: u64) -> DeviceConfig {
 }
 
 fn block(dev: &Device) -> BlockStats {
-    dev.stats().block.expect("a block layer")
+    models::block::genhd::stats(dev).expect("a block layer")
 }
 
 type Log = Rc<RefCell<Vec<(char, IoDone)>>>;
@@ -75,7 +76,7 @@ fn deadline_serves_writes_after_at_most_writes_starved_read_batches() {
     // writes_starved (2) batches of fifo_batch (16) while writes were pending.
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(1);
-    let dev = Device::new(&mut sim, device("deadline", 1, 1), &mut streams);
+    let dev = models::block::add_disk(&mut sim, device("deadline", 1, 1), &mut streams, false);
     let log: Log = Rc::default();
     for i in 0..96u64 {
         for (tag, req) in [
@@ -125,7 +126,7 @@ fn deadline_serves_an_expired_read_behind_the_head_by_its_fifo() {
     // behind the head is reached only through the FIFO once read_expire (500 ms) passed.
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(1);
-    let dev = Device::new(&mut sim, device("deadline", 1, 1), &mut streams);
+    let dev = models::block::add_disk(&mut sim, device("deadline", 1, 1), &mut streams, false);
     let log: Log = Rc::default();
     spawn_stream(&mut sim, &dev, 16, 1 << 30, 800 * MS, 'S', &log);
     let (d, h, l) = (dev.clone(), sim.handle(), log.clone());
@@ -143,7 +144,12 @@ fn deadline_serves_an_expired_read_behind_the_head_by_its_fifo() {
     assert!(block(&dev).fifo_expired_batches >= 1);
     // Under noop the same read is served in arrival order, within a queue's worth.
     let mut sim = Sim::new();
-    let dev = Device::new(&mut sim, device("noop", 1, 1), &mut RngStreams::new(1));
+    let dev = models::block::add_disk(
+        &mut sim,
+        device("noop", 1, 1),
+        &mut RngStreams::new(1),
+        false,
+    );
     let log: Log = Rc::default();
     spawn_stream(&mut sim, &dev, 16, 1 << 30, 100 * MS, 'S', &log);
     let (d, h, l) = (dev.clone(), sim.handle(), log.clone());
@@ -162,7 +168,7 @@ fn deadline_serves_an_expired_read_behind_the_head_by_its_fifo() {
 fn cfq_readers(readers: u32, n: u64, think: u64, seeky: bool, noidle_writes: bool) -> BlockStats {
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(7);
-    let dev = Device::new(&mut sim, device("cfq", 31, 1), &mut streams);
+    let dev = models::block::add_disk(&mut sim, device("cfq", 31, 1), &mut streams, false);
     for r in 0..readers {
         let (d, h) = (dev.clone(), sim.handle());
         sim.spawn(&format!("reader{r}"), async move {
@@ -238,7 +244,7 @@ fn noidle_requests_go_to_the_sync_noidle_tree() {
 fn a_sync_request_preempts_an_active_async_queue() {
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(1);
-    let dev = Device::new(&mut sim, device("cfq", 31, 1), &mut streams);
+    let dev = models::block::add_disk(&mut sim, device("cfq", 31, 1), &mut streams, false);
     // 2000 async 4 KiB writes, far apart (no merging), 100 us each: 200 ms of backlog.
     for i in 0..2000u64 {
         dev.submit_detached(
@@ -271,7 +277,7 @@ fn a_sync_request_preempts_an_active_async_queue() {
 fn async_requests_are_not_dispatched_while_sync_requests_are_in_flight() {
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(3);
-    let dev = Device::new(&mut sim, device("cfq", 31, 4), &mut streams);
+    let dev = models::block::add_disk(&mut sim, device("cfq", 31, 4), &mut streams, false);
     let log: Log = Rc::default();
     // Four sync readers, closed loop, for 50 ms.
     spawn_stream(&mut sim, &dev, 4, 1 << 40, 50 * MS, 'S', &log);
@@ -314,7 +320,7 @@ fn async_requests_are_not_dispatched_while_sync_requests_are_in_flight() {
 fn log_writes(sched: &str, write_sync: bool, n: u64) -> (u64, u64) {
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(1);
-    let dev = Device::new(&mut sim, device(sched, 31, 1), &mut streams);
+    let dev = models::block::add_disk(&mut sim, device(sched, 31, 1), &mut streams, false);
     let d = dev.clone();
     sim.spawn("jbd2", async move {
         let mut tickets = Vec::new();
@@ -356,7 +362,12 @@ fn plugging_merges_contiguous_writes_but_req_unplug_per_bio_fragments_them() {
 #[test]
 fn a_sync_bio_never_merges_into_an_async_request_under_cfq() {
     let mut sim = Sim::new();
-    let dev = Device::new(&mut sim, device("cfq", 1, 1), &mut RngStreams::new(1));
+    let dev = models::block::add_disk(
+        &mut sim,
+        device("cfq", 1, 1),
+        &mut RngStreams::new(1),
+        false,
+    );
     let d = dev.clone();
     sim.spawn("t", async move {
         let a = d.submit_nowait(
@@ -392,7 +403,7 @@ fn flush_and_fua_are_sequenced_outside_the_elevator() {
         let mut cfg = device("cfq", 31, 4);
         cfg.sched.queue.fua = fua;
         let mut sim = Sim::new();
-        let dev = Device::with_image(&mut sim, cfg, &mut RngStreams::new(1), true);
+        let dev = models::block::add_disk(&mut sim, cfg, &mut RngStreams::new(1), true);
         let done: Rc<RefCell<Vec<IoDone>>> = Rc::default();
         for i in 0..2u64 {
             let (d, o) = (dev.clone(), done.clone());
@@ -438,7 +449,7 @@ fn mixed_runs_are_deterministic() {
     let once = |sched: &str| {
         let mut sim = Sim::new();
         let mut streams = RngStreams::new(11);
-        let dev = Device::new(&mut sim, device(sched, 8, 2), &mut streams);
+        let dev = models::block::add_disk(&mut sim, device(sched, 8, 2), &mut streams, false);
         let log: Log = Rc::default();
         spawn_stream(&mut sim, &dev, 3, 1 << 40, 30 * MS, 'S', &log);
         for i in 0..50u64 {
@@ -474,7 +485,7 @@ fn mixed_runs_are_deterministic() {
 
 #[test]
 fn scheduler_files_parse_and_bad_values_name_the_line() {
-    let c = DeviceConfig::from_toml(
+    let c = DiskConfig::from_toml(
         "preset = \"hdd\"\n[scheduler]\nname = \"cfq\"\nslice_idle = 0\nquantum = 4\n",
         "d.toml",
     )
@@ -483,25 +494,24 @@ fn scheduler_files_parse_and_bad_values_name_the_line() {
     assert_eq!(c.sched.cfq.slice_idle, 0);
     assert_eq!(c.sched.cfq.quantum, 4);
     assert_eq!(c.sched.cfq.slice_sync, 100 * MS);
-    let c = DeviceConfig::from_toml("scheduler = \"deadline\"\n", "d.toml").unwrap();
+    let c = DiskConfig::from_toml("scheduler = \"deadline\"\n", "d.toml").unwrap();
     assert_eq!(c.sched.deadline.fifo_batch, 16);
-    let e =
-        DeviceConfig::from_toml("preset = \"hdd\"\nscheduler = \"bfq\"\n", "d.toml").unwrap_err();
+    let e = DiskConfig::from_toml("preset = \"hdd\"\nscheduler = \"bfq\"\n", "d.toml").unwrap_err();
     assert_eq!(e.location, "d.toml:2");
     assert!(
         e.message.contains("noop, deadline, cfq, mq-deadline"),
         "{e}"
     );
-    let e = DeviceConfig::from_toml("[scheduler]\nname = \"cfq\"\nslice_idel = 3\n", "d.toml")
+    let e = DiskConfig::from_toml("[scheduler]\nname = \"cfq\"\nslice_idel = 3\n", "d.toml")
         .unwrap_err();
     // At the misspelt key, not at the table's header (issue 28).
     assert_eq!(e.location, "d.toml:3");
     assert!(e.message.contains("slice_idel"), "{e}");
-    let e = DeviceConfig::from_toml("[scheduler]\nname = \"cfq\"\nquantum = 0\n", "d.toml")
-        .unwrap_err();
+    let e =
+        DiskConfig::from_toml("[scheduler]\nname = \"cfq\"\nquantum = 0\n", "d.toml").unwrap_err();
     assert_eq!(e.location, "d.toml:3");
     assert!(e.message.contains("quantum"), "{e}");
-    let e = DeviceConfig::from_toml("scheduler = 3\n", "d.toml").unwrap_err();
+    let e = DiskConfig::from_toml("scheduler = 3\n", "d.toml").unwrap_err();
     assert_eq!(e.location, "d.toml:1");
 }
 
@@ -511,7 +521,7 @@ fn scheduler_files_parse_and_bad_values_name_the_line() {
 fn commit_under_reads(sched: &str, write_sync: bool) -> (u64, BlockStats) {
     let mut sim = Sim::new();
     let mut streams = RngStreams::new(5);
-    let dev = Device::new(&mut sim, device(sched, 31, 1), &mut streams);
+    let dev = models::block::add_disk(&mut sim, device(sched, 31, 1), &mut streams, false);
     let log: Log = Rc::default();
     spawn_stream(&mut sim, &dev, 4, 1 << 40, 400 * MS, 'S', &log);
     let out = Rc::new(Cell::new(0));
@@ -566,7 +576,12 @@ fn cfq_serves_an_expired_sync_request_from_its_fifo_at_a_slice_start() {
     // fifo_expire_sync (125 ms), checked once per slice (cfq_check_fifo), so at the first
     // slice start after 125 ms (slices of 100 ms here).
     let mut sim = Sim::new();
-    let dev = Device::new(&mut sim, device("cfq", 1, 1), &mut RngStreams::new(1));
+    let dev = models::block::add_disk(
+        &mut sim,
+        device("cfq", 1, 1),
+        &mut RngStreams::new(1),
+        false,
+    );
     let log: Log = Rc::default();
     spawn_stream(&mut sim, &dev, 16, 1 << 30, 800 * MS, 'S', &log);
     let (d, h, l) = (dev.clone(), sim.handle(), log.clone());
@@ -592,7 +607,7 @@ fn a_front_merge_that_closes_a_gap_merges_three_pieces_into_one_request() {
     for sched in ["cfq", "deadline"] {
         let mut sim = Sim::new();
         let mut streams = RngStreams::new(1);
-        let dev = Device::new(&mut sim, device(sched, 4, 1), &mut streams);
+        let dev = models::block::add_disk(&mut sim, device(sched, 4, 1), &mut streams, false);
         let d = dev.clone();
         sim.spawn("writer", async move {
             let w = |off| {

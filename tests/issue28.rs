@@ -128,7 +128,7 @@ fn ext_scenario(fs: &str, setup: &[&str], ops: &[&str]) -> String {
 fn ext_failure(fs: &str, setup: &[&str], ops: &[&str]) -> Option<String> {
     let sc = models::scenario::Scenario::parse(&ext_scenario(fs, setup, ops), "e.toml").unwrap();
     let p = models::kernel::Policy::preset("linux-2.6.37").unwrap();
-    let dev = models::device::DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = models::block::DiskConfig::resolve(&sc.device).unwrap();
     let r = models::scenario::run(&sc, &p, &dev, 1, &models::scenario::Interleaving::Script);
     r.violations
         .iter()

@@ -3,21 +3,21 @@
 //! the jobs' reads while 2.6.37's sync ones progress, runs are deterministic, and
 //! `compare kbuild` sets the seed's iostat beside the model's.
 
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::kernel::Policy;
 use models::workload::fsload::{run, WorkloadResult};
 use models::workload::spec::{Kind, Spec};
 use std::process::Command;
 
-fn short(secs: u64) -> (Spec, DeviceConfig) {
+fn short(secs: u64) -> (Spec, DiskConfig) {
     let mut s = Spec::load("kbuild").unwrap();
     s.duration = secs * sim::S;
     s.warmup = sim::S;
-    let d = DeviceConfig::resolve(&s.device).unwrap();
+    let d = DiskConfig::resolve(&s.device).unwrap();
     (s, d)
 }
 
-fn go(s: &Spec, d: &DeviceConfig, policy: &str) -> WorkloadResult {
+fn go(s: &Spec, d: &DiskConfig, policy: &str) -> WorkloadResult {
     run(s, &Policy::preset(policy).unwrap(), d, s.seed, None).unwrap()
 }
 

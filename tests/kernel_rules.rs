@@ -3,7 +3,7 @@
 //! batching: each test is a small scenario where the kernel flags (or does not) and fails
 //! if the model's rule is removed or changed.
 
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
@@ -39,7 +39,7 @@ fn run_under(sc: &Scenario, policy: &str) -> RunResult {
             .without(models::btrfs::Fix::parse(fix).unwrap()),
         None => Policy::preset(policy).unwrap(),
     };
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let r = run(sc, &p, &dev, sc.seed, &Interleaving::Script);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     r
@@ -262,7 +262,7 @@ fn a_buffered_write_does_not_wait_for_a_blocked_commit() {
             "A trans:commit_doing",
         ],
     );
-    let dev = DeviceConfig::resolve(&blocked.device).unwrap();
+    let dev = DiskConfig::resolve(&blocked.device).unwrap();
     let r = run(
         &blocked,
         &Policy::preset("linux-5.11").unwrap(),
@@ -400,7 +400,7 @@ fn sync_stat_and_osync_writes() {
             "A trans:unpinned",
         ],
     );
-    let dev = DeviceConfig::resolve(&idle.device).unwrap();
+    let dev = DiskConfig::resolve(&idle.device).unwrap();
     let r = run(
         &idle,
         &Policy::preset("linux-5.11").unwrap(),
@@ -452,7 +452,7 @@ fn a_directory_fsync_keeps_its_new_entries_and_the_mutant_that_skips_them_breaks
     // The directory with its entries, and the two new inodes (log_new_dir_dentries).
     let r = run_under(&sc, "linux-5.11");
     assert_eq!(m(&r, "inode_logs"), 3, "{:?}", r.metrics);
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let broken = Policy::preset("linux-5.11")
         .unwrap()
         .with_mutant(models::btrfs::Mutant::DirFsyncLogsItemOnly);

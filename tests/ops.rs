@@ -2,8 +2,8 @@
 //! fdatasync, sync_file_range, syncfs, and unlink/rename inside a log): what each puts in
 //! the log, and the S2 check that catches a model broken where the kernel is careful.
 
+use models::block::DiskConfig;
 use models::btrfs::Mutant;
-use models::device::DeviceConfig;
 use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
@@ -27,7 +27,7 @@ fn run_with(sc: &Scenario, mutant: Option<Mutant>) -> RunResult {
     if let Some(m) = mutant {
         p = p.with_mutant(m);
     }
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     run(sc, &p, &dev, 1, &Interleaving::Script)
 }
 
@@ -308,7 +308,7 @@ fn the_new_examples_hold_on_every_preset_scripted_and_swept() {
         );
         let sc = Scenario::load(&path).unwrap();
         let e = sc.expect_crash.as_ref().expect("[expect.crash]");
-        let dev = DeviceConfig::resolve(&sc.device).unwrap();
+        let dev = DiskConfig::resolve(&sc.device).unwrap();
         for preset in preset_names() {
             let p = Policy::preset(preset).unwrap();
             let (r, state) = crash_state(&sc, &p, &dev, sc.seed, &e.at);
@@ -395,7 +395,7 @@ fn a_removed_xattr_stays_in_the_committed_tree_until_an_fsync_logs_the_inode() {
         "/scenarios/examples/ops-removexattr-fsync.toml"
     );
     let sc = Scenario::load(path).unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let p = Policy::preset("linux-5.15").unwrap();
     let xattrs = |at: &str, p: &Policy| {
         let at = sc.crash_point(at).unwrap();

@@ -2,7 +2,7 @@
 //! in a closed loop.
 
 use models::device::dist::NonNeg;
-use models::device::{presets, Device, DeviceConfig, LatencyDist, ReqKind, Request};
+use models::device::{presets, DeviceConfig, LatencyDist, ReqKind, Request};
 use rand_distr::{Distribution, Exp1};
 use sim::{RngStreams, Sim};
 
@@ -47,7 +47,7 @@ fn mmc_mean_wait(c: u64, rho: f64, n: u64, seed: u64) -> f64 {
     let service = LatencyDist::Exponential {
         mean_us: NonNeg(mean_service_ns / 1e3),
     };
-    let dev = Device::new(&mut sim, mmc_device(c, service), &mut streams);
+    let dev = models::block::add_disk(&mut sim, mmc_device(c, service), &mut streams, false);
     let mut arrivals = streams.stream("arrivals");
     let d = dev.clone();
     sim.spawn("poisson", async move {
@@ -114,7 +114,7 @@ fn closed_loop_satisfies_littles_law() {
         queue_depth: 24, // some requests wait in the host too
         ..mmc_device(16, service)
     };
-    let dev = Device::new(&mut sim, cfg, &mut streams);
+    let dev = models::block::add_disk(&mut sim, cfg, &mut streams, false);
     for i in 0..clients {
         let (h, d) = (h.clone(), dev.clone());
         let mut rng = streams.stream(&format!("client{i}"));

@@ -4,14 +4,14 @@
 
 mod common;
 
+use models::block::DiskConfig;
 use models::btrfs::{Fix, Mutant};
-use models::device::DeviceConfig;
 use models::kernel::Policy;
 use models::scenario::{compare, run, Interleaving, RunResult, Scenario};
 use std::collections::BTreeMap;
 
 fn run_with(sc: &Scenario, p: &Policy) -> RunResult {
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     run(sc, p, &dev, sc.seed, &Interleaving::Script)
 }
 
@@ -101,7 +101,7 @@ fn runs_are_deterministic_per_scenario() {
         let other = run(
             &sc,
             &p,
-            &DeviceConfig::resolve("sata-ssd").unwrap(),
+            &DiskConfig::resolve("sata-ssd").unwrap(),
             99,
             &Interleaving::Script,
         );
@@ -462,13 +462,7 @@ fn r4_site_four_logs_all_parents_of_a_recently_linked_file_before_the_fix() {
 }
 
 fn explore(sc: &Scenario, p: &Policy, seed: u64, how: &Interleaving) -> RunResult {
-    run(
-        sc,
-        p,
-        &DeviceConfig::resolve(&sc.device).unwrap(),
-        seed,
-        how,
-    )
+    run(sc, p, &DiskConfig::resolve(&sc.device).unwrap(), seed, how)
 }
 
 #[test]
@@ -537,7 +531,7 @@ fn pct_exploration_is_deterministic_replayable_and_finds_r3() {
 fn a_sweep_run_and_its_replay_are_the_same_run() {
     // Sweeps run without the trace log or latency histograms; replays keep both.
     let sc = Scenario::load("r5-double-commit-after-full-commit").unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     for (seed, how) in [(3, Interleaving::Random), (4, Interleaving::Pct(2))] {
         let lean = models::scenario::run_with_trace(&sc, &sc.pre_policy(), &dev, seed, &how, false);
         let full = run(&sc, &sc.pre_policy(), &dev, seed, &how);
@@ -1155,7 +1149,7 @@ fn the_5_14_xattr_skip_removes_the_relogged_xattrs_and_keeps_every_xattr() {
     assert_eq!(relogged(&run_with(&sc2, &on)), 0);
     // After a power failure at the third fsync every xattr is back, under both (the
     // skipped copies are in the log tree from the earlier fsyncs of the transaction).
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     for s in [&sc, &sc2] {
         let e = s.expect_crash.as_ref().unwrap();
         for p in [&off, &on] {
@@ -1210,7 +1204,7 @@ fn the_5_14_truncate_fix_keeps_fast_fsyncs_after_a_truncate_that_drops_nothing()
         "the cut makes fsync 2 full"
     );
     // The recovered file is the same (and whole) under both, at every fsync's return.
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let e = sc.expect_crash.as_ref().unwrap();
     for p in [&off, &on] {
         let (r, st) = models::scenario::crash_state(&sc, p, &dev, sc.seed, &e.at);
@@ -1295,7 +1289,7 @@ fn a_write_at_an_offset_overwrites_in_place_appends_at_the_end_and_refuses_past_
     let sc = Scenario::parse(&text("\"write /f 16k 4k\""), "w.toml").unwrap();
     assert!(sc.to_toml(&[]).contains("\"write /f 16k 4k\""));
     let p = Policy::preset("linux-5.14").unwrap();
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     let at = &sc.expect_crash.as_ref().unwrap().at;
     let size = |sc: &Scenario| {
         let (r, st) = models::scenario::crash_state(sc, &p, &dev, sc.seed, at);

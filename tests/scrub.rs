@@ -1,8 +1,8 @@
 //! Scrub: every extent read exactly once, determinism, the two policies' mechanisms, CLI.
 
+use models::block::DiskConfig;
 use models::btrfs::layout::{Layout, LayoutParams, Tree, NODESIZE};
 use models::btrfs::scrub::{self, ScrubParams, ScrubPolicy};
-use models::device::DeviceConfig;
 use std::process::Command;
 
 fn params(policy: ScrubPolicy, files: u64, seed: u64) -> ScrubParams {
@@ -12,7 +12,7 @@ fn params(policy: ScrubPolicy, files: u64, seed: u64) -> ScrubParams {
             ..LayoutParams::default()
         },
         policy,
-        device: DeviceConfig::resolve("hdd-smr-5400").unwrap(),
+        device: DiskConfig::resolve("hdd-smr-5400").unwrap(),
         seed,
     }
 }

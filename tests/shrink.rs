@@ -1,7 +1,7 @@
 //! Shrinking: an explored hit becomes a small scripted scenario that reproduces it.
 
+use models::block::DiskConfig;
 use models::btrfs::{Fix, Mutant};
-use models::device::DeviceConfig;
 use models::kernel::Policy;
 use models::scenario::{self, run, Interleaving, Scenario};
 use models::shrink::{shrink, Size, Target};
@@ -10,8 +10,8 @@ fn r1() -> Scenario {
     Scenario::load("r1-link-rename-logged-trans").unwrap()
 }
 
-fn dev(sc: &Scenario) -> DeviceConfig {
-    DeviceConfig::resolve(&sc.device).unwrap()
+fn dev(sc: &Scenario) -> DiskConfig {
+    DiskConfig::resolve(&sc.device).unwrap()
 }
 
 /// The R1 scenario with its tasks listed in the other order and no script, so that the
@@ -28,7 +28,7 @@ fn r1_reversed() -> Scenario {
 
 /// Checks that the written file reproduces the target under `policy` and passes its own
 /// expectations; returns the parsed file.
-fn reproduces(toml: &str, policy: &Policy, target: &Target, device: &DeviceConfig) -> Scenario {
+fn reproduces(toml: &str, policy: &Policy, target: &Target, device: &DiskConfig) -> Scenario {
     let sc = Scenario::parse(toml, "shrunk.toml").expect("the shrunk file parses");
     let r = run(&sc, policy, device, sc.seed, &Interleaving::Script);
     assert!(
@@ -183,7 +183,7 @@ fn a_seed_that_does_not_hit_is_refused() {
 #[test]
 fn a_shrink_on_another_device_names_that_device() {
     let sc = r1();
-    let d = DeviceConfig::resolve("sata-ssd").unwrap();
+    let d = DiskConfig::resolve("sata-ssd").unwrap();
     let pre = sc.pre_policy();
     let target = Target::parse("unnecessary_inode_logs").unwrap();
     let seed = (0..50)

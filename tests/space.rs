@@ -1,10 +1,10 @@
 //! Metadata space (seed 004, F1): need_preemptive_reclaim before and after each of the
 //! seven patches, ticket reservations, the async reclaim's flush states and ENOSPC.
 
+use models::block::DiskConfig;
 use models::btrfs::policy::SpacePatch;
 use models::btrfs::space_info::need_preemptive_reclaim;
 use models::btrfs::state::FsState;
-use models::device::DeviceConfig;
 use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
@@ -86,7 +86,7 @@ fn scenario(text: &str) -> Scenario {
 }
 
 fn run_on(sc: &Scenario, p: &Policy) -> RunResult {
-    let dev = DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
     run(sc, p, &dev, 1, &Interleaving::Script)
 }
 

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{invariant_hits, scripted, sweep};
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::kernel::{parse_policy, preset_names, Policy};
 use models::scenario::Scenario;
 use models::workload::fsload::run;
@@ -64,7 +64,7 @@ fn contended_dbench_on_few_cores_runs_and_reports_tree_lock_waits() {
     s.cpus = Some(2);
     s.duration = sim::S;
     s.warmup = sim::S / 4;
-    let d = DeviceConfig::resolve(&s.device).unwrap();
+    let d = DiskConfig::resolve(&s.device).unwrap();
     let p = parse_policy("linux-5.11").unwrap();
     let r = run(&s, &p, &d, 3, None).unwrap();
     assert!(r.violations.is_empty(), "{:?}", r.violations);

@@ -1,8 +1,8 @@
 //! Workloads and comparisons: table formats (dbench, fsperf), JSON schema, plots, the Chrome
 //! trace, determinism, and bad input.
 
+use models::block::DiskConfig;
 use models::btrfs::Fix;
-use models::device::DeviceConfig;
 use models::kernel::parse_policy;
 use models::kernel::Policy;
 use models::workload::compare::compare;
@@ -17,12 +17,12 @@ fn fsyncsim(args: &[&str]) -> Output {
         .expect("run fsyncsim")
 }
 
-fn small_dbench(clients: u32, secs: u64) -> (Spec, DeviceConfig) {
+fn small_dbench(clients: u32, secs: u64) -> (Spec, DiskConfig) {
     let mut s = Spec::load("dbench").unwrap();
     s.clients = clients;
     s.duration = secs * sim::S;
     s.warmup = sim::S / 2;
-    let d = DeviceConfig::resolve(&s.device).unwrap();
+    let d = DiskConfig::resolve(&s.device).unwrap();
     (s, d)
 }
 
@@ -267,7 +267,7 @@ fn sysbench_and_fs_mark_run_and_report() {
     s.duration = 2 * sim::S;
     s.files = 64;
     s.fsync_freq = 10;
-    let d = DeviceConfig::resolve(&s.device).unwrap();
+    let d = DiskConfig::resolve(&s.device).unwrap();
     let p = Policy::preset("linux-5.11").unwrap();
     let r = run(&s, &p, &d, 1, None).unwrap();
     let w = r.op("write").unwrap().hist.len();
@@ -284,7 +284,7 @@ fn sysbench_and_fs_mark_run_and_report() {
     let mut m = Spec::load("fs-mark").unwrap();
     m.duration = sim::S;
     m.files_per_loop = 50;
-    let r = run(&m, &p, &DeviceConfig::resolve("nvme").unwrap(), 1, None).unwrap();
+    let r = run(&m, &p, &DiskConfig::resolve("nvme").unwrap(), 1, None).unwrap();
     assert!(r.files_done > 50 && r.per_s() > 0.0);
     assert!(r.op("fsync").unwrap().hist.len() + 4 >= r.files_done);
     let t = reports::workload::fsmark_summary(&r, m.file_size);
@@ -379,7 +379,7 @@ fn cpu_only_mixes_need_cpu_time_and_deltree_only_mixes_end() {
         "x.toml",
     )
     .unwrap();
-    let d = DeviceConfig::resolve("nvme").unwrap();
+    let d = DiskConfig::resolve("nvme").unwrap();
     let r = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
     assert!(r.op("Deltree").unwrap().hist.len() > 1000);
 }

@@ -2,20 +2,20 @@
 //! workload of jbd commit 2db938bee32e: a streaming writer is held to what the disk takes,
 //! dirty data stays under the thresholds, runs are deterministic, and the keys are checked.
 
-use models::device::DeviceConfig;
+use models::block::DiskConfig;
 use models::kernel::Policy;
 use models::workload::fsload::{run, WorkloadResult};
 use models::workload::spec::{Kind, Spec};
 
-fn short(secs: u64) -> (Spec, DeviceConfig) {
+fn short(secs: u64) -> (Spec, DiskConfig) {
     let mut s = Spec::load("read-latency-jbd-refine").unwrap();
     s.duration = secs * sim::S;
     s.warmup = 0;
-    let d = DeviceConfig::resolve(&s.device).unwrap();
+    let d = DiskConfig::resolve(&s.device).unwrap();
     (s, d)
 }
 
-fn go(s: &Spec, d: &DeviceConfig, policy: &str) -> WorkloadResult {
+fn go(s: &Spec, d: &DiskConfig, policy: &str) -> WorkloadResult {
     run(s, &Policy::preset(policy).unwrap(), d, s.seed, None).unwrap()
 }
 

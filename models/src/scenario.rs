@@ -1,8 +1,8 @@
 //! Race scenarios: parsing the TOML files in `scenarios/`, validating them (errors carry
 //! `file:line`), and running one under a policy.
 
+use crate::block::DiskConfig;
 use crate::btrfs::{Costs, Fix, Metrics, OpLatency, Violation};
-use crate::device::{Device, DeviceConfig};
 use crate::kernel::Policy;
 use crate::vfs::metrics::INVARIANTS;
 use crate::vfs::recovered::{CrashExpect, CrashPoint, ExtentKind};
@@ -769,7 +769,7 @@ impl Cx<'_> {
     fn device(&self, f: &ScenarioFile) -> Result<String, ScenarioError> {
         match &f.device {
             Some(d) => {
-                DeviceConfig::resolve(d.get_ref())
+                DiskConfig::resolve(d.get_ref())
                     .map_err(|e| self.err(d.span().start, e.referenced()))?;
                 Ok(d.get_ref().clone())
             }
@@ -1239,7 +1239,7 @@ const CRASH_POINTS: u32 = 32;
 pub fn run(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     interleaving: &Interleaving,
 ) -> RunResult {
@@ -1251,7 +1251,7 @@ pub fn run(
 pub fn run_with_trace(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     interleaving: &Interleaving,
     keep_trace: bool,
@@ -1318,7 +1318,7 @@ impl sim::Scheduler for CrashAt {
 pub fn crash_state(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     at: &CrashPoint,
 ) -> (RunResult, Option<Result<Recovered, String>>) {
@@ -1337,7 +1337,7 @@ pub fn crash_state(
 fn run_full(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     interleaving: &Interleaving,
     keep_trace: bool,
@@ -1349,7 +1349,7 @@ fn run_full(
     let mut streams = RngStreams::new(seed);
     let (crash_fs, crash_out) = set_scheduler(&mut sim, sc, interleaving, &mut streams, crash);
     let h = sim.handle();
-    let dev = Device::with_image(&mut sim, device.clone(), &mut streams, true);
+    let dev = crate::block::add_disk(&mut sim, device.clone(), &mut streams, true);
     dev.set_histograms(keep_trace);
     let fs = Mounted::mount(&h, dev, &sc.mount, policy.clone(), sc.costs.clone());
     if crash.is_some() {

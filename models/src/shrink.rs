@@ -11,7 +11,7 @@
 //! Every candidate is a deterministic run with the original seed, so the result is a fixed
 //! function of (scenario, policy, seed, strategy, target).
 
-use crate::device::DeviceConfig;
+use crate::block::DiskConfig;
 use crate::kernel::Policy;
 use crate::scenario::{points_of, run_with_trace, Interleaving, RunResult, Scenario, Step};
 use crate::vfs::Op;
@@ -99,7 +99,7 @@ struct Ctx<'a> {
     /// points the fixed code never reaches.
     also: Vec<Policy>,
     strict: bool,
-    device: &'a DeviceConfig,
+    device: &'a DiskConfig,
     /// How the file names the device (preset name or path) it was tested on.
     device_spec: String,
     seed: u64,
@@ -113,7 +113,7 @@ impl<'a> Ctx<'a> {
     fn new(
         base: &'a Scenario,
         policy: &'a Policy,
-        device: &'a DeviceConfig,
+        device: &'a DiskConfig,
         device_spec: &str,
         seed: u64,
         target: &'a Target,
@@ -339,7 +339,7 @@ fn ddmin<T: Clone>(items: Vec<T>, test: &mut dyn FnMut(&[T]) -> bool) -> Vec<T> 
 pub fn shrink(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     how: &Interleaving,
     target: &Target,
@@ -357,7 +357,7 @@ pub fn shrink(
 pub fn shrink_on(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     device_spec: &str,
     seed: u64,
     how: &Interleaving,

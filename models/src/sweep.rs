@@ -10,7 +10,7 @@
 //! [`exhaustive`] instead runs every interleaving of one seed, depth-first, and says
 //! whether it ran them all ([`Coverage`]).
 
-use crate::device::DeviceConfig;
+use crate::block::DiskConfig;
 use crate::kernel::Policy;
 use crate::scenario::{run_with_trace, Interleaving, RunResult, Scenario};
 use crate::vfs::metrics::{Metrics, INVARIANTS};
@@ -321,7 +321,7 @@ pub const CHUNK: u64 = 4096;
 pub fn sweep_chunked(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seeds: Range<u64>,
     shard: Shard,
     jobs: usize,
@@ -386,7 +386,7 @@ pub fn sweep_chunked(
 pub fn sweep_all(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seeds: Range<u64>,
     jobs: usize,
     strategy: &Interleaving,
@@ -459,7 +459,7 @@ pub fn trimmed(decisions: &[u32]) -> Vec<u32> {
 pub fn exhaustive(
     sc: &Scenario,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     script_steps: usize,
     extra: &[Target],

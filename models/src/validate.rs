@@ -6,7 +6,7 @@
 //! The seed values are copied from the threads in `shared/seeds/` (file and line cited per
 //! experiment); nothing here is tuned to them.
 
-use crate::device::DeviceConfig;
+use crate::block::DiskConfig;
 use crate::kernel::parse_policy;
 use crate::workload::compare::compare;
 use crate::workload::fsload::WorkloadResult;
@@ -48,9 +48,7 @@ impl Measure {
                 .map(|o| o.bytes as f64 / 1024.0 / (r.measured as f64 / 1e9)),
             Measure::Fio(f) => r.fio_field(f),
             Measure::Iostat(c) => {
-                let i = crate::device::iostat::COLUMNS
-                    .iter()
-                    .position(|x| *x == c)?;
+                let i = crate::block::iostat::COLUMNS.iter().position(|x| *x == c)?;
                 r.iostat.map(|io| io.values()[i])
             }
         }
@@ -574,7 +572,7 @@ pub fn validate_with(
         } else {
             spec.duration = sb_dur;
         }
-        let dev = DeviceConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
+        let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
         let (b, c) = (parse_policy(e.baseline)?, parse_policy(e.current)?);
         let pairs = compare(&spec, &dev, &b, &c, spec.seed, seeds, None, jobs, progress)?;
         let pair = &pairs[0];
@@ -661,7 +659,7 @@ pub const R7_INTERVALS: [u64; 5] = [1, 2, 5, 10, 30];
 fn r7_curve(duration: u64, jobs: usize, progress: &(dyn Fn() + Sync)) -> Result<Curve, String> {
     let mut spec = Spec::load("sysbench-fileio").map_err(|x| x.to_string())?;
     spec.duration = duration;
-    let dev = DeviceConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
+    let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
     let (b, c) = (parse_policy("linux-5.11:-R7")?, parse_policy("linux-5.11")?);
     let values: Vec<String> = R7_INTERVALS.iter().map(|s| format!("{s}s")).collect();
     let vary = ("commit_interval".to_string(), values);
@@ -713,7 +711,7 @@ fn r7_curve(duration: u64, jobs: usize, progress: &(dyn Fn() + Sync)) -> Result<
 fn seed002_rows(seeds: u64) -> Result<Vec<Row>, String> {
     use crate::btrfs::layout::LayoutParams;
     use crate::btrfs::scrub::{compare, seed002, ScrubPolicy, ScrubResult};
-    let device = DeviceConfig::resolve("hdd-smr-5400").map_err(|e| e.to_string())?;
+    let device = DiskConfig::resolve("hdd-smr-5400").map_err(|e| e.to_string())?;
     let layout = LayoutParams::default();
     let pol = [ScrubPolicy::ReadaFramework, ScrubPolicy::PathReada];
     let mut runs = Vec::new();

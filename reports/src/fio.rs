@@ -90,7 +90,7 @@ pub fn json(r: &FioResult) -> Value {
         },
         "trace_hash": format!("{:#018x}", r.trace_hash),
     });
-    if let Some(b) = &ds.block {
+    if let Some(b) = &r.block_stats {
         v["device"]["block"] = crate::block::json(b);
     }
     v
@@ -150,7 +150,7 @@ pub fn text(r: &FioResult) -> String {
     }
     let ds = &r.device_stats;
     let waited: u64 = ds.kinds.iter().map(|k| k.host_waited).sum();
-    if ds.block.is_some() {
+    if r.block_stats.is_some() {
         out.push(format!(
             "  device: {} requests, {} waited in the request queue, {} bytes destaged by flushes",
             ds.completed(),
@@ -166,7 +166,7 @@ pub fn text(r: &FioResult) -> String {
             ds.flushed_bytes
         ));
     }
-    if let Some(b) = &ds.block {
+    if let Some(b) = &r.block_stats {
         out.extend(crate::block::text(b));
     }
     out.push(format!("  trace hash: {:#018x}", r.trace_hash));

@@ -43,7 +43,7 @@ impl Identity {
     /// fsyncsim built from `commit`.
     pub fn new(
         sc: &Scenario,
-        dev: &models::device::DeviceConfig,
+        dev: &models::block::DiskConfig,
         p: &Policy,
         strategy: &str,
         seeds: &Range<u64>,

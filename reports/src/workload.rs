@@ -113,9 +113,9 @@ fn op_lines(r: &WorkloadResult, width: usize) -> String {
 }
 
 /// `iostat -x`'s header and one device line (sysstat 9's format, as the ext4 kbuild thread quotes it).
-pub fn iostat_lines(device: &str, io: &models::device::iostat::Iostat) -> String {
+pub fn iostat_lines(device: &str, io: &models::block::iostat::Iostat) -> String {
     let mut t = format!("{:<10}", "Device:");
-    for c in models::device::iostat::COLUMNS {
+    for c in models::block::iostat::COLUMNS {
         t.push_str(&format!(" {c:>8}"));
     }
     t.push('\n');
@@ -329,7 +329,7 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
         Kind::Kbuild => {
             m.push(("units_per_s".to_string(), r.per_s()));
             if let Some(io) = &r.iostat {
-                for (c, v) in models::device::iostat::COLUMNS.iter().zip(io.values()) {
+                for (c, v) in models::block::iostat::COLUMNS.iter().zip(io.values()) {
                     m.push((format!("iostat.{c}"), v));
                 }
             }
@@ -612,7 +612,7 @@ pub fn json(r: &WorkloadResult) -> Value {
         "events": r.events,
     });
     if let (Some(io), Some(o)) = (&r.iostat, v.as_object_mut()) {
-        let cols: Map<String, Value> = models::device::iostat::COLUMNS
+        let cols: Map<String, Value> = models::block::iostat::COLUMNS
             .iter()
             .zip(io.values())
             .map(|(c, v)| (c.to_string(), json!(v)))
@@ -964,11 +964,7 @@ pub fn kbuild_seed_text(
     ));
     t.push_str("iostat -x (seed: #0/#34, mean over runs, device unnamed; model: the ccache disk over the window, mean over seeds)\n");
     let mut lines = vec![std::iter::once("kernel".to_string())
-        .chain(
-            models::device::iostat::COLUMNS
-                .iter()
-                .map(|c| c.to_string()),
-        )
+        .chain(models::block::iostat::COLUMNS.iter().map(|c| c.to_string()))
         .collect::<Vec<_>>()];
     for (label, _, v) in SEED_IOSTAT {
         lines.push(

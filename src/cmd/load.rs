@@ -321,7 +321,7 @@ fn write_compare_out(
 fn write_compare_trace(
     a: &CompareArgs,
     spec: &models::workload::spec::Spec,
-    dev: &DeviceConfig,
+    dev: &DiskConfig,
     current: &Policy,
     seed: u64,
     (path, staged): (&PathBuf, &PathBuf),

@@ -208,7 +208,7 @@ pub(crate) fn check(specs: &[String], allow_empty: bool, json: bool) -> Result<V
 fn crash_problems(
     sc: &Scenario,
     policy: &Policy,
-    dev: &DeviceConfig,
+    dev: &DiskConfig,
 ) -> Result<Vec<String>, Failure> {
     let Some(e) = &sc.expect_crash else {
         return Ok(Vec::new());

@@ -5,7 +5,7 @@ use crate::*;
 
 pub(crate) fn scrub(a: ScrubArgs) -> Result<(), Failure> {
     use models::btrfs::{layout::LayoutParams, scrub as sc};
-    let device = DeviceConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
+    let device = DiskConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
     let base = LayoutParams::default();
     let layout = LayoutParams {
         files: ((base.files as f64 * a.scale).round() as u64).max(16),

@@ -78,7 +78,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<Verdict, Failure> {
 struct Chunked<'a> {
     a: &'a SweepArgs,
     sc: &'a Scenario,
-    dev: &'a DeviceConfig,
+    dev: &'a DiskConfig,
     pols: &'a [Policy],
     shard: models::sweep::Shard,
     jobs: usize,
@@ -161,7 +161,7 @@ impl Chunked<'_> {
 /// Each policy's sweep identity (what determines its result).
 fn identities(
     sc: &Scenario,
-    dev: &DeviceConfig,
+    dev: &DiskConfig,
     pols: &[Policy],
     id_flags: &str,
     seeds: &std::ops::Range<u64>,
@@ -316,7 +316,7 @@ fn refuse_unplayable(
     out: &[reports::sweep::SweepReport],
     pols: &[Policy],
     sc: &Scenario,
-    dev: &DeviceConfig,
+    dev: &DiskConfig,
     strategy: &Interleaving,
 ) -> Result<(), Failure> {
     for (r, p) in out.iter().zip(pols) {
@@ -458,7 +458,7 @@ pub(crate) fn write_state(
     meta: &serde_json::Value,
     progress: &[(u64, models::sweep::SweepResult)],
     sc: &Scenario,
-    dev: &DeviceConfig,
+    dev: &DiskConfig,
     pols: &[Policy],
     a: &SweepArgs,
     shard: models::sweep::Shard,

@@ -56,7 +56,7 @@ pub fn scripted(
     sc: &models::scenario::Scenario,
     p: &models::kernel::Policy,
 ) -> models::scenario::RunResult {
-    let dev = models::device::DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = models::block::DiskConfig::resolve(&sc.device).unwrap();
     models::scenario::run(sc, p, &dev, 1, &models::scenario::Interleaving::Script)
 }
 
@@ -66,7 +66,7 @@ pub fn sweep(
     p: &models::kernel::Policy,
     seeds: std::ops::Range<u64>,
 ) -> models::sweep::SweepResult {
-    let dev = models::device::DeviceConfig::resolve(&sc.device).unwrap();
+    let dev = models::block::DiskConfig::resolve(&sc.device).unwrap();
     let random = models::scenario::Interleaving::Random;
     models::sweep::sweep_all(sc, p, &dev, seeds, 2, &random).unwrap()
 }

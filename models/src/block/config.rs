@@ -1,6 +1,11 @@
 //! Request-queue and elevator tunables: the `[scheduler]` table of a device file. Every
-//! default is the kernel's, cited; times are in ms as sysfs shows them (HZ = 1000).
+//! default is the kernel's, cited; times are in ms as sysfs shows them (HZ = 1000). A
+//! `DiskConfig` is a device's configuration plus these; `DiskConfig::resolve` reads
+//! `--device` (presets, built-in and user device files).
 
+use super::NAMES;
+use crate::device::config::{key_line, ConfigError, DeviceConfig};
+use crate::device::presets;
 use serde::Deserialize;
 use sim::Nanos;
 
@@ -254,5 +259,187 @@ impl SchedulerTable {
             c.low_latency = v;
         }
         Ok(())
+    }
+}
+
+/// A disk's configuration: its device's (`DeviceConfig`, the driver and hardware) and its
+/// request queue's (the device file's `scheduler` key). Reads of the device's fields go
+/// through (`Deref`), as a disk is its device plus the queue above it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiskConfig {
+    /// The device below the queue.
+    pub device: DeviceConfig,
+    /// I/O scheduler name (`none` = no request-queue stage).
+    pub scheduler: String,
+    /// Request-queue and elevator tunables (the `[scheduler]` table).
+    pub sched: Tunables,
+}
+
+impl From<DeviceConfig> for DiskConfig {
+    /// A device with no request queue above it (`scheduler = "none"`, default tunables).
+    fn from(device: DeviceConfig) -> Self {
+        DiskConfig {
+            device,
+            scheduler: "none".into(),
+            sched: Tunables::default(),
+        }
+    }
+}
+
+impl std::ops::Deref for DiskConfig {
+    type Target = DeviceConfig;
+    fn deref(&self) -> &DeviceConfig {
+        &self.device
+    }
+}
+
+impl std::ops::DerefMut for DiskConfig {
+    fn deref_mut(&mut self) -> &mut DeviceConfig {
+        &mut self.device
+    }
+}
+
+/// Device files shipped inside the binary, usable by name like a preset.
+pub const BUILTIN_FILES: [(&str, &str); 3] = [
+    (
+        "hdd-cfq",
+        include_str!("../../../scenarios/devices/hdd-cfq.toml"),
+    ),
+    (
+        "fc-array-cfq",
+        include_str!("../../../scenarios/devices/fc-array-cfq.toml"),
+    ),
+    (
+        "sata-hdd-cfq",
+        include_str!("../../../scenarios/devices/sata-hdd-cfq.toml"),
+    ),
+];
+
+impl DiskConfig {
+    /// Resolves `--device`: a preset name, a built-in device file, or a path to a device
+    /// TOML file.
+    pub fn resolve(spec: &str) -> Result<Self, ConfigError> {
+        if let Some(cfg) = presets::by_name(spec) {
+            return Ok(cfg.into());
+        }
+        if let Some((name, text)) = BUILTIN_FILES.iter().find(|(n, _)| *n == spec) {
+            return Self::from_toml(text, &format!("scenarios/devices/{name}.toml"));
+        }
+        let path = std::path::Path::new(spec);
+        if spec.ends_with(".toml") || path.exists() {
+            let text = crate::units::read_text(spec, "device")
+                .map_err(|(location, message)| ConfigError { location, message })?;
+            return Self::from_toml(&text, spec);
+        }
+        Err(ConfigError {
+            location: "--device".to_string(),
+            message: format!(
+                "unknown device '{spec}': expected one of {}, {} or a path to a device TOML file",
+                presets::NAMES.join(", "),
+                BUILTIN_FILES.map(|(n, _)| n).join(", ")
+            ),
+        })
+    }
+
+    /// Parses a device TOML text (`origin` names it in errors): the device's keys, then its
+    /// `scheduler`.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let (device, scheduler) = DeviceConfig::from_toml(text, origin)?;
+        let mut cfg = DiskConfig::from(device);
+        if let Some(v) = scheduler {
+            cfg.apply_scheduler(v, text, origin)?;
+        }
+        Ok(cfg)
+    }
+
+    /// `scheduler`: a name, or a `[scheduler]` table of a name and its tunables.
+    fn apply_scheduler(
+        &mut self,
+        v: toml::Value,
+        text: &str,
+        origin: &str,
+    ) -> Result<(), ConfigError> {
+        let key_line = |path: &[&str]| key_line(text, origin, path);
+        let table = scheduler_table(v, text, origin)?;
+        if table.name.is_none() {
+            return Err(ConfigError {
+                location: key_line(&["scheduler"]),
+                message: format!("[scheduler] needs name = one of {}", NAMES.join(", ")),
+            });
+        }
+        if let Some(s) = &table.name {
+            if !NAMES.contains(&s.as_str()) {
+                return Err(ConfigError {
+                    location: key_line(&["scheduler"]),
+                    message: format!(
+                        "unknown I/O scheduler '{s}': expected one of {}",
+                        NAMES.join(", ")
+                    ),
+                });
+            }
+            self.scheduler = s.clone();
+        }
+        table
+            .apply(&mut self.sched)
+            .map_err(|(key, message)| ConfigError {
+                location: key_line(&["scheduler", &key]),
+                message,
+            })
+    }
+}
+
+/// The `scheduler` value as a table: a name alone, or the `[scheduler]` table.
+fn scheduler_table(
+    v: toml::Value,
+    text: &str,
+    origin: &str,
+) -> Result<SchedulerTable, ConfigError> {
+    Ok(match v {
+        toml::Value::String(name) => SchedulerTable {
+            name: Some(name),
+            ..Default::default()
+        },
+        toml::Value::Table(t) => {
+            toml::Value::Table(t)
+                .try_into::<SchedulerTable>()
+                .map_err(|e| {
+                    // A table converted from a value has no spans: read it again from
+                    // the text for the offending key's line.
+                    #[derive(Deserialize)]
+                    struct SchedulerOnly {
+                        #[allow(dead_code)]
+                        scheduler: SchedulerTable,
+                    }
+                    let location = match toml::from_str::<SchedulerOnly>(text) {
+                        Err(e) => crate::units::toml_error(text, origin, &e).0,
+                        Ok(_) => key_line(text, origin, &["scheduler"]),
+                    };
+                    ConfigError {
+                        location,
+                        message: format!("[scheduler]: {}", e.message().replace('\n', " ")),
+                    }
+                })?
+        }
+        other => {
+            return Err(ConfigError {
+                location: key_line(text, origin, &["scheduler"]),
+                message: format!(
+                    "scheduler = {other}: expected a name ({}) or a [scheduler] table",
+                    NAMES.join(", ")
+                ),
+            })
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_rejects_unknown_names() {
+        let e = DiskConfig::resolve("floppy").unwrap_err();
+        assert_eq!(e.location, "--device");
+        assert!(e.message.contains("hdd"));
     }
 }

@@ -3,10 +3,13 @@
 //! (`blk_flush.rs`) and the elevators, one file each (`noop.rs`, `deadline.rs`,
 //! `cfq_iosched.rs`, and the modern `mq_deadline.rs`), behind the small `Elevator` trait.
 //!
-//! A device whose `scheduler` is not `none` puts a `RequestQueue` between `Device::submit`
-//! and its tags: bios wait (and merge) in the elevator, and the elevator dispatches a request
+//! The block layer sits above the device model (`crate::device`, the driver and hardware) and
+//! imports it, never the reverse. `add_disk` (`genhd.rs`) builds a device; when its
+//! `scheduler` is not `none` it puts a `RequestQueue` above the driver as the device's
+//! `QueueAbove`: bios wait (and merge) in the elevator, and the elevator dispatches a request
 //! to the driver whenever the driver has a free tag (`scsi_request_fn` taking requests while
-//! the device queue has room). The driver's own order (FIFO, or a drive's NCQ order through
+//! the device queue has room); each completion comes back up and runs the queue again. The
+//! driver's own order (FIFO, or a drive's NCQ order through
 //! `device::IoScheduler::dispatch_by`) is unchanged below it. `none` keeps the device exactly
 //! as it was: no request queue stage at all.
 
@@ -15,19 +18,23 @@ pub mod blk_flush;
 pub mod cfq_iosched;
 pub mod config;
 pub mod deadline;
+pub mod genhd;
+pub mod iostat;
 pub mod mq_deadline;
 pub mod noop;
 
 pub use blk_core::{Dispatched, RequestQueue};
-pub use config::Tunables;
+pub use config::{DiskConfig, Tunables};
+pub use genhd::{add_disk, Disk};
 
 use sim::Nanos;
 
 /// Scheduler names accepted in device files (`scheduler = "…"` or `[scheduler] name = "…"`).
 pub const NAMES: [&str; 5] = ["none", "noop", "deadline", "cfq", "mq-deadline"];
 
-/// "No request": the null value of request and bio links.
-pub const NIL: u32 = u32::MAX;
+/// "No request": the null value of request and bio links (the device's own null link, as
+/// the device walks a request's bios through `RequestQueue::next_bio`).
+pub const NIL: u32 = crate::device::NO_LINK;
 
 /// Data direction of a request (`rq_data_dir`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

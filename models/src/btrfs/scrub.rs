@@ -21,8 +21,9 @@
 
 use super::layout::{ChunkKind, Extent, Layout, LayoutParams, Tree};
 use super::reada::{MetaIo, MetaStats};
+use crate::block::DiskConfig;
 use crate::device::hdd::HddStats;
-use crate::device::{Device, DeviceConfig, Request};
+use crate::device::{Device, Request};
 use sim::{Handle, Nanos, RngStreams, Semaphore, Sim, WaitQueue};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -91,7 +92,7 @@ pub struct ScrubParams {
     /// Readahead policy.
     pub policy: ScrubPolicy,
     /// The device.
-    pub device: DeviceConfig,
+    pub device: DiskConfig,
     /// Seed (the layout and any device draws).
     pub seed: u64,
 }
@@ -298,7 +299,7 @@ pub fn run(p: &ScrubParams) -> Result<ScrubResult, String> {
     let mut lrng = streams.stream("scrub.layout");
     let layout = Rc::new(Layout::build(&p.layout, &mut lrng));
     let mut sim = Sim::new();
-    let dev = Device::new(&mut sim, p.device.clone(), &mut streams);
+    let dev = crate::block::add_disk(&mut sim, p.device.clone(), &mut streams, false);
     let h = sim.handle();
     let meta = MetaIo::new(&h, dev.clone(), layout.clone());
     let bios = Rc::new(Bios {
@@ -365,7 +366,7 @@ pub mod seed002 {
 /// Runs both policies of seed 002 (framework, then path readahead) on the same layout.
 pub fn compare(
     layout: &LayoutParams,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     policies: &[ScrubPolicy],
 ) -> Result<Vec<ScrubResult>, String> {

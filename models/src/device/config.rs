@@ -15,7 +15,6 @@ super::dist::bounded_f64!(
 use super::presets;
 use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
-use std::path::Path;
 
 /// A positive integer (rejects 0 with a message naming the expectation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,10 +105,6 @@ pub struct DeviceConfig {
     pub tail: Option<TailSpike>,
     /// Rotating-disk geometry (None for SSDs).
     pub hdd: Option<HddGeometry>,
-    /// I/O scheduler name (`none` = no request-queue stage; see `crate::block`).
-    pub scheduler: String,
-    /// Request-queue and elevator tunables (the `[scheduler]` table).
-    pub sched: crate::block::Tunables,
 }
 
 /// A device TOML file: an optional base preset and any fields to override.
@@ -130,6 +125,7 @@ struct DeviceFile {
     flush: Option<FlushCost>,
     tail: Option<TailSpike>,
     hdd: Option<HddGeometry>,
+    /// The request queue's part of the file, left to the layer above.
     scheduler: Option<toml::Value>,
 }
 
@@ -160,49 +156,11 @@ pub fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
-/// Device files shipped inside the binary, usable by name like a preset.
-pub const BUILTIN_FILES: [(&str, &str); 3] = [
-    (
-        "hdd-cfq",
-        include_str!("../../../scenarios/devices/hdd-cfq.toml"),
-    ),
-    (
-        "fc-array-cfq",
-        include_str!("../../../scenarios/devices/fc-array-cfq.toml"),
-    ),
-    (
-        "sata-hdd-cfq",
-        include_str!("../../../scenarios/devices/sata-hdd-cfq.toml"),
-    ),
-];
-
 impl DeviceConfig {
-    /// Resolves `--device`: a preset name, or a path to a device TOML file.
-    pub fn resolve(spec: &str) -> Result<Self, ConfigError> {
-        if let Some(cfg) = presets::by_name(spec) {
-            return Ok(cfg);
-        }
-        if let Some((name, text)) = BUILTIN_FILES.iter().find(|(n, _)| *n == spec) {
-            return Self::from_toml(text, &format!("scenarios/devices/{name}.toml"));
-        }
-        let path = Path::new(spec);
-        if spec.ends_with(".toml") || path.exists() {
-            let text = crate::units::read_text(spec, "device")
-                .map_err(|(location, message)| ConfigError { location, message })?;
-            return Self::from_toml(&text, spec);
-        }
-        Err(ConfigError {
-            location: "--device".to_string(),
-            message: format!(
-                "unknown device '{spec}': expected one of {}, {} or a path to a device TOML file",
-                presets::NAMES.join(", "),
-                BUILTIN_FILES.map(|(n, _)| n).join(", ")
-            ),
-        })
-    }
-
-    /// Parses a device TOML text (`origin` names it in errors).
-    pub fn from_toml(text: &str, origin: &str) -> Result<Self, ConfigError> {
+    /// Parses a device TOML text (`origin` names it in errors); also returns the file's
+    /// `scheduler` value, which describes the request queue above the device and is left to
+    /// that layer.
+    pub fn from_toml(text: &str, origin: &str) -> Result<(Self, Option<toml::Value>), ConfigError> {
         let file: DeviceFile = toml::from_str(text).map_err(|e| {
             let (location, message) = crate::units::toml_error(text, origin, &e);
             ConfigError { location, message }
@@ -233,10 +191,7 @@ impl DeviceConfig {
             }
             cfg.hdd = Some(g);
         }
-        if let Some(v) = file.scheduler {
-            cfg.apply_scheduler(v, text, origin)?;
-        }
-        Ok(cfg)
+        Ok((cfg, file.scheduler))
     }
 
     /// The file's name, queue and cache keys over the preset's.
@@ -310,44 +265,6 @@ impl DeviceConfig {
         Ok(())
     }
 
-    /// `scheduler`: a name, or a `[scheduler]` table of a name and its tunables.
-    fn apply_scheduler(
-        &mut self,
-        v: toml::Value,
-        text: &str,
-        origin: &str,
-    ) -> Result<(), ConfigError> {
-        let key_line = |path: &[&str]| key_line(text, origin, path);
-        let table = scheduler_table(v, text, origin)?;
-        if table.name.is_none() {
-            return Err(ConfigError {
-                location: key_line(&["scheduler"]),
-                message: format!(
-                    "[scheduler] needs name = one of {}",
-                    crate::block::NAMES.join(", ")
-                ),
-            });
-        }
-        if let Some(s) = &table.name {
-            if !crate::block::NAMES.contains(&s.as_str()) {
-                return Err(ConfigError {
-                    location: key_line(&["scheduler"]),
-                    message: format!(
-                        "unknown I/O scheduler '{s}': expected one of {}",
-                        crate::block::NAMES.join(", ")
-                    ),
-                });
-            }
-            self.scheduler = s.clone();
-        }
-        table
-            .apply(&mut self.sched)
-            .map_err(|(key, message)| ConfigError {
-                location: key_line(&["scheduler", &key]),
-                message,
-            })
-    }
-
     /// Tags the device accepts at once.
     pub fn tags(&self) -> u64 {
         self.hw_queues.saturating_mul(self.queue_depth)
@@ -357,51 +274,9 @@ impl DeviceConfig {
 /// The line of the key at a path (["hdd", "mech"]) as `origin:line`, whole keys only:
 /// `write` is not `write_cache`; headers, dotted and inline keys alike (`origin` alone when
 /// the key is not found).
-fn key_line(text: &str, origin: &str, path: &[&str]) -> String {
+pub fn key_line(text: &str, origin: &str, path: &[&str]) -> String {
     crate::units::key_offset(text, path).map_or(origin.to_string(), |o| {
         format!("{origin}:{}", line_of(text, o))
-    })
-}
-
-/// The `scheduler` value as a table: a name alone, or the `[scheduler]` table.
-fn scheduler_table(
-    v: toml::Value,
-    text: &str,
-    origin: &str,
-) -> Result<crate::block::config::SchedulerTable, ConfigError> {
-    Ok(match v {
-        toml::Value::String(name) => crate::block::config::SchedulerTable {
-            name: Some(name),
-            ..Default::default()
-        },
-        toml::Value::Table(t) => toml::Value::Table(t)
-            .try_into::<crate::block::config::SchedulerTable>()
-            .map_err(|e| {
-                // A table converted from a value has no spans: read it again from
-                // the text for the offending key's line.
-                #[derive(Deserialize)]
-                struct SchedulerOnly {
-                    #[allow(dead_code)]
-                    scheduler: crate::block::config::SchedulerTable,
-                }
-                let location = match toml::from_str::<SchedulerOnly>(text) {
-                    Err(e) => crate::units::toml_error(text, origin, &e).0,
-                    Ok(_) => key_line(text, origin, &["scheduler"]),
-                };
-                ConfigError {
-                    location,
-                    message: format!("[scheduler]: {}", e.message().replace('\n', " ")),
-                }
-            })?,
-        other => {
-            return Err(ConfigError {
-                location: key_line(text, origin, &["scheduler"]),
-                message: format!(
-                    "scheduler = {other}: expected a name ({}) or a [scheduler] table",
-                    crate::block::NAMES.join(", ")
-                ),
-            })
-        }
     })
 }
 
@@ -419,7 +294,8 @@ mod tests {
             "preset = \"sata-ssd\"\nqueue_depth = 8\n[read]\ndist = \"constant\"\nus = 70\n",
             "x",
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(c.queue_depth, 8);
         assert_eq!(c.read.mean_ns(), 70_000.0);
         assert_eq!(c.hw_queues, presets::by_name("sata-ssd").unwrap().hw_queues);
@@ -451,12 +327,5 @@ mod tests {
 
         let e = err("[read]\ndist = \"uniform\"\nmin_us = 9\nmax_us = 1\n");
         assert_eq!(e.location, "dev.toml:1");
-    }
-
-    #[test]
-    fn resolve_rejects_unknown_names() {
-        let e = DeviceConfig::resolve("floppy").unwrap_err();
-        assert_eq!(e.location, "--device");
-        assert!(e.message.contains("hdd"));
     }
 }

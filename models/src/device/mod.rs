@@ -16,19 +16,17 @@
 //! `<dev>:service` (`<dev>:flush` for flushes), so reports can split I/O latency.
 //! All draws come from the stream `device.<name>`.
 //!
-//! With a scheduler other than `none`, Linux 2.6.37's request queue (`crate::block`) sits in
-//! front of step 1 instead of the host queue: a submitted request is a bio; it is merged into
-//! a queued request or becomes one, waits in the elevator (plugged or not) attributed to
-//! `<dev>:elevator`, and the elevator dispatches to the driver while a tag is free. Per-kind
-//! counters still count bios; `DeviceStats::block` counts requests, merges and the elevator's
-//! decisions.
+//! A request queue above the driver (`QueueAbove`: the block layer's, for a scheduler other
+//! than `none`) takes the place of the host queue: a submission goes up to it as a bio, and it
+//! hands requests down with the lower interface (`has_free_tag`, `issue_request`,
+//! `kick_units`); each completion goes back up to it (`blk_end_request`), which may dispatch
+//! more. Per-kind counters then count bios; the queue keeps its own counters.
 
 pub mod cache;
 pub mod config;
 pub mod dist;
 pub mod hdd;
 pub mod iosched;
-pub mod iostat;
 pub mod presets;
 
 pub use cache::{Destage, DurableWrite, WriteCache};
@@ -283,8 +281,6 @@ pub struct DeviceStats {
     pub background_bytes: u64,
     /// Time of the last update.
     pub last_event: Nanos,
-    /// The request queue's and elevator's counters (None with `scheduler = "none"`).
-    pub block: Option<crate::block::BlockStats>,
 }
 
 impl DeviceStats {
@@ -304,16 +300,40 @@ struct InFlight {
     done: IoDone,
     cover: u64,
     finished: bool,
-    /// Block layer: the request-queue request this device request carries (NIL for bios
-    /// and on the `none` path).
+    /// The queue above: its request this device request carries (`NO_LINK` for bios and
+    /// without a queue above).
     rq: u32,
-    /// Block layer: the device request's first bio.
+    /// The queue above: the device request's first bio (`NO_LINK` without one).
     head: u32,
-    /// Block layer: 0 in the elevator, 1 at the driver, 2 in service (for a late waiter's
-    /// wait class).
+    /// 0 waiting above the driver (queue above or host queue), 1 at the driver, 2 in
+    /// service, 3 done (for a late waiter's wait class).
     stage: u8,
-    /// Block layer: a ticket holder will collect it (`submit_nowait`).
+    /// A ticket holder will collect it (`submit_nowait`).
     keep: bool,
+}
+
+/// The null value of the queue-above links a device request carries (`rq`, `head`).
+pub const NO_LINK: u32 = u32::MAX;
+
+/// The request queue above the driver (`struct request_queue` as the driver sees it, v2.6.37):
+/// submissions go up to it (`generic_make_request` → `q->make_request_fn`), and the device
+/// tells it when a request enters service (`blk_start_request`) and completes
+/// (`blk_end_request`). It hands requests down through the device's lower interface.
+pub trait QueueAbove: std::any::Any {
+    /// `q->make_request_fn`: a new bio (`keep`: a ticket holder collects it); returns its
+    /// slot.
+    fn make_request(&self, dev: &Device, req: Request, keep: bool) -> u64;
+    /// `generic_unplug_device`: run a plugged queue now.
+    fn unplug(&self, dev: &Device);
+    /// `blk_start_request`: the device request whose first bio is `head` entered service
+    /// (`flush`: it is a cache flush).
+    fn start_request(&self, dev: &Device, head: u32, flush: bool, now: Nanos);
+    /// `blk_end_request`: device request `id` completed.
+    fn end_request(&self, dev: &Device, id: u64);
+    /// The wait class of a bio still queued above the driver.
+    fn wait_class(&self) -> ClassId;
+    /// The queue itself (for its owner's counters).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// A request submitted with `Device::submit_nowait`; `Device::wait` collects it (exactly
@@ -338,12 +358,6 @@ struct State {
     link_free: Nanos,
     now: Nanos,
     stats: DeviceStats,
-    /// The request queue and elevator (None with `scheduler = "none"`).
-    blk: Option<crate::block::RequestQueue>,
-    /// Scratch: bios finished by one completion.
-    blk_done: Vec<u32>,
-    /// Scratch: their waiting tasks.
-    blk_wake: Vec<TaskId>,
 }
 
 impl State {
@@ -517,6 +531,60 @@ impl State {
         self.free_slots.push(id);
         f
     }
+
+    /// Counts a new request in the system and gives it a slot.
+    fn admit(&mut self, f: InFlight, now: Nanos) -> u64 {
+        self.account_area(now);
+        self.in_system += 1;
+        self.alloc(f)
+    }
+
+    /// A finished request's per-kind counters.
+    fn record(&mut self, req: &Request, done: &IoDone) {
+        let histograms = self.histograms;
+        let k = &mut self.stats.kinds[req.kind() as usize];
+        k.count += 1;
+        k.bytes += req.len;
+        if done.host_wait() > 0 {
+            k.host_waited += 1;
+        }
+        k.host_wait_ns += u128::from(done.host_wait());
+        k.queue_wait_ns += u128::from(done.queue_wait());
+        k.service_ns += u128::from(done.service());
+        if histograms {
+            k.latency
+                .get_or_insert_with(new_histogram)
+                .saturating_record(done.latency());
+        }
+    }
+
+    /// Leaves the system: one fewer request in it.
+    fn leave(&mut self, now: Nanos) {
+        self.account_area(now);
+        assert!(
+            self.in_system > 0,
+            "device: completion with nothing in the system"
+        );
+        self.in_system -= 1;
+    }
+}
+
+/// A new request in its slot: submitted now, nothing else yet.
+fn in_flight(req: Request, submitter: Option<TaskId>, now: Nanos) -> InFlight {
+    InFlight {
+        req,
+        submitter,
+        done: IoDone {
+            submitted: now,
+            ..IoDone::default()
+        },
+        cover: 0,
+        finished: false,
+        rq: NO_LINK,
+        head: NO_LINK,
+        stage: 0,
+        keep: false,
+    }
 }
 
 struct Classes {
@@ -525,8 +593,6 @@ struct Classes {
     service: ClassId,
     flush: ClassId,
     busy: ClassId,
-    /// Waiting in the request queue (block layer only).
-    elevator: ClassId,
 }
 
 struct Inner {
@@ -538,8 +604,8 @@ struct Inner {
     units: std::cell::Cell<u64>,
     units_max: std::cell::Cell<u64>,
     classes: Classes,
-    /// The block layer's unplug and elevator timers' wait queues (None on the `none` path).
-    timers: Option<[WaitQueue; 2]>,
+    /// The request queue above the driver (None: submissions take tags directly).
+    above: Option<Rc<dyn QueueAbove>>,
 }
 
 /// A simulated block device shared by the tasks that submit to it.
@@ -549,27 +615,23 @@ pub struct Device {
 }
 
 impl Device {
-    /// Builds the device and starts its service units (daemon tasks).
-    pub fn new(sim: &mut sim::Sim, cfg: DeviceConfig, streams: &mut RngStreams) -> Self {
-        Self::with_image(sim, cfg, streams, false)
-    }
-
-    /// As `new`; with `track_image` the device keeps the durable image for crash checks.
-    pub fn with_image(
+    /// Builds the device (its service units start on demand as daemon tasks); with
+    /// `track_image` it keeps the durable image for crash checks. `above` builds the request
+    /// queue above the driver, if any (its wait classes and queues register between the
+    /// device's own, as the kernel's `add_disk` sets them up).
+    pub fn with_queue(
         sim: &mut sim::Sim,
         cfg: DeviceConfig,
         streams: &mut RngStreams,
         track_image: bool,
+        above: impl FnOnce(&Handle, &DeviceConfig) -> Option<Rc<dyn QueueAbove>>,
     ) -> Self {
         let h = sim.handle();
         let name = cfg.name.clone();
         let mech = cfg.hdd.and_then(|g| g.mech.map(|m| hdd::Hdd::new(&g, m)));
-        let sched = iosched::by_name(&cfg.scheduler).unwrap_or_else(|| {
-            Box::new(iosched::NoneFifo::default()) // validated at parse time
-        });
         let state = State {
             rng: streams.stream(&format!("device.{name}")),
-            sched,
+            sched: Box::new(iosched::NoneFifo::default()),
             cache: WriteCache::new(cfg.write_cache, cfg.cache_bytes, track_image),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -588,39 +650,17 @@ impl Device {
                 flushed_bytes: 0,
                 background_bytes: 0,
                 last_event: 0,
-                block: None,
             },
-            blk: crate::block::RequestQueue::new(
-                &cfg.scheduler,
-                &cfg.sched,
-                cfg.sched.queue.rotational.unwrap_or(cfg.hdd.is_some()),
-                cfg.tags(),
-                cfg.write_cache,
-                h.now(),
-            ),
-            blk_done: Vec::new(),
-            blk_wake: Vec::new(),
             cfg,
         };
-        let block = state.blk.is_some();
         let classes = Classes {
             host: h.class(&format!("{name}:host_queue")),
             queue: h.class(&format!("{name}:queue")),
             service: h.class(&format!("{name}:service")),
             flush: h.class(&format!("{name}:flush")),
             busy: h.class(&format!("{name}:unit_busy")),
-            elevator: if block {
-                h.class(&format!("{name}:elevator"))
-            } else {
-                ClassId::default()
-            },
         };
-        let timers = block.then(|| {
-            [
-                WaitQueue::new(&h, &format!("{name}:unplug_timer")),
-                WaitQueue::new(&h, &format!("{name}:elevator_timer")),
-            ]
-        });
+        let above = above(&h, &state.cfg);
         let units = state.cfg.parallelism;
         let dev = Device {
             inner: Rc::new(Inner {
@@ -629,22 +669,13 @@ impl Device {
                 units: std::cell::Cell::new(0),
                 units_max: std::cell::Cell::new(0),
                 h,
-                name: name.clone(),
+                name,
                 state: RefCell::new(state),
                 classes,
-                timers,
+                above,
             }),
         };
         dev.inner.units_max.set(units);
-        if block {
-            for which in 0..2 {
-                let d = dev.clone();
-                let label = ["kblockd_unplug", "elevator_timer"][which];
-                sim.spawn_daemon(&format!("{name}.{label}"), async move {
-                    d.blk_timer(which).await
-                });
-            }
-        }
         dev
     }
 
@@ -671,11 +702,16 @@ impl Device {
         &self.inner.name
     }
 
-    /// Submits a request and waits for its completion. With a block layer (scheduler other
-    /// than `none`) the waiting task unplugs the queue, as `wait_on_buffer` does
-    /// (`sync_buffer` → `blk_run_address_space`, 2.6.37).
+    /// The request queue above the driver, if any.
+    pub fn above(&self) -> Option<&Rc<dyn QueueAbove>> {
+        self.inner.above.as_ref()
+    }
+
+    /// Submits a request and waits for its completion. With a queue above the driver the
+    /// waiting task unplugs it, as `wait_on_buffer` does (`sync_buffer` →
+    /// `blk_run_address_space`, 2.6.37).
     pub async fn submit(&self, req: Request) -> IoDone {
-        if self.inner.timers.is_some() {
+        if self.inner.above.is_some() {
             let t = self.submit_nowait(req);
             return self.wait(t).await;
         }
@@ -694,19 +730,22 @@ impl Device {
 
     /// Submits a request nobody waits for (open-loop load); its statistics still count.
     pub fn submit_detached(&self, req: Request) {
-        if self.inner.timers.is_some() {
-            self.enqueue_blk(req, false);
-            return;
+        match &self.inner.above {
+            Some(q) => {
+                q.make_request(self, req, false);
+            }
+            None => {
+                self.enqueue(req, None);
+            }
         }
-        self.enqueue(req, None);
     }
 
-    /// Submits a request without waiting (`submit_bh`): nothing unplugs the queue but the
-    /// block layer's own rules (REQ_UNPLUG, `unplug_thresh`, the unplug timer). Collect it
-    /// with `wait` exactly once.
+    /// Submits a request without waiting (`submit_bh`): nothing unplugs the queue above but
+    /// its own rules (REQ_UNPLUG, `unplug_thresh`, the unplug timer). Collect it with `wait`
+    /// exactly once.
     pub fn submit_nowait(&self, req: Request) -> Ticket {
-        if self.inner.timers.is_some() {
-            return Ticket(self.enqueue_blk(req, true));
+        if let Some(q) = &self.inner.above {
+            return Ticket(q.make_request(self, req, true));
         }
         let (id, _) = self.enqueue(req, None);
         self.inner.state.borrow_mut().slots[id as usize]
@@ -730,8 +769,10 @@ impl Device {
             }
             f.submitter = Some(inner.h.current());
             match f.stage {
-                0 if inner.timers.is_some() => inner.classes.elevator,
-                0 => inner.classes.host,
+                0 => inner
+                    .above
+                    .as_ref()
+                    .map_or(inner.classes.host, |q| q.wait_class()),
                 1 => inner.classes.queue,
                 _ if f.req.op == Op::Flush => inner.classes.flush,
                 _ => inner.classes.service,
@@ -743,173 +784,66 @@ impl Device {
         f.done
     }
 
-    /// Runs a plugged queue now (`generic_unplug_device`); a no-op without a block layer.
+    /// Runs a plugged queue above the driver now (`generic_unplug_device`); a no-op without
+    /// one.
     pub fn unplug(&self) {
-        let run = match self.inner.state.borrow_mut().blk.as_mut() {
-            Some(b) => b.unplug(),
-            None => return,
-        };
-        if run {
-            self.run_queue();
+        if let Some(q) = &self.inner.above {
+            q.unplug(self);
         }
     }
 
-    /// Block layer: a new bio goes through `__make_request`; returns its slot.
-    fn enqueue_blk(&self, req: Request, keep: bool) -> u64 {
+    /// Lower interface: a new bio from the queue above, counted in the system; returns its
+    /// slot (`keep`: a ticket holder collects it).
+    pub fn new_bio(&self, req: Request, keep: bool) -> u64 {
         let now = self.inner.h.now();
-        let (id, run, done_now) = {
-            let mut st = self.inner.state.borrow_mut();
-            st.account_area(now);
-            st.in_system += 1;
-            let id = st.alloc(InFlight {
-                req,
-                submitter: None,
-                done: IoDone {
-                    submitted: now,
-                    ..IoDone::default()
-                },
-                cover: 0,
-                finished: false,
-                rq: crate::block::NIL,
-                head: crate::block::NIL,
-                stage: 0,
+        let mut st = self.inner.state.borrow_mut();
+        st.admit(
+            InFlight {
                 keep,
-            });
-            let blk = st.blk.as_mut().expect("block layer");
-            match blk.make_request(id as u32, &req, now) {
-                crate::block::blk_core::Submitted::Queued { run } => (id, run, false),
-                crate::block::blk_core::Submitted::Done => (id, false, true),
-            }
-        };
-        if done_now {
-            let mut st = self.inner.state.borrow_mut();
-            {
-                let f = st.slots[id as usize].as_mut().expect("live request");
-                f.done.issued = now;
-                f.done.started = now;
-            }
-            let wake = self.finish_bio(&mut st, id as u32, now);
-            debug_assert!(wake.is_none());
-            drop(st);
-            self.after_completion();
-        } else if run {
-            self.run_queue();
-        }
-        self.notify_timers();
-        id
+                ..in_flight(req, None, now)
+            },
+            now,
+        )
     }
 
-    /// `__blk_run_queue`: the elevator dispatches while the driver has a free tag.
-    fn run_queue(&self) {
-        let inner = &self.inner;
-        let now = inner.h.now();
-        let mut issued = 0;
-        {
-            let mut st = inner.state.borrow_mut();
-            let st = &mut *st;
-            let Some(blk) = st.blk.as_mut() else {
-                return;
-            };
-            blk.run_begin();
-            while st.tags_free > 0 {
-                let Some(d) = st.blk.as_mut().expect("block layer").next(now) else {
-                    break;
+    /// Lower interface: bio `bio` reached the driver inside a request (first time only): its
+    /// waiter's wait becomes `<dev>:queue`.
+    pub fn bio_issued(&self, bio: u32, now: Nanos) {
+        let mut st = self.inner.state.borrow_mut();
+        let f = st.slots[bio as usize].as_mut().expect("live bio");
+        if f.stage == 0 {
+            f.stage = 1;
+            f.done.issued = now;
+            if let Some(t) = f.submitter {
+                self.inner.h.reclassify(t, self.inner.classes.queue);
+            }
+        }
+    }
+
+    /// Lower interface: bio `bio` entered service inside a request (`flush`: a cache flush
+    /// request): its waiter's wait becomes `<dev>:service` or `<dev>:flush`.
+    pub fn bio_started(&self, bio: u32, flush: bool, now: Nanos) {
+        let mut st = self.inner.state.borrow_mut();
+        let f = st.slots[bio as usize].as_mut().expect("live bio");
+        if f.stage == 1 {
+            f.stage = 2;
+            f.done.started = now;
+            if let Some(task) = f.submitter {
+                let c = if flush || f.req.op == Op::Flush {
+                    self.inner.classes.flush
+                } else {
+                    self.inner.classes.service
                 };
-                let id = st.alloc(InFlight {
-                    req: d.req,
-                    submitter: None,
-                    done: IoDone {
-                        submitted: now,
-                        ..IoDone::default()
-                    },
-                    cover: 0,
-                    finished: false,
-                    rq: d.rq,
-                    head: d.head,
-                    stage: 1,
-                    keep: false,
-                });
-                let mut b = d.head;
-                while b != crate::block::NIL {
-                    let f = st.slots[b as usize].as_mut().expect("live bio");
-                    if f.stage == 0 {
-                        f.stage = 1;
-                        f.done.issued = now;
-                        if let Some(t) = f.submitter {
-                            inner.h.reclassify(t, inner.classes.queue);
-                        }
-                    }
-                    b = st.blk.as_ref().expect("block layer").next_bio(b);
-                }
-                st.issue(id, now);
-                issued += 1;
-            }
-        }
-        for _ in 0..issued {
-            self.kick_unit();
-        }
-        self.notify_timers();
-    }
-
-    /// Wakes the block layer's timer tasks that have a deadline to sleep towards.
-    fn notify_timers(&self) {
-        let Some(wq) = &self.inner.timers else {
-            return;
-        };
-        let (a, b) = {
-            let st = self.inner.state.borrow();
-            let blk = st.blk.as_ref().expect("block layer");
-            (blk.plug_deadline.is_some(), blk.elv_deadline.is_some())
-        };
-        if a {
-            wq[0].notify_one();
-        }
-        if b {
-            wq[1].notify_one();
-        }
-    }
-
-    /// A block-layer timer task: 0 = the unplug timer, 1 = the elevator's (CFQ idle) timer.
-    async fn blk_timer(&self, which: usize) {
-        let inner = &self.inner;
-        let wq = inner.timers.as_ref().expect("block layer");
-        loop {
-            let now = inner.h.now();
-            let deadline = {
-                let st = inner.state.borrow();
-                let blk = st.blk.as_ref().expect("block layer");
-                [blk.plug_deadline, blk.elv_deadline][which]
-            };
-            match deadline {
-                None => wq[which].wait().await,
-                Some(t) if t > now => inner.h.sleep(t - now).await,
-                Some(_) => {
-                    let run = {
-                        let mut st = inner.state.borrow_mut();
-                        let blk = st.blk.as_mut().expect("block layer");
-                        if which == 0 {
-                            blk.unplug_timeout(now)
-                        } else {
-                            blk.elv_timeout(now)
-                        }
-                    };
-                    if run {
-                        self.run_queue();
-                    }
-                    self.notify_timers();
-                }
+                self.inner.h.reclassify(task, c);
             }
         }
     }
 
-    /// Finishes one bio: timestamps, statistics; returns the task to wake.
-    fn finish_bio(&self, st: &mut State, bio: u32, now: Nanos) -> Option<TaskId> {
-        st.account_area(now);
-        assert!(
-            st.in_system > 0,
-            "device: completion with nothing in the system"
-        );
-        st.in_system -= 1;
+    /// Lower interface: bio `bio` is complete: timestamps, statistics; returns the task to
+    /// wake (the slot is freed now when nobody collects it).
+    pub fn end_bio(&self, bio: u32, now: Nanos) -> Option<TaskId> {
+        let mut st = self.inner.state.borrow_mut();
+        st.leave(now);
         let (req, done, submitter, keep) = {
             let f = st.slots[bio as usize].as_mut().expect("live bio");
             f.done.completed = now;
@@ -917,72 +851,64 @@ impl Device {
             f.stage = 3;
             (f.req, f.done, f.submitter, f.keep)
         };
-        let histograms = st.histograms;
-        let k = &mut st.stats.kinds[req.kind() as usize];
-        k.count += 1;
-        k.bytes += req.len;
-        if done.host_wait() > 0 {
-            k.host_waited += 1;
-        }
-        k.host_wait_ns += u128::from(done.host_wait());
-        k.queue_wait_ns += u128::from(done.queue_wait());
-        k.service_ns += u128::from(done.service());
-        if histograms {
-            k.latency
-                .get_or_insert_with(new_histogram)
-                .saturating_record(done.latency());
-        }
+        st.record(&req, &done);
         if submitter.is_none() && !keep {
             st.free(u64::from(bio));
         }
         submitter
     }
 
-    /// Block layer: a device request completed: cache, its bios, the elevator, the queue.
-    fn complete_blk(&self, id: u64) {
-        let inner = &self.inner;
-        let now = inner.h.now();
-        let mut wake;
-        {
-            let mut st = inner.state.borrow_mut();
-            wake = std::mem::take(&mut st.blk_wake);
-            wake.clear();
-            let f = st.free(id);
-            if f.req.op == Op::Flush {
-                st.cache.complete_flush(f.cover);
-            }
-            if f.req.op == Op::Write {
-                let mut b = f.head;
-                while b != crate::block::NIL {
-                    let r = st.slots[b as usize].as_ref().expect("live bio").req;
-                    st.cache.complete_write(r.offset, r.len, r.token, f.req.fua);
-                    b = st.blk.as_ref().expect("block layer").next_bio(b);
-                }
-            }
-            st.stats.background_bytes = st.cache.background_bytes;
-            st.tags_free += 1;
-            let mut done = std::mem::take(&mut st.blk_done);
-            done.clear();
-            st.blk
-                .as_mut()
-                .expect("block layer")
-                .completed(f.rq, now, &mut done);
-            for &b in &done {
-                if let Some(t) = self.finish_bio(&mut st, b, now) {
-                    wake.push(t);
-                }
-            }
-            st.blk_done = done;
-        }
-        for &t in &wake {
-            inner.h.unpark(t);
-        }
-        inner.state.borrow_mut().blk_wake = wake;
-        self.after_completion();
+    /// Lower interface: whether the driver has a free tag (`scsi_dev_queue_ready`).
+    pub fn has_free_tag(&self) -> bool {
+        self.inner.state.borrow().tags_free > 0
     }
 
-    fn after_completion(&self) {
-        self.run_queue();
+    /// Lower interface: a request from the queue above takes a tag and enters the device's
+    /// queue; `rq` and `head` are the queue's links, given back to `start_request` and
+    /// `end_request`. Wake a unit for it with `kick_units`.
+    pub fn issue_request(&self, req: Request, rq: u32, head: u32, now: Nanos) -> u64 {
+        let mut st = self.inner.state.borrow_mut();
+        let id = st.alloc(InFlight {
+            rq,
+            head,
+            stage: 1,
+            ..in_flight(req, None, now)
+        });
+        st.issue(id, now);
+        id
+    }
+
+    /// Lower interface: wakes (or starts) a service unit for each of `n` issued requests.
+    pub fn kick_units(&self, n: u64) {
+        for _ in 0..n {
+            self.kick_unit();
+        }
+    }
+
+    /// Lower interface: device request `id` of the queue above completed: its cache effects
+    /// (a flush's, and each write bio's, `next_bio` walking them from its first), and its tag
+    /// is free again; returns the queue's request link.
+    pub fn end_request(&self, id: u64, next_bio: impl Fn(u32) -> u32) -> u32 {
+        let mut st = self.inner.state.borrow_mut();
+        let f = st.free(id);
+        if f.req.op == Op::Flush {
+            st.cache.complete_flush(f.cover);
+        }
+        if f.req.op == Op::Write {
+            let mut b = f.head;
+            while b != NO_LINK {
+                let r = st.slots[b as usize].as_ref().expect("live bio").req;
+                st.cache.complete_write(r.offset, r.len, r.token, f.req.fua);
+                b = next_bio(b);
+            }
+        }
+        st.stats.background_bytes = st.cache.background_bytes;
+        st.tags_free += 1;
+        f.rq
+    }
+
+    /// Lower interface: wakes `drain` waiters when nothing is left in the system.
+    pub fn notify_if_drained(&self) {
         if self.inner.state.borrow().in_system == 0 {
             self.inner.drained.notify_all();
         }
@@ -991,22 +917,7 @@ impl Device {
     fn enqueue(&self, req: Request, submitter: Option<TaskId>) -> (u64, bool) {
         let now = self.inner.h.now();
         let mut st = self.inner.state.borrow_mut();
-        st.account_area(now);
-        st.in_system += 1;
-        let id = st.alloc(InFlight {
-            req,
-            submitter,
-            done: IoDone {
-                submitted: now,
-                ..IoDone::default()
-            },
-            cover: 0,
-            finished: false,
-            rq: crate::block::NIL,
-            head: crate::block::NIL,
-            stage: 0,
-            keep: false,
-        });
+        let id = st.admit(in_flight(req, submitter, now), now);
         let issued = st.tags_free > 0;
         if issued {
             st.issue(id, now);
@@ -1033,62 +944,48 @@ impl Device {
                 inner.idle.wait().await;
                 continue;
             };
-            let service = {
-                let mut st = inner.state.borrow_mut();
-                st.now = now;
-                let t = st.service_time(q.id);
-                let f = st.slots[q.id as usize].as_mut().expect("live request");
-                f.done.started = now;
-                f.stage = 2;
-                if f.rq != crate::block::NIL {
-                    let (mut b, flush) = (f.head, f.req.op == Op::Flush);
-                    while b != crate::block::NIL {
-                        let f = st.slots[b as usize].as_mut().expect("live bio");
-                        if f.stage == 1 {
-                            f.stage = 2;
-                            f.done.started = now;
-                            if let Some(task) = f.submitter {
-                                let c = if flush || f.req.op == Op::Flush {
-                                    inner.classes.flush
-                                } else {
-                                    inner.classes.service
-                                };
-                                inner.h.reclassify(task, c);
-                            }
-                        }
-                        b = st.blk.as_ref().expect("block layer").next_bio(b);
-                    }
-                }
-                let f = st.slots[q.id as usize].as_mut().expect("live request");
-                if let Some(task) = f.submitter {
-                    let c = if f.req.op == Op::Flush {
-                        inner.classes.flush
-                    } else {
-                        inner.classes.service
-                    };
-                    inner.h.reclassify(task, c);
-                }
-                t
-            };
+            let service = self.start(q.id, now);
             inner.h.delay(service, inner.classes.busy).await;
             self.complete(q.id);
         }
     }
 
+    /// Request `id` enters service now: its service time; the queue above hears of it, and
+    /// the waits become `<dev>:service` or `<dev>:flush`.
+    fn start(&self, id: u64, now: Nanos) -> Nanos {
+        let inner = &self.inner;
+        let (t, head, flush, submitter) = {
+            let mut st = inner.state.borrow_mut();
+            st.now = now;
+            let t = st.service_time(id);
+            let f = st.slots[id as usize].as_mut().expect("live request");
+            f.done.started = now;
+            f.stage = 2;
+            (t, f.head, f.req.op == Op::Flush, f.submitter)
+        };
+        if let Some(q) = &inner.above {
+            q.start_request(self, head, flush, now);
+        }
+        if let Some(task) = submitter {
+            let c = if flush {
+                inner.classes.flush
+            } else {
+                inner.classes.service
+            };
+            inner.h.reclassify(task, c);
+        }
+        t
+    }
+
     fn complete(&self, id: u64) {
-        if self.inner.timers.is_some() {
-            self.complete_blk(id);
+        if let Some(q) = &self.inner.above {
+            q.end_request(self, id);
             return;
         }
         let inner = &self.inner;
         let now = inner.h.now();
         let mut st = inner.state.borrow_mut();
-        st.account_area(now);
-        assert!(
-            st.in_system > 0,
-            "device: completion with nothing in the system"
-        );
-        st.in_system -= 1;
+        st.leave(now);
         let (req, cover, done, submitter) = {
             let f = st.slots[id as usize].as_mut().expect("live request");
             f.done.completed = now;
@@ -1103,21 +1000,7 @@ impl Device {
                 .complete_write(req.offset, req.len, req.token, req.fua);
         }
         st.stats.background_bytes = st.cache.background_bytes;
-        let k = &mut st.stats.kinds[req.kind() as usize];
-        k.count += 1;
-        k.bytes += req.len;
-        if done.host_wait() > 0 {
-            k.host_waited += 1;
-        }
-        k.host_wait_ns += u128::from(done.host_wait());
-        k.queue_wait_ns += u128::from(done.queue_wait());
-        k.service_ns += u128::from(done.service());
-        if st.histograms {
-            let k = &mut st.stats.kinds[req.kind() as usize];
-            k.latency
-                .get_or_insert_with(new_histogram)
-                .saturating_record(done.latency());
-        }
+        st.record(&req, &done);
         // The tag passes to the oldest host-queued request.
         st.tags_free += 1;
         let mut woke_unit = false;
@@ -1142,11 +1025,8 @@ impl Device {
         if woke_unit {
             self.kick_unit();
         }
-        if self.inner.state.borrow().in_system == 0 {
-            inner.drained.notify_all();
-        }
+        self.notify_if_drained();
     }
-
     /// Waits until no request is queued or in service.
     pub async fn drain(&self) {
         while self.inner.state.borrow().in_system > 0 {
@@ -1179,11 +1059,7 @@ impl Device {
         let now = self.inner.h.now();
         let mut st = self.inner.state.borrow_mut();
         st.account_area(now);
-        let mut s = st.stats.clone();
-        if let Some(b) = st.blk.as_mut() {
-            s.block = Some(b.stats(now));
-        }
-        s
+        st.stats.clone()
     }
 
     /// What survives a power loss now (offset → newest durable write); None unless the

@@ -344,11 +344,11 @@ impl Ext4 {
         (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
         let s = self.inner.journal.stats();
         m.transaction_commits = s.commits;
-        let dev = self.inner.dev.stats();
+        let block = crate::block::genhd::stats(&self.inner.dev);
         m.journal = Some(crate::vfs::metrics::JournalMetrics::from_stats(
             &s,
             self.inner.reads.get(),
-            dev.block.as_ref(),
+            block.as_ref(),
         ));
         m
     }

@@ -4,7 +4,7 @@
 
 use super::fsload::{run, WorkloadResult};
 use super::spec::Spec;
-use crate::device::DeviceConfig;
+use crate::block::DiskConfig;
 use crate::kernel::Policy;
 use rayon::prelude::*;
 
@@ -46,9 +46,9 @@ pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
 /// The workload and device of the first comparison point (the varied parameter's first value).
 pub fn first_point(
     spec: &Spec,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     vary: Option<&(String, Vec<String>)>,
-) -> Result<(Spec, DeviceConfig), String> {
+) -> Result<(Spec, DiskConfig), String> {
     let (mut s, mut d) = (spec.clone(), device.clone());
     if let Some((name, values)) = vary {
         if let Some(v) = values.first() {
@@ -75,7 +75,7 @@ pub struct Pair {
 #[allow(clippy::too_many_arguments)]
 pub fn compare(
     spec: &Spec,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     baseline: &Policy,
     current: &Policy,
     seed: u64,
@@ -84,7 +84,7 @@ pub fn compare(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<Pair>, String> {
-    let points: Vec<(Option<String>, Spec, DeviceConfig)> = match vary {
+    let points: Vec<(Option<String>, Spec, DiskConfig)> = match vary {
         None => vec![(None, spec.clone(), device.clone())],
         Some((name, values)) => values
             .iter()

@@ -3,7 +3,8 @@
 //! sequential or random offsets in the job's own `size`-byte region, optional cache flush
 //! every `fsync` writes (per job, like fio's `fsync=N`), for `runtime` of virtual time.
 
-use crate::device::{new_histogram, Device, DeviceConfig, DeviceStats, IoDone, Request};
+use crate::block::DiskConfig;
+use crate::device::{new_histogram, Device, DeviceStats, IoDone, Request};
 use hdrhistogram::Histogram;
 use rand::Rng;
 use sim::{Nanos, RngStreams, Sim, SimError, Stream};
@@ -142,6 +143,8 @@ pub struct FioResult {
     pub elapsed: Nanos,
     /// Device counters.
     pub device_stats: DeviceStats,
+    /// The request queue's and elevator's counters (None with `scheduler = "none"`).
+    pub block_stats: Option<crate::block::BlockStats>,
     /// Hash of the run's event sequence.
     pub trace_hash: u64,
 }
@@ -207,12 +210,13 @@ async fn worker(
 }
 
 /// Runs the load on a device built from `cfg`.
-pub fn run(p: &FioParams, cfg: DeviceConfig) -> Result<FioResult, SimError> {
+pub fn run(p: &FioParams, cfg: impl Into<DiskConfig>) -> Result<FioResult, SimError> {
+    let cfg = cfg.into();
     let mut sim = Sim::new();
     let h = sim.handle();
     let mut streams = RngStreams::new(p.seed);
     let device = cfg.name.clone();
-    let dev = Device::new(&mut sim, cfg, &mut streams);
+    let dev = crate::block::add_disk(&mut sim, cfg, &mut streams, false);
     let totals = Rc::new(RefCell::new(Totals {
         read: DirStats::new(),
         write: DirStats::new(),
@@ -242,6 +246,7 @@ pub fn run(p: &FioParams, cfg: DeviceConfig) -> Result<FioResult, SimError> {
     }
     let summary = sim.run()?;
     let device_stats = dev.stats();
+    let block_stats = crate::block::genhd::stats(&dev);
     drop(sim);
     let t = Rc::try_unwrap(totals)
         .ok()
@@ -255,6 +260,7 @@ pub fn run(p: &FioParams, cfg: DeviceConfig) -> Result<FioResult, SimError> {
         sync: t.sync,
         elapsed: summary.end,
         device_stats,
+        block_stats,
         trace_hash: summary.trace_hash,
     })
 }

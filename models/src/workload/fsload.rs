@@ -6,8 +6,9 @@
 
 use super::dbench::{DBENCH_DIRS, DBENCH_FILES};
 use super::spec::{Kind, Spec};
+use crate::block::DiskConfig;
 use crate::btrfs::{Costs, Metrics, Violation};
-use crate::device::{new_histogram, Device, DeviceConfig};
+use crate::device::{new_histogram, Device};
 use crate::kernel::Policy;
 use crate::vfs::{Filesystem, Mounted, Op, OpPath};
 use hdrhistogram::Histogram;
@@ -90,7 +91,7 @@ pub struct WorkloadResult {
     /// kbuild: compilation units per build.
     pub units: u32,
     /// kbuild: `iostat -x` of the device over the window.
-    pub iostat: Option<crate::device::iostat::Iostat>,
+    pub iostat: Option<crate::block::iostat::Iostat>,
     /// btrfs counters over the whole run (warmup included).
     pub metrics: Metrics,
     /// Invariant violations (S1, S3).
@@ -701,7 +702,7 @@ pub type Progress = Box<dyn Fn(Nanos)>;
 pub fn run(
     spec: &Spec,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     sink: Option<TraceSink>,
 ) -> Result<WorkloadResult, String> {
@@ -712,7 +713,7 @@ pub fn run(
 pub fn run_with_progress(
     spec: &Spec,
     policy: &Policy,
-    device: &DeviceConfig,
+    device: &DiskConfig,
     seed: u64,
     sink: Option<TraceSink>,
     progress: Option<Progress>,
@@ -743,7 +744,7 @@ pub fn run_with_progress(
 }
 
 /// The device counters at the start of kbuild's measured window: (when, counters).
-type WindowDev = Rc<RefCell<Option<(Nanos, crate::device::DeviceStats)>>>;
+type WindowDev = Rc<RefCell<Option<(Nanos, crate::block::iostat::Snapshot)>>>;
 
 /// One workload run's simulation and what its tasks share with it.
 struct Run {
@@ -765,7 +766,7 @@ impl Run {
     fn start(
         spec: &Spec,
         policy: &Policy,
-        device: &DeviceConfig,
+        device: &DiskConfig,
         streams: &mut RngStreams,
         tracing: bool,
     ) -> Run {
@@ -774,7 +775,7 @@ impl Run {
         sim.set_points_yield(false);
         sim.keep_trace(tracing);
         let h = sim.handle();
-        let dev = Device::new(&mut sim, device.clone(), streams);
+        let dev = crate::block::add_disk(&mut sim, device.clone(), streams, false);
         dev.set_histograms(false);
         let probe = dev.clone();
         let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), Costs::default());
@@ -833,7 +834,7 @@ impl Run {
         self,
         spec: &Spec,
         policy: &Policy,
-        device: &DeviceConfig,
+        device: &DiskConfig,
         seed: u64,
         outcome: Result<sim::RunSummary, SimError>,
     ) -> WorkloadResult {
@@ -845,7 +846,8 @@ impl Run {
         let measured = h.now().saturating_sub(from).max(1);
         let iostat = self.window_dev.borrow().as_ref().map(|(at, a)| {
             let units = device.parallelism;
-            crate::device::iostat::Iostat::between(a, &self.probe.stats(), h.now() - at, units)
+            let now = crate::block::iostat::Snapshot::of(&self.probe);
+            crate::block::iostat::Iostat::between(a, &now, h.now() - at, units)
         });
         let mut rec = self.rec.borrow_mut();
         rec.flush_runs();
@@ -948,7 +950,8 @@ impl Setup {
             let window_dev = self.window_dev;
             cx.h.spawn_daemon("iostat", async move {
                 h.sleep(warmup).await;
-                *window_dev.borrow_mut() = Some((h.now(), probe.stats()));
+                *window_dev.borrow_mut() =
+                    Some((h.now(), crate::block::iostat::Snapshot::of(&probe)));
             });
         }
         for r in 0..cx.spec.readers {

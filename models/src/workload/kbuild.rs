@@ -236,7 +236,7 @@ pub const SEED_CHANGES: [(&str, &str, &str, f64); 4] = [
 ];
 
 /// Seed 003's `iostat -x` of the kbuild runs (#34; the device is unnamed), in
-/// `device::iostat::COLUMNS` order, per kernel: 2.6.37, 2.6.37 with the WRITE_SYNC commit
+/// `block::iostat::COLUMNS` order, per kernel: 2.6.37, 2.6.37 with the WRITE_SYNC commit
 /// reverted (2.6.36's behaviour), and 2.6.37 with Jan Kara's patches.
 pub const SEED_IOSTAT: [(&str, &str, [f64; 11]); 3] = [
     (

@@ -1,7 +1,7 @@
 //! Workload files (`scenarios/workloads/*.toml`): a dbench-, sysbench-fileio- or fs_mark-like
 //! load and its parameters, parsed with `file:line` errors and overridable from the CLI.
 
-use crate::device::DeviceConfig;
+use crate::block::DiskConfig;
 use serde::Deserialize;
 use sim::Nanos;
 use std::collections::BTreeMap;
@@ -496,7 +496,7 @@ impl Cx<'_> {
     > {
         let device = match &f.device {
             Some(d) => {
-                DeviceConfig::resolve(d.get_ref())
+                DiskConfig::resolve(d.get_ref())
                     .map_err(|e| self.err(d.span().start, e.referenced()))?;
                 d.get_ref().clone()
             }
@@ -891,12 +891,7 @@ impl Spec {
     ];
 
     /// Applies one `--vary`-style override (`name`, `value`) to the workload or `device`.
-    pub fn set(
-        &mut self,
-        device: &mut DeviceConfig,
-        name: &str,
-        value: &str,
-    ) -> Result<(), String> {
+    pub fn set(&mut self, device: &mut DiskConfig, name: &str, value: &str) -> Result<(), String> {
         let int = |v: &str, max: u64| {
             v.parse::<u64>()
                 .ok()

@@ -42,7 +42,5 @@ pub fn config() -> DeviceConfig {
             cylinders: Positive(6_962),
             mech: None,
         }),
-        scheduler: "none".into(),
-        sched: crate::block::Tunables::default(),
     }
 }

@@ -86,7 +86,5 @@ pub fn config() -> DeviceConfig {
             cylinders: Positive(cylinders),
             mech: Some(m),
         }),
-        scheduler: "none".into(),
-        sched: crate::block::Tunables::default(),
     }
 }

@@ -31,7 +31,5 @@ pub fn config() -> DeviceConfig {
         },
         tail: None,
         hdd: None,
-        scheduler: "none".into(),
-        sched: crate::block::Tunables::default(),
     }
 }

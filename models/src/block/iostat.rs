@@ -1,8 +1,29 @@
 //! `iostat -x` over a window of a run: the columns sysstat prints (and seed 003 quotes),
-//! from two snapshots of the device's counters.
+//! from two snapshots of a disk's counters (`/proc/diskstats`, kept by the block layer: the
+//! device's per-kind counters and the request queue's merges).
 
-use super::{DeviceStats, ReqKind};
+use super::BlockStats;
+use crate::device::{Device, DeviceStats, ReqKind};
 use sim::Nanos;
+
+/// The counters of a disk at one moment: the device's and its request queue's.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// The device's counters.
+    pub device: DeviceStats,
+    /// The request queue's (None without one).
+    pub queue: Option<BlockStats>,
+}
+
+impl Snapshot {
+    /// The counters of `dev` now.
+    pub fn of(dev: &Device) -> Snapshot {
+        Snapshot {
+            device: dev.stats(),
+            queue: super::genhd::stats(dev),
+        }
+    }
+}
 
 /// One device's `iostat -x` line over a window.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -43,8 +64,13 @@ const WRITES: [ReqKind; 3] = [ReqKind::Write, ReqKind::FuaWrite, ReqKind::Preflu
 impl Iostat {
     /// The window from snapshot `a` to snapshot `b` (`ns` long) of a device with `units`
     /// service units.
-    pub fn between(a: &DeviceStats, b: &DeviceStats, ns: Nanos, units: u64) -> Iostat {
+    pub fn between(a: &Snapshot, b: &Snapshot, ns: Nanos, units: u64) -> Iostat {
         let secs = ns.max(1) as f64 / 1e9;
+        let merges = |dir: usize| {
+            let m = |s: &Snapshot| u128::from(s.queue.as_ref().map_or(0, |q| q.merges[dir]));
+            m(b).saturating_sub(m(a)) as f64
+        };
+        let (a, b) = (&a.device, &b.device);
         let d = |f: &dyn Fn(&DeviceStats) -> u128| f(b).saturating_sub(f(a)) as f64;
         let count = |k: ReqKind| d(&|s: &DeviceStats| u128::from(s.kind(k).count));
         let bytes = |k: ReqKind| d(&|s: &DeviceStats| u128::from(s.kind(k).bytes));
@@ -53,9 +79,6 @@ impl Iostat {
                 let k = s.kind(k);
                 k.host_wait_ns + k.queue_wait_ns + k.service_ns
             })
-        };
-        let merges = |dir: usize| {
-            d(&|s: &DeviceStats| u128::from(s.block.as_ref().map_or(0, |b| b.merges[dir])))
         };
         let reads = count(ReqKind::Read);
         let writes: f64 = WRITES.iter().map(|&k| count(k)).sum();
@@ -68,8 +91,8 @@ impl Iostat {
         let util = (busy / (secs * 1e9)).min(1.0);
         let per_io = |x: f64| if ios > 0.0 { x / ios } else { 0.0 };
         Iostat {
-            rrqm_s: merges(crate::block::Dir::Read as usize) / secs,
-            wrqm_s: merges(crate::block::Dir::Write as usize) / secs,
+            rrqm_s: merges(super::Dir::Read as usize) / secs,
+            wrqm_s: merges(super::Dir::Write as usize) / secs,
             r_s: reads / secs,
             w_s: writes / secs,
             rmb_s: rbytes / 1048576.0 / secs,
