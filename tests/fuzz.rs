@@ -673,7 +673,7 @@ fn flag_value_parsers_never_panic_and_errors_are_one_line() {
         ("size", |s| models::units::parse_size(s).map(drop)),
         ("duration", |s| sim::parse_duration(s).map(drop)),
         ("commit", |s| {
-            models::vfs::parse_commit_interval(s).map(drop)
+            models::mount::parse_commit_interval(s).map(drop)
         }),
         ("vary", |s| {
             models::workload::compare::parse_vary(s).map(drop)

@@ -155,11 +155,6 @@ impl ConfigError {
     }
 }
 
-/// 1-based line of a byte offset.
-pub fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
-}
-
 /// Device files shipped inside the binary, usable by name like a preset.
 pub const BUILTIN_FILES: [(&str, &str); 3] = [
     (
@@ -359,7 +354,7 @@ impl DeviceConfig {
 /// the key is not found).
 fn key_line(text: &str, origin: &str, path: &[&str]) -> String {
     crate::units::key_offset(text, path).map_or(origin.to_string(), |o| {
-        format!("{origin}:{}", line_of(text, o))
+        format!("{origin}:{}", crate::units::line_of(text, o))
     })
 }
 
