@@ -154,7 +154,7 @@ fn the_race_is_found_before_the_fix_and_not_after() {
         &Interleaving::Exhaustive(d),
         false,
     );
-    assert!(again.metrics.unnecessary_inode_logs > 0);
+    assert!(again.metrics.get("unnecessary_inode_logs").unwrap() > 0);
     let (post, cov) = exhaustive(&sc, &sc.post_policy(), &dev, 0, 0, &[], 10_000, &|_| {});
     assert!(
         cov.complete && post.targets.is_empty(),

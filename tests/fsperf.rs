@@ -92,9 +92,9 @@ fn buffered_random_writes_fill_the_metadata_space_and_the_flushers_decide() {
     }
     // 5.13 writes back early (the global reserve in `used`), 5.14 waits longer.
     assert!(
-        b.metrics.preempt_flushed_bytes > 0,
+        b.metrics.get("preempt_flushed_bytes").unwrap() > 0,
         "{:?}",
-        b.metrics.preempt_flushed_bytes
+        b.metrics.get("preempt_flushed_bytes").unwrap()
     );
     let text =
         reports::workload::fsperf_suite_text(&b.policy, &c.policy, &[(s.clone(), pairs.clone())]);

@@ -29,7 +29,7 @@ fn ops(r: &WorkloadResult, name: &str) -> u64 {
 fn the_kbuild_workload_is_built_in_with_its_keys() {
     let s = Spec::load("kbuild").unwrap();
     assert_eq!(s.kind, Kind::Kbuild);
-    assert_eq!(s.mount.fs, models::vfs::FsKind::Ext3);
+    assert_eq!(s.mount.fs, models::mount::FsKind::Ext3);
     assert!(s.units > 0 && (0.0..=1.0).contains(&s.hit_ratio));
     assert!(s.cpu_of("compile") > 0 && s.cpu_of("preprocess") > 0);
 }

@@ -1,8 +1,8 @@
 //! The filesystem boundary: scenario and workload files select a filesystem and mount
 //! options; bad values are rejected at their file:line; options survive `to_toml`.
 
+use models::mount::{FsKind, MountOptions};
 use models::scenario::Scenario;
-use models::vfs::{FsKind, MountOptions};
 use models::workload::spec::Spec;
 
 const BASE: &str = r#"name = "t"
@@ -78,8 +78,9 @@ fn workload_files_take_fs_and_mount() {
 
 #[test]
 fn the_listed_vocabulary_matches_the_code() {
+    use models::btrfs::counters::{describe, Counters};
     use models::scenario::parse_op;
-    use models::vfs::{op::OPS, Metrics};
+    use models::vfs::op::OPS;
     for (example, usage, _) in OPS {
         let op = parse_op(example).unwrap_or_else(|e| panic!("{example}: {e}"));
         assert_eq!(op.kind(), usage.split_whitespace().next().unwrap());
@@ -87,11 +88,8 @@ fn the_listed_vocabulary_matches_the_code() {
         let e = parse_op("frobnicate /x").unwrap_err();
         assert!(e.contains(op.kind()), "{e} lacks {}", op.kind());
     }
-    for (name, _) in Metrics::default().scalars() {
-        assert!(
-            Metrics::describe(name).is_some(),
-            "{name} has no description"
-        );
+    for (name, _) in Counters::default().scalars() {
+        assert!(describe(name).is_some(), "{name} has no description");
     }
     let points = reports::vocab::points();
     assert!(points.contains("fsync:joined") && points.contains("trans:commit_doing"));

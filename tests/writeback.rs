@@ -31,7 +31,7 @@ fn a_streaming_writer_is_held_to_the_disk() {
     let r = go(&s, &d, "linux-2.6.39");
     let mem = s.mount.memory.expect("the workload gives memory");
     let (_, thresh) = models::ext4::ExtConfig::dirty_limits_of(mem);
-    let disk = r.metrics.device_bytes_written;
+    let disk = r.metrics.get("device_bytes_written").unwrap();
     assert!(disk > 0);
     assert!(
         written(&r) <= disk + thresh,

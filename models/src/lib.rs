@@ -7,6 +7,7 @@ pub mod device;
 pub mod ext4;
 pub mod jbd2;
 pub mod kernel;
+pub mod mount;
 pub mod scenario;
 pub mod shrink;
 pub mod sweep;

@@ -2,11 +2,13 @@
 //! `file:line`), and running one under a policy.
 
 use crate::block::DiskConfig;
-use crate::btrfs::{Costs, Fix, Metrics, OpLatency, Violation};
+use crate::btrfs::{Costs, Fix, OpLatency, Violation};
 use crate::kernel::Policy;
+use crate::mount::{FsKind, Mount, MountOptions, Mounted};
 use crate::vfs::metrics::INVARIANTS;
 use crate::vfs::recovered::{CrashExpect, CrashPoint, ExtentKind};
-use crate::vfs::{Filesystem, FsKind, Mount, MountOptions, Mounted, Op, Recovered};
+use crate::vfs::Metrics;
+use crate::vfs::{Filesystem, Op, Recovered};
 use rand_distr::{Distribution, Exp1};
 use serde::Deserialize;
 use sim::{Dfs, Pct, RandomWalk, Replay, RngStreams, Script, ScriptThen, Sim, SimError, Urw};
@@ -338,7 +340,7 @@ fn check_metric(fs: FsKind, name: &str, role: &str) -> Result<(), String> {
 }
 
 fn line_at(text: &str, offset: usize) -> usize {
-    crate::device::config::line_of(text, offset)
+    crate::units::line_of(text, offset)
 }
 
 /// Parses a crash point: `end`, or `TASK POINT` with an optional `#N` (the Nth arrival
@@ -786,7 +788,7 @@ impl Cx<'_> {
     ) -> Result<(Option<sim::Nanos>, Mount), ScenarioError> {
         let commit_interval = match &f.commit_interval {
             Some(c) => Some(
-                crate::vfs::parse_commit_interval(c.get_ref())
+                crate::mount::parse_commit_interval(c.get_ref())
                     .map_err(|m| self.err(c.span().start, m))?,
             ),
             None => None,
@@ -1387,7 +1389,7 @@ fn run_full(
         policy: policy.clone(),
         metrics: {
             let mut m = fs.metrics();
-            m.waits = crate::vfs::wait_totals(&sim.resource_stats());
+            m.fill_waits(&sim.resource_stats());
             m
         },
         violations,

@@ -69,7 +69,7 @@ struct Candidate {
 
 impl Candidate {
     /// Drops steps of tasks that are gone or points their operations no longer reach.
-    fn prune(mut self, fs: crate::vfs::FsKind) -> Self {
+    fn prune(mut self, fs: crate::mount::FsKind) -> Self {
         self.tasks.retain(|(_, ops)| !ops.is_empty());
         let tasks = &self.tasks;
         self.steps.retain(|(t, p)| {

@@ -12,8 +12,9 @@
 
 use crate::block::DiskConfig;
 use crate::kernel::Policy;
+use crate::mount::FsKind;
 use crate::scenario::{run_with_trace, Interleaving, RunResult, Scenario};
-use crate::vfs::metrics::{Metrics, INVARIANTS};
+use crate::vfs::metrics::INVARIANTS;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -55,7 +56,7 @@ impl Target {
             },
             None => (s, 1),
         };
-        if Metrics::is_metric(name) {
+        if FsKind::ALL.iter().any(|(fs, _)| fs.is_metric(name)) {
             return Ok(Target::Metric(name.to_string(), min));
         }
         Err(format!(

@@ -1,5 +1,10 @@
 //! Parsing of byte sizes as fio writes them (`4k`, `64KiB`, `1M`, `4096`); k = 1024.
 
+/// 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
 /// Parses a byte size; suffixes k/m/g/t (optionally followed by `b`, `ib`, any case) are
 /// powers of 1024.
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -107,7 +112,7 @@ pub fn toml_error(text: &str, origin: &str, e: &toml::de::Error) -> (String, Str
         .map(|s| s.start)
         .or_else(|| spanless_error_offset(text, e.message()));
     let location = match at {
-        Some(o) => format!("{origin}:{}", crate::device::config::line_of(text, o)),
+        Some(o) => format!("{origin}:{}", line_of(text, o)),
         None => origin.to_string(),
     };
     (location, e.message().replace('\n', " "))
@@ -197,7 +202,7 @@ mod tests {
     #[test]
     fn keys_are_found_whole_in_headers_dotted_and_inline() {
         let t = "write_cache = true\nwrite = { min_us = 1 }\n[s]\nread_x = 1\nread = 2\n[e.post]\na.b = 1\n";
-        let line = |p: &[&str]| key_offset(t, p).map(|o| crate::device::config::line_of(t, o));
+        let line = |p: &[&str]| key_offset(t, p).map(|o| line_of(t, o));
         assert_eq!(line(&["write"]), Some(2));
         assert_eq!(line(&["write", "min_us"]), Some(2));
         assert_eq!(line(&["s", "read"]), Some(5));

@@ -2,47 +2,28 @@
 //! and the JSON schema `{scenario, race, runs: [{policy, fixes, metrics, invariant_violations,
 //! trace_hash}]}`.
 
-use models::btrfs::Metrics;
 use models::scenario::{RunResult, Scenario};
+use models::vfs::Metrics;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
-fn metric_rows(m: &Metrics) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = m
-        .scalars()
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    for (cause, n) in &m.unnecessary_full_commits_by_cause {
-        v.push((format!("unnecessary_full_commits.{cause}"), *n));
-    }
-    for (rule, n) in &m.full_commits_by_cause {
-        v.push((format!("full_commits.{rule}"), *n));
-    }
-    v.extend(m.wait_rows());
-    v.extend(m.journal_rows());
-    v
-}
-
-/// Metrics as a JSON object.
+/// Metrics as a JSON object: the scalars, each reported family as an object, the waits and
+/// the prefixed rows.
 pub fn metrics_json(m: &Metrics) -> Value {
     let mut o = Map::new();
-    for (k, v) in m.scalars() {
+    for &(k, v) in m.scalars() {
         o.insert(k.to_string(), json!(v));
     }
-    o.insert(
-        "unnecessary_full_commits_by_cause".into(),
-        json!(m.unnecessary_full_commits_by_cause),
-    );
-    o.insert(
-        "full_commits_by_cause".into(),
-        json!(m.full_commits_by_cause),
-    );
+    for f in &m.families {
+        if let Some(name) = f.report {
+            o.insert(name.into(), json!(f.counts));
+        }
+    }
     for (k, v) in m.wait_rows() {
         o.insert(k, json!(v));
     }
-    for (k, v) in m.journal_rows() {
-        o.insert(k, json!(v));
+    for (k, v) in m.prefixed_rows() {
+        o.insert(k.clone(), json!(v));
     }
     Value::Object(o)
 }
@@ -92,7 +73,7 @@ fn ms(ns: f64) -> String {
 /// invariant violations and per-operation latency (ms).
 pub fn side_by_side(sc: &Scenario, runs: &[RunResult]) -> String {
     let mut out = format!("{} [{}] {}\n  {}\n", sc.name, sc.race, sc.title, sc.summary);
-    let rows: Vec<Vec<(String, u64)>> = runs.iter().map(|r| metric_rows(&r.metrics)).collect();
+    let rows: Vec<Vec<(String, u64)>> = runs.iter().map(|r| r.metrics.rows()).collect();
     let width = 44;
     let col = runs
         .iter()
@@ -239,7 +220,7 @@ pub fn timeline(sc: &Scenario, r: &RunResult, seed: u64) -> String {
             out.push_str(&format!("    {l}\n"));
         }
     }
-    for (k, v) in metric_rows(&r.metrics) {
+    for (k, v) in r.metrics.rows() {
         if v != 0 {
             out.push_str(&format!("  {k} = {v}\n"));
         }

@@ -1,10 +1,12 @@
 //! `fsyncsim list --ops/--points/--metrics/--policies`: the scenario vocabulary, generated
 //! from the code so it cannot drift from what the parser accepts.
 
+use models::btrfs::counters::{self as btrfs_counters, Counters};
 use models::btrfs::Mutant;
+use models::ext4::counters::JOURNAL_METRICS;
 use models::kernel::PRESETS;
 use models::scenario::{parse_op, points_of};
-use models::vfs::{op::OPS, Metrics};
+use models::vfs::op::OPS;
 
 /// Operations: usage and what each models.
 pub fn ops() -> String {
@@ -20,16 +22,16 @@ pub fn points() -> String {
     for (example, usage, _) in OPS {
         let op = parse_op(example).expect("every listed example parses");
         t.push_str(&format!("{usage}\n"));
-        for p in points_of(models::vfs::FsKind::Btrfs, &op) {
+        for p in points_of(models::mount::FsKind::Btrfs, &op) {
             t.push_str(&format!("  {p}\n"));
         }
     }
     t
 }
 
-/// Metrics for `[expect.*]`, with what each counts.
+/// Metrics for `[expect.*]`, with what each counts: btrfs's, then ext3/ext4's.
 pub fn metrics() -> String {
-    let names: Vec<&str> = Metrics::default()
+    let names: Vec<&str> = Counters::default()
         .scalars()
         .into_iter()
         .map(|(n, _)| n)
@@ -37,7 +39,7 @@ pub fn metrics() -> String {
     let w = names.iter().map(|n| n.len()).max().unwrap_or(0);
     let mut t: String = names
         .iter()
-        .map(|n| format!("{n:<w$}  {}\n", Metrics::describe(n).unwrap_or("")))
+        .map(|n| format!("{n:<w$}  {}\n", btrfs_counters::describe(n).unwrap_or("")))
         .collect();
     t.push_str(
         "unnecessary_full_commits.CAUSE  per cause: last_unlink_trans, stale_log_full_commit_check, log_full_commit_flag\n",
@@ -45,13 +47,13 @@ pub fn metrics() -> String {
     t.push_str(
         "full_commits.RULE  all fallbacks per rule: last_unlink_trans.inode|parent|ancestor, stale_log_full_commit_check, log_full_commit_flag\n",
     );
-    for c in models::vfs::WAIT_CLASSES {
+    for c in btrfs_counters::WAIT_CLASSES {
         t.push_str(&format!(
             "{c}_count, {c}_ns  waits on {c} and their total time, all tasks\n"
         ));
     }
     t.push_str("ext3/ext4 (fs = \"ext3\" | \"ext4\"): device_bytes_written, flushes, transaction_commits and\n");
-    for (n, what) in models::vfs::metrics::JOURNAL_METRICS {
+    for (n, what) in JOURNAL_METRICS {
         t.push_str(&format!("ext4.{n}  {what}\n"));
     }
     t

@@ -335,9 +335,9 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
             }
         }
         Kind::Fio => {
-            // fsperf's own rows first, then the btrfs counters.
+            // fsperf's own rows first, then the filesystem's counters.
             m.extend(fio_fields(r));
-            for (k, v) in r.metrics.scalars() {
+            for &(k, v) in r.metrics.scalars() {
                 m.push((k.to_string(), v as f64));
             }
             return m;
@@ -355,11 +355,11 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
         ));
         m.push((format!("{}_max_lat_ms", o.name), o.hist.max() as f64 / MS));
     }
-    for (k, v) in r.metrics.scalars() {
+    for &(k, v) in r.metrics.scalars() {
         m.push((k.to_string(), v as f64));
     }
-    for (k, v) in r.metrics.journal_rows() {
-        m.push((k, v as f64));
+    for (k, v) in r.metrics.prefixed_rows() {
+        m.push((k.clone(), *v as f64));
     }
     m
 }
@@ -584,8 +584,8 @@ pub fn json(r: &WorkloadResult) -> Value {
     for (k, v) in r.metrics.scalars() {
         metrics.insert(k.to_string(), json!(v));
     }
-    for (k, v) in r.metrics.journal_rows() {
-        metrics.insert(k, json!(v));
+    for (k, v) in r.metrics.prefixed_rows() {
+        metrics.insert(k.clone(), json!(v));
     }
     let mut v = json!({
         "workload": r.workload,

@@ -4,15 +4,32 @@
 //!
 //! The engine knows nothing about filesystems or devices; those live in `models`.
 
-pub mod error;
-pub mod queue;
+// Modules in import order: each imports only from the groups above it (issue 24 item 5).
 mod ring;
 pub mod rng;
-pub mod runtime;
-pub mod sched;
-pub mod sync;
 pub mod time;
+
+pub mod error;
+pub mod queue;
+mod task;
+
+mod resource;
+pub mod sched;
+
 pub mod trace;
+
+mod core;
+
+mod handle;
+
+mod futures;
+pub mod sync;
+
+mod cpu;
+
+mod run;
+
+pub mod runtime;
 
 pub use error::SimError;
 pub use rng::{RngStreams, Stream};

@@ -126,6 +126,7 @@ impl EventQueue {
             if last <= m {
                 break;
             }
+            // SAFETY: `i < first < len` (asserted above), so `i` is in bounds.
             unsafe { *keys.get_unchecked_mut(i) = m };
             i = first + im;
             first = i * D + 1;

@@ -4,8 +4,11 @@
 //! recorded against the resource (count, total, max) and against the waiting task's account
 //! under the resource's wait class, so reports can attribute latency to each named lock.
 
+use crate::core::{wake_task, Core};
+use crate::handle::Handle;
+use crate::resource::ResState;
 use crate::ring::Ring;
-use crate::runtime::{wake_task, Core, Handle, ResId, ResState, TaskId, TaskState};
+use crate::task::{ResId, TaskId, TaskState};
 use crate::trace::TraceKind;
 use std::future::Future;
 use std::pin::Pin;

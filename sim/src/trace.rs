@@ -4,7 +4,8 @@
 //! reached, model mark) is folded into a hash whether or not the log is kept, so two runs can
 //! be compared by one number.
 
-use crate::runtime::{ClassId, Core, PointId, ResId, TaskId};
+use crate::resource::Resource;
+use crate::task::{ClassId, Label, PointId, ResId, Task, TaskId};
 use crate::time::Nanos;
 
 /// What happened.
@@ -80,6 +81,7 @@ pub(crate) struct Trace {
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
 
 impl Trace {
+    /// Folds an event into the hash (and the log, when kept).
     #[inline]
     pub(crate) fn record(&mut self, time: Nanos, task: TaskId, kind: TraceKind, arg: u64) {
         let x = time ^ (u64::from(task) << 40) ^ (kind.code() << 20) ^ arg.rotate_left(29);
@@ -108,6 +110,7 @@ impl Trace {
         }
     }
 
+    /// The run's 64-bit hash of every recorded event.
     pub(crate) fn hash(&self) -> u64 {
         // Final avalanche so that near-identical sequences give unrelated hashes.
         let mut z = self.h;
@@ -117,12 +120,19 @@ impl Trace {
     }
 }
 
-pub(crate) fn render(c: &Core, r: &TraceRecord) -> String {
-    let res = |id: ResId| c.resources[id as usize].name.to_string();
-    let class = |id: ClassId| c.classes.names[id as usize].to_string();
-    let point = |id: PointId| c.points.names[id as usize].to_string();
+/// Renders a record as a text line, with the names of its task, class, resource or point.
+pub(crate) fn render(
+    r: &TraceRecord,
+    tasks: &[Task],
+    resources: &[Resource],
+    classes: &[Label],
+    points: &[Label],
+) -> String {
+    let res = |id: ResId| resources[id as usize].name.to_string();
+    let class = |id: ClassId| classes[id as usize].to_string();
+    let point = |id: PointId| points[id as usize].to_string();
     let task = |id: u64| {
-        c.tasks
+        tasks
             .get(id as usize)
             .map_or_else(|| format!("#{id}"), |t| t.name.to_string())
     };
@@ -146,7 +156,7 @@ pub(crate) fn render(c: &Core, r: &TraceRecord) -> String {
     format!(
         "{:>14} {:<16} {}",
         crate::time::format_duration(r.time),
-        c.tasks[r.task as usize].name,
+        tasks[r.task as usize].name,
         what
     )
 }

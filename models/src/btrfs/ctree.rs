@@ -6,6 +6,7 @@
 //! and exploration strategies choose.
 
 use super::costs::Costs;
+use super::counters::Counters;
 use super::policy::{Fix, LogPatch, Mutant, Policy};
 use super::state::*;
 use crate::device::Device;
@@ -37,7 +38,7 @@ pub(super) struct Inner {
     pub(super) st_version: std::cell::Cell<u64>,
     /// The last crash check: (state version, image version) and its verdict.
     pub(super) crash_memo: RefCell<Option<CrashMemo>>,
-    pub(super) m: RefCell<Metrics>,
+    pub(super) m: RefCell<Counters>,
     pub(super) lat: RefCell<OpLatency>,
     pub(super) record_latency: std::cell::Cell<bool>,
     /// The `ssd` mount option.
@@ -138,7 +139,7 @@ impl Btrfs {
                 }),
                 st_version: std::cell::Cell::new(0),
                 crash_memo: RefCell::new(None),
-                m: RefCell::new(Metrics::default()),
+                m: RefCell::new(Counters::default()),
                 lat: RefCell::new(OpLatency::default()),
                 record_latency: std::cell::Cell::new(true),
                 ssd: std::cell::Cell::new(true),
@@ -202,7 +203,7 @@ impl Btrfs {
         let mut m = self.inner.m.borrow().clone();
         (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
         self.ticket_wait_metrics(&mut m);
-        m
+        m.to_metrics()
     }
 
     /// Latency per operation kind.
@@ -461,10 +462,7 @@ impl crate::vfs::Filesystem for Btrfs {
     }
 }
 
-/// Whether `name` is a btrfs counter (every `Metrics` name but the journal's).
-pub fn is_metric(name: &str) -> bool {
-    !name.starts_with("ext4.") && Metrics::is_metric(name)
-}
+pub use super::counters::is_metric;
 
 /// Named points an operation reaches on btrfs (ctree.rs, tree_log.rs, transaction.rs
 /// announce them).

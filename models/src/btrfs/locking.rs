@@ -319,7 +319,10 @@ mod tests {
         for t in [tree_id::FS, tree_id::EXTENT, tree_id::CSUM] {
             for level in 0..4 {
                 let c = class(t, level);
-                assert!(crate::vfs::WAIT_CLASSES.contains(&c), "{c} is not reported");
+                assert!(
+                    crate::btrfs::counters::WAIT_CLASSES.contains(&c),
+                    "{c} is not reported"
+                );
             }
         }
     }

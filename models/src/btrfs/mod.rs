@@ -5,6 +5,7 @@
 
 pub mod block_group;
 pub mod costs;
+pub mod counters;
 pub mod ctree;
 pub mod ctree_blocks;
 pub mod ctree_btree;
@@ -28,7 +29,7 @@ pub mod transaction;
 pub mod tree_log;
 pub mod xattr;
 
-pub use crate::vfs::{Metrics, OpLatency, Violation};
+pub use crate::vfs::{OpLatency, Violation};
 pub use costs::Costs;
 pub use ctree::Btrfs;
 pub use policy::{Fix, Kernel, Mutant, Policy};

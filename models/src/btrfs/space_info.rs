@@ -736,7 +736,7 @@ impl Btrfs {
     }
 
     /// The per-ticket wait percentiles into `m` (metadata_ticket_wait_*).
-    pub(super) fn ticket_wait_metrics(&self, m: &mut crate::vfs::Metrics) {
+    pub(super) fn ticket_wait_metrics(&self, m: &mut super::counters::Counters) {
         if let Some(h) = &self.inner.st.borrow().meta.ticket_waits {
             m.metadata_ticket_wait_p50_ns = h.value_at_quantile(0.5);
             m.metadata_ticket_wait_p99_ns = h.value_at_quantile(0.99);

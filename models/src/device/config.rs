@@ -151,10 +151,6 @@ impl ConfigError {
     }
 }
 
-/// 1-based line of a byte offset.
-pub fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
-}
 
 impl DeviceConfig {
     /// Parses a device TOML text (`origin` names it in errors); also returns the file's
@@ -276,7 +272,7 @@ impl DeviceConfig {
 /// the key is not found).
 pub fn key_line(text: &str, origin: &str, path: &[&str]) -> String {
     crate::units::key_offset(text, path).map_or(origin.to_string(), |o| {
-        format!("{origin}:{}", line_of(text, o))
+        format!("{origin}:{}", crate::units::line_of(text, o))
     })
 }
 

@@ -10,6 +10,7 @@
 //! write time and the dirty data buffers filed on the transaction, so kjournald writes them
 //! at commit with the commit's write type (fs/jbd/commit.c@v2.6.37).
 
+pub mod counters;
 mod fsync;
 mod inode;
 mod recovery;
@@ -162,7 +163,6 @@ pub(crate) struct Inner {
     journal: Journal,
     io: Rc<InflightIo>,
     st: RefCell<ExtState>,
-    m: RefCell<Metrics>,
     lat: RefCell<OpLatency>,
     record_latency: std::cell::Cell<bool>,
     violations: RefCell<Vec<Violation>>,
@@ -223,7 +223,6 @@ impl Ext4 {
                 journal,
                 io,
                 st: RefCell::new(st),
-                m: RefCell::new(Metrics::default()),
                 lat: RefCell::new(OpLatency::default()),
                 record_latency: std::cell::Cell::new(true),
                 violations: RefCell::new(Vec::new()),
@@ -338,19 +337,14 @@ impl Ext4 {
         }
     }
 
-    /// Counters, with the journal's under `jbd2.*`.
+    /// Counters, with the journal's under `ext4.*`.
     pub fn metrics(&self) -> Metrics {
-        let mut m = self.inner.m.borrow().clone();
-        (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
-        let s = self.inner.journal.stats();
-        m.transaction_commits = s.commits;
-        let block = crate::block::genhd::stats(&self.inner.dev);
-        m.journal = Some(crate::vfs::metrics::JournalMetrics::from_stats(
-            &s,
+        counters::metrics(
+            &self.inner.journal.stats(),
+            self.inner.dev.write_totals(),
             self.inner.reads.get(),
-            block.as_ref(),
-        ));
-        m
+            crate::block::genhd::stats(&self.inner.dev).as_ref(),
+        )
     }
 
     /// Latency per operation kind.
@@ -510,15 +504,7 @@ impl crate::vfs::Filesystem for Ext4 {
     }
 }
 
-/// Whether `name` is an ext3/ext4 counter: the journal's `ext4.*` rows and the device and
-/// commit totals.
-pub fn is_metric(name: &str) -> bool {
-    // The journal's rows, and what `Ext4::metrics` fills from the device and the journal.
-    match name.strip_prefix("ext4.") {
-        Some(_) => Metrics::is_metric(name),
-        None => ["device_bytes_written", "flushes", "transaction_commits"].contains(&name),
-    }
-}
+pub use counters::is_metric;
 
 /// Named points an operation reaches on ext3/ext4: its `KIND:start`/`KIND:done`, and an
 /// fsync's `fsync:data_written` (fsync.rs, after filemap_write_and_wait).

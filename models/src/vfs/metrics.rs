@@ -1,499 +1,146 @@
-//! What a filesystem run counts: waste (judged by the oracle), totals, invariant violations
-//! and per-operation latency. Counters are reported by name (`scalars`, `get`); a counter
-//! a filesystem does not have stays 0. Today every counter is btrfs's.
+//! What a filesystem run counts, by name: the filesystem's scalar counters, counters split by
+//! a key (`full_commits.<rule>`), waits on its locks and wait queues, and rows under its own
+//! prefix (`ext4.<name>`); also invariant violations and per-operation latency. Each
+//! filesystem declares its own counters (`btrfs::counters`, `ext4::counters`); this module
+//! knows none of their names.
 
 use crate::device::new_histogram;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 
-/// Counters of one run. JSON names are the field names.
+/// Counters of one run by name, as the filesystem that ran reports them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Metrics {
-    /// Inode logs (btrfs_log_inode calls), all causes.
-    pub inode_logs: u64,
-    /// Inode logs of an inode version already captured by a commit ordered before the log (R1).
-    pub unnecessary_inode_logs: u64,
-    /// File extent items logged.
-    pub extent_logs: u64,
-    /// Extent items logged although a commit ordered before the log captured them (R2).
-    pub unnecessary_extent_logs: u64,
-    /// Checksum bytes logged.
-    pub csum_bytes: u64,
-    /// Checksum bytes logged with unnecessary extent items (R2).
-    pub unnecessary_csum_bytes: u64,
-    /// Ancestor directories logged.
-    pub ancestor_logs: u64,
-    /// Ancestors logged although a commit ordered before the log captured them (R3).
-    pub unnecessary_ancestor_logs: u64,
-    /// Log syncs (superblock written for a log).
-    pub log_syncs: u64,
-    /// Log syncs whose log held nothing a commit had not already captured (R7).
-    pub unnecessary_log_syncs: u64,
-    /// Fsyncs that fell back to a full transaction commit.
-    pub full_commits: u64,
-    /// Fallbacks with no event in the running transaction that the log could not express (R4, R5).
-    pub unnecessary_full_commits: u64,
-    /// Unnecessary fallbacks split by cause.
-    pub unnecessary_full_commits_by_cause: BTreeMap<String, u64>,
-    /// All fallbacks split by the rule that made them (`last_unlink_trans.inode|parent|
-    /// ancestor`, `log_full_commit_flag`, `stale_log_full_commit_check`).
-    pub full_commits_by_cause: BTreeMap<String, u64>,
-    /// Transaction commits (all, including periodic and explicit).
-    pub transaction_commits: u64,
-    /// Times log start waited for tree_log_mutex (R6).
-    pub tree_log_mutex_waits: u64,
-    /// Nanoseconds log start waited for tree_log_mutex (R6).
-    pub tree_log_mutex_wait_ns: u64,
-    /// Times a log sync waited for tree_log_mutex before its superblock.
-    pub sync_log_super_waits: u64,
-    /// Nanoseconds a log sync waited for tree_log_mutex before its superblock.
-    pub sync_log_super_wait_ns: u64,
-    /// Bytes written to the device.
-    pub device_bytes_written: u64,
-    /// Cache flushes (FLUSH requests and PREFLUSH writes).
-    pub flushes: u64,
-    /// Transactions marked for a full commit by a link or rename (btrfs_log_new_name's
-    /// parent walk), so later fsyncs in them commit.
-    pub new_name_full_commit_marks: u64,
-    /// Fsyncs that skipped logging (inode already in the log, or changed only in
-    /// committed transactions).
-    pub fsync_skips: u64,
-    /// One-jiffy batching sleeps in btrfs_sync_log (non-ssd mounts only).
-    pub log_batch_sleeps: u64,
-    /// Data block groups made by chunk allocation (each marks its transaction for full
-    /// commits).
-    pub data_block_groups_created: u64,
-    /// Empty data block groups deleted after commits.
-    pub data_block_groups_deleted: u64,
-    /// Inodes logged in full again although unchanged since they entered this
-    /// transaction's log (waste the oracle judges against the current log).
-    pub relogged_inodes: u64,
-    /// Ancestor directories logged again, unchanged since they entered this log.
-    pub relogged_ancestors: u64,
-    /// Parent directories (btrfs_log_all_parents) logged again, unchanged since.
-    pub relogged_dir_items: u64,
-    /// Parent directories logged although nothing in them changed in this transaction.
-    pub unnecessary_dir_logs: u64,
-    /// Logged directories' inode items searched for and updated in the log (i_size
-    /// decreased) by an unlink that removed a name from the log (ddffcf6fb5ac removes it).
-    pub logged_dir_isize_updates: u64,
-    /// Shared-mapping writes whose stamp read root->last_log_commit after a log sync had
-    /// committed the sub-transaction just stamped (bc0939fcfab0's race window).
-    pub torn_log_stamps: u64,
-    /// File extent items an ordered extent inserted in a file while a full fsync logged it,
-    /// after copy_inode_items_to_log and before btrfs_log_holes (885f46d87f29's race).
-    pub log_copy_raced_extents: u64,
-    /// Xattr items copied into the log by btrfs_log_all_xattrs although this transaction's
-    /// log already held every xattr of the inode, none changed since (b590b839720c, 5.14).
-    pub relogged_xattrs: u64,
-    /// Full-sync fsyncs forced by a truncate that removed or trimmed no file extent item
-    /// (0d7d316597c0, 5.14, sets the flag only when one was).
-    pub unneeded_full_syncs: u64,
-    /// CPU ns of those updates (a log-tree search, under the directory's log_mutex).
-    pub logged_dir_isize_update_ns: u64,
-    /// inode_get_bytes calls of fill_inode_item for a log copy, each taking the inode's
-    /// i_lock (e593e54ed1f6 removes them).
-    pub log_nbytes_i_lock_takes: u64,
-    /// ns those i_lock acquisitions and holds cost (spinlock acquire + release).
-    pub log_nbytes_i_lock_ns: u64,
-    /// Metadata reservations that had to wait in a ticket.
-    pub metadata_tickets: u64,
-    /// Async metadata reclaim episodes (a ticket started the flusher).
-    pub async_reclaim_episodes: u64,
-    /// Passes of the preemptive reclaim worker (each flushes something).
-    pub preempt_flushes: u64,
-    /// Preemptive passes that flushed delalloc.
-    pub preempt_delalloc_flushes: u64,
-    /// Preemptive passes that committed the transaction.
-    pub preempt_commits: u64,
-    /// Preemptive passes that ran delayed items or refs.
-    pub preempt_delayed_flushes: u64,
-    /// Preemptive passes in a transaction no metadata ticket waited in (the space was not needed).
-    pub unnecessary_preempt_flushes: u64,
-    /// Transaction commits a space flusher made.
-    pub space_commits: u64,
-    /// Inodes written back by a space flusher (shrink_delalloc).
-    pub delalloc_flushed_inodes: u64,
-    /// Metadata block groups made by a space flusher's ALLOC_CHUNK.
-    pub meta_block_groups_created: u64,
-    /// Metadata reservations that waited in a priority ticket (BTRFS_RESERVE_FLUSH_EVICT /
-    /// FLUSH_LIMIT: the caller flushes itself, served before the normal tickets).
-    pub priority_tickets: u64,
-    /// Per-ticket reservation wait, normal and priority tickets: median, 99th percentile
-    /// and largest, ns (0 when no ticket waited).
-    pub metadata_ticket_wait_p50_ns: u64,
-    /// See `metadata_ticket_wait_p50_ns`.
-    pub metadata_ticket_wait_p99_ns: u64,
-    /// See `metadata_ticket_wait_p50_ns`.
-    pub metadata_ticket_wait_max_ns: u64,
-    /// Dirty data bytes the preemptive worker wrote back (flushed before any reservation
-    /// needed the space).
-    pub preempt_flushed_bytes: u64,
-    /// flush_space calls per state (FLUSH_DELALLOC, COMMIT_TRANS, …), all flushers:
-    /// reported as `flushes.<STATE>`.
-    pub flushes_by_state: BTreeMap<String, u64>,
-    /// Per lock and wait queue of the filesystem (`WAIT_CLASSES`): (waits, nanoseconds
-    /// waited), over all tasks; reported as `<name>_count` and `<name>_ns`.
-    pub waits: BTreeMap<String, (u64, u64)>,
-    /// The ext3/ext4 and journal counters (reported as `ext4.<name>`).
-    pub journal: Option<JournalMetrics>,
+    /// Scalar counters in the filesystem's report order.
+    pub scalars: Vec<(&'static str, u64)>,
+    /// Counters split by a key, reported and looked up as `<family>.<key>`.
+    pub families: Vec<Family>,
+    /// Waits per lock and wait queue class the filesystem reports: (class, waits, ns),
+    /// reported as `<class>_count` and `<class>_ns`.
+    pub waits: Vec<(&'static str, u64, u64)>,
+    /// Rows under the filesystem's own prefix (`ext4.<name>`), in report order.
+    pub prefixed: Vec<(String, u64)>,
 }
 
-/// What the ext3/ext4 model and its journal counted (`ext4.<name>` in reports and
-/// expectations).
+/// A counter split by a key (`full_commits` by rule, flush_space calls by state).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct JournalMetrics {
-    /// (name, value) in report order.
-    pub rows: Vec<(&'static str, u64)>,
+pub struct Family {
+    /// The family's name: its rows are `<name>.<key>`.
+    pub name: &'static str,
+    /// The JSON object it is reported as (`<name>_by_cause`); None = looked up only.
+    pub report: Option<&'static str>,
+    /// The keys a lookup accepts (counted 0 when absent); None = any key.
+    pub keys: Option<Vec<&'static str>>,
+    /// Count per key.
+    pub counts: BTreeMap<String, u64>,
 }
 
-/// The journal counters with what each counts.
-pub const JOURNAL_METRICS: [(&str, &str); 24] = [
-    ("commits", "journal commits finished"),
-    ("sync_commits", "commits whose log writes were REQ_SYNC"),
-    ("async_commits", "commits whose log writes were plain WRITE"),
-    (
-        "waited_async_commits",
-        "commits someone waited for (fsync, sync) that were written as plain WRITE",
-    ),
-    (
-        "timer_commits",
-        "commits the commit timer requested (commit= interval)",
-    ),
-    (
-        "log_blocks",
-        "log blocks written: descriptors, metadata copies, commit blocks",
-    ),
-    ("commit_ns", "ns from T_LOCKED to T_FINISHED, all commits"),
-    ("commit_max_ns", "the longest commit, ns"),
-    (
-        "handle_wait_ns",
-        "ns handles waited to join a transaction (locked, too big, log full)",
-    ),
-    (
-        "commit_wait_ns",
-        "ns callers waited in jbd2_log_wait_commit (commit_wait_ns of fsync and sync)",
-    ),
-    ("commit_waits", "jbd2_log_wait_commit calls that waited"),
-    ("checkpoints", "checkpoints forced by a full log"),
-    (
-        "fsync_flush_only",
-        "ext4 fsyncs that returned after a cache flush without waiting (commit already requested)",
-    ),
-    ("fsync_commit_waits", "fsyncs that waited for a commit"),
-    (
-        "ordered_data_bytes",
-        "data bytes kjournald wrote for data=ordered (ext3)",
-    ),
-    (
-        "reader_stall_ns",
-        "ns readers waited for READ requests (queue + service)",
-    ),
-    ("read_bytes", "bytes read from the device by readers"),
-    (
-        "write_dispatches",
-        "block layer: write requests dispatched to the driver (blktrace D)",
-    ),
-    (
-        "write_merges",
-        "block layer: write bios merged into queued requests (blktrace M/F)",
-    ),
-    (
-        "sync_dispatches",
-        "block layer: sync requests dispatched (reads, REQ_SYNC writes)",
-    ),
-    ("async_dispatches", "block layer: async requests dispatched"),
-    (
-        "cfq_preemptions",
-        "CFQ: active queue preempted by an arriving request",
-    ),
-    (
-        "cfq_idle_ns",
-        "CFQ: ns the idle timer was armed (blkio idle_time)",
-    ),
-    (
-        "cfq_async_blocked_ns",
-        "CFQ: ns async requests waited while sync ones were in flight",
-    ),
-];
-
-impl JournalMetrics {
-    /// The rows of a journal's counters, the readers' (bytes, ns waited) and the device's
-    /// block-layer counters.
-    pub fn from_stats(
-        s: &crate::jbd2::JournalStats,
-        (read_bytes, reader_stall_ns): (u64, u64),
-        b: Option<&crate::block::BlockStats>,
-    ) -> Self {
-        let d = b.cloned().unwrap_or_default();
-        let v = [
-            s.commits,
-            s.sync_commits,
-            s.async_commits,
-            s.waited_async_commits,
-            s.timer_commits,
-            s.log_blocks,
-            s.commit_ns,
-            s.commit_max_ns,
-            s.handle_wait_ns,
-            s.commit_wait_ns,
-            s.commit_waits,
-            s.checkpoints,
-            s.fsync_flush_only,
-            s.fsync_commit_waits,
-            s.ordered_data_bytes,
-            reader_stall_ns,
-            read_bytes,
-            d.dispatches[crate::block::Dir::Write as usize],
-            d.merges[crate::block::Dir::Write as usize],
-            d.sync_dispatches,
-            d.async_dispatches,
-            d.preemptions,
-            u64::try_from(d.idle_ns).unwrap_or(u64::MAX),
-            u64::try_from(d.async_blocked_ns).unwrap_or(u64::MAX),
-        ];
-        JournalMetrics {
-            rows: JOURNAL_METRICS.iter().map(|(n, _)| *n).zip(v).collect(),
+impl Family {
+    /// A reported family whose every key is a valid lookup.
+    pub fn open(name: &'static str, report: &'static str, counts: &BTreeMap<String, u64>) -> Self {
+        Family {
+            name,
+            report: Some(report),
+            keys: None,
+            counts: counts.clone(),
         }
     }
+
+    /// A family looked up only, with a fixed key set.
+    pub fn closed(
+        name: &'static str,
+        keys: Vec<&'static str>,
+        counts: &BTreeMap<String, u64>,
+    ) -> Self {
+        Family {
+            name,
+            report: None,
+            keys: Some(keys),
+            counts: counts.clone(),
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<u64> {
+        let known = self.keys.as_ref().is_none_or(|k| k.contains(&key));
+        known.then(|| self.counts.get(key).copied().unwrap_or(0))
+    }
 }
 
-/// The filesystem locks and wait queues whose waits every run reports.
-pub const WAIT_CLASSES: [&str; 24] = [
-    "wait_current_trans",
-    "metadata_ticket",
-    "wait_for_commit",
-    "wait_writers",
-    "wait_log_writers",
-    "wait_log_commit",
-    "log_mutex",
-    "tree_log_mutex",
-    "reloc_mutex",
-    "tree_root.log_mutex",
-    "log_root_tree.log_mutex",
-    "chunk_mutex",
-    // Every inode's i_rwsem (inode_lock), summed over inodes.
-    "inode_lock",
-    // Every inode's BTRFS_I(inode)->log_mutex, summed over inodes.
-    "inode.log_mutex",
-    // Every inode's BTRFS_I(inode)->i_mmap_lock (5.13+), summed over inodes.
-    "inode.i_mmap_lock",
-    // btrfs's extent buffer locks (btrfs_tree_lock / btrfs_tree_read_lock) per tree and
-    // level, summed over blocks (levels above 2 count as level 2).
-    "tree_lock.fs.level0",
-    "tree_lock.fs.level1",
-    "tree_lock.fs.level2",
-    "tree_lock.extent.level0",
-    "tree_lock.extent.level1",
-    "tree_lock.extent.level2",
-    "tree_lock.csum.level0",
-    "tree_lock.csum.level1",
-    "tree_lock.csum.level2",
-];
-
 impl Metrics {
-    /// (name, value) of every scalar counter, in a stable order.
-    pub fn scalars(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("unnecessary_inode_logs", self.unnecessary_inode_logs),
-            ("unnecessary_extent_logs", self.unnecessary_extent_logs),
-            ("unnecessary_csum_bytes", self.unnecessary_csum_bytes),
-            ("unnecessary_ancestor_logs", self.unnecessary_ancestor_logs),
-            ("unnecessary_full_commits", self.unnecessary_full_commits),
-            ("unnecessary_log_syncs", self.unnecessary_log_syncs),
-            ("tree_log_mutex_waits", self.tree_log_mutex_waits),
-            ("tree_log_mutex_wait_ns", self.tree_log_mutex_wait_ns),
-            ("inode_logs", self.inode_logs),
-            ("extent_logs", self.extent_logs),
-            ("csum_bytes", self.csum_bytes),
-            ("ancestor_logs", self.ancestor_logs),
-            ("log_syncs", self.log_syncs),
-            ("full_commits", self.full_commits),
-            ("transaction_commits", self.transaction_commits),
-            ("sync_log_super_waits", self.sync_log_super_waits),
-            ("sync_log_super_wait_ns", self.sync_log_super_wait_ns),
-            ("device_bytes_written", self.device_bytes_written),
-            ("flushes", self.flushes),
-            (
-                "new_name_full_commit_marks",
-                self.new_name_full_commit_marks,
-            ),
-            ("fsync_skips", self.fsync_skips),
-            ("log_batch_sleeps", self.log_batch_sleeps),
-            ("data_block_groups_created", self.data_block_groups_created),
-            ("data_block_groups_deleted", self.data_block_groups_deleted),
-            ("relogged_inodes", self.relogged_inodes),
-            ("relogged_ancestors", self.relogged_ancestors),
-            ("relogged_dir_items", self.relogged_dir_items),
-            ("unnecessary_dir_logs", self.unnecessary_dir_logs),
-            ("logged_dir_isize_updates", self.logged_dir_isize_updates),
-            ("torn_log_stamps", self.torn_log_stamps),
-            ("log_copy_raced_extents", self.log_copy_raced_extents),
-            ("relogged_xattrs", self.relogged_xattrs),
-            ("unneeded_full_syncs", self.unneeded_full_syncs),
-            (
-                "logged_dir_isize_update_ns",
-                self.logged_dir_isize_update_ns,
-            ),
-            ("log_nbytes_i_lock_takes", self.log_nbytes_i_lock_takes),
-            ("log_nbytes_i_lock_ns", self.log_nbytes_i_lock_ns),
-            ("metadata_tickets", self.metadata_tickets),
-            ("async_reclaim_episodes", self.async_reclaim_episodes),
-            ("preempt_flushes", self.preempt_flushes),
-            ("preempt_delalloc_flushes", self.preempt_delalloc_flushes),
-            ("preempt_commits", self.preempt_commits),
-            ("preempt_delayed_flushes", self.preempt_delayed_flushes),
-            (
-                "unnecessary_preempt_flushes",
-                self.unnecessary_preempt_flushes,
-            ),
-            ("space_commits", self.space_commits),
-            ("delalloc_flushed_inodes", self.delalloc_flushed_inodes),
-            ("meta_block_groups_created", self.meta_block_groups_created),
-            ("priority_tickets", self.priority_tickets),
-            (
-                "metadata_ticket_wait_p50_ns",
-                self.metadata_ticket_wait_p50_ns,
-            ),
-            (
-                "metadata_ticket_wait_p99_ns",
-                self.metadata_ticket_wait_p99_ns,
-            ),
-            (
-                "metadata_ticket_wait_max_ns",
-                self.metadata_ticket_wait_max_ns,
-            ),
-            ("preempt_flushed_bytes", self.preempt_flushed_bytes),
-        ]
+    /// (name, value) of every scalar counter, in the filesystem's order.
+    pub fn scalars(&self) -> &[(&'static str, u64)] {
+        &self.scalars
     }
 
-    /// The ext3/ext4 counters as `ext4.<name>` rows (empty for btrfs).
-    pub fn journal_rows(&self) -> Vec<(String, u64)> {
-        self.journal
-            .iter()
-            .flat_map(|j| j.rows.iter().map(|(n, v)| (format!("ext4.{n}"), *v)))
-            .collect()
+    /// The prefixed rows (`ext4.<name>`; empty for btrfs).
+    pub fn prefixed_rows(&self) -> &[(String, u64)] {
+        &self.prefixed
     }
 
-    /// The wait metrics (`<class>_count`, `<class>_ns`) of every class in `WAIT_CLASSES`.
+    /// The wait metrics (`<class>_count`, `<class>_ns`) of every class the filesystem reports.
     pub fn wait_rows(&self) -> Vec<(String, u64)> {
-        let mut v = Vec::new();
-        for c in WAIT_CLASSES {
-            let (n, ns) = self.waits.get(c).copied().unwrap_or((0, 0));
+        let mut v = Vec::with_capacity(self.waits.len() * 2);
+        for &(c, n, ns) in &self.waits {
             v.push((format!("{c}_count"), n));
             v.push((format!("{c}_ns"), ns));
         }
         v
     }
 
-    /// A counter by JSON name (including `unnecessary_full_commits.<cause>` and the wait
-    /// metrics `<class>_count`, `<class>_ns`).
+    /// Every reported row in report order: scalars, reported families' keys, waits, prefixed.
+    pub fn rows(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self
+            .scalars
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        for f in self.families.iter().filter(|f| f.report.is_some()) {
+            v.extend(
+                f.counts
+                    .iter()
+                    .map(|(k, n)| (format!("{}.{k}", f.name), *n)),
+            );
+        }
+        v.extend(self.wait_rows());
+        v.extend(self.prefixed.iter().cloned());
+        v
+    }
+
+    /// Sets each reported class's waits from the engine's resource statistics of the run
+    /// (resources of one class, e.g. every inode's lock, summed).
+    pub fn fill_waits(&mut self, stats: &[sim::ResourceStats]) {
+        for w in &mut self.waits {
+            (w.1, w.2) = (0, 0);
+        }
+        for r in stats {
+            if let Some(w) = self.waits.iter_mut().find(|w| w.0 == r.name) {
+                w.1 += r.waits;
+                w.2 += r.wait_ns;
+            }
+        }
+    }
+
+    /// A counter by name: a scalar, `<family>.<key>`, `<class>_count`, `<class>_ns` or a
+    /// prefixed row. None: not one of this filesystem's counters.
     pub fn get(&self, name: &str) -> Option<u64> {
         for (suffix, ns) in [("_count", false), ("_ns", true)] {
             if let Some(c) = name.strip_suffix(suffix) {
-                if WAIT_CLASSES.contains(&c) {
-                    let (n, t) = self.waits.get(c).copied().unwrap_or((0, 0));
+                if let Some(&(_, n, t)) = self.waits.iter().find(|w| w.0 == c) {
                     return Some(if ns { t } else { n });
                 }
             }
         }
-        if let Some(n) = name.strip_prefix("ext4.") {
-            JOURNAL_METRICS.iter().find(|(k, _)| *k == n)?;
-            return Some(
-                self.journal
-                    .as_ref()
-                    .and_then(|j| j.rows.iter().find(|(k, _)| *k == n))
-                    .map_or(0, |(_, v)| *v),
-            );
+        if let Some((_, v)) = self.prefixed.iter().find(|(k, _)| k == name) {
+            return Some(*v);
         }
-        if let Some(state) = name.strip_prefix("flushes.") {
-            return crate::btrfs::space_info::FlushState::ALL
-                .iter()
-                .any(|f| f.name() == state)
-                .then(|| self.flushes_by_state.get(state).copied().unwrap_or(0));
+        if let Some((_, v)) = self.scalars.iter().find(|(k, _)| *k == name) {
+            return Some(*v);
         }
-        if let Some(rule) = name.strip_prefix("full_commits.") {
-            return Some(self.full_commits_by_cause.get(rule).copied().unwrap_or(0));
-        }
-        if let Some(cause) = name.strip_prefix("unnecessary_full_commits.") {
-            return Some(
-                self.unnecessary_full_commits_by_cause
-                    .get(cause)
-                    .copied()
-                    .unwrap_or(0),
-            );
-        }
-        self.scalars()
-            .into_iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v)
-    }
-
-    /// One line per scalar counter: what it counts (`fsyncsim list --metrics`).
-    pub fn describe(name: &str) -> Option<&'static str> {
-        Some(match name {
-            "unnecessary_inode_logs" => "inode logs whose every version a commit ordered before the log already captured (R1)",
-            "unnecessary_extent_logs" => "extent items logged although a commit ordered before the log captured them (R2)",
-            "unnecessary_csum_bytes" => "checksum bytes logged with unnecessary extent items (R2)",
-            "unnecessary_ancestor_logs" => "ancestor directories logged although already captured (R3)",
-            "unnecessary_full_commits" => "fallbacks to a full commit with no event the log could not express (R4, R5); .CAUSE splits them",
-            "unnecessary_log_syncs" => "log syncs whose log held nothing a commit had not captured (R7)",
-            "tree_log_mutex_waits" => "times log start waited for tree_log_mutex (R6)",
-            "tree_log_mutex_wait_ns" => "nanoseconds log start waited for tree_log_mutex (R6)",
-            "inode_logs" => "btrfs_log_inode calls, all causes",
-            "extent_logs" => "file extent items logged",
-            "csum_bytes" => "checksum bytes logged",
-            "ancestor_logs" => "ancestor directories logged",
-            "log_syncs" => "log syncs (a superblock written for a log)",
-            "full_commits" => "fsyncs that fell back to a full transaction commit; .RULE splits them (last_unlink_trans.inode|parent|ancestor, log_full_commit_flag, stale_log_full_commit_check)",
-            "transaction_commits" => "transaction commits (all: fsync fallbacks, kthread, explicit)",
-            "sync_log_super_waits" => "times a log sync waited for tree_log_mutex before its superblock",
-            "sync_log_super_wait_ns" => "nanoseconds a log sync waited for tree_log_mutex before its superblock",
-            "device_bytes_written" => "bytes written to the device",
-            "flushes" => "cache flushes (FLUSH requests and PREFLUSH writes)",
-            "new_name_full_commit_marks" => "transactions marked for a full commit by a link/rename's parent walk",
-            "fsync_skips" => "fsyncs that skipped logging",
-            "log_batch_sleeps" => "one-jiffy batching sleeps in btrfs_sync_log (nossd mounts)",
-            "data_block_groups_created" => "data block groups made by chunk allocation (each marks its transaction)",
-            "data_block_groups_deleted" => "empty data block groups deleted after commits",
-            "relogged_inodes" => "inodes logged in full again, unchanged since they entered this transaction's log",
-            "relogged_ancestors" => "ancestor directories logged again, unchanged since they entered this log",
-            "relogged_dir_items" => "parent directories logged again (btrfs_log_all_parents), unchanged since",
-            "unnecessary_dir_logs" => "parent directories logged (btrfs_log_all_parents) with no entry changed since the last commit",
-            "logged_dir_isize_updates" => "logged directories' inode items updated in the log (i_size) by an unlink (btrfs_del_dir_entries_in_log before 5.12)",
-            "torn_log_stamps" => "shared-mapping writes whose inode stamp read root->last_log_commit after a log sync committed the sub-transaction just stamped (btrfs_page_mkwrite before 5.13, bc0939fcfab0)",
-            "log_copy_raced_extents" => "file extent items inserted by an ordered extent that completed while a full fsync logged the file, between its item copy and btrfs_log_holes (a shared-mapping write not excluded by i_mmap_lock, before 5.13's 885f46d87f29)",
-            "unneeded_full_syncs" => "fsyncs that took the full-sync path only because a truncate (same size, or over an implicit hole) set BTRFS_INODE_NEEDS_FULL_SYNC without removing a file extent item (before 5.14's 0d7d316597c0)",
-            "relogged_xattrs" => "xattr items copied into the log again (btrfs_log_all_xattrs) although this transaction's log held them all, unchanged since (before 5.14's b590b839720c)",
-            "logged_dir_isize_update_ns" => "CPU ns of those log-tree inode item updates (under the directory's log_mutex)",
-            "log_nbytes_i_lock_takes" => "i_lock acquisitions by fill_inode_item's inode_get_bytes for a log copy (before 5.12)",
-            "log_nbytes_i_lock_ns" => "ns of those i_lock acquisitions and holds",
-            "metadata_tickets" => "metadata reservations that waited in a ticket (space_info full)",
-            "async_reclaim_episodes" => "async metadata reclaim episodes started by a ticket",
-            "preempt_flushes" => "passes of the preemptive metadata reclaim worker (5.12+), all kinds",
-            "preempt_delalloc_flushes" => "preemptive passes that wrote back delalloc",
-            "preempt_commits" => "preemptive passes that committed the transaction (FORCE_COMMIT_TRANS)",
-            "preempt_delayed_flushes" => "preemptive passes that ran delayed items or delayed refs",
-            "unnecessary_preempt_flushes" => "preemptive passes in a transaction in which no reservation had to wait (judged at its commit)",
-            "space_commits" => "transaction commits made by a space flusher (COMMIT_TRANS, FORCE_COMMIT_TRANS)",
-            "delalloc_flushed_inodes" => "inodes written back by shrink_delalloc",
-            "meta_block_groups_created" => "metadata block groups made by ALLOC_CHUNK",
-            "priority_tickets" => "metadata reservations that waited in a priority ticket (evict: the caller flushes, served first)",
-            "metadata_ticket_wait_p50_ns" => "median wait of a metadata reservation ticket, ns (normal and priority)",
-            "metadata_ticket_wait_p99_ns" => "99th percentile wait of a metadata reservation ticket, ns",
-            "metadata_ticket_wait_max_ns" => "longest wait of a metadata reservation ticket, ns",
-            "preempt_flushed_bytes" => "dirty data bytes the preemptive worker wrote back before any reservation needed the space",
-            n if n.starts_with("flushes.") => "flush_space calls in that state (FLUSH_DELALLOC, COMMIT_TRANS, ...), all flushers",
-            n if n.ends_with("_count") || n.ends_with("_ns") => {
-                "waits on that lock or wait queue (count) and the time they took (ns), all tasks"
-            }
-            _ => return None,
-        })
-    }
-
-    /// Whether `name` is a metric.
-    pub fn is_metric(name: &str) -> bool {
-        Metrics::default().get(name).is_some()
+        let (family, key) = name.split_once('.')?;
+        self.families
+            .iter()
+            .find(|f| f.name == family)
+            .and_then(|f| f.get(key))
     }
 }
 

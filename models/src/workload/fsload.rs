@@ -7,10 +7,12 @@
 use super::dbench::{DBENCH_DIRS, DBENCH_FILES};
 use super::spec::{Kind, Spec};
 use crate::block::DiskConfig;
-use crate::btrfs::{Costs, Metrics, Violation};
+use crate::btrfs::{Costs, Violation};
 use crate::device::{new_histogram, Device};
 use crate::kernel::Policy;
-use crate::vfs::{Filesystem, Mounted, Op, OpPath};
+use crate::mount::Mounted;
+use crate::vfs::Metrics;
+use crate::vfs::{Filesystem, Op, OpPath};
 use hdrhistogram::Histogram;
 use rand::Rng;
 use sim::trace::TraceRecord;
@@ -374,10 +376,7 @@ impl Ctx {
         self.h.account_into(me, before);
         // Dispatched here rather than through `Mounted::run_op`: one future layer less on
         // every resumption of the operation.
-        let done = match &self.fs {
-            Mounted::Btrfs(fs) => fs.run_op(fs_op).await,
-            Mounted::Ext4(fs) => fs.run_op(fs_op).await,
-        };
+        let done = crate::mount::dispatch!(&self.fs, fs => fs.run_op(fs_op).await);
         if let Err(e) = done {
             let name = self.spec.kind.ops()[op];
             self.errors
@@ -872,7 +871,7 @@ impl Run {
             resources: stats.len(),
             metrics: {
                 let mut m = fs.metrics();
-                m.waits = crate::vfs::wait_totals(&stats);
+                m.fill_waits(&stats);
                 m
             },
             violations,

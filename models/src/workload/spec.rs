@@ -232,7 +232,7 @@ pub struct Spec {
     /// btrfs commit interval (mount -o commit=, default 30 s).
     pub commit_interval: Nanos,
     /// The filesystem and its mount options (`fs`, `mount`).
-    pub mount: crate::vfs::Mount,
+    pub mount: crate::mount::Mount,
     /// CPU cores every simulated CPU cost runs on (round robin); None = unlimited.
     pub cpus: Option<u64>,
     /// Default seed.
@@ -290,7 +290,7 @@ pub struct Spec {
 }
 
 fn line(text: &str, offset: usize) -> usize {
-    crate::device::config::line_of(text, offset)
+    crate::units::line_of(text, offset)
 }
 
 /// One workload file being parsed: its text and name, for `file:line` errors.
@@ -488,8 +488,8 @@ impl Cx<'_> {
         (
             String,
             Nanos,
-            crate::vfs::FsKind,
-            crate::vfs::MountOptions,
+            crate::mount::FsKind,
+            crate::mount::MountOptions,
             bool,
         ),
         SpecError,
@@ -503,20 +503,20 @@ impl Cx<'_> {
             None => "nvme".to_string(),
         };
         let commit_interval = match &f.commit_interval {
-            Some(c) => crate::vfs::parse_commit_interval(c.get_ref())
+            Some(c) => crate::mount::parse_commit_interval(c.get_ref())
                 .map_err(|m| self.err(c.span().start, m))?,
             None => 30 * sim::S,
         };
         let fs = match &f.fs {
             Some(v) => {
-                crate::vfs::FsKind::parse(v.get_ref()).map_err(|m| self.err(v.span().start, m))?
+                crate::mount::FsKind::parse(v.get_ref()).map_err(|m| self.err(v.span().start, m))?
             }
-            None => crate::vfs::FsKind::default(),
+            None => crate::mount::FsKind::default(),
         };
         let options = match &f.mount {
-            Some(v) => crate::vfs::MountOptions::parse_for(fs, v.get_ref())
+            Some(v) => crate::mount::MountOptions::parse_for(fs, v.get_ref())
                 .map_err(|m| self.err(v.span().start, m))?,
-            None => crate::vfs::MountOptions::default(),
+            None => crate::mount::MountOptions::default(),
         };
         if let (Some(_), Some(c)) = (options.commit, &f.commit_interval) {
             return Err(self.err(
@@ -524,14 +524,14 @@ impl Cx<'_> {
                 "commit_interval and mount option commit= both given: expected one".into(),
             ));
         }
-        let ext = matches!(fs, crate::vfs::FsKind::Ext3 | crate::vfs::FsKind::Ext4);
+        let ext = matches!(fs, crate::mount::FsKind::Ext3 | crate::mount::FsKind::Ext4);
         let given = options
             .commit
             .or(f.commit_interval.as_ref().map(|_| commit_interval));
         let commit_interval = options.commit.unwrap_or(commit_interval);
         // One place holds the interval: `commit=` is folded into it (ext3/ext4: into the
         // mount's commit=, which the journal reads; 5 s when neither is given).
-        let options = crate::vfs::MountOptions {
+        let options = crate::mount::MountOptions {
             commit: if ext { given } else { None },
             ..options
         };
@@ -795,7 +795,7 @@ impl Spec {
         cx.kind_only_keys(&f, kind, ext)?;
         let hit_ratio = cx.share(&f.hit_ratio, "hit_ratio", 1.0)?;
         let page_cache = cx.share(&f.page_cache, "page_cache", 0.0)?;
-        let mount = crate::vfs::Mount {
+        let mount = crate::mount::Mount {
             no_holes: false,
             fs,
             options,
@@ -909,7 +909,7 @@ impl Spec {
             "queue_depth" => device.queue_depth = int(value, 65536)?,
             "hw_queues" => device.hw_queues = int(value, 1024)?,
             "parallelism" => device.parallelism = int(value, 4096)?,
-            "commit_interval" => self.commit_interval = crate::vfs::parse_commit_interval(value)?,
+            "commit_interval" => self.commit_interval = crate::mount::parse_commit_interval(value)?,
             "block_size" => {
                 self.block_size = crate::units::parse_size(value)
                     .ok()

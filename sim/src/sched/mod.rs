@@ -23,7 +23,7 @@ pub use replay::Replay;
 pub use script::Script;
 pub use urw::Urw;
 
-use crate::runtime::{PointId, Task, TaskId};
+use crate::task::{Label, PointId, Task, TaskId};
 use crate::time::Nanos;
 
 /// A task held at a named point.
@@ -49,7 +49,7 @@ pub struct ChoiceView<'a> {
     /// Time of the next pending timer, if any (None: holding everyone means stuck).
     pub next_event: Option<Nanos>,
     pub(crate) task_names: &'a [Task],
-    pub(crate) point_names: &'a [crate::runtime::Label],
+    pub(crate) point_names: &'a [Label],
 }
 
 impl ChoiceView<'_> {
@@ -67,7 +67,7 @@ impl ChoiceView<'_> {
     /// and every other task but daemons is held at a point or waits for a resource too (no
     /// such task can move by itself: it neither runs, sleeps nor waits for a completion).
     pub fn blocked_among_held(&self, name: &str) -> bool {
-        use crate::runtime::TaskState as S;
+        use crate::task::TaskState as S;
         let mut named = false;
         for t in self.task_names {
             if &*t.name == name {

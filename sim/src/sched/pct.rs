@@ -6,7 +6,7 @@
 use super::random::pick_index;
 use super::{ChoiceView, Pick, Scheduler};
 use crate::rng::Stream;
-use crate::runtime::TaskId;
+use crate::task::TaskId;
 use rand::Rng;
 use std::collections::BTreeMap;
 
