@@ -137,6 +137,14 @@ pub struct Metrics {
     pub waits: BTreeMap<String, (u64, u64)>,
     /// The ext3/ext4 and journal counters (reported as `ext4.<name>`).
     pub journal: Option<JournalMetrics>,
+    // linux-5.16 switches
+    /// Deletion searches of the log tree by drop_inode_items (a directory, LOG_INODE_EXISTS,
+    /// BTRFS_INODE_COPY_EVERYTHING) for an inode of which this transaction's log held no
+    /// item (88e221cdacc5, 5.16, skips them when inode_logged() is false).
+    pub unneeded_log_drops: u64,
+    /// Deletion searches of the log tree by a full fsync's truncate_inode_items for a file of
+    /// which this transaction's log held no item (4934a8150214, 5.16).
+    pub unneeded_log_truncates: u64,
 }
 
 /// What the ext3/ext4 model and its journal counted (`ext4.<name>` in reports and
@@ -364,6 +372,9 @@ impl Metrics {
                 self.metadata_ticket_wait_max_ns,
             ),
             ("preempt_flushed_bytes", self.preempt_flushed_bytes),
+            // linux-5.16 switches
+            ("unneeded_log_drops", self.unneeded_log_drops),
+            ("unneeded_log_truncates", self.unneeded_log_truncates),
         ]
     }
 
@@ -483,6 +494,9 @@ impl Metrics {
             "metadata_ticket_wait_p99_ns" => "99th percentile wait of a metadata reservation ticket, ns",
             "metadata_ticket_wait_max_ns" => "longest wait of a metadata reservation ticket, ns",
             "preempt_flushed_bytes" => "dirty data bytes the preemptive worker wrote back before any reservation needed the space",
+            // linux-5.16 switches
+            "unneeded_log_drops" => "deletion searches of the log tree by drop_inode_items (a directory, LOG_INODE_EXISTS, an xattr changed) for an inode of which this transaction's log held no item (before 5.16's 88e221cdacc5)",
+            "unneeded_log_truncates" => "deletion searches of the log tree by a full fsync's truncate_inode_items for a file of which this transaction's log held no item (before 5.16's 4934a8150214)",
             n if n.starts_with("flushes.") => "flush_space calls in that state (FLUSH_DELALLOC, COMMIT_TRANS, ...), all flushers",
             n if n.ends_with("_count") || n.ends_with("_ns") => {
                 "waits on that lock or wait queue (count) and the time they took (ns), all tasks"
