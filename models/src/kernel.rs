@@ -41,7 +41,7 @@ const fn preset(name: &'static str, btrfs: (u8, u8), journal: JournalPolicy) -> 
 }
 
 /// Every preset, oldest first (the 2.6 ones matter for ext3/ext4 runs only).
-pub const PRESETS: [Preset; 11] = [
+pub const PRESETS: [Preset; 12] = [
     preset("linux-2.6.36", (2, 6), old(W::Write, W::Write)),
     // 749ef9f8423054e326f: jbd/jbd2 commit writes become WRITE_SYNC.
     preset("linux-2.6.37", (2, 6), old(W::WriteSync, W::WriteSync)),
@@ -56,6 +56,7 @@ pub const PRESETS: [Preset; 11] = [
     preset("linux-5.13", (5, 13), JournalPolicy::MODERN),
     preset("linux-5.14", (5, 14), JournalPolicy::MODERN),
     preset("linux-5.15", (5, 15), JournalPolicy::MODERN),
+    preset("linux-5.16", (5, 16), JournalPolicy::MODERN),
 ];
 
 /// The preset names, oldest first.
@@ -290,7 +291,8 @@ mod tests {
         assert!(LogPatch::ALL.iter().all(|&l| !p11.btrfs.log(l)));
         let p12 = Policy::preset("linux-5.12").unwrap();
         // The 5.12 series: in 5.12; bc0939fcfab0, 8318ba79eeeb and 885f46d87f29 from 5.13;
-        // b590b839720c from 5.14; 8be2ba2e0e11 from 5.15; d99478874355 in none.
+        // b590b839720c from 5.14; 8be2ba2e0e11 from 5.15; 88e221cdacc5 and 4934a8150214 from
+        // 5.16; d99478874355 in none.
         let later = [
             LogPatch::SkipUnchangedDirs,
             LogPatch::PreallocFullFsync,
@@ -299,6 +301,8 @@ mod tests {
             LogPatch::MmapLockFsync,
             LogPatch::SkipUnchangedXattrs,
             LogPatch::FullSyncIfExtentsDropped,
+            LogPatch::DropIfLogged,
+            LogPatch::TruncateIfLogged,
         ];
         assert!(LogPatch::ALL
             .iter()

@@ -132,6 +132,13 @@ pub struct Counters {
     /// flush_space calls per state (FLUSH_DELALLOC, COMMIT_TRANS, …), all flushers:
     /// reported as `flushes.<STATE>`.
     pub flushes_by_state: BTreeMap<String, u64>,
+    /// Deletion searches of the log tree by drop_inode_items (a directory, LOG_INODE_EXISTS,
+    /// BTRFS_INODE_COPY_EVERYTHING) for an inode of which this transaction's log held no
+    /// item (88e221cdacc5, 5.16, skips them when inode_logged() is false).
+    pub unneeded_log_drops: u64,
+    /// Deletion searches of the log tree by a full fsync's truncate_inode_items for a file of
+    /// which this transaction's log held no item (4934a8150214, 5.16).
+    pub unneeded_log_truncates: u64,
 }
 
 /// btrfs's locks and wait queues whose waits every run reports.
@@ -240,6 +247,8 @@ impl Counters {
                 self.metadata_ticket_wait_max_ns,
             ),
             ("preempt_flushed_bytes", self.preempt_flushed_bytes),
+            ("unneeded_log_drops", self.unneeded_log_drops),
+            ("unneeded_log_truncates", self.unneeded_log_truncates),
         ]
     }
 
@@ -323,6 +332,8 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "metadata_ticket_wait_p99_ns" => "99th percentile wait of a metadata reservation ticket, ns",
         "metadata_ticket_wait_max_ns" => "longest wait of a metadata reservation ticket, ns",
         "preempt_flushed_bytes" => "dirty data bytes the preemptive worker wrote back before any reservation needed the space",
+        "unneeded_log_drops" => "deletion searches of the log tree by drop_inode_items (a directory, LOG_INODE_EXISTS, an xattr changed) for an inode of which this transaction's log held no item (before 5.16's 88e221cdacc5)",
+        "unneeded_log_truncates" => "deletion searches of the log tree by a full fsync's truncate_inode_items for a file of which this transaction's log held no item (before 5.16's 4934a8150214)",
         n if n.starts_with("flushes.") => "flush_space calls in that state (FLUSH_DELALLOC, COMMIT_TRANS, ...), all flushers",
         n if n.ends_with("_count") || n.ends_with("_ns") => {
             "waits on that lock or wait queue (count) and the time they took (ns), all tasks"

@@ -94,6 +94,10 @@ pub struct LogCopy {
     pub holes: bool,
     /// A directory logged with its entries.
     pub dir: bool,
+    /// The deletion search of the inode's earlier log items (drop_inode_items or
+    /// truncate_inode_items) is skipped: 5.16's inode_logged() check found the inode not
+    /// logged in this transaction (88e221cdacc5, 4934a8150214).
+    pub skip_log_drop: bool,
 }
 
 /// BTRFS_EXTENT_CSUM_OBJECTID (-10ULL).
@@ -812,8 +816,11 @@ impl super::ctree::Btrfs {
             ));
         } else {
             // btrfs_truncate_inode_items / drop_objectid_items on the log: the inode's
-            // older log items are looked up (and dropped).
-            ops.push(TreeOp::Search(tree_id::LOG, inode_key(ino)));
+            // older log items are looked up (and dropped); from 5.16 only for an inode
+            // inode_logged() says was logged in this transaction.
+            if !what.skip_log_drop {
+                ops.push(TreeOp::Search(tree_id::LOG, inode_key(ino)));
+            }
             // copy_inode_items_to_log: btrfs_search_forward over the inode's items in the
             // subvolume tree, copy_items into the log (the item and its ref).
             ops.push(TreeOp::Search(tree_id::FS, inode_key(ino)));

@@ -325,11 +325,18 @@ pub enum LogPatch {
     /// btrfs_truncate sets BTRFS_INODE_NEEDS_FULL_SYNC only if btrfs_truncate_inode_items
     /// removed or trimmed a file extent item (0d7d316597c0, 5.14).
     FullSyncIfExtentsDropped,
+    /// drop_inode_items (a directory, LOG_INODE_EXISTS, BTRFS_INODE_COPY_EVERYTHING) makes
+    /// no deletion search of the log tree when inode_logged() says the inode was not logged
+    /// in this transaction (88e221cdacc5, 5.16).
+    DropIfLogged,
+    /// A full sync of a file calls truncate_inode_items on the log tree only when
+    /// inode_logged() says it was logged in this transaction (4934a8150214, 5.16).
+    TruncateIfLogged,
 }
 
 impl LogPatch {
     /// All: the 5.12 series in series order, then the later changes.
-    pub const ALL: [LogPatch; 13] = [
+    pub const ALL: [LogPatch; 15] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
@@ -343,6 +350,8 @@ impl LogPatch {
         LogPatch::MmapLockFsync,
         LogPatch::SkipUnchangedXattrs,
         LogPatch::FullSyncIfExtentsDropped,
+        LogPatch::DropIfLogged,
+        LogPatch::TruncateIfLogged,
     ];
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
@@ -361,6 +370,8 @@ impl LogPatch {
             LogPatch::MmapLockFsync => "mmap-lock-fsync",
             LogPatch::SkipUnchangedXattrs => "skip-unchanged-xattrs",
             LogPatch::FullSyncIfExtentsDropped => "full-sync-if-extents-dropped",
+            LogPatch::DropIfLogged => "drop-if-logged",
+            LogPatch::TruncateIfLogged => "truncate-if-logged",
         }
     }
 
@@ -399,6 +410,12 @@ impl LogPatch {
             }
             LogPatch::FullSyncIfExtentsDropped => {
                 "btrfs: don't set the full sync flag when truncation does not touch extents"
+            }
+            LogPatch::DropIfLogged => {
+                "btrfs: avoid expensive search when dropping inode items from log"
+            }
+            LogPatch::TruncateIfLogged => {
+                "btrfs: avoid expensive search when truncating inode items from the log"
             }
         }
     }

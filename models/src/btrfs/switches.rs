@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 31] = [
+pub const SWITCHES: [Switch; 33] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -164,6 +164,18 @@ pub const SWITCHES: [Switch; 31] = [
         also: &[],
         hit: true,
     },
+    log_5_16(
+        LogPatch::DropIfLogged,
+        "88e221cdacc5",
+        "linux-btrfs 2021-08-31 \"[PATCH 05/10]\" of \"btrfs: set of small optimizations for inode logging\" (cover.1630419897.git.fdmanana@suse.com; fs/btrfs/tree-log.c:drop_inode_items, inode_logged), kdave/linux for-5.16-tag",
+        "unneeded_log_drops",
+    ),
+    log_5_16(
+        LogPatch::TruncateIfLogged,
+        "4934a8150214",
+        "linux-btrfs 2021-08-31 \"[PATCH 07/10]\" of \"btrfs: set of small optimizations for inode logging\" (cover.1630419897.git.fdmanana@suse.com; fs/btrfs/tree-log.c:btrfs_log_inode, truncate_inode_items), kdave/linux for-5.16-tag",
+        "unneeded_log_truncates",
+    ),
     Switch {
         toggle: Toggle::Log(LogPatch::PreallocFullFsync),
         commit: Some("d99478874355"),
@@ -193,6 +205,29 @@ const fn log_5_12(p: LogPatch, commit: &'static str, metric: &'static str) -> Sw
         metric,
         also: &[],
         hit: true,
+    }
+}
+
+/// An entry of Filipe Manana's ten-patch series "btrfs: set of small optimizations for
+/// inode logging" (linux-btrfs 2021-08-31, added to misc-next 2021-09-02), merged for 5.16
+/// (David Sterba's "[GIT PULL] Btrfs updates for 5.16", for-5.16-tag; the ids are those of
+/// the 5.16 merge window's shortlogs). Its metric is a cost every first log of an inode in
+/// a transaction paid before, not a sweep hit target.
+const fn log_5_16(
+    p: LogPatch,
+    commit: &'static str,
+    source: &'static str,
+    metric: &'static str,
+) -> Switch {
+    Switch {
+        toggle: Toggle::Log(p),
+        commit: Some(commit),
+        since: (5, 16),
+        merged: "5.16",
+        source,
+        metric,
+        also: &[],
+        hit: false,
     }
 }
 
