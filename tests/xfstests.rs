@@ -57,6 +57,24 @@ const NO_MUTANT: &[(&str, &str)] = &[
         "generic-489",
         "fsync-skips-xattrs fires on the first fsync only: replay keeps committed xattrs",
     ),
+    (
+        "generic-104",
+        "a new link's fsync logging its parent's entries",
+    ),
+    (
+        "generic-480",
+        "no-conflicting-inodes recovers the same state",
+    ),
+    ("generic-481", "a new inode's fsync"),
+    ("generic-498", "a new inode's fsync and a directory's"),
+    (
+        "generic-502",
+        "no-conflicting-inodes loses qwerty (the stated state fails) but S2 is quiet",
+    ),
+    (
+        "btrfs-243",
+        "growing-truncate-no-hole recovers the same state",
+    ),
 ];
 
 /// Scenarios whose explored sweep finds a true S2 on the release presets, with the reason;
