@@ -30,6 +30,7 @@ const GUARDS: &[(&str, Mutant)] = &[
     ("generic-090", Mutant::SkipLogWhenLoggedBefore),
     ("generic-177", Mutant::PunchHoleLogsNoHole),
     ("generic-534", Mutant::SkipLogWhenLoggedBefore),
+    ("generic-065", Mutant::SkipLogWhenLoggedBefore),
 ];
 
 /// Scenarios no mutant guards (no mutant removes the mechanism they check, or the one
