@@ -151,7 +151,6 @@ impl ConfigError {
     }
 }
 
-
 impl DeviceConfig {
     /// Parses a device TOML text (`origin` names it in errors); also returns the file's
     /// `scheduler` value, which describes the request queue above the device and is left to
