@@ -305,19 +305,21 @@ fn check_fsync_data(
             ));
         }
     }
-    // Data the file no longer had when the fsync returned must not come back.
+    // Data the file no longer had when the fsync took its promise must not come back (a
+    // truncate or punch after the promise, before the log sync or commit returned, is not
+    // part of it: it may be in the next transaction).
     for s in fi.segs.values() {
         let dropped_before = inode
             .dead_extents
             .iter()
-            .any(|d| d.ext.id == s.id && d.removed_at <= rec.at);
+            .any(|d| d.ext.id == s.id && d.removed_at <= rec.promised_at);
         if !dropped_before {
             continue;
         }
         // The same bytes may live on in trimmed pieces of the extent: only bytes the
-        // file did not map when the fsync returned count. Pieces dropped since (a later
-        // hole punch, truncate or overwrite whose fsync has not returned) still mapped
-        // them then, and a crash may keep them.
+        // file did not map when the fsync took its promise count. Pieces dropped since (a
+        // later hole punch, truncate or overwrite whose fsync has not returned) still
+        // mapped them then, and a crash may keep them.
         let gap = dropped_gap(inode, rec, s);
         if let Some((a, b)) = gap {
             return Err(format!(
@@ -356,7 +358,7 @@ fn dropped_gap(inode: &Inode, rec: &FsyncRecord, s: &Extent) -> Option<(u64, u64
             inode
                 .dead_extents
                 .iter()
-                .filter(|d| d.removed_at > rec.at)
+                .filter(|d| d.removed_at > rec.promised_at)
                 .map(|d| &d.ext),
         )
         .filter(|e| !e.hole && same_bytes(e, s))

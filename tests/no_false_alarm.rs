@@ -1,0 +1,93 @@
+//! Two false data-loss reports the random-scenario fuzz test (tests/fuzz.rs, on the newest
+//! preset) found, each pinned: the crash check must not cry wolf on a release preset.
+
+mod common;
+
+use common::{invariant_hits, scripted, sweep};
+use models::kernel::{preset_names, Policy};
+use models::scenario::Scenario;
+
+fn scenario(tasks: &str) -> Scenario {
+    let text = format!(
+        "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\n\
+         setup = [\"mkdir /d\", \"mkdir /d/e\", \"create /a\", \"create /d/x\"]\n{tasks}"
+    );
+    Scenario::parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// sync(2) concurrent with a growing truncate: the truncate may land in the transaction
+/// after the one the sync commits, so the sync promises the size its commit captured, not
+/// the size when it returns (S2 reported size 1 lost on every preset before).
+#[test]
+fn a_sync_promises_what_its_commit_captured_not_a_concurrent_change() {
+    let sc = scenario(
+        "[[task]]\nname = \"S\"\nops = [\"syncfs\"]\n[[task]]\nname = \"T\"\nops = [\"truncate /a 1\"]\n",
+    );
+    for name in preset_names() {
+        let p = Policy::preset(name).unwrap();
+        let r = scripted(&sc, &p);
+        assert!(r.violations.is_empty(), "{name}: {:?}", r.violations);
+        assert_eq!(invariant_hits(&sweep(&sc, &p, 0..200)), [], "{name}");
+    }
+}
+
+/// A new directory logged as a new file's ancestor (LOG_INODE_EXISTS) and then fsynced:
+/// from 5.13 (bc0939fcfab0) the stamp before the transaction's first log leaves
+/// last_log_commit at -1, so btrfs_inode_in_log is false and the directory's fsync logs its
+/// entries. The model once compared the -1 as u64::MAX and skipped the fsync (S2: entry
+/// 'e' gone). Before 5.13 the stamp reads root->last_log_commit, 0 in the first transaction
+/// after mount, equal to the first log's id: the fsync is skipped, as the kernel's
+/// arithmetic does.
+#[test]
+fn a_directory_logged_as_an_ancestor_is_logged_again_by_its_fsync_from_5_13() {
+    let sc = scenario("[[task]]\nname = \"T\"\nops = [\"fsync /d/x\", \"fsync /d\"]\n");
+    for name in preset_names() {
+        let p = Policy::preset(name).unwrap();
+        let r = scripted(&sc, &p);
+        let skips = r.metrics.get("fsync_skips").unwrap();
+        if p.btrfs.log(models::btrfs::policy::LogPatch::SubTransStamp) {
+            assert!(r.violations.is_empty(), "{name}: {:?}", r.violations);
+            assert_eq!(skips, 0, "{name}");
+        } else if name.starts_with("linux-5.1") {
+            assert_eq!(skips, 1, "{name}: the 5.10-5.12 in-log test passes");
+        }
+    }
+}
+
+/// An fsync's (or sync's) promise is taken before its log sync (or commit) returns; a
+/// truncate between the two, in the next transaction, drops data the promise still mapped,
+/// and a crash may keep it: only data dropped before the promise must stay dropped (S2
+/// reported the prealloc extent's byte as "dropped before it" before).
+#[test]
+fn data_dropped_after_the_promise_may_come_back() {
+    let text = "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\ndevice = \"hdd\"\n\
+        setup = [\"create /a\", \"fallocate /a 1 1\"]\n\
+        [[task]]\nname = \"S\"\nops = [\"sleep 1ms\", \"syncfs\"]\n\
+        [[task]]\nname = \"T\"\nops = [\"fsync /a\", \"truncate /a 1\"]\n";
+    let sc = Scenario::parse(text, "t.toml").unwrap();
+    for name in preset_names() {
+        let p = Policy::preset(name).unwrap();
+        let r = scripted(&sc, &p);
+        assert!(r.violations.is_empty(), "{name}: {:?}", r.violations);
+        assert_eq!(invariant_hits(&sweep(&sc, &p, 0..200)), [], "{name}");
+    }
+}
+
+/// An append over a range preallocated past i_size (`fallocate ... keep-size`):
+/// insert_reserved_file_extent's btrfs_drop_extents replaces what was there, so the file has
+/// one extent per byte. The model once kept both, and recovery reported the overlapped
+/// prealloc extent "not in the tree" after every fsync or sync.
+#[test]
+fn an_append_over_preallocated_space_replaces_it() {
+    for last in ["fsync /a", "syncfs"] {
+        let text = format!(
+            "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"create /a\"]\n\
+             [[task]]\nname = \"T\"\nops = [\"fallocate /a 1 1 keep-size\", \"write /a 4k\", \"{last}\"]\n"
+        );
+        let sc = Scenario::parse(&text, "t.toml").unwrap();
+        for name in preset_names() {
+            let r = scripted(&sc, &Policy::preset(name).unwrap());
+            assert!(r.violations.is_empty(), "{last} {name}: {:?}", r.violations);
+        }
+    }
+}
