@@ -50,22 +50,43 @@ fn a_sweep_counts_the_distinct_decision_sequences_its_runs_made() {
             assert!(n > 1 && n <= 200 && !r.interleavings.capped, "{n}");
         }
     }
-    // The command line prints it per policy: r1 has 191 distinct sequences in 300 random
-    // seeds under both policies, and PCT (depth 3) far fewer.
+    // The command line prints it per policy, the count the library's runs give.
+    let distinct = |strategy: &Interleaving, seeds: std::ops::Range<u64>| {
+        let counts: Vec<usize> = [sc.pre_policy(), sc.post_policy()]
+            .iter()
+            .map(|p| {
+                seeds
+                    .clone()
+                    .map(|seed| run_with_trace(&sc, p, &dev, seed, strategy, false).decisions)
+                    .collect::<BTreeSet<Vec<u32>>>()
+                    .len()
+            })
+            .collect();
+        counts
+    };
+    let random = distinct(&Interleaving::Random, 0..300);
+    let lines = |n: &[usize]| -> Vec<String> {
+        n.iter()
+            .map(|n| format!("{n} distinct decision sequences in 300 seeds"))
+            .collect()
+    };
     let o = fsyncsim(&["sweep", R1, "--seeds", "0..300"]);
-    let line = "191 distinct decision sequences in 300 seeds";
-    assert_eq!(counts(&o.stdout), vec![line, line]);
+    assert_eq!(counts(&o.stdout), lines(&random));
+    let pct = distinct(&Interleaving::Pct(3), 0..300);
+    assert!(
+        pct[0] < random[0],
+        "PCT (depth 3) finds far fewer: {pct:?} {random:?}"
+    );
     let o = fsyncsim(&["sweep", R1, "--seeds", "0..300", "--strategy", "pct"]);
-    let line = "17 distinct decision sequences in 300 seeds";
-    assert_eq!(counts(&o.stdout), vec![line, line]);
+    assert_eq!(counts(&o.stdout), lines(&pct));
     let v: serde_json::Value =
         serde_json::from_slice(&fsyncsim(&["sweep", R1, "--seeds", "0..300", "--json"]).stdout)
             .unwrap();
-    assert_eq!(v[0]["distinct_interleavings"], 191);
+    assert_eq!(v[0]["distinct_interleavings"], random[0] as u64);
     assert_eq!(v[0]["interleavings_capped"], false);
     assert_eq!(
         v[1]["interleaving_fingerprints"].as_str().unwrap().len(),
-        191 * 16
+        random[1] * 16
     );
 }
 

@@ -119,6 +119,14 @@ pub struct Costs {
     /// write locks on the blocks of each change's path (locking.rs). A model switch for
     /// ablation, not a kernel parameter.
     pub tree_locks: u64,
+    /// Delayed items modelled (1) or not (0): dir index items and inode item updates
+    /// batched per inode and written by workers, fsync and commit (delayed_inode.rs). A
+    /// model switch for ablation, not a kernel parameter.
+    pub delayed_items: u64,
+    /// Delayed data refs modelled (1) or not (0): the extent tree's data extent items and
+    /// a freed extent's csums changed by the commit (delayed_ref.rs) instead of inside the
+    /// operation. A model switch for ablation, not a kernel parameter.
+    pub delayed_refs: u64,
 }
 
 impl Default for Costs {
@@ -159,6 +167,8 @@ impl Default for Costs {
             leaf_move_ps_per_byte: 50,
             spinlock_ps: 8_000,
             tree_locks: 1,
+            delayed_items: 1,
+            delayed_refs: 1,
         }
     }
 }
@@ -179,8 +189,20 @@ impl Costs {
         ps.div_ceil(1000)
     }
 
+    /// CPU of queueing one delayed item when `pending` are queued: the delayed item's
+    /// rb-tree insert (⌊log2 n⌋ + 1 key comparisons, `key_compare_ps` each; n is the node's
+    /// item count in the kernel, bounded here by all pending items) and the copy of
+    /// an item's worth of bytes (btrfs_inode_item, 160 B: fill_stack_inode_item) at
+    /// `leaf_move_ps_per_byte`.
+    pub fn delayed_item_cpu(&self, pending: u64) -> Nanos {
+        let compares = u64::from(64 - pending.max(1).leading_zeros());
+        let ps = compares * self.key_compare_ps
+            + u64::from(super::ctree_btree::size::INODE_ITEM) * self.leaf_move_ps_per_byte;
+        ps.div_ceil(1000)
+    }
+
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 35] = [
+    pub const FIELDS: [&'static str; 37] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -216,6 +238,8 @@ impl Costs {
         "leaf_move_ps_per_byte",
         "spinlock_ps",
         "tree_locks",
+        "delayed_items",
+        "delayed_refs",
     ];
 
     /// Sets one field by name; false if there is no such field.
@@ -271,6 +295,8 @@ impl Costs {
             "leaf_move_ps_per_byte" => &mut self.leaf_move_ps_per_byte,
             "spinlock_ps" => &mut self.spinlock_ps,
             "tree_locks" => &mut self.tree_locks,
+            "delayed_items" => &mut self.delayed_items,
+            "delayed_refs" => &mut self.delayed_refs,
             _ => return None,
         };
         Some(f)

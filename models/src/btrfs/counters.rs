@@ -108,6 +108,20 @@ pub struct Counters {
     pub preempt_commits: u64,
     /// Preemptive passes that ran delayed items or refs.
     pub preempt_delayed_flushes: u64,
+    /// Delayed items queued (dir index insertions and deletions, inode item updates).
+    pub delayed_items: u64,
+    /// Delayed nodes run by the delayed-meta workers.
+    pub delayed_nodes_run_async: u64,
+    /// Delayed nodes run by btrfs_log_inode.
+    pub delayed_nodes_run_fsync: u64,
+    /// Delayed nodes run by transaction commits.
+    pub delayed_nodes_run_commit: u64,
+    /// Operations that waited in btrfs_balance_delayed_items (512 items pending).
+    pub delayed_balance_waits: u64,
+    /// Time they waited.
+    pub delayed_balance_wait_ns: u64,
+    /// Extent and csum tree changes run from delayed data refs by commits.
+    pub delayed_refs_run: u64,
     /// Preemptive passes in a transaction no metadata ticket waited in (the space was not needed).
     pub unnecessary_preempt_flushes: u64,
     /// Transaction commits a space flusher made.
@@ -226,6 +240,13 @@ impl Counters {
             ("preempt_delalloc_flushes", self.preempt_delalloc_flushes),
             ("preempt_commits", self.preempt_commits),
             ("preempt_delayed_flushes", self.preempt_delayed_flushes),
+            ("delayed_items", self.delayed_items),
+            ("delayed_nodes_run_async", self.delayed_nodes_run_async),
+            ("delayed_nodes_run_fsync", self.delayed_nodes_run_fsync),
+            ("delayed_nodes_run_commit", self.delayed_nodes_run_commit),
+            ("delayed_balance_waits", self.delayed_balance_waits),
+            ("delayed_balance_wait_ns", self.delayed_balance_wait_ns),
+            ("delayed_refs_run", self.delayed_refs_run),
             (
                 "unnecessary_preempt_flushes",
                 self.unnecessary_preempt_flushes,
@@ -323,6 +344,13 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "preempt_delalloc_flushes" => "preemptive passes that wrote back delalloc",
         "preempt_commits" => "preemptive passes that committed the transaction (FORCE_COMMIT_TRANS)",
         "preempt_delayed_flushes" => "preemptive passes that ran delayed items or delayed refs",
+        "delayed_items" => "delayed items queued: dir index insertions and deletions, inode item updates (delayed-inode.c)",
+        "delayed_nodes_run_async" => "delayed nodes written into the fs tree by the delayed-meta workers",
+        "delayed_nodes_run_fsync" => "delayed nodes written by btrfs_log_inode (a directory's items, a full sync's inode item)",
+        "delayed_nodes_run_commit" => "delayed nodes written by transaction commits",
+        "delayed_balance_waits" => "operations that waited in btrfs_balance_delayed_items (512 items pending)",
+        "delayed_balance_wait_ns" => "time operations waited in btrfs_balance_delayed_items",
+        "delayed_refs_run" => "extent and csum tree changes of delayed data refs run by commits (delayed-ref.c)",
         "unnecessary_preempt_flushes" => "preemptive passes in a transaction in which no reservation had to wait (judged at its commit)",
         "space_commits" => "transaction commits made by a space flusher (COMMIT_TRANS, FORCE_COMMIT_TRANS)",
         "delalloc_flushed_inodes" => "inodes written back by shrink_delalloc",

@@ -87,6 +87,12 @@ pub(super) struct Inner {
     /// References running operations hold on inodes (an open file's i_count), by inode:
     /// `evict` leaves a referenced inode in the cache (evict.rs).
     pub(super) inode_refs: RefCell<FastMap<Ino, u32>>,
+    /// delayed_root->wait: tasks waiting in btrfs_balance_delayed_items.
+    pub(super) delayed_wait: WaitQueue,
+    /// Idle delayed-meta workers.
+    pub(super) delayed_idle: WaitQueue,
+    /// The delayed-meta workqueue.
+    pub(super) delayed_wq: RefCell<super::delayed_inode::DelayedWq>,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -167,6 +173,9 @@ impl Btrfs {
                 inode_mmap_locks: RefCell::new(FastMap::default()),
                 tree_locks: RefCell::new(FastMap::default()),
                 inode_refs: RefCell::new(FastMap::default()),
+                delayed_wait: WaitQueue::new(h, "delayed_root.wait"),
+                delayed_idle: WaitQueue::new(h, "delayed_meta_idle"),
+                delayed_wq: RefCell::new(Default::default()),
             }),
         }
     }
@@ -202,6 +211,7 @@ impl Btrfs {
     pub fn metrics(&self) -> Metrics {
         let mut m = self.inner.m.borrow().clone();
         (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
+        m.delayed_items = self.inner.st.borrow().delayed.queued;
         self.ticket_wait_metrics(&mut m);
         m.to_metrics()
     }
@@ -366,6 +376,9 @@ impl Btrfs {
             Op::Read(..) | Op::Populate(..) => {
                 return Err(OpError(format!("'{kind}' is not modelled on btrfs")))
             }
+        }
+        if super::delayed_inode::balances(op) && self.inner.costs.delayed_items != 0 {
+            self.balance_delayed_items().await;
         }
         self.point(done_label).await;
         if self.inner.record_latency.get() {

@@ -777,6 +777,33 @@ impl super::ctree::Btrfs {
         t: u64,
         ops: &[TreeOp],
     ) -> super::locking::TreeWork {
+        if c.delayed_items == 0 && c.delayed_refs == 0 {
+            return Self::apply_tree_ops(st, c, t, ops);
+        }
+        let mut direct = super::delayed_inode::NodeOps::new();
+        let queued = if c.delayed_items != 0 {
+            st.delayed.divert(ops, &mut direct)
+        } else {
+            direct.extend_from_slice(ops);
+            0
+        };
+        if c.delayed_refs != 0 {
+            let rest = std::mem::take(&mut direct);
+            let tr = st.trans.get_mut(&t).expect("transaction");
+            super::delayed_ref::divert(tr, &rest, &mut direct);
+        }
+        let mut work = Self::apply_tree_ops(st, c, t, &direct);
+        work.path_cpu += queued * c.delayed_item_cpu(st.delayed.items);
+        work
+    }
+
+    /// Applies `ops` to the trees in transaction `t` as `tree_ops` does, none delayed.
+    pub(super) fn apply_tree_ops(
+        st: &mut super::state::FsState,
+        c: &super::costs::Costs,
+        t: u64,
+        ops: &[TreeOp],
+    ) -> super::locking::TreeWork {
         let mut w = Work::default();
         let mut leaves = super::ctree_blocks::Leaves::new();
         apply(&mut st.trees, ops, &mut w, &mut leaves);

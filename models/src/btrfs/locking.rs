@@ -285,6 +285,7 @@ mod tests {
             meta_pinned: 0,
             marked_unnecessarily: false,
             cowed_nodes: FastSet::default(),
+            ref_ops: Default::default(),
         }
     }
 

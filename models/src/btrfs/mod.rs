@@ -9,6 +9,8 @@ pub mod counters;
 pub mod ctree;
 pub mod ctree_blocks;
 pub mod ctree_btree;
+pub mod delayed_inode;
+pub mod delayed_ref;
 pub mod disk_io;
 pub mod evict;
 pub mod extent_tree;

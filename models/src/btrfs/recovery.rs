@@ -63,6 +63,8 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
     // Log replay, in log order.
     let mut log_sync_at = None;
     let mut from_log: BTreeSet<(Ino, String)> = BTreeSet::new();
+    // Inodes whose extent items the replay has put back so far.
+    let mut logged_extents: BTreeSet<Ino> = BTreeSet::new();
     if let Some((t, k)) = log {
         log_sync_at = st.writes.iter().rev().find_map(|(w, _)| match *w {
             WriteKind::LogSuper {
@@ -77,14 +79,23 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
             for f in facts {
                 match f {
                     LogFact::Inode {
-                        ino, size, xattrs, ..
+                        ino,
+                        size,
+                        xattrs,
+                        drops_logged,
+                        ..
                     } => {
                         replay_names(&mut names, &base_names, &mut from_log, f);
                         let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
                         if let Some(size) = size {
-                            // replay_one_buffer: truncate to the logged i_size first.
+                            // replay_one_buffer: truncate to the logged i_size before the
+                            // inode's extent items, which come after its inode item in key
+                            // order; extent items logged before this item and still in the
+                            // log are replayed after the truncate, so it does not drop them.
                             fi.size = *size;
-                            fi.drop_range(*size, u64::MAX);
+                            if *drops_logged || !logged_extents.contains(ino) {
+                                fi.drop_range(*size, u64::MAX);
+                            }
                         }
                         if let Some(x) = xattrs {
                             // replay_xattr_deletes: the logged set is the inode's set.
@@ -92,6 +103,7 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
                         }
                     }
                     LogFact::Extent { ino, extent } => {
+                        logged_extents.insert(*ino);
                         let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
                         if let Some(e) = find_extent(st, *ino, *extent) {
                             // replay_one_extent: drop the range, insert the item.

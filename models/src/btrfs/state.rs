@@ -388,6 +388,9 @@ pub struct Transaction {
     pub marked_unnecessarily: bool,
     /// Internal nodes COWed in it: (tree, level, block), for the tree locks' modes.
     pub cowed_nodes: FastSet<(u8, u32, u64)>,
+    /// Its delayed refs' extent and csum tree changes, by (tree, key): an insertion
+    /// (Some(item size)) or a deletion (None); run by its commit (delayed-ref.c).
+    pub ref_ops: BTreeMap<(u8, crate::btrfs::ctree_btree::Key), Option<u32>>,
 }
 
 /// An extent map of a file (`struct extent_map`) and its on-disk data.
@@ -840,6 +843,12 @@ pub enum LogFact {
         size: Option<u64>,
         /// Its xattr names when logged in full (btrfs_log_all_xattrs), or None.
         xattrs: Option<Vec<String>>,
+        /// Logged LOG_INODE_ALL with BTRFS_INODE_NEEDS_FULL_SYNC: btrfs_log_inode first
+        /// deleted the inode's items from the log (btrfs_truncate_inode_items on the log,
+        /// tree-log.c@v5.10), extent items logged before included. Otherwise those stay in
+        /// the log, and replay, which goes in key order (the inode item before its extent
+        /// items: replay_one_buffer@v5.10), truncates before replaying them.
+        drops_logged: bool,
     },
     /// btrfs_del_dir_entries_in_log: an entry removed from a directory the log holds.
     DelEntry {
@@ -998,6 +1007,8 @@ pub struct FsState {
     /// Xattrs removed (removexattr), kept with the history: a committed image older than the
     /// removal still has them.
     pub removed_xattrs: Vec<RemovedXattr>,
+    /// Delayed index items and inode items (delayed_inode.rs).
+    pub delayed: crate::btrfs::delayed_inode::DelayedRoot,
 }
 
 /// An xattr removed from an inode: its name, the transaction that set it and the one that
@@ -1066,6 +1077,7 @@ impl FsState {
                 forced_by_event: false,
                 marked_unnecessarily: false,
                 cowed_nodes: FastSet::default(),
+                ref_ops: Default::default(),
             },
         );
         FsState {
@@ -1107,6 +1119,7 @@ impl FsState {
             keep_history: true,
             sub_trans_stamp: false,
             removed_xattrs: Vec::new(),
+            delayed: Default::default(),
         }
     }
 

@@ -115,6 +115,7 @@ impl Btrfs {
                                 forced_by_event: false,
                                 marked_unnecessarily: false,
                                 cowed_nodes: Default::default(),
+                                ref_ops: Default::default(),
                             },
                         );
                         return Some(Trans {
@@ -266,9 +267,12 @@ impl Btrfs {
         if th.ext {
             self.st_mut().trans.get_mut(&t).unwrap().extwriters -= 1;
         }
+        self.run_delayed_items(t).await;
         while self.inner.st.borrow().trans[&t].extwriters > 0 {
             self.inner.writers_wait.wait().await;
         }
+        // "some pending stuffs might be added after the previous flush".
+        self.run_delayed_items(t).await;
         self.st_mut().trans.get_mut(&t).unwrap().state = TransState::CommitDoing;
         while self.inner.st.borrow().trans[&t].writers > 1 {
             self.inner.writers_wait.wait().await;
@@ -282,8 +286,10 @@ impl Btrfs {
     async fn commit_critical_section(&self, t: TransId) {
         let h = &self.inner.h;
         let _reloc = self.inner.reloc_mutex.lock().await;
+        self.run_delayed_items(t).await;
+        self.run_delayed_refs(t).await;
         // Nothing joins a transaction past COMMIT_DOING with one writer left: its dirty
-        // set is final. Running its delayed refs costs per COWed block.
+        // set is final. Running its COWed blocks' delayed refs costs per block.
         let (blocks, refs) = {
             let mut st = self.st_mut();
             let tr = st.trans.get_mut(&t).unwrap();
@@ -296,8 +302,10 @@ impl Btrfs {
             (tr.dirty_blocks, tr.delayed_refs)
         };
         // btrfs_run_delayed_refs: one extent-tree update per COWed block (its new copy
-        // and the freed old one count as one here) and per data extent allocated or freed.
+        // and the freed old one count as one here) and, unless they ran as tree work
+        // above, per data extent allocated or freed.
         let c = &self.inner.costs;
+        let refs = if c.delayed_refs == 0 { refs } else { 0 };
         h.cpu(c.commit_cpu + (blocks + refs) * c.commit_cpu_per_block)
             .await;
         // commit_fs_roots frees the log trees: the commit captures everything logged;

@@ -108,6 +108,7 @@ impl Btrfs {
             is_dir: st.inodes[&i].is_dir,
             size: None,
             xattrs: None,
+            drops_logged: false,
         };
         let mut facts = vec![inode_fact(ino)];
         let me = &st.inodes[&ino];
@@ -439,6 +440,8 @@ impl Btrfs {
     async fn log_inode_items(&self, t: TransId, ino: Ino, log_transid: u64, kind: LogKind) {
         let log_mutex = self.inode_log_mutex(ino);
         let _held = log_mutex.lock().await;
+        let full_sync = self.inner.st.borrow().inodes[&ino].needs_full_sync;
+        self.commit_inode_delayed(t, ino, full_sync).await;
         let c = &self.inner.costs;
         let mut plan = self.log_inode_plan(t, ino, kind);
         let (size, xattrs, copy) = self.item_copy_mode(t, ino, kind, &plan);
@@ -455,6 +458,8 @@ impl Btrfs {
                 is_dir: plan.is_dir,
                 size,
                 xattrs,
+                drops_logged: plan.full_sync
+                    && matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll),
             });
         }
         self.copy_inode_items(ino, kind, plan.is_dir, &copy, &mut acc);
