@@ -80,6 +80,9 @@ pub(crate) enum Command {
         /// List the built-in workloads (for `workload` and `compare`).
         #[arg(long)]
         workloads: bool,
+        /// List the `[costs]` keys of a btrfs scenario with their defaults.
+        #[arg(long)]
+        costs: bool,
     },
     /// Replay race scenarios step by step: before and after the fix, side by side.
     #[command(

@@ -179,7 +179,8 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             metrics,
             policies,
             workloads,
-        } => list(mutants, ops, points, metrics, policies, workloads),
+            costs,
+        } => list(mutants, ops, points, metrics, policies, workloads, costs),
         Command::Run(a) => return run_races(a),
         Command::Sweep(a) => return sweep(a),
         Command::Merge { files, json } => merge(&files, json)?,
@@ -221,7 +222,18 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
 }
 
 /// `list`: the vocabularies asked for, else the mutants, else the built-in scenarios.
-fn list(mutants: bool, ops: bool, points: bool, metrics: bool, policies: bool, workloads: bool) {
+fn list(
+    mutants: bool,
+    ops: bool,
+    points: bool,
+    metrics: bool,
+    policies: bool,
+    workloads: bool,
+    costs: bool,
+) {
+    if costs {
+        out!("{}", reports::vocab::costs());
+    }
     if workloads {
         out!(
             "{}",
@@ -240,7 +252,7 @@ fn list(mutants: bool, ops: bool, points: bool, metrics: bool, policies: bool, w
     if policies {
         out!("{}", reports::vocab::policies());
     }
-    if ops || points || metrics || policies || workloads {
+    if ops || points || metrics || policies || workloads || costs {
     } else if mutants {
         for m in Mutant::ALL {
             outln!("{:<30} {}", m.name(), m.description());

@@ -210,3 +210,26 @@ fn no_page_or_help_calls_the_source_threads_seeds() {
         );
     }
 }
+
+/// Every `[costs]` key is listed by `fsyncsim list --costs` with its default and a line
+/// saying what it sets, and scenarios/README points there.
+#[test]
+fn every_costs_key_is_listed_with_what_it_sets() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_fsyncsim"))
+        .args(["list", "--costs"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let d = models::btrfs::Costs::default();
+    for key in models::btrfs::Costs::FIELDS {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(key))
+            .unwrap_or_else(|| panic!("{key} not listed"));
+        let mut words = line.split_whitespace().skip(1);
+        assert_eq!(words.next(), Some(d.get(key).unwrap().to_string().as_str()));
+        assert!(words.next().is_some(), "{key} has no description");
+    }
+    let readme = std::fs::read_to_string("scenarios/README.md").unwrap();
+    assert!(readme.contains("fsyncsim list --costs"));
+}

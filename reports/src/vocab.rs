@@ -29,6 +29,24 @@ pub fn points() -> String {
     t
 }
 
+/// The `[costs]` keys of a btrfs scenario: name, default and what each sets.
+pub fn costs() -> String {
+    let d = models::btrfs::Costs::default();
+    let w = models::btrfs::Costs::FIELDS
+        .iter()
+        .map(|n| n.len())
+        .max()
+        .unwrap_or(0);
+    models::btrfs::Costs::FIELDS
+        .iter()
+        .map(|n| {
+            let v = d.get(n).expect("a field");
+            let what = models::btrfs::costs::describe(n).unwrap_or("");
+            format!("{n:<w$}  {v:>14}  {what}\n")
+        })
+        .collect()
+}
+
 /// Metrics for `[expect.*]`, with what each counts: btrfs's, then ext3/ext4's.
 pub fn metrics() -> String {
     let names: Vec<&str> = Counters::default()

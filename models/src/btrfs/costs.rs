@@ -302,3 +302,56 @@ impl Costs {
         Some(f)
     }
 }
+
+/// What a `[costs]` key sets, with its unit, one line (`fsyncsim list --costs`); the
+/// field's doc comment in this file cites where its default comes from.
+pub fn describe(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "nodesize" => "bytes: metadata block size (mkfs.btrfs default 16 KiB)",
+        "sectorsize" => "bytes: data block size (4 KiB)",
+        "csum_per_block" => "bytes of checksum per data block (crc32c: 4)",
+        "btree_item" => "ns: one b-tree item search + insert where no tree work is modelled",
+        "log_inode_item" => {
+            "ns: unused since btrfs_log_inode's copy is tree work (accepted for old files)"
+        }
+        "log_extent_item" => "ns: unused since the log copy is tree work (accepted for old files)",
+        "log_csum_per_byte" => "ns per checksum byte copied into the log",
+        "log_bytes_inode" => "bytes of log written per logged inode item",
+        "log_bytes_extent" => "bytes of log written per logged file extent item",
+        "item_bytes_per_inode" => {
+            "bytes: unused since the b-trees size items (accepted for old files)"
+        }
+        "item_bytes_per_dentry" => "bytes of leaf one directory entry takes (DIR_ITEM + DIR_INDEX)",
+        "item_bytes_per_extent" => "bytes of extent-tree leaf per data extent",
+        "commit_cpu" => "ns: fixed CPU of a commit outside the modelled steps",
+        "commit_cpu_per_block" => {
+            "ns: commit CPU per COWed block's delayed ref (and per data ref when delayed_refs = 0)"
+        }
+        "unpin_per_extent" => "ns per pinned extent unpinned after the commit",
+        "pinned_per_block" => "pinned extents per dirtied metadata block",
+        "write_per_page" => "ns: buffered write CPU per 4 KiB page",
+        "namespace_op" => "ns: a namespace operation's own work on ext3/ext4 (btrfs: tree work)",
+        "log_start" => "ns: starting and finishing a log transaction",
+        "jiffy" => "ns: btrfs_sync_log's batching sleep on non-ssd mounts (CONFIG_HZ=250: 4 ms)",
+        "syscall" => "ns: entering and leaving the kernel, charged to every operation",
+        "fs_size" => "bytes of device for chunks",
+        "data_chunk_size" => "bytes: a data chunk (1 GiB)",
+        "mkfs_data_chunk" => "bytes: the data block group mkfs makes (8 MiB)",
+        "delayed_ref" => "ns per delayed ref a space flush runs",
+        "preempt_loop" => "ns: one pass of a space flusher's loop",
+        "meta_chunk_size" => "bytes: a metadata chunk (1 GiB over 50 GiB devices, else 256 MiB)",
+        "mkfs_meta_chunk" => "bytes: the metadata block group mkfs makes (256 MiB DUP)",
+        "mkfs_meta_used" => "bytes of tree blocks a fresh filesystem uses",
+        "global_rsv_max" => "bytes: the global block reserve's cap (512 MiB)",
+        "key_compare_ps" => "ps per b-tree key comparison",
+        "tree_level_ps" => "ps per tree level visited",
+        "leaf_move_ps_per_byte" => {
+            "ps per byte moved inside an extent buffer (and per byte of a COW)"
+        }
+        "spinlock_ps" => "ps per uncontended spinlock acquire and release (i_lock)",
+        "tree_locks" => "1 or 0: extent buffer tree locks modelled (ablation switch)",
+        "delayed_items" => "1 or 0: delayed items modelled (ablation switch)",
+        "delayed_refs" => "1 or 0: delayed data refs modelled (ablation switch)",
+        _ => return None,
+    })
+}
