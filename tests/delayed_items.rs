@@ -9,7 +9,8 @@ use common::scripted;
 use models::kernel::Policy;
 use models::scenario::Scenario;
 
-fn run(setup: &[&str], ops: &[&str], delayed: bool) -> models::vfs::Metrics {
+/// One scripted run under linux-5.11 with `[costs] key = on`; no invariant may fire.
+fn run_with(setup: &[&str], ops: &[&str], key: &str, on: bool) -> models::vfs::Metrics {
     let list = |v: &[&str]| {
         v.iter()
             .map(|s| format!("\"{s}\""))
@@ -18,15 +19,19 @@ fn run(setup: &[&str], ops: &[&str], delayed: bool) -> models::vfs::Metrics {
     };
     let text = format!(
         "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [{}]\n\
-         [[task]]\nname = \"A\"\nops = [{}]\n[costs]\ndelayed_items = {}\n",
+         [[task]]\nname = \"A\"\nops = [{}]\n[costs]\n{key} = {}\n",
         list(setup),
         list(ops),
-        u8::from(delayed)
+        u8::from(on)
     );
     let sc = Scenario::parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
     let r = scripted(&sc, &Policy::preset("linux-5.11").unwrap());
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     r.metrics
+}
+
+fn run(setup: &[&str], ops: &[&str], delayed: bool) -> models::vfs::Metrics {
+    run_with(setup, ops, "delayed_items", delayed)
 }
 
 fn get(m: &models::vfs::Metrics, k: &str) -> u64 {
@@ -95,20 +100,7 @@ fn an_unlink_cancels_a_pending_index_insertion() {
 }
 
 fn run_refs(ops: &[&str], refs: bool) -> models::vfs::Metrics {
-    let list = ops
-        .iter()
-        .map(|s| format!("\"{s}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let text = format!(
-        "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"create /f\"]\n\
-         [[task]]\nname = \"A\"\nops = [{list}]\n[costs]\ndelayed_refs = {}\n",
-        u8::from(refs)
-    );
-    let sc = Scenario::parse(&text, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-    let r = scripted(&sc, &Policy::preset("linux-5.11").unwrap());
-    assert!(r.violations.is_empty(), "{:?}", r.violations);
-    r.metrics
+    run_with(&["create /f"], ops, "delayed_refs", refs)
 }
 
 /// Delayed data refs (delayed-ref.c): a written extent's EXTENT_ITEM is inserted by the
