@@ -598,11 +598,15 @@ fn most_fixed_kernel() -> models::kernel::Policy {
 /// Random scenarios (tasks, operations, paths, sizes, devices) on the most fixed kernel never
 /// violate S1–S3, scripted or explored: the crash check must not cry wolf, so a hit is a
 /// model bug (or an unmodelled kernel fix) to find, printed with its scenario and seed.
-/// Ignored in the suite while it still finds open cases (it would make CI flaky): the last
-/// run (5,000 cases) found S2 "extent 1 (1 bytes at 1) is not in the tree" for
-/// `fallocate /d/x 1 1 keep-size` in setup, then `fsync /d/x` || `fdatasync /d` (explored
-/// seed 6143609609131909020): a file with space preallocated past EOF logged by its own
-/// fsync and by its directory's at once. Run it with
+/// Ignored in the suite while it still finds open cases (it would make CI flaky). The case
+/// it found last time (prealloc past EOF relogged LOG_INODE_EXISTS) is fixed and pinned in
+/// tests/no_false_alarm.rs. The open one: a new file `/d/x` created in log sub-transaction
+/// 0, another file's fdatasync syncing log 0, then two tasks fsyncing `/d/x`: the first
+/// logs it in sub-transaction 1 and drops the inode lock before its log sync; the second
+/// finds btrfs_inode_in_log true (last_sub_trans 0 <= last_log_commit 0 <= root's 0) and
+/// returns before log 1 is durable, so S2 "the file has no name" under every preset, in
+/// every seed. This reading of btrfs_sync_file / btrfs_inode_in_log (5.10-5.16) would make it
+/// a kernel window, not a model bug; not yet proven either way. Run it with
 /// `FSYNCSIM_FUZZ_CASES=5000 cargo nextest run --release --run-ignored all -E 'test(most_fixed)'`.
 #[test]
 #[ignore = "finds open false S2s; see the comment"]
