@@ -197,7 +197,7 @@ pub fn check(cmd: &Command) -> Result<(), String> {
 /// (tests/limits.rs compares them with real runs). Without it nothing is printed.
 fn report(name: &str, value: f64) {
     if std::env::var_os("FSYNCSIM_ESTIMATES").is_some() {
-        crate::out::stderr(format_args!("estimate: {name}={value:.3}"), true);
+        crate::out::stderr(format_args!("estimate: {name}={value:e}"), true);
     }
 }
 
