@@ -15,8 +15,15 @@ macro_rules! exit_codes {
          under /dev, /proc or /sys (a symlink is followed to its target and that replaced),\n     \
          a scenario that cannot play (a stuck script, a failing setup; a sweep in which\n     \
          every seed fails to play)\n  \
-         3  a resource limit refused the request (sweep, workload, compare, bench, fio: one line\n     \
-         naming the flags and the estimate; --force runs anyway)"
+         3  a resource limit refused the request before any work (every command that runs a\n     \
+         model: one line naming the flags or file and the estimate; --force runs anyway)"
+    };
+}
+
+/// The scenario commands' resource limit (`limits::scenarios`), as their help states it.
+macro_rules! scenario_limit {
+    () => {
+        "Resource limit: refuses (exit 3) a scenario one run of which is estimated above 60\nCPU-seconds (its tasks, each task's operations and fsyncs, its script steps: costs that\ngrow faster than linearly) or a device whose HDD zones would take more than 4.0 GiB\n(40 bytes each); --force runs anyway.\n"
     };
 }
 
@@ -47,12 +54,12 @@ pub(crate) enum Command {
     /// Scrub a populated btrfs on one simulated device (the btrfs scrub thread: with and without the
     /// readahead framework).
     #[command(
-        after_help = "Examples:\n  fsyncsim scrub\n  fsyncsim scrub --compare\n  fsyncsim scrub --policy path-reada --scale 0.25 --json"
+        after_help = "Resource limit: refuses (exit 3) a device whose HDD zones would take more than 4.0 GiB\n(40 bytes each); --force runs anyway.\n\nExamples:\n  fsyncsim scrub\n  fsyncsim scrub --compare\n  fsyncsim scrub --policy path-reada --scale 0.25 --json"
     )]
     Scrub(ScrubArgs),
     /// Run a fio-like synthetic load against a simulated device.
     #[command(
-        after_help = "Resource limits: refuses (exit 3) when --iodepth x --numjobs requests in flight would take\nmore than 4.0 GiB (1.5 KiB each), or when --runtime would complete more than 1e10 requests\n(24,400 per request in flight and virtual second, at most 1e6 per second); --force runs anyway.\n\nExamples:\n  fsyncsim fio --device nvme --rw randread --bs 4k --iodepth 32\n  fsyncsim fio --device hdd --rw randwrite --fsync 1 --runtime 10s --json\n  fsyncsim fio --device my-ssd.toml --rw randrw --numjobs 4"
+        after_help = "Resource limits: refuses (exit 3) when --iodepth x --numjobs requests in flight would take\nmore than 4.0 GiB (1.5 KiB each), or when --runtime would complete more than 1e10 requests\n(24,400 per request in flight and virtual second, at most 1e6 per second), or when the\ndevice's HDD zones would take more than 4.0 GiB (40 bytes each); --force runs anyway.\n\nExamples:\n  fsyncsim fio --device nvme --rw randread --bs 4k --iodepth 32\n  fsyncsim fio --device hdd --rw randwrite --fsync 1 --runtime 10s --json\n  fsyncsim fio --device my-ssd.toml --rw randrw --numjobs 4"
     )]
     Fio(FioArgs),
     /// List the device presets and their main parameters.
@@ -87,7 +94,9 @@ pub(crate) enum Command {
     /// Replay race scenarios step by step: before and after the fix, side by side.
     #[command(
         after_help = concat!(
-            "Without NAME: every built-in scenario. Without --policy/--fix/--without/--mutant:\nthe pre-fix run (linux-5.11 without the race's fix) and the post-fix run (linux-5.11).\nExits 1 when an invariant fires in any run (a mutant makes one fire: that is its job).\n\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait\n\n",
+            "Without NAME: every built-in scenario. Without --policy/--fix/--without/--mutant:\nthe pre-fix run (linux-5.11 without the race's fix) and the post-fix run (linux-5.11).\nExits 1 when an invariant fires in any run (a mutant makes one fire: that is its job).\n",
+            scenario_limit!(),
+            "\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait\n\n",
             exit_codes!()
         )
     )]
@@ -96,7 +105,9 @@ pub(crate) enum Command {
     /// waste metric or invariant.
     #[command(
         after_help = concat!(
-            "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy;\n--fix/--without/--mutant alone apply to linux-5.11. --seeds defaults to 0..1000.\nResults are identical for any --jobs. Exits 1 when any seed hits an invariant.\nResource limit: refuses (exit 3) above 1e8 runs (seeds of this shard x policies);\n--force runs anyway. --resume verifies state.json's checksums (exit 2 if edited).\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json\n  fsyncsim sweep r1-link-rename-logged-trans --strategy exhaustive --seed 0   # every interleaving of seed 0\n\n",
+            "Without --policy/--fix/--without/--mutant: sweeps the pre-fix and the post-fix policy;\n--fix/--without/--mutant alone apply to linux-5.11. --seeds defaults to 0..1000.\nResults are identical for any --jobs. Exits 1 when any seed hits an invariant.\nResource limit: refuses (exit 3) above 1e8 runs (seeds of this shard x policies);\n--force runs anyway. --resume verifies state.json's checksums (exit 2 if edited).\n",
+            scenario_limit!(),
+            "A sweep is also refused when its runs together are estimated above 0.39 CPU-hours (what\n1e8 runs of a small scenario take).\n\nExamples:\n  fsyncsim sweep r1-link-rename-logged-trans --seeds 0..10000\n  fsyncsim sweep r6-log-start-blocked-on-tree-log-mutex --seeds 0..1000 --mutant sync-log-no-super-wait --json\n  fsyncsim sweep r1-link-rename-logged-trans --strategy exhaustive --seed 0   # every interleaving of seed 0\n\n",
             exit_codes!()
         )
     )]
@@ -104,7 +115,9 @@ pub(crate) enum Command {
     /// Re-run one explored seed exactly (as a sweep ran it) and print its timeline.
     #[command(
         after_help = concat!(
-            "Without --policy: linux-5.11, with --fix/--without/--mutant applied to it.\nExits 1 when an invariant fires in the replayed run.\n\nExamples:\n  fsyncsim replay r1-link-rename-logged-trans --seed 2 --without R1\n  fsyncsim replay r3-ancestor-created-previous-trans --seed 112 --strategy pct --trace t.txt\n\n",
+            "Without --policy: linux-5.11, with --fix/--without/--mutant applied to it.\nExits 1 when an invariant fires in the replayed run.\n",
+            scenario_limit!(),
+            "\nExamples:\n  fsyncsim replay r1-link-rename-logged-trans --seed 2 --without R1\n  fsyncsim replay r3-ancestor-created-previous-trans --seed 112 --strategy pct --trace t.txt\n\n",
             exit_codes!()
         )
     )]
@@ -112,7 +125,9 @@ pub(crate) enum Command {
     /// Take a power failure at a point of a scenario's scripted run and print what recovery keeps.
     #[command(
         after_help = concat!(
-            "--at TASK POINT: task TASK at named point POINT, when the script lets it go on (points as\n[script] steps name them; POINT#N: its Nth arrival there), or `end`: after every task\nfinished. Without --at: the scenario's [expect.crash] at. Without --policy: the scenario's\nsecond (after) policy, with --fix/--without/--mutant applied to it. Prints each recovered\npath: file or dir, inode, link count, size, extents (data with its device write, prealloc,\nholes) and xattrs. Exits 1 when recovery fails (a corrupt image) or the filesystem does not\nmodel its recovered state (ext3/ext4).\n\nExamples:\n  fsyncsim crash scenarios/xfstests/generic-039.toml --at \"A fsync:done\"\n  fsyncsim crash scenarios/xfstests/generic-483.toml --at \"A fsync:done#3\" --json\n  fsyncsim crash scenarios/xfstests/generic-039.toml --mutant unlink-no-inode-update\n\n",
+            "--at TASK POINT: task TASK at named point POINT, when the script lets it go on (points as\n[script] steps name them; POINT#N: its Nth arrival there), or `end`: after every task\nfinished. Without --at: the scenario's [expect.crash] at. Without --policy: the scenario's\nsecond (after) policy, with --fix/--without/--mutant applied to it. Prints each recovered\npath: file or dir, inode, link count, size, extents (data with its device write, prealloc,\nholes) and xattrs. Exits 1 when recovery fails (a corrupt image) or the filesystem does not\nmodel its recovered state (ext3/ext4).\n",
+            scenario_limit!(),
+            "\nExamples:\n  fsyncsim crash scenarios/xfstests/generic-039.toml --at \"A fsync:done\"\n  fsyncsim crash scenarios/xfstests/generic-483.toml --at \"A fsync:done#3\" --json\n  fsyncsim crash scenarios/xfstests/generic-039.toml --mutant unlink-no-inode-update\n\n",
             exit_codes!()
         )
     )]
@@ -120,19 +135,21 @@ pub(crate) enum Command {
     /// Shrink an explored seed that hits a target to a minimal scripted scenario file.
     #[command(
         after_help = concat!(
-            "Without --policy/--fix/--without/--mutant: the pre-fix policy (linux-5.11 without the\nscenario's fix). The result is a scenario TOML that `fsyncsim run FILE` reproduces.\nExits 0 once the scenario is written, also for an invariant target: reproducing the\ninvariant is what it was asked for.\n\nExamples:\n  fsyncsim shrink r1-link-rename-logged-trans --seed 0 --target unnecessary_inode_logs --out r1-min.toml\n  fsyncsim shrink r6-log-start-blocked-on-tree-log-mutex --seed 3 --mutant sync-log-no-super-wait --target S1\n\n",
+            "Without --policy/--fix/--without/--mutant: the pre-fix policy (linux-5.11 without the\nscenario's fix). The result is a scenario TOML that `fsyncsim run FILE` reproduces.\nExits 0 once the scenario is written, also for an invariant target: reproducing the\ninvariant is what it was asked for.\n",
+            scenario_limit!(),
+            "\nExamples:\n  fsyncsim shrink r1-link-rename-logged-trans --seed 0 --target unnecessary_inode_logs --out r1-min.toml\n  fsyncsim shrink r6-log-start-blocked-on-tree-log-mutex --seed 3 --mutant sync-log-no-super-wait --target S1\n\n",
             exit_codes!()
         )
     )]
     Shrink(ShrinkArgs),
     /// Run a filesystem workload (dbench, sysbench-fileio, fs-mark) under one policy.
     #[command(
-        after_help = "Without --policy: linux-5.11, with --fix/--without/--mutant applied to it.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events (clients x\n(duration + warmup) x 72,000 per client-second); --force runs anyway.\n\nExamples:\n  fsyncsim workload dbench --clients 8 --duration 30s\n  fsyncsim workload dbench --policy linux-5.10 --sync-open --device sas-ssd --clients 32\n  fsyncsim workload sysbench-fileio --without R7 --duration 60s --json"
+        after_help = "Without --policy: linux-5.11, with --fix/--without/--mutant applied to it.\nResource limits: refuses (exit 3) above an estimated 1e11 engine events (clients x\n(duration + warmup) x 90,000 per client-second; fio workloads 620,000 per thread-second,\na filecreate job at most 8 per file), or above an estimated 4.0 GiB of memory (128 MiB +\nper client 192 KiB + 320 KiB x sqrt(seconds), 1.5 KiB per file a filecreate job creates,\n40 bytes per HDD zone); --force runs anyway.\n\nExamples:\n  fsyncsim workload dbench --clients 8 --duration 30s\n  fsyncsim workload dbench --policy linux-5.10 --sync-open --device sas-ssd --clients 32\n  fsyncsim workload sysbench-fileio --without R7 --duration 60s --json"
     )]
     Workload(WorkloadArgs),
     /// Compare two kernel policies on a workload: dbench/fsperf tables, attribution, plots.
     #[command(
-        after_help = "Policies: a release preset (`fsyncsim list --policies`: linux-2.6.36 … linux-5.16) with optional :-R7 / :+R1 / :+MUTANT / :±SWITCH modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(the ext4 kbuild thread's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limit: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 72,000 per client-second);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
+        after_help = "Policies: a release preset (`fsyncsim list --policies`: linux-2.6.36 … linux-5.16) with optional :-R7 / :+R1 / :+MUTANT / :±SWITCH modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(the ext4 kbuild thread's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limits: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 90,000 per client-second, as\n`workload --help` says), above 4.0 GiB of memory for the runs --jobs runs at once (each as\n`workload --help` says), or a --trace above 16.0 GiB (256 bytes per event of one run);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
     )]
     Compare(CompareArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -166,7 +183,9 @@ pub(crate) enum Command {
     /// Run scenarios and compare with their expectations; exit 1 on any mismatch.
     #[command(
         after_help = concat!(
-            "Each file runs under its two policies: pre/post (linux-5.11 without and with its fix) or\nthe two its [policies] declares.\n\nExamples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml\n\n",
+            "Each file runs under its two policies: pre/post (linux-5.11 without and with its fix) or\nthe two its [policies] declares.\n",
+            scenario_limit!(),
+            "\nExamples:\n  fsyncsim check\n  fsyncsim check r4-stale-last-unlink-trans scenarios/my-race.toml\n\n",
             exit_codes!()
         )
     )]
@@ -179,6 +198,9 @@ pub(crate) enum Command {
         /// Print JSON: [{scenario, race, origin, pass, problems}].
         #[arg(long)]
         json: bool,
+        /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -273,6 +295,9 @@ pub(crate) struct RunArgs {
     /// Write the event trace of each run to this file.
     #[arg(long)]
     pub(crate) trace: Option<PathBuf>,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 #[derive(Args)]
@@ -346,6 +371,9 @@ pub(crate) struct ReplayArgs {
     /// Print JSON (the run as `run --json` prints it, with its seed) instead of the timeline.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 #[derive(Args)]
@@ -367,6 +395,9 @@ pub(crate) struct CrashArgs {
     /// Print JSON: {scenario, policy, at, recovered: {paths: {...}} or error}.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 #[derive(Args)]
@@ -392,6 +423,9 @@ pub(crate) struct ShrinkArgs {
     /// Print JSON (sizes, values, and the scenario file as `toml`) instead of the summary.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 /// The flags that override a workload file's parameters.
@@ -659,6 +693,9 @@ pub(crate) struct ScrubArgs {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 pub(crate) fn parse_scrub_policy(s: &str) -> Result<models::btrfs::scrub::ScrubPolicy, String> {

@@ -206,6 +206,7 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
             scenarios,
             allow_empty,
             json,
+            ..
         } => return check(&scenarios, allow_empty, json),
         Command::Bench(a) => bench_cmd(a)?,
         Command::Fio(a) => fio_cmd(a)?,

@@ -6,6 +6,15 @@
 //!
 //! The case counts keep the suite fast (a few seconds); `FSYNCSIM_FUZZ_CASES=N` runs N cases
 //! per property instead (e.g. 100000 overnight).
+//!
+//! Issue 28 item 7's run of 10^6 cases and more (release build, one property at a time, each
+//! `FSYNCSIM_FUZZ_CASES=N target/release/deps/fuzz-HASH --exact NAME --test-threads 1`):
+//! 10^6 each of the scenario, workload, device, merge, checkpoint and flag-value readers and
+//! of the random op-list round trip, and 10^5 random scenarios played under both policies:
+//! 7,100,001 cases, all clean (about 31 minutes on a shared 2-core machine). After the
+//! scenario reader changed (line index), the scenario reader and op-list round trip ran
+//! 10^6 cases again and the random scenarios 2·10^4: clean. The most-fixed-kernel property
+//! (ignored) was not part of the run.
 
 use models::block::DiskConfig;
 use models::scenario::Scenario;

@@ -339,10 +339,6 @@ fn check_metric(fs: FsKind, name: &str, role: &str) -> Result<(), String> {
     })
 }
 
-fn line_at(text: &str, offset: usize) -> usize {
-    crate::units::line_of(text, offset)
-}
-
 /// Parses a crash point: `end`, or `TASK POINT` with an optional `#N` (the Nth arrival
 /// of the task at the point, from 1), checked against the tasks' operations.
 pub fn parse_crash_point(
@@ -499,6 +495,19 @@ pub fn points_of(fs: FsKind, op: &Op) -> Vec<String> {
 struct Cx<'a> {
     text: &'a str,
     origin: &'a str,
+    /// Byte offsets of the text's line breaks (a line from an offset in O(log n): counting
+    /// from the start for every step and operation was quadratic in the file's size).
+    breaks: Vec<usize>,
+}
+
+/// Byte offsets of `text`'s line breaks, for `line_in`.
+fn line_breaks(text: &str) -> Vec<usize> {
+    text.match_indices('\n').map(|(i, _)| i).collect()
+}
+
+/// The line of `offset` (as `units::line_of` counts it) from `line_breaks`' result.
+fn line_in(breaks: &[usize], offset: usize) -> usize {
+    breaks.partition_point(|&b| b < offset) + 1
 }
 
 /// A file's (label, policy) pairs from `[policies]`, before then after.
@@ -507,7 +516,7 @@ type Policies = Option<[(String, Policy); 2]>;
 impl Cx<'_> {
     fn err(&self, offset: usize, message: String) -> ScenarioError {
         ScenarioError {
-            location: format!("{}:{}", self.origin, line_at(self.text, offset)),
+            location: format!("{}:{}", self.origin, line_in(&self.breaks, offset)),
             message,
         }
     }
@@ -658,8 +667,10 @@ impl Cx<'_> {
         fs: FsKind,
     ) -> Result<Vec<Step>, ScenarioError> {
         let mut script = Vec::new();
+        // The points each task reaches, computed once per task (not once per step).
+        let mut reach: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for s in f.script.iter().flat_map(|s| s.steps.iter()) {
-            script.push(self.step(s, tasks, fs)?);
+            script.push(self.step(s, tasks, fs, &mut reach)?);
         }
         Ok(script)
     }
@@ -670,8 +681,9 @@ impl Cx<'_> {
         s: &Spanned<String>,
         tasks: &[(String, Vec<Op>)],
         fs: FsKind,
+        reach: &mut BTreeMap<String, BTreeSet<String>>,
     ) -> Result<Step, ScenarioError> {
-        let line = line_at(self.text, s.span().start);
+        let line = line_in(&self.breaks, s.span().start);
         let mut w = s.get_ref().split_whitespace();
         let (Some(task), Some(point), flag, None) = (w.next(), w.next(), w.next(), w.next()) else {
             return Err(self.err(
@@ -702,13 +714,15 @@ impl Cx<'_> {
                 ),
             ));
         };
-        let reachable: BTreeSet<String> = task_ops.iter().flat_map(|o| points_of(fs, o)).collect();
+        let reachable = reach
+            .entry(task.to_string())
+            .or_insert_with(|| task_ops.iter().flat_map(|o| points_of(fs, o)).collect());
         if !reachable.contains(point) {
             return Err(self.err(
                 s.span().start,
                 format!(
                     "task '{task}' never reaches point '{point}': its operations reach {}",
-                    reachable.into_iter().collect::<Vec<_>>().join(", ")
+                    reachable.iter().cloned().collect::<Vec<_>>().join(", ")
                 ),
             ));
         }
@@ -876,10 +890,11 @@ fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
 
 /// The file line of each operation: setup's, then each task's.
 fn op_lines(text: &str, f: &ScenarioFile) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let breaks = line_breaks(text);
     let setup_lines = f
         .setup
         .iter()
-        .map(|o| line_at(text, o.span().start))
+        .map(|o| line_in(&breaks, o.span().start))
         .collect();
     let task_lines = f
         .task
@@ -887,7 +902,7 @@ fn op_lines(text: &str, f: &ScenarioFile) -> (Vec<usize>, Vec<Vec<usize>>) {
         .map(|t| {
             t.ops
                 .iter()
-                .map(|o| line_at(text, o.span().start))
+                .map(|o| line_in(&breaks, o.span().start))
                 .collect()
         })
         .collect();
@@ -897,7 +912,11 @@ fn op_lines(text: &str, f: &ScenarioFile) -> (Vec<usize>, Vec<Vec<usize>>) {
 impl Scenario {
     /// Parses and validates a scenario text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Scenario, ScenarioError> {
-        let cx = Cx { text, origin };
+        let cx = Cx {
+            text,
+            origin,
+            breaks: line_breaks(text),
+        };
         missing_fields(text, origin)?;
         let f: ScenarioFile = toml::from_str(text).map_err(|e| {
             let (location, message) = crate::units::toml_error(text, origin, &e);

@@ -647,9 +647,9 @@ impl Btrfs {
                 let st = self.inner.st.borrow();
                 let mut got = 0;
                 // In inode-number order, as the kernel's delalloc_inodes list is walked here.
-                let mut rsv: Vec<(&Ino, &u64)> = st.meta.delalloc_rsv.iter().collect();
-                rsv.sort_unstable_by_key(|&(&i, _)| i);
-                rsv.into_iter()
+                st.meta
+                    .delalloc_rsv
+                    .iter()
                     .take_while(|(_, &b)| {
                         let more = got < to_reclaim;
                         got += b;
