@@ -179,7 +179,11 @@ impl Costs {
         let tenth = fs_size / 10;
         self.fs_size = fs_size;
         self.data_chunk_size = (1u64 << 30).min(tenth);
-        let meta = if fs_size > 50 << 30 { 1 << 30 } else { 256 << 20 };
+        let meta = if fs_size > 50 << 30 {
+            1 << 30
+        } else {
+            256 << 20
+        };
         self.meta_chunk_size = (meta as u64).min(tenth);
         self.mkfs_meta_chunk = self.mkfs_meta_chunk.min(tenth);
         self.aged_data = (fs_size as f64 * fill.clamp(0.0, 1.0)) as u64;

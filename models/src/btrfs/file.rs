@@ -986,7 +986,7 @@ impl Btrfs {
                 self.drop_extents(&mut st, ino, off, off + l, t);
                 let pieces = Self::alloc_data_extent(&mut st, l);
                 st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
-            Self::add_ref_heads(&mut st, t, pieces.len() as u64);
+                Self::add_ref_heads(&mut st, t, pieces.len() as u64);
                 let id = st.next_extent;
                 st.next_extent += 1;
                 // Its disk_bytenr: allocated, never written.

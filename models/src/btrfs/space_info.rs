@@ -264,7 +264,10 @@ impl Btrfs {
         let fill = {
             let mut st = self.st_mut();
             let m = &mut st.meta;
-            let fill = m.delayed_refs_size.saturating_sub(m.delayed_refs).min(bytes);
+            let fill = m
+                .delayed_refs_size
+                .saturating_sub(m.delayed_refs)
+                .min(bytes);
             m.delayed_refs += fill;
             fill
         };
@@ -656,9 +659,7 @@ impl Btrfs {
             let m = &self.inner.st.borrow().meta;
             match state {
                 FlushState::DelayedItemsNr | FlushState::DelayedItems => m.delayed_block == 0,
-                FlushState::DelayedRefsNr | FlushState::DelayedRefs => {
-                    m.delayed_refs_size == 0
-                }
+                FlushState::DelayedRefsNr | FlushState::DelayedRefs => m.delayed_refs_size == 0,
                 FlushState::RunDelayedIputs => true,
                 _ => false,
             }
@@ -705,13 +706,11 @@ impl Btrfs {
                 let heads = self.inner.st.borrow().trans[&t].ref_heads.min(nr);
                 self.inner.h.cpu(heads * self.inner.costs.delayed_ref).await;
                 let run = self.run_ref_heads(t, heads);
-                let mut st = self.st_mut();
-                if let Some(tr) = st.trans.get_mut(&t) {
+                if let Some(tr) = self.st_mut().trans.get_mut(&t) {
                     // The commit has these data refs less to run.
                     tr.delayed_refs = tr.delayed_refs.saturating_sub(run);
                 }
                 if run == 0 && for_preempt {
-                    drop(st);
                     self.inner.h.sleep(self.inner.costs.jiffy).await;
                 }
             }
