@@ -23,6 +23,9 @@ pub enum Measure {
     MaxLatency,
     /// Mean latency of one operation kind, ms.
     AvgLat(&'static str),
+    /// Largest latency of one operation kind, ms (dbench's MaxLat column, what fsperf's
+    /// DbenchTest records).
+    MaxLat(&'static str),
     /// Readers' throughput, KiB/s (fio's "bsr" figure).
     ReaderKiBps,
     /// A fio field as fsperf names it (write_bw_bytes, write_clat_ns_p99, …).
@@ -42,6 +45,10 @@ impl Measure {
                 .op(op)
                 .filter(|o| !o.hist.is_empty())
                 .map(|o| o.hist.mean() / 1e6),
+            Measure::MaxLat(op) => r
+                .op(op)
+                .filter(|o| !o.hist.is_empty())
+                .map(|o| o.hist.max() as f64 / 1e6),
             Measure::ReaderKiBps => r
                 .op("read")
                 .filter(|o| !o.hist.is_empty())
@@ -59,7 +66,7 @@ impl Measure {
         match self {
             Measure::Throughput => "MB/s",
             Measure::PerSecond => "req/s",
-            Measure::MaxLatency | Measure::AvgLat(_) => "ms",
+            Measure::MaxLatency | Measure::AvgLat(_) | Measure::MaxLat(_) => "ms",
             Measure::ReaderKiBps => "KiB/s",
             Measure::Fio(f) if f.contains("_ns") => "ns",
             Measure::Fio(f) if f.ends_with("bw_bytes") => "B/s",
@@ -79,6 +86,7 @@ impl Measure {
             Measure::PerSecond => "requests_per_s".into(),
             Measure::MaxLatency => "max_latency".into(),
             Measure::AvgLat(op) => format!("{op}_avg_lat"),
+            Measure::MaxLat(op) => format!("{op}_max_lat"),
             Measure::ReaderKiBps => "reader_kib_per_s".into(),
             Measure::Fio(f) => f.to_string(),
             Measure::Iostat(c) => format!("iostat {c}"),
@@ -303,6 +311,36 @@ fn fsperf_seeds() -> Vec<Experiment> {
             level_only: vec![],
         },
         Experiment {
+            id: "004-dbench60",
+            seed: "004 (lines 28-46): fsperf dbench60 (dbench 60 clients, 600 s), MaxLat ms",
+            workload: "dbench60",
+            baseline: "linux-5.13",
+            current: "linux-5.14",
+            // fsperf's DbenchTest keeps the Throughput line's MB/sec and each operation's
+            // MaxLat (the table's fourth column), in the seed's row order.
+            figures: vec![
+                (Measure::MaxLat("Qpathinfo"), 11.53, 13.25),
+                (Measure::Throughput, 446.23, 434.52),
+                (Measure::MaxLat("Flush"), 2502.92, 1682.43),
+                (Measure::MaxLat("Qfileinfo"), 0.92, 1.17),
+                (Measure::MaxLat("NTCreateX"), 1359.76, 519.42),
+                (Measure::MaxLat("Qfsinfo"), 1.77, 3.76),
+                (Measure::MaxLat("Close"), 1.90, 1.64),
+                (Measure::MaxLat("Sfileinfo"), 209.76, 76.43),
+                (Measure::MaxLat("Rename"), 1110.08, 518.40),
+                (Measure::MaxLat("Find"), 13.84, 13.13),
+                (Measure::MaxLat("Unlink"), 1192.89, 521.53),
+                (Measure::MaxLat("WriteX"), 1713.39, 1321.39),
+                (Measure::MaxLat("Deltree"), 280.34, 296.33),
+                (Measure::MaxLat("ReadX"), 3.16, 2.91),
+                (Measure::MaxLat("Mkdir"), 0.03, 0.02),
+                (Measure::MaxLat("LockX"), 0.78, 0.20),
+                (Measure::MaxLat("UnlockX"), 0.16, 0.12),
+            ],
+            levels: vec![Measure::Throughput, Measure::MaxLat("Flush")],
+            level_only: vec![],
+        },
+        Experiment {
             id: "004-emptyfiles500k",
             seed: "004 (lines 49-67): fsperf emptyfiles500k, one job creates 31,250 files",
             workload: "emptyfiles500k",
@@ -484,7 +522,22 @@ pub struct Lengths {
     /// fsperf tests' measured time without ramp — (direct-I/O tests, the others) — or
     /// None: each test's own runtime and ramp_time.
     pub fsperf: Option<(sim::Nanos, sim::Nanos)>,
+    /// Device sizes (GiB) of the fsperf curves: each seed-004 figure's change against the
+    /// device's size, one seed per point.
+    pub fsperf_sizes: &'static [u64],
 }
+
+/// Device sizes (GiB) of the fsperf curves. fsperf's device is not given (seed 004,
+/// fsperf's local-cfg-example: "/dev/nvme0n1"); dio4kbs16threads' 16 × 1 GiB of files need
+/// more than 16 GiB, so the curves start at 32 GiB and end at the model's default 1 TiB.
+pub const FSPERF_SIZES_GIB: [u64; 6] = [32, 64, 128, 256, 512, 1024];
+
+/// `--quick`'s fsperf curve sizes (GiB): the ends and the middle of `FSPERF_SIZES_GIB`.
+pub const FSPERF_SIZES_QUICK_GIB: [u64; 3] = [32, 128, 1024];
+
+/// The fsperf curves' run lengths when the rows run at the tests' own lengths (the full
+/// validate): the quick lengths, so that six sizes × two kernels stay affordable.
+const FSPERF_CURVE_LENGTHS: (sim::Nanos, sim::Nanos) = (sim::S, 5 * sim::S);
 
 impl Lengths {
     /// `--quick`: under two minutes on two cores.
@@ -498,6 +551,7 @@ impl Lengths {
             // The model's NVMe completes ~1 M direct writes per simulated second (2.5 s of
             // wall time each): 1 s of dio4kbs16threads, 5 s of the others.
             fsperf: Some((sim::S, 5 * sim::S)),
+            fsperf_sizes: &FSPERF_SIZES_QUICK_GIB,
         }
     }
 
@@ -511,6 +565,7 @@ impl Lengths {
             seeds: 1,
             curve: 300 * sim::S,
             fsperf: None,
+            fsperf_sizes: &FSPERF_SIZES_GIB,
         }
     }
 }
@@ -626,11 +681,12 @@ pub fn validate_with(
     }
     // Seed 002 (scrub with and without the readahead framework): its own rows.
     rows.extend(seed002_rows(seeds)?);
-    let curves = vec![r7_curve(curve_dur, jobs, progress)?];
+    let mut curves = vec![r7_curve(curve_dur, jobs, progress)?];
+    curves.extend(fsperf_curves(&l, jobs, progress)?);
     Ok(Validation {
         quick,
         setup: format!(
-            "dbench {} s after {} s warmup, sysbench {} s, {} paired seed(s) per experiment; R7 curve {} s per point{}",
+            "dbench {} s after {} s warmup, sysbench {} s, {} paired seed(s) per experiment; R7 curve {} s per point{}{}",
             db_dur / sim::S,
             db_warm / sim::S,
             sb_dur / sim::S,
@@ -643,11 +699,132 @@ pub fn validate_with(
                     o as f64 / sim::S as f64
                 ),
                 None => "; fsperf tests at their own runtime".into(),
+            },
+            if l.fsperf_sizes.is_empty() {
+                String::new()
+            } else {
+                let (d, o) = l.fsperf.unwrap_or(FSPERF_CURVE_LENGTHS);
+                format!(
+                    "; fsperf curves at {} GiB, 1 seed, direct I/O {} s, others {} s",
+                    l.fsperf_sizes
+                        .iter()
+                        .map(|g| g.to_string())
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                    d as f64 / sim::S as f64,
+                    o as f64 / sim::S as f64
+                )
             }
         ),
         rows,
         curves,
     })
+}
+
+/// The model's result pairs of one fsperf test at each device size (GiB), one seed per
+/// point; a size whose run fails (ENOSPC: the test's files do not fit) is None.
+fn fsperf_runs(
+    spec: &Spec,
+    e: &Experiment,
+    sizes: &[u64],
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<Option<crate::workload::compare::Pair>>, String> {
+    let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
+    let (b, c) = (parse_policy(e.baseline)?, parse_policy(e.current)?);
+    let values: Vec<String> = sizes.iter().map(|g| format!("{g}g")).collect();
+    let vary = ("fs_size".to_string(), values.clone());
+    if let Ok(p) = compare(
+        spec,
+        &dev,
+        &b,
+        &c,
+        spec.seed,
+        1,
+        Some(&vary),
+        jobs,
+        progress,
+    ) {
+        return Ok(p.into_iter().map(Some).collect());
+    }
+    // One size failed: run them one by one so the others still count.
+    let mut out = Vec::new();
+    for v in values {
+        let one = ("fs_size".to_string(), vec![v]);
+        let r = compare(spec, &dev, &b, &c, spec.seed, 1, Some(&one), jobs, progress);
+        out.push(r.ok().and_then(|p| p.into_iter().next()));
+    }
+    Ok(out)
+}
+
+/// Each seed-004 figure's change (linux-5.13 → linux-5.14) against the device's size: the
+/// seed does not give fsperf's device, so the rows' default (1 TiB) is one point of many.
+/// A point whose change has the seed's direction is marked `(seed's direction)`.
+fn fsperf_curves(
+    l: &Lengths,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<Curve>, String> {
+    let mut curves = Vec::new();
+    if l.fsperf_sizes.is_empty() {
+        return Ok(curves);
+    }
+    let (dio, other) = l.fsperf.unwrap_or(FSPERF_CURVE_LENGTHS);
+    for e in fsperf_seeds() {
+        let mut spec = Spec::load(e.workload).map_err(|x| x.to_string())?;
+        spec.duration = if spec.direct { dio } else { other };
+        spec.warmup = 0;
+        let runs = fsperf_runs(&spec, &e, l.fsperf_sizes, jobs, progress)?;
+        let failed: Vec<String> = l
+            .fsperf_sizes
+            .iter()
+            .zip(&runs)
+            .filter(|(_, r)| r.is_none())
+            .map(|(g, _)| format!("{g}g"))
+            .collect();
+        for &(m, sb, sc) in &e.figures {
+            let seed_change = (sc - sb) / sb * 100.0;
+            let points = l
+                .fsperf_sizes
+                .iter()
+                .zip(&runs)
+                .filter_map(|(&g, r)| {
+                    let p = r.as_ref()?;
+                    let (x, y) = (m.of(&p.baseline[0])?, m.of(&p.current[0])?);
+                    let change = (y - x) / x * 100.0;
+                    change.is_finite().then(|| CurvePoint {
+                        param: format!(
+                            "fs_size={g}g{}",
+                            if same_direction(change, seed_change) {
+                                " (seed's direction)"
+                            } else {
+                                ""
+                            }
+                        ),
+                        x: g as f64,
+                        y: change,
+                    })
+                })
+                .collect();
+            curves.push(Curve {
+                id: format!("{}/{}/vs-device-size", e.id, m.name()),
+                x: if failed.is_empty() {
+                    "device size, GiB".into()
+                } else {
+                    format!("device size, GiB (no run at {}: ENOSPC)", failed.join(", "))
+                },
+                y: format!(
+                    "{} change {} → {}, % (seed: {seed_change:.2} %; the rows use 1 TiB)",
+                    m.name(),
+                    e.baseline,
+                    e.current,
+                ),
+                points,
+                seed_point: None,
+            });
+        }
+    }
+    Ok(curves)
 }
 
 /// Commit intervals of the R7 curve, in seconds.

@@ -127,6 +127,10 @@ pub struct Costs {
     /// a freed extent's csums changed by the commit (delayed_ref.rs) instead of inside the
     /// operation. A model switch for ablation, not a kernel parameter.
     pub delayed_refs: u64,
+    /// Bytes of file data an aged filesystem already holds when it is mounted (0: freshly
+    /// made): data chunks allocated and full, their checksums in the csum tree. Set by
+    /// `for_device` from a workload's `fill`; not a kernel constant.
+    pub aged_data: u64,
 }
 
 impl Default for Costs {
@@ -169,11 +173,33 @@ impl Default for Costs {
             tree_locks: 1,
             delayed_items: 1,
             delayed_refs: 1,
+            aged_data: 0,
         }
     }
 }
 
 impl Costs {
+    /// The sizes mkfs.btrfs and the chunk allocator choose on a device of `fs_size` bytes,
+    /// `fill` (0..1) of it already holding data. volumes.c:init_alloc_chunk_ctl_policy_regular
+    /// @v5.13: a data chunk is 1 GiB, a metadata chunk 1 GiB when the filesystem is over
+    /// 50 GiB, else 256 MiB, and either at most 10 % of the filesystem
+    /// (`div_factor(total_rw_bytes, 1)`); mkfs's metadata chunk (256 MiB DUP) is capped the
+    /// same way. At the default 1 TiB every size is the default's.
+    pub fn for_device(mut self, fs_size: u64, fill: f64) -> Costs {
+        let tenth = fs_size / 10;
+        self.fs_size = fs_size;
+        self.data_chunk_size = (1u64 << 30).min(tenth);
+        let meta = if fs_size > 50 << 30 {
+            1 << 30
+        } else {
+            256 << 20
+        };
+        self.meta_chunk_size = (meta as u64).min(tenth);
+        self.mkfs_meta_chunk = self.mkfs_meta_chunk.min(tenth);
+        self.aged_data = (fs_size as f64 * fill.clamp(0.0, 1.0)) as u64;
+        self
+    }
+
     /// Metadata reserved per item: btrfs_calc_insert_metadata_size (ctree.h@v5.12),
     /// nodesize × BTRFS_MAX_LEVEL (8) × 2.
     pub fn meta_item(&self) -> u64 {

@@ -114,6 +114,7 @@ impl Btrfs {
     pub fn new(h: &Handle, dev: Device, policy: Policy, costs: Costs) -> Self {
         let sub_trans_stamp = policy.log(LogPatch::SubTransStamp);
         let (mkfs_data, fs_size) = (costs.mkfs_data_chunk.min(costs.fs_size), costs.fs_size);
+        let costs_age = costs.clone();
         let (meta, meta_used, nodesize, item, rsv_max) = (
             costs.mkfs_meta_chunk,
             costs.mkfs_meta_used,
@@ -139,6 +140,7 @@ impl Btrfs {
                     st.trees = super::ctree_btree::Trees::new(nodesize);
                     st.meta.used = meta_used;
                     st.meta.clamp = 1;
+                    Btrfs::age(&mut st, &costs_age);
                     Btrfs::update_global_rsv(&mut st, item * 13, rsv_max);
                     st.sub_trans_stamp = sub_trans_stamp;
                     st

@@ -40,8 +40,10 @@ impl Btrfs {
             st.data.free(bg, len);
         }
         let tr = st.trans.get_mut(&t).unwrap();
-        tr.delayed_refs += pieces.len() as u64;
+        let heads = pieces.len() as u64;
+        tr.delayed_refs += heads;
         tr.pinned.extend(pieces);
+        Self::add_ref_heads(st, t, heads);
     }
 
     /// btrfs_finish_extent_commit → unpin_extent_range for transaction `t`.

@@ -57,16 +57,20 @@ impl Btrfs {
         // btrfs_buffered_write@v5.10 reserves data and metadata space for each chunk
         // before prepare_pages and btrfs_copy_from_user: the copy's CPU comes after.
         self.reserve_data(bytes).await?;
-        // btrfs_delalloc_reserve_metadata (delalloc-space.c@v5.10): a new outstanding extent
-        // reserves its insert (one item) and an inode update (one item) until its ordered
-        // extent completes; a file's appended dirty range is one extent.
-        let items = if self.inner.st.borrow().inodes[&ino].dirty_bytes == 0 {
-            2
+        // btrfs_delalloc_reserve_metadata (delalloc-space.c@v5.13): the inode's reserve is
+        // sized by btrfs_calculate_inode_block_rsv_size — an insert per outstanding extent,
+        // one inode update (nodesize × 8) and the csum leaves — and held until the ordered
+        // extent completes: a clean file's first range holds calc_inode_reservations of its
+        // bytes, each further separate range one more insert; an appended range merges
+        // into its outstanding extent. (The call reserves calc_inode_reservations and gives
+        // the excess back at once; that transient is not modelled.)
+        let first = self.inner.st.borrow().inodes[&ino].dirty_bytes == 0;
+        let rsv = if first {
+            self.delalloc_meta_size(bytes)
         } else {
-            u64::from(new_range)
+            self.meta_items(u64::from(new_range))
         };
-        if items > 0 {
-            let rsv = self.meta_items(items);
+        if rsv > 0 {
             self.reserve_metadata(rsv).await?;
             *self.st_mut().meta.delalloc_rsv.entry(ino).or_default() += rsv;
         }
@@ -303,6 +307,7 @@ impl Btrfs {
             let keep = st.keep_history;
             let pieces = Self::alloc_data_extent(&mut st, bytes);
             st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+            Self::add_ref_heads(&mut st, t, pieces.len() as u64);
             let w = Written {
                 id,
                 tok,
@@ -333,7 +338,8 @@ impl Btrfs {
         self.run_tree_work(cpu).await;
         // The ordered extent is done: its delalloc metadata goes back.
         let rsv = self.st_mut().meta.delalloc_rsv.remove(&ino).unwrap_or(0);
-        self.release_metadata(rsv);
+        // btrfs_delalloc_release_metadata → btrfs_inode_rsv_release@v5.13.
+        self.release_to_delayed_refs(rsv);
         self.end(th);
     }
 
@@ -371,7 +377,7 @@ impl Btrfs {
         // Extent map lookup, lock_extent, the ordered extent (one btree-item's CPU).
         self.inner.h.cpu(self.inner.costs.btree_item).await;
         self.reserve_data(bytes).await?;
-        let rsv = self.meta_items(2);
+        let rsv = self.delalloc_meta_size(bytes);
         if let Err(e) = self.reserve_metadata(rsv).await {
             self.st_mut().data.may_use -= bytes;
             return Err(e);
@@ -462,6 +468,7 @@ impl Btrfs {
             let mut st = self.st_mut();
             let pieces = Self::alloc_data_extent(&mut st, bytes);
             st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+            Self::add_ref_heads(&mut st, t, pieces.len() as u64);
             // The overwritten extent's bytes: freed, pinned until the commit (the model
             // frees the same amount from the new pieces; totals are what matter here).
             Self::free_pieces(&mut st, pieces, t);
@@ -483,7 +490,9 @@ impl Btrfs {
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
         self.run_tree_work(cpu).await;
-        self.release_metadata(rsv);
+        // btrfs_delalloc_release_metadata → btrfs_inode_rsv_release@v5.13: the inode's
+        // reserve fills delayed_refs_rsv first.
+        self.release_to_delayed_refs(rsv);
         self.end(th);
     }
 
@@ -977,6 +986,7 @@ impl Btrfs {
                 self.drop_extents(&mut st, ino, off, off + l, t);
                 let pieces = Self::alloc_data_extent(&mut st, l);
                 st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+                Self::add_ref_heads(&mut st, t, pieces.len() as u64);
                 let id = st.next_extent;
                 st.next_extent += 1;
                 // Its disk_bytenr: allocated, never written.

@@ -281,6 +281,7 @@ mod tests {
             super_done: false,
             forced_by_event: false,
             delayed_refs: 0,
+            ref_heads: 0,
             pinned: Vec::new(),
             meta_pinned: 0,
             marked_unnecessarily: false,

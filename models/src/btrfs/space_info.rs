@@ -8,6 +8,10 @@ use super::policy::{Policy, SpacePatch};
 use super::state::*;
 use crate::vfs::OpError;
 
+/// BTRFS_MAX_EXTENT_SIZE (ctree.h@v5.13): 128 MiB, the largest extent an outstanding
+/// extent covers (count_max_extents).
+const BTRFS_MAX_EXTENT_SIZE: u64 = 128 << 20;
+
 impl Btrfs {
     /// btrfs_check_data_free_space → btrfs_reserve_data_bytes (v5.10): data never
     /// overcommits, so a reservation is granted while used + pinned + may_use + bytes fits
@@ -160,6 +164,24 @@ fn can_overcommit_priority(st: &FsState, bytes: u64) -> bool {
     st.meta.in_use() + bytes < st.meta.total + ((st.data.unallocated / 2) >> 1)
 }
 
+/// calc_inode_reservations (delalloc-space.c@v5.13) for `bytes` of new data:
+/// btrfs_calc_insert_metadata_size(nr_extents + csum_leaves) for the file extent items
+/// (count_max_extents: one per BTRFS_MAX_EXTENT_SIZE, 128 MiB) and the csum leaves
+/// (btrfs_csum_bytes_to_leaves: csums_per_leaf = BTRFS_MAX_ITEM_SIZE / csum_size), plus
+/// btrfs_calc_metadata_size(1) = nodesize × BTRFS_MAX_LEVEL for finish_ordered_io's inode
+/// update. What a direct write reserves (btrfs_dio_iomap_begin →
+/// btrfs_delalloc_reserve_space, inode.c@v5.13 and @v5.14: 640 KiB for 4 KiB at 16 KiB
+/// nodes) and what a file's first dirty range holds
+/// (btrfs_calculate_inode_block_rsv_size@v5.13).
+pub fn calc_inode_reservations(c: &super::Costs, bytes: u64) -> u64 {
+    let extents = bytes.div_ceil(BTRFS_MAX_EXTENT_SIZE);
+    // BTRFS_MAX_ITEM_SIZE = nodesize - sizeof(struct btrfs_header) (101) -
+    // sizeof(struct btrfs_item) (25) (ctree.h@v5.13).
+    let per_leaf = ((c.nodesize - 101 - 25) / c.csum_per_block.max(1)).max(1);
+    let csum_leaves = (bytes / c.sectorsize.max(1)).div_ceil(per_leaf);
+    c.meta_item() * (extents + csum_leaves) + c.nodesize * 8
+}
+
 /// need_preemptive_reclaim (space-info.c@v5.12/5.13, MODELS-J1-F1-H1.md F1.6), with the
 /// F1 changes the policy applies.
 pub fn need_preemptive_reclaim(st: &FsState, p: &Policy) -> bool {
@@ -216,6 +238,74 @@ impl Btrfs {
     /// per item.
     pub(super) fn meta_items(&self, items: u64) -> u64 {
         self.inner.costs.meta_item() * items
+    }
+
+    /// `calc_inode_reservations` with this filesystem's sizes.
+    pub(super) fn delalloc_meta_size(&self, bytes: u64) -> u64 {
+        calc_inode_reservations(&self.inner.costs, bytes)
+    }
+
+    /// btrfs_update_delayed_refs_rsv (delayed-ref.c@v5.13): `heads` new delayed ref heads
+    /// (add_delayed_ref_head: trans->delayed_ref_updates++) queued in transaction `t` grow
+    /// `delayed_refs_rsv.size` by btrfs_calc_insert_metadata_size(heads); nothing is
+    /// reserved here — released reservations fill it (`release_to_delayed_refs`).
+    pub(super) fn add_ref_heads(st: &mut FsState, t: TransId, heads: u64) {
+        if let Some(tr) = st.trans.get_mut(&t) {
+            tr.ref_heads += heads;
+        }
+        st.meta.delayed_refs_size += heads * st.meta.nodesize * 8 * 2;
+    }
+
+    /// btrfs_block_rsv_release (block-rsv.c@v5.13) of a transaction handle's or an inode's
+    /// reserve: while delayed_refs_rsv is not full the released bytes fill it up to its
+    /// size (block_rsv_release_bytes with the delayed refs rsv as target); the rest goes
+    /// back to the space_info.
+    pub(super) fn release_to_delayed_refs(&self, bytes: u64) {
+        let fill = {
+            let mut st = self.st_mut();
+            let m = &mut st.meta;
+            let fill = m
+                .delayed_refs_size
+                .saturating_sub(m.delayed_refs)
+                .min(bytes);
+            m.delayed_refs += fill;
+            fill
+        };
+        self.release_metadata(bytes - fill);
+    }
+
+    /// `delayed_refs_rsv.full` (block-rsv.h@v5.13): reserved covers size.
+    pub(super) fn delayed_refs_full(st: &FsState) -> bool {
+        st.meta.delayed_refs >= st.meta.delayed_refs_size
+    }
+
+    /// btrfs_migrate_to_delayed_refs_rsv (delayed-ref.c@v5.13): `bytes` already in
+    /// bytes_may_use move to delayed_refs_rsv up to its size; the excess is freed.
+    pub(super) fn migrate_to_delayed_refs(&self, bytes: u64) {
+        self.release_to_delayed_refs(bytes);
+    }
+
+    /// Runs up to `heads` delayed ref heads of transaction `t` (btrfs_run_delayed_refs →
+    /// btrfs_delayed_refs_rsv_release@v5.13): the rsv's size drops by their insert size and
+    /// what it then holds above its size is released (to the global reserve, which the
+    /// model keeps full, so to the space_info). Returns the heads run.
+    pub(super) fn run_ref_heads(&self, t: TransId, heads: u64) -> u64 {
+        let (n, excess) = {
+            let mut st = self.st_mut();
+            let item = st.meta.nodesize * 8 * 2;
+            let Some(tr) = st.trans.get_mut(&t) else {
+                return 0;
+            };
+            let n = tr.ref_heads.min(heads);
+            tr.ref_heads -= n;
+            let m = &mut st.meta;
+            m.delayed_refs_size = m.delayed_refs_size.saturating_sub(n * item);
+            let excess = m.delayed_refs.saturating_sub(m.delayed_refs_size);
+            m.delayed_refs -= excess;
+            (n, excess)
+        };
+        self.release_metadata(excess);
+        n
     }
 
     /// __reserve_bytes (space-info.c@v5.12) for a FLUSH_ALL metadata reservation: granted
@@ -569,7 +659,7 @@ impl Btrfs {
             let m = &self.inner.st.borrow().meta;
             match state {
                 FlushState::DelayedItemsNr | FlushState::DelayedItems => m.delayed_block == 0,
-                FlushState::DelayedRefsNr | FlushState::DelayedRefs => m.delayed_refs == 0,
+                FlushState::DelayedRefsNr | FlushState::DelayedRefs => m.delayed_refs_size == 0,
                 FlushState::RunDelayedIputs => true,
                 _ => false,
             }
@@ -598,20 +688,31 @@ impl Btrfs {
                 self.release_metadata(bytes);
             }
             FlushState::DelayedRefsNr | FlushState::DelayedRefs => {
-                let bytes = {
-                    let st = self.inner.st.borrow();
-                    if state == FlushState::DelayedRefsNr {
-                        st.meta.delayed_refs.min(to_reclaim)
-                    } else {
-                        st.meta.delayed_refs
-                    }
+                // flush_space@v5.13: btrfs_run_delayed_refs(trans, nr) with nr =
+                // calc_reclaim_items_nr (to_reclaim / insert size, at least 1), or every
+                // ready head for FLUSH_DELAYED_REFS; here the running transaction's heads.
+                let nr = if state == FlushState::DelayedRefsNr {
+                    (to_reclaim / item).max(1)
+                } else {
+                    u64::MAX
                 };
-                self.inner
-                    .h
-                    .cpu(bytes.div_ceil(item) * self.inner.costs.delayed_ref)
-                    .await;
-                self.st_mut().meta.delayed_refs -= bytes;
-                self.release_metadata(bytes);
+                let running = self.inner.st.borrow().running;
+                let Some(t) = running else {
+                    if for_preempt {
+                        self.inner.h.sleep(self.inner.costs.jiffy).await;
+                    }
+                    return;
+                };
+                let heads = self.inner.st.borrow().trans[&t].ref_heads.min(nr);
+                self.inner.h.cpu(heads * self.inner.costs.delayed_ref).await;
+                let run = self.run_ref_heads(t, heads);
+                if let Some(tr) = self.st_mut().trans.get_mut(&t) {
+                    // The commit has these data refs less to run.
+                    tr.delayed_refs = tr.delayed_refs.saturating_sub(run);
+                }
+                if run == 0 && for_preempt {
+                    self.inner.h.sleep(self.inner.costs.jiffy).await;
+                }
             }
             FlushState::Delalloc | FlushState::DelallocWait => {
                 self.shrink_delalloc(to_reclaim, for_preempt).await;
@@ -733,6 +834,27 @@ impl Btrfs {
             self.meta_items(13),
             self.inner.costs.global_rsv_max,
         );
+    }
+
+    /// An aged filesystem (`Costs::aged_data`): data chunks allocated and full while the
+    /// device has room, and their checksums (csum_per_block per sector) counted as used
+    /// metadata, metadata chunks allocated for them. Extent items and file trees of the
+    /// aged data are not counted.
+    pub(super) fn age(st: &mut FsState, c: &super::Costs) {
+        let mut left = c.aged_data;
+        while left > 0 && st.data.unallocated >= c.data_chunk_size.max(1) {
+            let size = c.data_chunk_size.min(left).max(c.sectorsize);
+            st.data.unallocated -= size;
+            st.data.add_group(size);
+            st.data.alloc(size);
+            left = left.saturating_sub(size);
+        }
+        let aged = c.aged_data - left;
+        st.meta.used += aged / c.sectorsize.max(1) * c.csum_per_block;
+        while st.meta.used > st.meta.total && st.data.unallocated >= 2 * c.meta_chunk_size {
+            st.data.unallocated -= 2 * c.meta_chunk_size;
+            st.meta.total += c.meta_chunk_size;
+        }
     }
 
     /// The per-ticket wait percentiles into `m` (metadata_ticket_wait_*).

@@ -379,6 +379,11 @@ pub struct Transaction {
     /// Delayed data refs queued in it (an extent allocated or freed: one
     /// btrfs_add_delayed_data_ref each), run by its commit.
     pub delayed_refs: u64,
+    /// Delayed ref heads queued in it and not yet run (data refs, and two per COWed
+    /// block: the new block's and the old one's), each adding
+    /// btrfs_calc_insert_metadata_size(1) to `delayed_refs_rsv.size`
+    /// (delayed-ref.c:btrfs_update_delayed_refs_rsv@v5.13).
+    pub ref_heads: u64,
     /// Data extents freed in it: (block group, bytes), unpinned when its commit completes.
     pub pinned: Vec<(u64, u64)>,
     /// Metadata bytes pinned in it (old copies of the leaves it COWed).
@@ -649,6 +654,8 @@ pub struct MetaSpace {
     pub delayed_block: u64,
     /// Reserved for delayed refs (`delayed_refs_rsv.reserved`).
     pub delayed_refs: u64,
+    /// What the delayed refs queued and not yet run need (`delayed_refs_rsv.size`).
+    pub delayed_refs_size: u64,
     /// Reserved by open transaction handles (`trans_block_rsv.reserved`).
     pub trans: u64,
     /// `fs_info->delalloc_bytes`: dirty data not yet under writeback.
@@ -1075,6 +1082,7 @@ impl FsState {
                 pinned: Vec::new(),
                 meta_pinned: 0,
                 delayed_refs: 0,
+                ref_heads: 0,
                 forced_by_event: false,
                 marked_unnecessarily: false,
                 cowed_nodes: FastSet::default(),

@@ -46,10 +46,19 @@ impl Btrfs {
 
     /// btrfs_start_transaction(root, items): reserves `items` × the insert size of
     /// metadata (FLUSH_ALL, may wait in a ticket) before joining; the handle gives back what
-    /// it holds when it ends.
+    /// it holds when it ends. start_transaction@v5.13: while delayed_refs_rsv is not full
+    /// it reserves twice that at once ("assuming we'll do 2 x num_items worth of delayed
+    /// refs updates") and migrates the second half to the delayed refs rsv
+    /// (btrfs_migrate_to_delayed_refs_rsv; beyond its size, freed).
     pub(super) async fn start_transaction_items(&self, items: u64) -> Result<Trans, OpError> {
         let bytes = self.meta_items(items);
-        self.reserve_metadata(bytes).await?;
+        let refs = if Self::delayed_refs_full(&self.inner.st.borrow()) {
+            0
+        } else {
+            bytes
+        };
+        self.reserve_metadata(bytes + refs).await?;
+        self.migrate_to_delayed_refs(refs);
         self.st_mut().meta.trans += bytes;
         let mut th = self.start_transaction().await;
         th.reserved = bytes;
@@ -112,6 +121,7 @@ impl Btrfs {
                                 pinned: Vec::new(),
                                 meta_pinned: 0,
                                 delayed_refs: 0,
+                                ref_heads: 0,
                                 forced_by_event: false,
                                 marked_unnecessarily: false,
                                 cowed_nodes: Default::default(),
@@ -139,7 +149,8 @@ impl Btrfs {
         tr.extwriters -= u32::from(th.ext);
         st.meta.trans -= th.reserved;
         drop(st);
-        self.release_metadata(th.reserved);
+        // btrfs_trans_release_metadata → btrfs_block_rsv_release: to delayed refs first.
+        self.release_to_delayed_refs(th.reserved);
         self.inner.writers_wait.notify_all();
     }
 
@@ -187,6 +198,8 @@ impl Btrfs {
         let new = blocks * nodesize;
         tr.meta_pinned += new;
         st.meta.pinned += new;
+        // btrfs_alloc_tree_block and btrfs_free_tree_block: a delayed ref head each.
+        Self::add_ref_heads(st, t, 2 * blocks);
         blocks
     }
 
@@ -308,6 +321,7 @@ impl Btrfs {
         let refs = if c.delayed_refs == 0 { refs } else { 0 };
         h.cpu(c.commit_cpu + (blocks + refs) * c.commit_cpu_per_block)
             .await;
+        self.run_ref_heads(t, u64::MAX);
         // commit_fs_roots frees the log trees: the commit captures everything logged;
         // entries never synced are judged now.
         self.judge(t, None);

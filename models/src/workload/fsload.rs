@@ -777,7 +777,15 @@ impl Run {
         let dev = crate::block::add_disk(&mut sim, device.clone(), streams, false);
         dev.set_histograms(false);
         let probe = dev.clone();
-        let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), Costs::default());
+        let costs = match spec.fs_size {
+            None if spec.fill == 0.0 => Costs::default(),
+            size => {
+                let d = Costs::default();
+                let size = size.unwrap_or(d.fs_size);
+                d.for_device(size, spec.fill)
+            }
+        };
+        let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), costs);
         fs.set_latency(false);
         fs.set_history(false);
         if let Some(cores) = spec.cpus {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// The workload files shipped inside the binary: (file name, text).
-pub const BUILTIN: [(&str, &str); 11] = [
+pub const BUILTIN: [(&str, &str); 12] = [
     (
         "dbench.toml",
         include_str!("../../../scenarios/workloads/dbench.toml"),
@@ -44,6 +44,10 @@ pub const BUILTIN: [(&str, &str); 11] = [
     (
         "fsperf-emptyfiles500k.toml",
         include_str!("../../../scenarios/workloads/fsperf-emptyfiles500k.toml"),
+    ),
+    (
+        "fsperf-dbench60.toml",
+        include_str!("../../../scenarios/workloads/fsperf-dbench60.toml"),
     ),
     (
         "read-latency-jbd-refine.toml",
@@ -277,6 +281,11 @@ pub struct Spec {
     pub object_size: u64,
     /// kbuild: bytes of a ccache manifest.
     pub manifest_size: u64,
+    /// btrfs: the device's size in bytes (mkfs on the whole device; None: the model's
+    /// default, `btrfs::Costs::fs_size`). fsperf's device size is not known.
+    pub fs_size: Option<u64>,
+    /// btrfs: share (0..1) of the device already holding data when the run starts.
+    pub fill: f64,
     /// read-latency: bytes each timed read reads.
     pub read_size: u64,
     /// read-latency: how long a reader sleeps before each timed read.
@@ -837,6 +846,8 @@ impl Spec {
             page_cache,
             object_size: cx.size(&f.object_size, "object_size", 16 << 10)?,
             manifest_size: cx.size(&f.manifest_size, "manifest_size", 4 << 10)?,
+            fs_size: None,
+            fill: 0.0,
             read_size: cx.size(&f.read_size, "read_size", 1 << 20)?,
             read_interval: match &f.read_interval {
                 Some(v) => cx.dur(v, "read_interval", false)?,
@@ -877,7 +888,7 @@ impl Spec {
     }
 
     /// Parameters `--vary` accepts.
-    pub const VARY: [&'static str; 10] = [
+    pub const VARY: [&'static str; 12] = [
         "clients",
         "cpus",
         "threads",
@@ -888,6 +899,8 @@ impl Spec {
         "block_size",
         "hit_ratio",
         "page_cache",
+        "fs_size",
+        "fill",
     ];
 
     /// Applies one `--vary`-style override (`name`, `value`) to the workload or `device`.
@@ -917,6 +930,23 @@ impl Spec {
                     .ok_or_else(|| {
                         format!("invalid block_size '{value}': expected a size like 16k")
                     })?
+            }
+            "fs_size" => {
+                self.fs_size = Some(
+                    crate::units::parse_size(value)
+                        .ok()
+                        .filter(|&n| (2 << 30..=1 << 50).contains(&n))
+                        .ok_or_else(|| {
+                            format!("invalid fs_size '{value}': expected a size 2g..=1p")
+                        })?,
+                )
+            }
+            "fill" => {
+                self.fill = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|r| (0.0..1.0).contains(r))
+                    .ok_or_else(|| format!("invalid fill '{value}': expected 0..1"))?
             }
             "hit_ratio" | "page_cache" => {
                 let v = value
