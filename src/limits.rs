@@ -504,7 +504,8 @@ fn compare(a: &CompareArgs) -> Result<(), String> {
         .map(|(s, d)| (s, spec_bytes(s, d)))
         .fold((&spec, 0.0), |m, x| if x.1 > m.1 { x } else { m });
     estimate_bytes(largest, per_run, jobs.min(runs as usize).max(1))?;
-    if a.trace.is_some() {
+    // `--trace` alone needs `--out`: that is a flag error (exit 2), reported by the command.
+    if matches!(a.trace, Some(Some(_))) || (a.trace.is_some() && a.out.is_some()) {
         // The trace is of one run: the current policy at the first point.
         let bytes = points.first().map_or(0.0, |(s, _)| spec_events(s)) * TRACE_BYTES_PER_EVENT;
         report("trace_bytes", bytes);

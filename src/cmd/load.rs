@@ -156,9 +156,10 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
         let current = a.current.clone().unwrap_or_else(|| preset("linux-5.14"));
         return compare_fsperf(&a, &baseline, &current);
     }
+    // Bad flags (exit 2) are reported before the resource estimates (exit 3).
+    let trace_path = compare_outputs(&a)?;
     let (spec, dev) = a.load.load()?;
     let (baseline, current) = compare_policies(&a, &spec);
-    let trace_path = compare_outputs(&a)?;
     // Every output is staged next to its destination and moved into place once all are
     // written: a failure or a signal (the handler is installed first) leaves none of them.
     let mut staging = reports::output::Staging::default();
