@@ -271,7 +271,7 @@ impl StrategyArgs {
 
 #[derive(Args)]
 pub(crate) struct RunArgs {
-    /// Scenario name (see `fsyncsim list`) or path to a scenario TOML file.
+    /// Scenario name (see `fsyncsim list`; or its id: r1, J1a) or path to a scenario TOML file.
     pub(crate) scenario: Option<String>,
     #[command(flatten)]
     pub(crate) pol: PolicyArgs,

@@ -1,6 +1,8 @@
 //! The command line: help, outputs, exit codes, and bad input (one-line error, exit code 2,
 //! no panic).
 
+mod common;
+
 use std::process::{Command, Output, Stdio};
 
 fn fsyncsim(args: &[&str]) -> Output {
@@ -1178,4 +1180,20 @@ fn sweep_targets_any_metric_with_a_threshold() {
         ],
         &["--target", "threshold"],
     );
+}
+
+/// A built-in scenario may be named by its id (the part before the first '-'), in any
+/// case: `run R1` is `run r1-link-rename-logged-trans`; an unknown id is the usual error.
+#[test]
+fn a_builtin_scenario_is_named_by_its_id() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |name: &str| common::fsyncsim_in(dir, &["run", name, "--json"]);
+    let (short, full) = (run("R1"), run("r1-link-rename-logged-trans"));
+    assert_eq!(short.status.code(), Some(0));
+    assert_eq!(short.stdout, full.stdout);
+    assert_eq!(
+        run("j1b").stdout,
+        run("j1b-reader-stalled-by-sync-commit").stdout
+    );
+    common::assert_one_line_in(dir, 2, &["run", "R9"], &["unknown scenario 'R9'"]);
 }

@@ -987,6 +987,17 @@ impl Scenario {
 
     /// A built-in scenario by name, or a scenario file by path.
     pub fn load(spec: &str) -> Result<Scenario, ScenarioError> {
+        // A built-in scenario may be named by its id, the part before the first '-' (`R1`,
+        // `r4`, `J1a`), in any case.
+        let full = BUILTIN
+            .iter()
+            .map(|(file, _)| file.trim_end_matches(".toml"))
+            .find(|n| {
+                n.split('-')
+                    .next()
+                    .is_some_and(|id| id.eq_ignore_ascii_case(spec))
+            });
+        let spec = full.unwrap_or(spec);
         load_named(
             spec,
             Scenario::builtin(),
