@@ -29,6 +29,18 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// A user-facing failure: one line, exit code 2.
 struct Failure(String);
 
+/// clap's suggestion for a mistyped flag or subcommand, as a suffix of the one error line.
+fn did_you_mean(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let kinds = [ContextKind::SuggestedArg, ContextKind::SuggestedSubcommand];
+    let found = kinds.iter().find_map(|k| match e.get(*k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) => v.first().cloned(),
+        _ => None,
+    });
+    found.map_or_else(String::new, |s| format!(" (did you mean '{s}'?)"))
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -51,7 +63,7 @@ fn main() -> ExitCode {
                 Some(next) if first.ends_with(':') => {
                     out::error(format_args!("{first} {next}"), true)
                 }
-                _ => out::error(format_args!("{first}"), true),
+                _ => out::error(format_args!("{first}{}", did_you_mean(&e)), true),
             }
             return ExitCode::from(out::code::BAD_INPUT);
         }

@@ -1197,3 +1197,18 @@ fn a_builtin_scenario_is_named_by_its_id() {
     );
     common::assert_one_line_in(dir, 2, &["run", "R9"], &["unknown scenario 'R9'"]);
 }
+
+/// A mistyped flag or subcommand is one line that names it and clap's suggestion.
+#[test]
+fn a_mistyped_flag_or_subcommand_is_one_line_with_a_suggestion() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    common::assert_one_line_in(
+        dir,
+        2,
+        &["run", "--polcy", "linux-5.11"],
+        &["'--polcy'", "did you mean '--policy'?"],
+    );
+    common::assert_one_line_in(dir, 2, &["swep", "r1"], &["did you mean 'sweep'?"]);
+    let o = common::fsyncsim_in(dir, &["run", "--zzzzzz"]);
+    assert!(!common::stderr(&o).contains("did you mean"));
+}
