@@ -275,7 +275,8 @@ pub(crate) struct RunArgs {
     pub(crate) scenario: Option<String>,
     #[command(flatten)]
     pub(crate) pol: PolicyArgs,
-    /// Drop the script: a seeded strategy chooses at every named point and tie.
+    /// Drop the script: a seeded strategy (--strategy, --seed) picks the next task at every
+    /// named point and wherever tasks are ready at the same instant.
     #[arg(long)]
     pub(crate) explore: bool,
     #[command(flatten)]

@@ -111,7 +111,16 @@ fn terminal_bar(
         (true, None) => indicatif::ProgressBar::new_spinner(),
         (false, _) => indicatif::ProgressBar::hidden(),
     };
-    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template"));
+    let style = indicatif::ProgressStyle::with_template(template)
+        .expect("valid template")
+        // Whole units per second ({per_sec} prints four decimals).
+        .with_key(
+            "rate",
+            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", s.per_sec());
+            },
+        );
+    bar.set_style(style);
     bar
 }
 

@@ -198,7 +198,7 @@ fn progress_bar(owned: u64, policies: usize) -> indicatif::ProgressBar {
     terminal_bar(
         std::io::IsTerminal::is_terminal(&std::io::stdout()),
         || Some(owned * policies as u64),
-        "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {per_sec} ETA {eta} {msg}",
+        "{elapsed_precise} [{bar:30}] {pos}/{len} seeds {rate} ETA {eta} {msg}",
     )
 }
 
