@@ -241,23 +241,26 @@ pub enum RunBy {
 impl Btrfs {
     /// Runs `ino`'s delayed node in transaction `t` if it has one.
     pub(super) async fn run_delayed_node(&self, t: TransId, ino: Ino, by: RunBy) {
-        let work = {
-            let mut st = self.st_mut();
-            let Some(ops) = st.delayed.take(ino) else {
-                return;
-            };
-            Self::apply_tree_ops(&mut st, &self.inner.costs, t, &ops)
-        };
-        self.count_delayed_run(by);
-        self.run_tree_work(work).await;
-        self.inner.delayed_wait.notify_all();
+        self.run_delayed(t, by, |d| d.take(ino)).await;
     }
 
     /// Runs the first queued node in `t`; false when none is queued.
     async fn run_first_delayed_node(&self, t: TransId, by: RunBy) -> bool {
+        self.run_delayed(t, by, |d| d.take_first().map(|(_, ops)| ops))
+            .await
+    }
+
+    /// Runs the node `take` takes out of the delayed root in `t`, as tree work under the
+    /// tree locks, and wakes the balance waiters; false when it takes none.
+    async fn run_delayed(
+        &self,
+        t: TransId,
+        by: RunBy,
+        take: impl FnOnce(&mut DelayedRoot) -> Option<NodeOps>,
+    ) -> bool {
         let work = {
             let mut st = self.st_mut();
-            let Some((_, ops)) = st.delayed.take_first() else {
+            let Some(ops) = take(&mut st.delayed) else {
                 return false;
             };
             Self::apply_tree_ops(&mut st, &self.inner.costs, t, &ops)
@@ -288,8 +291,7 @@ impl Btrfs {
     /// btrfs_log_inode's delayed run: a directory's node, or a file's inode item when
     /// `full_sync`.
     pub(super) async fn commit_inode_delayed(&self, t: TransId, ino: Ino, full_sync: bool) {
-        let is_dir = self.inner.st.borrow().inodes[&ino].is_dir;
-        if (is_dir || full_sync) && self.inner.st.borrow().delayed.has(ino) {
+        if full_sync || self.inner.st.borrow().inodes[&ino].is_dir {
             self.run_delayed_node(t, ino, RunBy::Fsync).await;
         }
     }
