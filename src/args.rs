@@ -538,7 +538,8 @@ pub(crate) struct CompareArgs {
     /// First seed when --seeds is a count (default: the workload's).
     #[arg(long)]
     pub(crate) seed: Option<u64>,
-    /// One row per value of a workload or device parameter, e.g. queue_depth=32,254,1024.
+    /// One row per value of a workload or device parameter, e.g. queue_depth=32,254,1024, or
+    /// of a btrfs [costs] key (`fsyncsim list --costs`), e.g. costs.tree_locks=0,1.
     #[arg(long, value_parser = models::workload::compare::parse_vary)]
     pub(crate) vary: Option<(String, Vec<String>)>,
     /// Worker threads (default: all cores); results do not depend on it.
@@ -561,8 +562,13 @@ pub(crate) struct ValidateArgs {
     /// Shorter runs (dbench 20 s, sysbench 60 s) with two paired seeds and 95 % intervals.
     #[arg(long)]
     pub(crate) quick: bool,
+    /// Also run every btrfs experiment with each model mechanism off (tree locks, delayed
+    /// items, delayed refs, b-tree CPU, CPU contention) and print what each moved: six times
+    /// the btrfs runs.
+    #[arg(long)]
+    pub(crate) ablate: bool,
     /// Print JSON: {rows: [{id, seed, figure, seed_value, model_value, unit,
-    /// direction_match, ratio}], curves: [...]}.
+    /// direction_match, ratio}], curves: [...], ablation: {...} with --ablate}.
     #[arg(long)]
     pub(crate) json: bool,
     /// Worker threads (default: all cores); results do not depend on it.

@@ -17,7 +17,7 @@ fn tiny(seeds: u64) -> Lengths {
 
 #[test]
 fn rows_cover_the_seed_figures_and_flags_match_the_values() {
-    let v = validate_with(tiny(2), true, 2, &|| {}).unwrap();
+    let v = validate_with(tiny(2), true, false, 2, &|| {}).unwrap();
     for e in experiments() {
         for (m, b, c) in &e.figures {
             let id = format!("{}/{}", e.id, m.name());
@@ -75,8 +75,8 @@ fn rows_cover_the_seed_figures_and_flags_match_the_values() {
 
 #[test]
 fn validate_does_not_depend_on_jobs_and_json_has_the_schema() {
-    let a = validate_with(tiny(1), false, 1, &|| {}).unwrap();
-    let b = validate_with(tiny(1), false, 2, &|| {}).unwrap();
+    let a = validate_with(tiny(1), false, false, 1, &|| {}).unwrap();
+    let b = validate_with(tiny(1), false, false, 2, &|| {}).unwrap();
     assert_eq!(a, b);
     let j = reports::validate::json(&a);
     let row = &j["rows"][0];
@@ -130,6 +130,7 @@ fn the_score_counts_rows_by_direction_interval_size_and_level() {
             row("e", 100.0, &[300.0, 300.0], false),
         ],
         curves: Vec::new(),
+        ablation: None,
     };
     assert_eq!(v.rows[0].ci_excludes_zero(), Some(true));
     assert_eq!(v.rows[1].ci_excludes_zero(), Some(false));
@@ -174,5 +175,111 @@ fn the_dbench60_rows_are_the_seeds_table_as_fsperf_records_it() {
     assert_eq!(
         (s.clients, s.duration, s.warmup),
         (60, 600 * sim::S, 120 * sim::S)
+    );
+}
+
+/// The workload that the ablation tests run: dbench, 16 clients, half a second.
+fn small_dbench() -> (models::workload::spec::Spec, models::block::DiskConfig) {
+    let mut spec = models::workload::spec::Spec::load("dbench").unwrap();
+    spec.clients = 16;
+    spec.duration = sim::S / 2;
+    spec.warmup = 0;
+    let dev = models::block::DiskConfig::resolve(&spec.device).unwrap();
+    (spec, dev)
+}
+
+#[test]
+fn each_ablation_switches_its_mechanism_off_in_a_workload_run() {
+    use models::workload::fsload::run;
+    let (spec, dev) = small_dbench();
+    let pol = models::kernel::parse_policy("linux-5.11").unwrap();
+    let base = run(&spec, &pol, &dev, 1, None).unwrap();
+    for (name, sets, _) in models::validate::ABLATIONS {
+        let (mut s, mut d) = (spec.clone(), dev.clone());
+        for (k, v) in sets {
+            s.set(&mut d, k, v).unwrap();
+        }
+        let r = run(&s, &pol, &d, 1, None).unwrap();
+        assert_ne!(r.trace_hash, base.trace_hash, "{name} off changed nothing");
+    }
+}
+
+#[test]
+fn workload_costs_are_checked_like_a_scenarios_and_reach_the_run() {
+    use models::workload::spec::Spec;
+    let (spec, mut dev) = small_dbench();
+    let text = std::fs::read_to_string("scenarios/workloads/dbench.toml").unwrap();
+    let on = Spec::parse(&format!("{text}\n[costs]\ntree_locks = 0\n"), "x.toml").unwrap();
+    assert_eq!(on.costs.get("tree_locks"), Some(&0));
+    for (bad, what) in [
+        ("tree_locks = 2", "0 or 1"),
+        ("colour = 1", "expected one of"),
+    ] {
+        let e = Spec::parse(&format!("{text}\n[costs]\n{bad}\n"), "x.toml").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.starts_with("x.toml:") && msg.contains(what), "{msg}");
+    }
+    let ext = std::fs::read_to_string("scenarios/workloads/fs-mark-fio-ext4.toml").unwrap();
+    let e = Spec::parse(&format!("{ext}\n[costs]\ntree_locks = 0\n"), "y.toml").unwrap_err();
+    assert!(e.to_string().contains("btrfs"), "{e}");
+    // --vary's costs.NAME: the same check, and the value lands in the run's costs.
+    let mut s = spec.clone();
+    assert!(s.set(&mut dev, "costs.delayed_refs", "3").is_err());
+    assert!(s.set(&mut dev, "costs.no_such_cost", "1").is_err());
+    s.set(&mut dev, "costs.delayed_refs", "0").unwrap();
+    assert_eq!(s.costs.get("delayed_refs"), Some(&0));
+    assert!(models::workload::compare::parse_vary("costs.delayed_refs=0,1").is_ok());
+    assert!(models::workload::compare::parse_vary("costs.colour=0,1").is_err());
+}
+
+#[test]
+fn the_ablation_table_has_every_btrfs_delta_row_and_its_all_on_value() {
+    // Shorter than `tiny`: six variants of every btrfs run, no curves.
+    let l = Lengths {
+        dbench: sim::S / 2,
+        dbench_warmup: sim::S / 4,
+        sysbench: sim::S,
+        seeds: 1,
+        curve: sim::S / 2,
+        fsperf: Some((sim::S / 8, sim::S / 4)),
+        fsperf_sizes: &[],
+    };
+    let v = validate_with(l, true, true, 2, &|| {}).unwrap();
+    let a = v.ablation.as_ref().expect("--ablate gives a table");
+    let names: Vec<&str> = a.mechanisms.iter().map(|m| m.0.as_str()).collect();
+    let want: Vec<&str> = models::validate::ABLATIONS.iter().map(|m| m.0).collect();
+    assert_eq!(names, want);
+    // The btrfs experiments' delta rows, and no ext3/ext4 row (the mechanisms are btrfs's).
+    let btrfs = |id: &str| ["000-", "001-", "004-"].iter().any(|p| id.starts_with(p));
+    let deltas: Vec<&models::validate::Row> = v
+        .rows
+        .iter()
+        .filter(|r| r.direction_match.is_some() && btrfs(&r.id))
+        .collect();
+    assert_eq!(a.rows.len(), deltas.len());
+    for (r, d) in a.rows.iter().zip(&deltas) {
+        assert_eq!(r.id, d.id);
+        assert_eq!(r.all_on, d.model_value, "{}", r.id);
+        assert_eq!(r.off.len(), names.len());
+    }
+    // Each mechanism moves some row.
+    for (k, name) in names.iter().enumerate() {
+        assert!(
+            a.rows.iter().any(|r| r.off[k] != r.all_on),
+            "{name} off moved no row"
+        );
+    }
+    let text = reports::validate::text(&v);
+    assert!(text.contains("tree_locks off"), "{text}");
+    let j = reports::validate::json(&v);
+    assert!(
+        j["ablation"]["rows"][0]["off"]["delayed_items"].is_number(),
+        "{j}"
+    );
+    let plain = validate_with(l, true, false, 2, &|| {}).unwrap();
+    assert!(reports::validate::json(&plain).get("ablation").is_none());
+    assert_eq!(
+        plain.rows, v.rows,
+        "the ablation runs leave the rows as they are"
     );
 }

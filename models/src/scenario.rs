@@ -842,21 +842,9 @@ impl Cx<'_> {
     fn costs(&self, f: &ScenarioFile) -> Result<Costs, ScenarioError> {
         let mut costs = Costs::default();
         for (k, v) in f.costs.iter().flatten() {
-            let x = *v.get_ref();
-            let ok = match k.as_str() {
-                "nodesize" | "sectorsize" => (512..=1 << 20).contains(&x),
-                "tree_locks" => x <= 1,
-                _ => x <= 1_000_000_000_000,
-            };
-            if !ok || !costs.set(k, x) {
-                return Err(self.err(
-                    v.span().start,
-                    format!(
-                        "unknown or invalid cost '{k}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M; tree_locks 0 or 1)",
-                        Costs::FIELDS.join(", ")
-                    ),
-                ));
-            }
+            costs
+                .set_checked(k, *v.get_ref())
+                .map_err(|m| self.err(v.span().start, m))?;
         }
         Ok(costs)
     }

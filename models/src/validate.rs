@@ -8,7 +8,8 @@
 
 use crate::block::DiskConfig;
 use crate::kernel::parse_policy;
-use crate::workload::compare::compare;
+use crate::kernel::Policy;
+use crate::workload::compare::{compare, run_all, RunJob};
 use crate::workload::fsload::WorkloadResult;
 use crate::workload::spec::Spec;
 
@@ -504,6 +505,8 @@ pub struct Validation {
     pub rows: Vec<Row>,
     /// The curves.
     pub curves: Vec<Curve>,
+    /// Each delta row's change with each model mechanism off (`--ablate`).
+    pub ablation: Option<Ablation>,
 }
 
 /// How long each experiment runs.
@@ -583,10 +586,12 @@ pub(crate) fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
     (mean, Some((mean - h, mean + h)))
 }
 
-/// Runs every experiment (`quick`: shorter runs, two paired seeds) on `jobs` threads;
+/// Runs every experiment (`quick`: shorter runs, two paired seeds; `ablate`: again with each
+/// of `ABLATIONS` switched off) on `jobs` threads;
 /// `progress` is called after each workload run. Deterministic for any `jobs`.
 pub fn validate(
     quick: bool,
+    ablate: bool,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Validation, String> {
@@ -595,90 +600,59 @@ pub fn validate(
     } else {
         Lengths::full()
     };
-    validate_with(l, quick, jobs, progress)
+    validate_with(l, quick, ablate, jobs, progress)
 }
 
 /// `validate` with explicit run lengths.
 pub fn validate_with(
     l: Lengths,
     quick: bool,
+    ablate: bool,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Validation, String> {
     let (db_dur, db_warm, sb_dur, seeds, curve_dur) =
         (l.dbench, l.dbench_warmup, l.sysbench, l.seeds, l.curve);
-    let mut rows = Vec::new();
-    for e in experiments() {
-        let mut spec = Spec::load(e.workload).map_err(|x| x.to_string())?;
-        if e.workload == "dbench" {
-            spec.duration = db_dur;
-            spec.warmup = db_warm;
-        } else if e.workload.starts_with("fs-mark")
-            || e.workload == "kbuild"
-            || e.workload.starts_with("read-latency")
-        {
-            // Seed 003's blktrace runs lasted 300 s; the same lengths as dbench's.
-            spec.duration = db_dur;
-        } else if e.id.starts_with("004-") {
-            if let Some((dio, other)) = l.fsperf {
-                spec.duration = if spec.direct { dio } else { other };
-                spec.warmup = 0;
-            }
-        } else {
-            spec.duration = sb_dur;
-        }
-        let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
-        let (b, c) = (parse_policy(e.baseline)?, parse_policy(e.current)?);
-        let pairs = compare(&spec, &dev, &b, &c, spec.seed, seeds, None, jobs, progress)?;
-        let pair = &pairs[0];
-        for &(m, sb, sc) in &e.figures {
-            let seed_change = (sc - sb) / sb * 100.0;
-            let diffs: Vec<f64> = pair
-                .baseline
-                .iter()
-                .zip(&pair.current)
-                .filter_map(|(x, y)| Some((m.of(x)?, m.of(y)?)))
-                .map(|(x, y)| (y - x) / x * 100.0)
-                .filter(|d| d.is_finite())
-                .collect();
-            if diffs.is_empty() {
+    let planned = experiments()
+        .into_iter()
+        .map(|e| Planned::new(e, &l))
+        .collect::<Result<Vec<_>, String>>()?;
+    let variants = if ablate { ABLATIONS.len() + 1 } else { 1 };
+    let specs = planned
+        .iter()
+        .map(|p| (0..variants).map(|v| p.variant(v)).collect())
+        .collect::<Result<Vec<Vec<(Spec, DiskConfig)>>, String>>()?;
+    // One pool for every run of every experiment (and ablation variant): the long dbench
+    // runs overlap the short ones instead of each experiment waiting for its slowest run.
+    let mut work = Vec::new();
+    for (i, p) in planned.iter().enumerate() {
+        for (v, (spec, dev)) in specs[i].iter().enumerate() {
+            if v > 0 && !p.ablates() {
                 continue;
             }
-            rows.push(Row::from_samples(
-                format!("{}/{}", e.id, m.name()),
-                e.seed.split(' ').next().unwrap_or("").to_string(),
-                format!("{} change, {} → {}", m.name(), e.baseline, e.current),
-                seed_change,
-                &diffs,
-                "%",
-                true,
-            ));
-        }
-        for &m in &e.levels {
-            let seed_level = e
-                .figures
-                .iter()
-                .find(|f| f.0 == m)
-                .map(|f| f.1)
-                .or_else(|| e.level_only.iter().find(|l| l.0 == m).map(|l| l.1));
-            let Some(sb) = seed_level else {
-                continue;
-            };
-            let vals: Vec<f64> = pair.baseline.iter().filter_map(|r| m.of(r)).collect();
-            if vals.is_empty() {
-                continue;
+            for k in 0..seeds {
+                for side in 0..2 {
+                    let pol = if side == 0 { &p.baseline } else { &p.current };
+                    work.push(((i, v, side), (spec, pol, dev, spec.seed + k)));
+                }
             }
-            rows.push(Row::from_samples(
-                format!("{}/{}/level", e.id, m.name()),
-                e.seed.split(' ').next().unwrap_or("").to_string(),
-                format!("{} under {}", m.name(), e.baseline),
-                sb,
-                &vals,
-                m.unit(),
-                false,
-            ));
         }
     }
+    let jobs_list: Vec<RunJob> = work.iter().map(|w| w.1).collect();
+    let mut results = run_all(&jobs_list, jobs, progress)?.into_iter();
+    let mut runs: Vec<Vec<[Vec<WorkloadResult>; 2]>> = planned
+        .iter()
+        .map(|_| (0..variants).map(|_| [Vec::new(), Vec::new()]).collect())
+        .collect();
+    for &((i, v, side), _) in &work {
+        let r = results.next().expect("one result per run")?;
+        runs[i][v][side].push(r);
+    }
+    let mut rows = Vec::new();
+    for (p, r) in planned.iter().zip(&runs) {
+        rows.extend(p.rows(&r[0]));
+    }
+    let ablation = ablate.then(|| ablation_table(&planned, &runs));
     // Seed 002 (scrub with and without the readahead framework): its own rows.
     rows.extend(seed002_rows(seeds)?);
     let mut curves = vec![r7_curve(curve_dur, jobs, progress)?];
@@ -718,7 +692,222 @@ pub fn validate_with(
         ),
         rows,
         curves,
+        ablation,
     })
+}
+
+/// A model mechanism `validate --ablate` switches off: its name, the workload parameters
+/// (`--vary` names) that switch it off, and what it is.
+pub type Mechanism = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
+/// The mechanisms of the btrfs model that `validate --ablate` switches off one at a time.
+pub const ABLATIONS: [Mechanism; 5] = [
+    (
+        "tree_locks",
+        &[("costs.tree_locks", "0")],
+        "extent buffer tree locks (locking.rs)",
+    ),
+    (
+        "delayed_items",
+        &[("costs.delayed_items", "0")],
+        "delayed dir index items and inode updates (delayed_inode.rs)",
+    ),
+    (
+        "delayed_refs",
+        &[("costs.delayed_refs", "0")],
+        "delayed data refs run by the commit (delayed_ref.rs)",
+    ),
+    (
+        "btree_cpu",
+        &[
+            ("costs.key_compare_ps", "0"),
+            ("costs.tree_level_ps", "0"),
+            ("costs.leaf_move_ps_per_byte", "0"),
+        ],
+        "CPU of b-tree work: key compares, levels visited, bytes moved (ctree_btree.rs)",
+    ),
+    (
+        "cpu_contention",
+        &[("cpus", "unlimited")],
+        "the workload's CPU cores (off: every task runs at once)",
+    ),
+];
+
+/// What each mechanism moved: every btrfs delta row's model change with all mechanisms on
+/// and with each of `ABLATIONS` off.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ablation {
+    /// The mechanisms, in column order: (name, what it is).
+    pub mechanisms: Vec<(String, String)>,
+    /// The rows.
+    pub rows: Vec<AblationRow>,
+}
+
+/// One delta row of the ablation table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AblationRow {
+    /// The validate row's id.
+    pub id: String,
+    /// The seed's change, %.
+    pub seed_value: f64,
+    /// The model's mean change with every mechanism on, %.
+    pub all_on: f64,
+    /// The model's mean change with each mechanism off, %, in `mechanisms` order.
+    pub off: Vec<f64>,
+}
+
+/// One experiment with its run lengths applied and its policies parsed.
+struct Planned {
+    e: Experiment,
+    spec: Spec,
+    dev: DiskConfig,
+    baseline: Policy,
+    current: Policy,
+}
+
+impl Planned {
+    /// The experiment at the lengths `l` gives its workload kind.
+    fn new(e: Experiment, l: &Lengths) -> Result<Planned, String> {
+        let mut spec = Spec::load(e.workload).map_err(|x| x.to_string())?;
+        if e.workload == "dbench" {
+            spec.duration = l.dbench;
+            spec.warmup = l.dbench_warmup;
+        } else if e.workload.starts_with("fs-mark")
+            || e.workload == "kbuild"
+            || e.workload.starts_with("read-latency")
+        {
+            // Seed 003's blktrace runs lasted 300 s; the same lengths as dbench's.
+            spec.duration = l.dbench;
+        } else if e.id.starts_with("004-") {
+            if let Some((dio, other)) = l.fsperf {
+                spec.duration = if spec.direct { dio } else { other };
+                spec.warmup = 0;
+            }
+        } else {
+            spec.duration = l.sysbench;
+        }
+        let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
+        let (baseline, current) = (parse_policy(e.baseline)?, parse_policy(e.current)?);
+        Ok(Planned {
+            e,
+            spec,
+            dev,
+            baseline,
+            current,
+        })
+    }
+
+    /// Whether the ablation runs it: the mechanisms are btrfs's.
+    fn ablates(&self) -> bool {
+        self.spec.mount.fs == crate::mount::FsKind::Btrfs
+    }
+
+    /// Variant `v`: 0 as planned, `k` with `ABLATIONS[k - 1]` off.
+    fn variant(&self, v: usize) -> Result<(Spec, DiskConfig), String> {
+        let (mut s, mut d) = (self.spec.clone(), self.dev.clone());
+        if v > 0 && self.ablates() {
+            for (name, value) in ABLATIONS[v - 1].1 {
+                s.set(&mut d, name, value)?;
+            }
+        }
+        Ok((s, d))
+    }
+
+    /// Each figure's paired changes, % (current against baseline, seed by seed).
+    fn changes(&self, sides: &[Vec<WorkloadResult>; 2]) -> Vec<(Measure, f64, Vec<f64>)> {
+        let mut out = Vec::new();
+        for &(m, sb, sc) in &self.e.figures {
+            let diffs: Vec<f64> = sides[0]
+                .iter()
+                .zip(&sides[1])
+                .filter_map(|(x, y)| Some((m.of(x)?, m.of(y)?)))
+                .map(|(x, y)| (y - x) / x * 100.0)
+                .filter(|d| d.is_finite())
+                .collect();
+            if !diffs.is_empty() {
+                out.push((m, (sc - sb) / sb * 100.0, diffs));
+            }
+        }
+        out
+    }
+
+    /// The experiment's rows: each figure's change, then the baseline's levels.
+    fn rows(&self, sides: &[Vec<WorkloadResult>; 2]) -> Vec<Row> {
+        let e = &self.e;
+        let seed = e.seed.split(' ').next().unwrap_or("").to_string();
+        let mut rows = Vec::new();
+        for (m, seed_change, diffs) in self.changes(sides) {
+            rows.push(Row::from_samples(
+                format!("{}/{}", e.id, m.name()),
+                seed.clone(),
+                format!("{} change, {} → {}", m.name(), e.baseline, e.current),
+                seed_change,
+                &diffs,
+                "%",
+                true,
+            ));
+        }
+        for &m in &e.levels {
+            let seed_level = e
+                .figures
+                .iter()
+                .find(|f| f.0 == m)
+                .map(|f| f.1)
+                .or_else(|| e.level_only.iter().find(|l| l.0 == m).map(|l| l.1));
+            let Some(sb) = seed_level else {
+                continue;
+            };
+            let vals: Vec<f64> = sides[0].iter().filter_map(|r| m.of(r)).collect();
+            if vals.is_empty() {
+                continue;
+            }
+            rows.push(Row::from_samples(
+                format!("{}/{}/level", e.id, m.name()),
+                seed.clone(),
+                format!("{} under {}", m.name(), e.baseline),
+                sb,
+                &vals,
+                m.unit(),
+                false,
+            ));
+        }
+        rows
+    }
+}
+
+/// The ablation table from every variant's runs (`runs[experiment][variant]`).
+fn ablation_table(planned: &[Planned], runs: &[Vec<[Vec<WorkloadResult>; 2]>]) -> Ablation {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let mut rows = Vec::new();
+    for (p, r) in planned.iter().zip(runs).filter(|(p, _)| p.ablates()) {
+        let all_on = p.changes(&r[0]);
+        let off: Vec<Vec<(Measure, f64, Vec<f64>)>> =
+            r[1..].iter().map(|sides| p.changes(sides)).collect();
+        for (m, seed_value, diffs) in &all_on {
+            let off_mean = |v: &Vec<(Measure, f64, Vec<f64>)>| {
+                v.iter()
+                    .find(|c| c.0 == *m)
+                    .map_or(f64::NAN, |c| mean(&c.2))
+            };
+            rows.push(AblationRow {
+                id: format!("{}/{}", p.e.id, m.name()),
+                seed_value: *seed_value,
+                all_on: mean(diffs),
+                off: off.iter().map(off_mean).collect(),
+            });
+        }
+    }
+    Ablation {
+        mechanisms: ABLATIONS
+            .iter()
+            .map(|(n, _, what)| (n.to_string(), what.to_string()))
+            .collect(),
+        rows,
+    }
 }
 
 /// The model's result pairs of one fsperf test at each device size (GiB), one seed per

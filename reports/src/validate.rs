@@ -1,6 +1,6 @@
 //! `fsyncsim validate`: the one table of seed figures beside the model's, and the curves.
 
-use models::validate::Validation;
+use models::validate::{Ablation, Validation};
 use serde_json::{json, Value};
 
 /// A number as the table prints it (4 significant digits, fixed point).
@@ -111,6 +111,30 @@ pub fn text(v: &Validation) -> String {
         lines.extend(rows);
         t.push_str(&crate::workload::pipe_table(&lines));
     }
+    if let Some(a) = &v.ablation {
+        t.push_str(&ablation_text(a));
+    }
+    t
+}
+
+/// The ablation table: each btrfs delta row's change with every mechanism on and with each
+/// one off, and which mechanisms are it.
+fn ablation_text(a: &Ablation) -> String {
+    let mut t = String::from(
+        "\nablation: the model's change (%) with every mechanism on and with each one off\n",
+    );
+    for (name, what) in &a.mechanisms {
+        t.push_str(&format!("  {name}: {what}\n"));
+    }
+    let mut head = vec!["row".to_string(), "seed".into(), "all on".into()];
+    head.extend(a.mechanisms.iter().map(|(n, _)| format!("{n} off")));
+    let mut lines = vec![head];
+    for r in &a.rows {
+        let mut line = vec![r.id.clone(), num(r.seed_value), num(r.all_on)];
+        line.extend(r.off.iter().map(|&x| num(x)));
+        lines.push(line);
+    }
+    t.push_str(&crate::workload::pipe_table(&lines));
     t
 }
 
@@ -119,7 +143,7 @@ pub fn text(v: &Validation) -> String {
 pub fn json(v: &Validation) -> Value {
     let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
     let sc = v.score();
-    json!({
+    let mut j = json!({
         "quick": v.quick,
         "setup": v.setup,
         "rows": v.rows.iter().map(|r| json!({
@@ -150,5 +174,17 @@ pub fn json(v: &Validation) -> Value {
             "points": c.points.iter().map(|p| json!({"param": p.param, "x": f(p.x), "y": f(p.y)})).collect::<Vec<_>>(),
             "seed_point": c.seed_point.as_ref().map(|(x, y, how)| json!({"x": f(*x), "y": f(*y), "derived": how})),
         })).collect::<Vec<_>>(),
-    })
+    });
+    if let Some(a) = &v.ablation {
+        j["ablation"] = json!({
+            "mechanisms": a.mechanisms.iter().map(|(n, w)| json!({"name": n, "what": w})).collect::<Vec<_>>(),
+            "rows": a.rows.iter().map(|r| json!({
+                "id": r.id,
+                "seed_value": f(r.seed_value),
+                "all_on": f(r.all_on),
+                "off": a.mechanisms.iter().zip(&r.off).map(|((n, _), &x)| (n.clone(), f(x))).collect::<serde_json::Map<_, _>>(),
+            })).collect::<Vec<_>>(),
+        });
+    }
+    j
 }

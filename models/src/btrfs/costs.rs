@@ -268,6 +268,22 @@ impl Costs {
         "delayed_refs",
     ];
 
+    /// Sets one field by name to a value in its range, or says what was expected.
+    pub fn set_checked(&mut self, name: &str, x: u64) -> Result<(), String> {
+        let ok = match name {
+            "nodesize" | "sectorsize" => (512..=1 << 20).contains(&x),
+            "tree_locks" | "delayed_items" | "delayed_refs" => x <= 1,
+            _ => x <= 1_000_000_000_000,
+        };
+        if ok && self.set(name, x) {
+            return Ok(());
+        }
+        Err(format!(
+            "unknown or invalid cost '{name}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M; tree_locks, delayed_items and delayed_refs 0 or 1)",
+            Costs::FIELDS.join(", ")
+        ))
+    }
+
     /// Sets one field by name; false if there is no such field.
     pub fn set(&mut self, name: &str, v: u64) -> bool {
         match self.field(name) {

@@ -27,9 +27,12 @@ pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
     let (name, values) = s.split_once('=').ok_or_else(|| {
         format!("invalid --vary '{s}': expected NAME=V1,V2,… e.g. queue_depth=32,254,1024")
     })?;
-    if !Spec::VARY.contains(&name) {
+    let cost = name
+        .strip_prefix("costs.")
+        .is_some_and(|k| crate::btrfs::costs::Costs::FIELDS.contains(&k));
+    if !Spec::VARY.contains(&name) && !cost {
         return Err(format!(
-            "unknown parameter '{name}' in --vary: expected one of {}",
+            "unknown parameter '{name}' in --vary: expected one of {}, or costs.NAME with a btrfs [costs] key (`fsyncsim list --costs`)",
             Spec::VARY.join(", ")
         ));
     }
@@ -56,6 +59,32 @@ pub fn first_point(
         }
     }
     Ok((s, d))
+}
+
+/// One workload run: the workload, the policy, the device and the seed.
+pub type RunJob<'a> = (&'a Spec, &'a Policy, &'a DiskConfig, u64);
+
+/// Runs every job on a rayon pool of `jobs` threads; results in the jobs' order, whatever
+/// `jobs` is. `progress` is called after each run.
+pub fn run_all(
+    runs: &[RunJob],
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<Result<WorkloadResult, String>>, String> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .map_err(|e| format!("--jobs: {e}"))?;
+    Ok(pool.install(|| {
+        runs.par_iter()
+            .with_max_len(1)
+            .map(|&(s, p, d, seed)| {
+                let r = run(s, p, d, seed, None);
+                progress();
+                r
+            })
+            .collect()
+    }))
 }
 
 /// One comparison point: the runs of both sides over the seeds.
@@ -103,21 +132,15 @@ pub fn compare(
             }
         }
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .map_err(|e| format!("--jobs: {e}"))?;
-    let results: Vec<Result<WorkloadResult, String>> = pool.install(|| {
-        work.par_iter()
-            .map(|&(i, k, side)| {
-                let (_, s, d) = &points[i];
-                let p = if side == 0 { baseline } else { current };
-                let r = run(s, p, d, seed + k, None);
-                progress();
-                r
-            })
-            .collect()
-    });
+    let runs: Vec<RunJob> = work
+        .iter()
+        .map(|&(i, k, side)| {
+            let (_, s, d) = &points[i];
+            let p = if side == 0 { baseline } else { current };
+            (s, p, d, seed + k)
+        })
+        .collect();
+    let results = run_all(&runs, jobs, progress)?;
     let mut out: Vec<Pair> = points
         .iter()
         .map(|(v, _, _)| Pair {

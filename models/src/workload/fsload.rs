@@ -777,7 +777,7 @@ impl Run {
         let dev = crate::block::add_disk(&mut sim, device.clone(), streams, false);
         dev.set_histograms(false);
         let probe = dev.clone();
-        let costs = match spec.fs_size {
+        let mut costs = match spec.fs_size {
             None if spec.fill == 0.0 => Costs::default(),
             size => {
                 let d = Costs::default();
@@ -785,6 +785,10 @@ impl Run {
                 d.for_device(size, spec.fill)
             }
         };
+        for (k, &v) in &spec.costs {
+            let set = costs.set(k, v);
+            debug_assert!(set, "Spec checked its [costs] keys");
+        }
         let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), costs);
         fs.set_latency(false);
         fs.set_history(false);

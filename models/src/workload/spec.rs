@@ -214,6 +214,7 @@ struct SpecFile {
     current: Option<Spanned<String>>,
     read_size: Option<Spanned<String>>,
     read_interval: Option<Spanned<String>>,
+    costs: Option<BTreeMap<String, Spanned<u64>>>,
 }
 
 /// A parsed, validated workload.
@@ -286,6 +287,9 @@ pub struct Spec {
     pub fs_size: Option<u64>,
     /// btrfs: share (0..1) of the device already holding data when the run starts.
     pub fill: f64,
+    /// btrfs: `[costs]` overrides (`fsyncsim list --costs`), e.g. a mechanism switched off
+    /// for ablation (`--vary costs.tree_locks=0,1`).
+    pub costs: BTreeMap<String, u64>,
     /// read-latency: bytes each timed read reads.
     pub read_size: u64,
     /// read-latency: how long a reader sleeps before each timed read.
@@ -773,6 +777,25 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// `[costs]`: btrfs cost and switch overrides, each checked as a scenario's are.
+    fn costs(&self, f: &SpecFile, ext: bool) -> Result<BTreeMap<String, u64>, SpecError> {
+        let mut out = BTreeMap::new();
+        let mut scratch = crate::btrfs::costs::Costs::default();
+        for (k, v) in f.costs.iter().flatten() {
+            if ext {
+                return Err(self.err(
+                    v.span().start,
+                    "[costs] belong to a btrfs workload, not ext3/ext4".into(),
+                ));
+            }
+            scratch
+                .set_checked(k, *v.get_ref())
+                .map_err(|m| self.err(v.span().start, m))?;
+            out.insert(k.clone(), *v.get_ref());
+        }
+        Ok(out)
+    }
+
     fn fsync_freq(&self, f: &SpecFile) -> Result<u64, SpecError> {
         match &f.fsync_freq {
             Some(s) if *s.get_ref() >= 0 => Ok(*s.get_ref() as u64),
@@ -848,6 +871,7 @@ impl Spec {
             manifest_size: cx.size(&f.manifest_size, "manifest_size", 4 << 10)?,
             fs_size: None,
             fill: 0.0,
+            costs: cx.costs(&f, ext)?,
             read_size: cx.size(&f.read_size, "read_size", 1 << 20)?,
             read_interval: match &f.read_interval {
                 Some(v) => cx.dur(v, "read_interval", false)?,
@@ -960,9 +984,20 @@ impl Spec {
                     self.page_cache = v;
                 }
             }
+            _ if name.starts_with("costs.") => {
+                if self.mount.fs != crate::mount::FsKind::Btrfs {
+                    return Err(format!("{name}: [costs] belong to btrfs, not this workload's filesystem"));
+                }
+                let key = &name["costs.".len()..];
+                let x = value
+                    .parse::<u64>()
+                    .map_err(|_| format!("invalid {name} '{value}': expected an integer >= 0"))?;
+                crate::btrfs::costs::Costs::default().set_checked(key, x)?;
+                self.costs.insert(key.to_string(), x);
+            }
             _ => {
                 return Err(format!(
-                    "unknown parameter '{name}': expected one of {}",
+                    "unknown parameter '{name}': expected one of {}, or costs.NAME (`fsyncsim list --costs`)",
                     Self::VARY.join(", ")
                 ))
             }
