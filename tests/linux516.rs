@@ -81,7 +81,10 @@ fn linux_5_16_is_5_15_plus_its_switches() {
         .filter(|s| s.since == (5, 16))
         .map(|s| s.name())
         .collect();
-    assert_eq!(five16, ["drop-if-logged", "truncate-if-logged"]);
+    assert_eq!(
+        five16,
+        ["drop-if-logged", "truncate-if-logged", "keep-delayed-inode"]
+    );
     for s in &models::btrfs::switches::SWITCHES {
         assert_eq!(s.is_on(&p16.btrfs), s.since <= (5, 16), "{}", s.name());
         if s.since < (5, 16) {
@@ -123,6 +126,48 @@ fn the_5_16_truncate_skip_removes_the_search_for_a_file_logged_in_an_earlier_tra
         "r20-full-fsync-truncates-unlogged-file",
         (3, 3, 2),
     );
+}
+
+#[test]
+fn the_5_16_full_sync_leaves_a_files_delayed_inode_item_to_the_workers_and_the_commit() {
+    // f6df27dd2707: a full sync of a regular file no longer writes its delayed inode item
+    // into the subvolume tree first. /d/f's two full syncs (new, then truncated) each
+    // wrote it under 5.15; the fast fsync between them wrote nothing under either.
+    check_switch(
+        "keep-delayed-inode",
+        "f6df27dd2707",
+        "fsync_delayed_inode_commits",
+        "r22-full-fsync-commits-delayed-inode",
+        (2, 2, 0),
+    );
+}
+
+#[test]
+fn a_directorys_delayed_items_are_still_written_by_its_fsync_under_5_16() {
+    // The switch is about regular files: a directory's delayed dir index items must reach
+    // the subvolume tree before log_dir_items searches it, in 5.16 as before.
+    let text = r#"
+name = "dir-delayed-items"
+race = "D"
+title = "a directory's fsync runs its delayed items"
+summary = "create two files in a directory, fsync the directory"
+key_metric = "delayed_nodes_run_fsync"
+setup = ["mkdir /d", "commit"]
+
+[[task]]
+name = "A"
+ops = ["create /d/a", "create /d/b", "fsync /d"]
+
+[policies]
+before = "linux-5.15"
+after = "linux-5.16"
+"#;
+    let sc = Scenario::parse(text, "dir.toml").unwrap();
+    for p in ["linux-5.15", "linux-5.16"] {
+        let r = run_with(&sc, &Policy::preset(p).unwrap());
+        assert_eq!(r.metrics.get("delayed_nodes_run_fsync"), Some(1), "{p}");
+        assert_eq!(r.metrics.get("fsync_delayed_inode_commits"), Some(0), "{p}");
+    }
 }
 
 #[test]

@@ -291,8 +291,8 @@ mod tests {
         assert!(LogPatch::ALL.iter().all(|&l| !p11.btrfs.log(l)));
         let p12 = Policy::preset("linux-5.12").unwrap();
         // The 5.12 series: in 5.12; bc0939fcfab0, 8318ba79eeeb and 885f46d87f29 from 5.13;
-        // b590b839720c from 5.14; 8be2ba2e0e11 from 5.15; 88e221cdacc5 and 4934a8150214 from
-        // 5.16; d99478874355 in none.
+        // b590b839720c from 5.14; 8be2ba2e0e11 from 5.15; 88e221cdacc5, 4934a8150214 and
+        // f6df27dd2707 from 5.16; d99478874355 in none.
         let later = [
             LogPatch::SkipUnchangedDirs,
             LogPatch::PreallocFullFsync,
@@ -303,6 +303,7 @@ mod tests {
             LogPatch::FullSyncIfExtentsDropped,
             LogPatch::DropIfLogged,
             LogPatch::TruncateIfLogged,
+            LogPatch::KeepDelayedInode,
         ];
         assert!(LogPatch::ALL
             .iter()

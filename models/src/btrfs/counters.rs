@@ -153,6 +153,10 @@ pub struct Counters {
     /// Deletion searches of the log tree by a full fsync's truncate_inode_items for a file of
     /// which this transaction's log held no item (4934a8150214, 5.16).
     pub unneeded_log_truncates: u64,
+    /// Delayed inode items of regular files a full-sync fsync wrote into the subvolume tree
+    /// (btrfs_commit_inode_delayed_inode), although the log copies the in-memory inode
+    /// (f6df27dd2707, 5.16, no longer writes them).
+    pub fsync_delayed_inode_commits: u64,
 }
 
 /// btrfs's locks and wait queues whose waits every run reports.
@@ -270,6 +274,10 @@ impl Counters {
             ("preempt_flushed_bytes", self.preempt_flushed_bytes),
             ("unneeded_log_drops", self.unneeded_log_drops),
             ("unneeded_log_truncates", self.unneeded_log_truncates),
+            (
+                "fsync_delayed_inode_commits",
+                self.fsync_delayed_inode_commits,
+            ),
         ]
     }
 
@@ -362,6 +370,7 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "preempt_flushed_bytes" => "dirty data bytes the preemptive worker wrote back before any reservation needed the space",
         "unneeded_log_drops" => "deletion searches of the log tree by drop_inode_items (a directory, LOG_INODE_EXISTS, an xattr changed) for an inode of which this transaction's log held no item (before 5.16's 88e221cdacc5)",
         "unneeded_log_truncates" => "deletion searches of the log tree by a full fsync's truncate_inode_items for a file of which this transaction's log held no item (before 5.16's 4934a8150214)",
+        "fsync_delayed_inode_commits" => "delayed inode items of regular files written into the subvolume tree by a full-sync fsync, which logs the in-memory inode anyway (before 5.16's f6df27dd2707)",
         n if n.starts_with("flushes.") => "flush_space calls in that state (FLUSH_DELALLOC, COMMIT_TRANS, ...), all flushers",
         n if n.ends_with("_count") || n.ends_with("_ns") => {
             "waits on that lock or wait queue (count) and the time they took (ns), all tasks"

@@ -240,8 +240,8 @@ pub enum RunBy {
 
 impl Btrfs {
     /// Runs `ino`'s delayed node in transaction `t` if it has one.
-    pub(super) async fn run_delayed_node(&self, t: TransId, ino: Ino, by: RunBy) {
-        self.run_delayed(t, by, |d| d.take(ino)).await;
+    pub(super) async fn run_delayed_node(&self, t: TransId, ino: Ino, by: RunBy) -> bool {
+        self.run_delayed(t, by, |d| d.take(ino)).await
     }
 
     /// Runs the first queued node in `t`; false when none is queued.
@@ -289,10 +289,16 @@ impl Btrfs {
     }
 
     /// btrfs_log_inode's delayed run: a directory's node, or a file's inode item when
-    /// `full_sync`.
+    /// `full_sync` (btrfs_commit_inode_delayed_inode, until 5.16's f6df27dd2707 logs the
+    /// in-memory inode without it: `keep-delayed-inode`).
     pub(super) async fn commit_inode_delayed(&self, t: TransId, ino: Ino, full_sync: bool) {
-        if full_sync || self.inner.st.borrow().inodes[&ino].is_dir {
+        if self.inner.st.borrow().inodes[&ino].is_dir {
             self.run_delayed_node(t, ino, RunBy::Fsync).await;
+        } else if full_sync
+            && !self.log_patch(super::policy::LogPatch::KeepDelayedInode)
+            && self.run_delayed_node(t, ino, RunBy::Fsync).await
+        {
+            self.inner.m.borrow_mut().fsync_delayed_inode_commits += 1;
         }
     }
 

@@ -332,11 +332,15 @@ pub enum LogPatch {
     /// A full sync of a file calls truncate_inode_items on the log tree only when
     /// inode_logged() says it was logged in this transaction (4934a8150214, 5.16).
     TruncateIfLogged,
+    /// btrfs_log_inode no longer commits a regular file's delayed inode item into the
+    /// subvolume tree on a full sync: the log's copy comes from the in-memory inode
+    /// (f6df27dd2707, 5.16).
+    KeepDelayedInode,
 }
 
 impl LogPatch {
     /// All: the 5.12 series in series order, then the later changes.
-    pub const ALL: [LogPatch; 15] = [
+    pub const ALL: [LogPatch; 16] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
@@ -352,6 +356,7 @@ impl LogPatch {
         LogPatch::FullSyncIfExtentsDropped,
         LogPatch::DropIfLogged,
         LogPatch::TruncateIfLogged,
+        LogPatch::KeepDelayedInode,
     ];
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
@@ -372,6 +377,7 @@ impl LogPatch {
             LogPatch::FullSyncIfExtentsDropped => "full-sync-if-extents-dropped",
             LogPatch::DropIfLogged => "drop-if-logged",
             LogPatch::TruncateIfLogged => "truncate-if-logged",
+            LogPatch::KeepDelayedInode => "keep-delayed-inode",
         }
     }
 
@@ -416,6 +422,9 @@ impl LogPatch {
             }
             LogPatch::TruncateIfLogged => {
                 "btrfs: avoid expensive search when truncating inode items from the log"
+            }
+            LogPatch::KeepDelayedInode => {
+                "btrfs: do not commit delayed inode when logging a file in full sync mode"
             }
         }
     }

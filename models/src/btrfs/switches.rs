@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 33] = [
+pub const SWITCHES: [Switch; 34] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -175,6 +175,12 @@ pub const SWITCHES: [Switch; 33] = [
         "4934a8150214",
         "linux-btrfs 2021-08-31 \"[PATCH 07/10]\" of \"btrfs: set of small optimizations for inode logging\" (cover.1630419897.git.fdmanana@suse.com; fs/btrfs/tree-log.c:btrfs_log_inode, truncate_inode_items), kdave/linux for-5.16-tag",
         "unneeded_log_truncates",
+    ),
+    log_5_16(
+        LogPatch::KeepDelayedInode,
+        "f6df27dd2707",
+        "linux-btrfs 2021-08-31 \"[PATCH 10/10]\" of \"btrfs: set of small optimizations for inode logging\" (cover.1630419897.git.fdmanana@suse.com; fs/btrfs/tree-log.c:btrfs_log_inode, btrfs_commit_inode_delayed_inode), kdave/linux for-5.16-tag",
+        "fsync_delayed_inode_commits",
     ),
     Switch {
         toggle: Toggle::Log(LogPatch::PreallocFullFsync),
