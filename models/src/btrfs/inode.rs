@@ -223,54 +223,14 @@ impl Btrfs {
                 )));
             }
         }
-        let mut evicted = false;
-        let cpu = {
-            let mut st = self.st_mut();
-            let mut ops: smallvec::SmallVec<[TreeOp; 9]> = smallvec::SmallVec::new();
-            if rename {
-                ops.extend(unlink_ops(&mut st.trees, ino, old_dir, old_name));
-            }
-            if let Some(tg) = target {
-                // btrfs_rename (inode.c@v5.10..v5.16): `if (new_inode)` →
-                // btrfs_unlink_inode(new_dir, new_inode, new name), after the old name.
-                ops.extend(unlink_ops(&mut st.trees, tg, new_dir, new_name));
-                ops.extend(Self::unlinked_inode_ops(&st, tg));
-            }
-            ops.extend(link_ops(&mut st.trees, ino, new_dir, new_name));
-            ops.push(TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            ));
-            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
-            if rename {
-                st.remove_dentry(old_dir, old_name, t, self.inner.h.now());
-                // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
-                // only when the parents differ (tree-log.c:btrfs_record_unlink_dir@v5.10):
-                // the inode always, the old directory unless it or the inode is already
-                // logged in this transaction. A rename within one directory marks nothing
-                // here (btrfs_log_new_name marks a non-directory inode, below).
-                if old_dir != new_dir {
-                    st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
-                    let dir_logged = st.inodes[&old_dir].logged_trans == t;
-                    let ino_logged = st.inodes[&ino].logged_trans == t;
-                    if !dir_logged && !ino_logged {
-                        st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
-                    }
-                }
-                Self::set_inode_last_trans(&mut st, old_dir, t);
-            }
-            if let Some(tg) = target {
-                st.remove_dentry(new_dir, new_name, t, self.inner.h.now());
-                evicted = self.drop_name_of(&mut st, tg, t);
-            }
-            st.add_dentry(new_dir, new_name, ino, t);
-            st.inodes.get_mut(&ino).unwrap().item_trans = t;
-            st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
-            Self::set_inode_last_trans(&mut st, ino, t);
-            Self::set_inode_last_trans(&mut st, new_dir, t);
-            cpu
-        };
+        let (cpu, evicted) = self.rename_state(
+            t,
+            ino,
+            (old_dir, old_name),
+            (new_dir, new_name),
+            target,
+            rename,
+        );
         self.run_tree_work(cpu).await;
         if rename {
             // __btrfs_unlink_inode of the old name (inode.c@v5.10).
@@ -291,6 +251,67 @@ impl Btrfs {
             self.evict_reservation().await;
         }
         Ok(())
+    }
+
+    /// The tree work and state change of a link or rename in transaction `t`, before its
+    /// CPU passes: the old name's removal (rename), the target's unlink
+    /// (btrfs_unlink_inode), the new name (btrfs_add_link) and the inode item. Returns the
+    /// work and whether the target was evicted (its last name gone, no descriptor).
+    fn rename_state(
+        &self,
+        t: TransId,
+        ino: Ino,
+        (old_dir, old_name): (Ino, &str),
+        (new_dir, new_name): (Ino, &str),
+        target: Option<Ino>,
+        rename: bool,
+    ) -> (super::locking::TreeWork, bool) {
+        let mut evicted = false;
+        let mut st = self.st_mut();
+        let mut ops: smallvec::SmallVec<[TreeOp; 9]> = smallvec::SmallVec::new();
+        if rename {
+            ops.extend(unlink_ops(&mut st.trees, ino, old_dir, old_name));
+        }
+        if let Some(tg) = target {
+            // btrfs_rename (inode.c@v5.10..v5.16): `if (new_inode)` →
+            // btrfs_unlink_inode(new_dir, new_inode, new name), after the old name.
+            ops.extend(unlink_ops(&mut st.trees, tg, new_dir, new_name));
+            ops.extend(Self::unlinked_inode_ops(&st, tg));
+        }
+        ops.extend(link_ops(&mut st.trees, ino, new_dir, new_name));
+        ops.push(TreeOp::Update(
+            tree_id::FS,
+            inode_key(ino),
+            size::INODE_ITEM,
+        ));
+        let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
+        if rename {
+            st.remove_dentry(old_dir, old_name, t, self.inner.h.now());
+            // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
+            // only when the parents differ (tree-log.c:btrfs_record_unlink_dir@v5.10):
+            // the inode always, the old directory unless it or the inode is already
+            // logged in this transaction. A rename within one directory marks nothing
+            // here (btrfs_log_new_name marks a non-directory inode, below).
+            if old_dir != new_dir {
+                st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+                let dir_logged = st.inodes[&old_dir].logged_trans == t;
+                let ino_logged = st.inodes[&ino].logged_trans == t;
+                if !dir_logged && !ino_logged {
+                    st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
+                }
+            }
+            Self::set_inode_last_trans(&mut st, old_dir, t);
+        }
+        if let Some(tg) = target {
+            st.remove_dentry(new_dir, new_name, t, self.inner.h.now());
+            evicted = self.drop_name_of(&mut st, tg, t);
+        }
+        st.add_dentry(new_dir, new_name, ino, t);
+        st.inodes.get_mut(&ino).unwrap().item_trans = t;
+        st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
+        Self::set_inode_last_trans(&mut st, ino, t);
+        Self::set_inode_last_trans(&mut st, new_dir, t);
+        (cpu, evicted)
     }
 
     /// What is at `dst` for a link or rename (vfs_rename / btrfs_rename checks, fs/namei.c
