@@ -488,7 +488,7 @@ fn builtin_and_example_scenarios_round_trip_through_to_toml() {
 fn op_line() -> impl Strategy<Value = String> {
     let path = prop::sample::select(vec!["/a", "/b", "/d", "/d/x", "/d/e/y"]);
     let size = prop::sample::select(vec!["1", "4k", "64k", "1M"]);
-    (0usize..26, path.clone(), path, size.clone(), size).prop_map(|(k, p, q, s, t)| match k {
+    (0usize..30, path.clone(), path, size.clone(), size).prop_map(|(k, p, q, s, t)| match k {
         0 => format!("create {p}"),
         1 => format!("mkdir {p}"),
         2 => format!("stat {p}"),
@@ -517,6 +517,11 @@ fn op_line() -> impl Strategy<Value = String> {
         // dirty range.
         23 => format!("dio-write {p} {s} {t}"),
         24 => format!("write-range {p} {s}"),
+        // Descriptors: the setup opens /a as F (random_scenario_text); G may be opened.
+        25 => "fsync @F".into(),
+        26 => format!("write @F {s}"),
+        27 => "close @F".into(),
+        28 => format!("open {p} as G"),
         _ => "sleep 1ms".into(),
     })
 }
@@ -541,6 +546,7 @@ fn random_scenario_text(
         "create /a",
         "create /b",
         "create /d/x",
+        "open /a as F",
     ];
     let setup: Vec<String> = base
         .iter()

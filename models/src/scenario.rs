@@ -607,9 +607,11 @@ impl Cx<'_> {
         let created: BTreeSet<String> = all
             .iter()
             .filter_map(|(o, _)| match o {
-                Op::Create(p) | Op::Mkdir(p) | Op::Link(_, p) | Op::Rename(_, p) => {
-                    Some(p.trim_end_matches('/').to_string())
-                }
+                Op::Create(p)
+                | Op::Mkdir(p)
+                | Op::Link(_, p)
+                | Op::Rename(_, p)
+                | Op::Open(_, p) => Some(p.trim_end_matches('/').to_string()),
                 _ => None,
             })
             .collect();
@@ -622,6 +624,15 @@ impl Cx<'_> {
         };
         for (o, at) in &all {
             let (uses, new) = paths_of(o);
+            if let Some(fd) = o.file().filter(|p| p.starts_with('@') && !known(p)) {
+                return Err(self.err(
+                    *at,
+                    format!(
+                        "unknown descriptor '{fd}': expected an 'open PATH as {}' in the file",
+                        &fd[1..]
+                    ),
+                ));
+            }
             for p in uses {
                 if !known(p.trim_end_matches('/')) {
                     return Err(
@@ -855,6 +866,7 @@ fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
     match o {
         Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
         Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
+        Op::Open(p, _) => (vec![p], vec![]),
         Op::Write(p, _)
         | Op::WriteRange(p, _)
         | Op::DirectWrite(p, ..)

@@ -107,6 +107,8 @@ pub(super) enum LogResult {
     Logged(u64),
     /// Fall back to a full transaction commit.
     FullCommit,
+    /// Nothing logged, nothing to sync (BTRFS_NO_LOG_SYNC: an inode with no names).
+    NoLogSync,
 }
 
 impl Btrfs {
@@ -375,6 +377,8 @@ impl Btrfs {
             Op::Syncfs => self.sync_fs().await,
             Op::FillMetadata(n) => self.fill_metadata(*n),
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
+            Op::Open(p, fd) => self.open_fd(p, fd)?,
+            Op::Close(fd) => self.close_fd(fd).await?,
             Op::Read(..) | Op::Populate(..) => {
                 return Err(OpError(format!("'{kind}' is not modelled on btrfs")))
             }
@@ -391,11 +395,13 @@ impl Btrfs {
     }
 
     pub(super) fn resolve(&self, path: &str) -> Result<Ino, OpError> {
-        self.inner
-            .st
-            .borrow()
-            .lookup(path)
-            .ok_or_else(|| OpError(format!("no such file or directory: {path}")))
+        self.inner.st.borrow().lookup(path).ok_or_else(|| {
+            OpError(if path.starts_with('@') {
+                format!("bad file descriptor: {path} is not open")
+            } else {
+                format!("no such file or directory: {path}")
+            })
+        })
     }
 
     /// The directory holding `path` and its last name (`"/d/f"` → (inode of `/d`, `"f"`)).

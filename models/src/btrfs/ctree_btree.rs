@@ -29,6 +29,8 @@ pub mod key_type {
     pub const INODE_ITEM: u8 = 1;
     /// BTRFS_INODE_REF_KEY.
     pub const INODE_REF: u8 = 12;
+    /// BTRFS_ORPHAN_ITEM_KEY.
+    pub const ORPHAN_ITEM: u8 = 48;
     /// BTRFS_XATTR_ITEM_KEY.
     pub const XATTR_ITEM: u8 = 24;
     /// BTRFS_DIR_ITEM_KEY.
@@ -58,6 +60,8 @@ pub mod size {
     pub const KEY_PTR: u32 = 33;
     /// struct btrfs_inode_item.
     pub const INODE_ITEM: u32 = 160;
+    /// An orphan item has no data (btrfs_insert_orphan_item inserts an empty item).
+    pub const ORPHAN_ITEM: u32 = 0;
     /// struct btrfs_inode_ref (index 8 + name_len 2), followed by the name.
     pub const INODE_REF: u32 = 10;
     /// struct btrfs_dir_item (location 17 + transid 8 + data_len 2 + name_len 2 + type 1),
@@ -687,6 +691,12 @@ pub fn apply(
 /// The inode item's key.
 pub fn inode_key(ino: u64) -> Key {
     Key::new(ino, key_type::INODE_ITEM, 0)
+}
+
+/// The orphan item of `ino` (BTRFS_ORPHAN_OBJECTID = -5ULL, ORPHAN_ITEM, ino:
+/// btrfs_insert_orphan_item, orphan.c@v5.10).
+pub fn orphan_key(ino: u64) -> Key {
+    Key::new(u64::MAX - 4, key_type::ORPHAN_ITEM, ino)
 }
 
 /// The items a new name `name` of `ino` in `dir` inserts (btrfs_add_link@v5.10: the inode

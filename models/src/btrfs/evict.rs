@@ -3,6 +3,7 @@
 //! btrfs_read_locked_inode, with the in-memory logging state that costs.
 
 use super::ctree::Btrfs;
+use super::ctree_btree::{drop_extent_ops, inode_key, orphan_key, tree_id, TreeOp};
 use super::policy::Mutant;
 use super::state::*;
 use crate::vfs::OpError;
@@ -72,12 +73,13 @@ impl Btrfs {
             || self.inner.endio.borrow().iter().any(|j| j.ino == ino);
         if dirty {
             Some(EvictRefusal::Dirty)
-        } else if self
-            .inner
-            .inode_refs
-            .borrow()
-            .get(&ino)
-            .is_some_and(|&n| n > 0)
+        } else if st.is_open(ino)
+            || self
+                .inner
+                .inode_refs
+                .borrow()
+                .get(&ino)
+                .is_some_and(|&n| n > 0)
         {
             Some(EvictRefusal::InUse)
         } else {
@@ -114,7 +116,7 @@ impl Btrfs {
                     "evict: dirty or under writeback, not on the inode LRU (inode_add_lru), stays cached, ino"
                 }
                 EvictRefusal::InUse => {
-                    "evict: referenced by a running operation (inode_lru_isolate), stays cached, ino"
+                    "evict: referenced by a running operation or an open descriptor (inode_lru_isolate), stays cached, ino"
                 }
             };
             self.note(label, ino);
@@ -139,6 +141,68 @@ impl Btrfs {
             "evict: inode evicted and read back (btrfs_read_locked_inode), ino",
             ino,
         );
+        Ok(())
+    }
+}
+
+impl Btrfs {
+    /// `open PATH as NAME`: the descriptor `@NAME` takes a reference on the inode PATH
+    /// names (do_sys_open → the dentry's inode, i_count; btrfs has no open hook that
+    /// matters here: btrfs_file_open only checks flags). Later operations given `@NAME`
+    /// act on that inode, whatever its names are then. No simulated time beyond the
+    /// system call. A name already open is refused (a scenario's descriptors are named
+    /// once at a time).
+    pub(super) fn open_fd(&self, path: &str, fd: &crate::vfs::OpPath) -> Result<(), OpError> {
+        let ino = self.resolve(path)?;
+        let mut st = self.st_mut();
+        if st.fds.contains_key(fd) {
+            return Err(OpError(format!(
+                "descriptor {fd} is already open: expected a 'close {fd}' before opening it again"
+            )));
+        }
+        st.fds.insert(fd.clone(), ino);
+        Ok(())
+    }
+
+    /// `close @NAME`: the descriptor's reference is dropped (fput → iput). The last
+    /// reference on a file with no names is the final iput: btrfs_evict_inode
+    /// (inode.c@v5.10) joins a transaction (evict_refill_and_join), truncates the items
+    /// (btrfs_truncate_inode_items: file extent items, their extents pinned, checksums),
+    /// deletes the inode item and the orphan item (btrfs_orphan_del), and its dirty pages
+    /// are dropped (truncate_inode_pages_final).
+    pub(super) async fn close_fd(&self, fd: &str) -> Result<(), OpError> {
+        let ino = self
+            .st_mut()
+            .fds
+            .remove(fd)
+            .ok_or_else(|| OpError(format!("bad file descriptor: {fd} is not open")))?;
+        let last = {
+            let st = self.inner.st.borrow();
+            !st.inodes[&ino].is_dir && !st.has_names(ino) && !st.is_open(ino)
+        };
+        if !last {
+            return Ok(());
+        }
+        let th = self.join_transaction().await;
+        let t = th.id;
+        let cpu = {
+            let mut st = self.st_mut();
+            let mut ops: Vec<TreeOp> = Vec::new();
+            for e in st.inodes[&ino].extents.iter().filter(|e| !e.hole) {
+                ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
+            }
+            ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
+            ops.push(TreeOp::Delete(tree_id::FS, orphan_key(ino)));
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.run_tree_work(cpu).await;
+        Self::drop_unlinked_data(&mut self.st_mut(), ino, t);
+        self.note(
+            "close: final iput of an unlinked inode (btrfs_evict_inode), ino",
+            ino,
+        );
+        self.end(th);
+        self.evict_reservation().await;
         Ok(())
     }
 }

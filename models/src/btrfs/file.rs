@@ -528,7 +528,8 @@ impl Btrfs {
         let promise = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
-            st.keep_history.then(|| {
+            // An inode with no names promises nothing (it can never be reached again).
+            (st.keep_history && (st.has_names(ino) || ino == ROOT_INO)).then(|| {
                 (
                     (st.names_of(ino), self.inner.h.now()),
                     i.extents.iter().map(|e| e.id).collect::<Vec<_>>(),
@@ -605,6 +606,9 @@ impl Btrfs {
                     self.point("fsync:full_commit").await;
                     self.commit(th).await;
                 }
+                // btrfs_sync_file@v5.10: `if (ret == BTRFS_NO_LOG_SYNC) { ret =
+                // btrfs_end_transaction(trans); goto out; }`.
+                LogResult::NoLogSync => self.end(th),
             }
         }
         // fsync returned success: record what must survive and check a crash now (S2).

@@ -2,7 +2,8 @@
 
 use super::ctree::Btrfs;
 use super::ctree_btree::{
-    drop_extent_ops, inode_key, key_type, link_ops, size, tree_id, unlink_ops, Key, TreeOp,
+    drop_extent_ops, inode_key, key_type, link_ops, orphan_key, size, tree_id, unlink_ops, Key,
+    TreeOp,
 };
 use super::policy::{LogPatch, Mutant};
 use super::state::*;
@@ -193,33 +194,11 @@ impl Btrfs {
     ) -> Result<(), OpError> {
         let (ino, old_dir, old_name) = self.resolve_split(src)?;
         let (new_dir, new_name) = self.split(dst)?;
-        if self
-            .inner
-            .st
-            .borrow()
-            .live_entry(new_dir, new_name)
-            .is_some()
-        {
-            return Err(OpError(format!("file exists: {dst}")));
-        }
-        if !rename && self.inner.st.borrow().inodes[&ino].is_dir {
-            return Err(OpError(format!("cannot hard-link a directory: {src}")));
-        }
-        if rename {
-            // rename(2) of a directory into its own subtree: EINVAL.
-            let st = self.inner.st.borrow();
-            let mut cur = new_dir;
-            for _ in 0..64 {
-                if cur == ino {
-                    return Err(OpError(format!(
-                        "cannot move a directory into itself: {src} -> {dst}"
-                    )));
-                }
-                match st.parent_of(cur) {
-                    Some(p) => cur = p,
-                    None => break,
-                }
-            }
+        let target = self.link_target(src, dst, ino, (new_dir, new_name), rename)?;
+        if target == Some(ino) {
+            // vfs_rename (fs/namei.c@v5.10): `if (source == target) return 0;` — two names
+            // of one inode: nothing happens.
+            return Ok(());
         }
         // btrfs_rename: trans_num_items = 11; btrfs_link: 5 (inode.c@v5.10).
         let th = self
@@ -235,7 +214,7 @@ impl Btrfs {
         {
             let st = self.inner.st.borrow();
             if st.live_entry(old_dir, old_name) != Some(ino)
-                || st.live_entry(new_dir, new_name).is_some()
+                || st.live_entry(new_dir, new_name) != target
             {
                 drop(st);
                 self.end(th);
@@ -244,43 +223,14 @@ impl Btrfs {
                 )));
             }
         }
-        let cpu = {
-            let mut st = self.st_mut();
-            let mut ops: smallvec::SmallVec<[TreeOp; 9]> = smallvec::SmallVec::new();
-            if rename {
-                ops.extend(unlink_ops(&mut st.trees, ino, old_dir, old_name));
-            }
-            ops.extend(link_ops(&mut st.trees, ino, new_dir, new_name));
-            ops.push(TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            ));
-            let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
-            if rename {
-                st.remove_dentry(old_dir, old_name, t, self.inner.h.now());
-                // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
-                // only when the parents differ (tree-log.c:btrfs_record_unlink_dir@v5.10):
-                // the inode always, the old directory unless it or the inode is already
-                // logged in this transaction. A rename within one directory marks nothing
-                // here (btrfs_log_new_name marks a non-directory inode, below).
-                if old_dir != new_dir {
-                    st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
-                    let dir_logged = st.inodes[&old_dir].logged_trans == t;
-                    let ino_logged = st.inodes[&ino].logged_trans == t;
-                    if !dir_logged && !ino_logged {
-                        st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
-                    }
-                }
-                Self::set_inode_last_trans(&mut st, old_dir, t);
-            }
-            st.add_dentry(new_dir, new_name, ino, t);
-            st.inodes.get_mut(&ino).unwrap().item_trans = t;
-            st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
-            Self::set_inode_last_trans(&mut st, ino, t);
-            Self::set_inode_last_trans(&mut st, new_dir, t);
-            cpu
-        };
+        let (cpu, evicted) = self.rename_state(
+            t,
+            ino,
+            (old_dir, old_name),
+            (new_dir, new_name),
+            target,
+            rename,
+        );
         self.run_tree_work(cpu).await;
         if rename {
             // __btrfs_unlink_inode of the old name (inode.c@v5.10).
@@ -288,10 +238,205 @@ impl Btrfs {
             self.st_mut()
                 .finish_removal(old_dir, old_name, ino, t, self.inner.h.now());
         }
+        if let Some(tg) = target {
+            // btrfs_unlink_inode → __btrfs_unlink_inode of the replaced name.
+            self.del_name_in_log(t, tg, new_dir, new_name).await;
+            self.st_mut()
+                .finish_removal(new_dir, new_name, tg, t, self.inner.h.now());
+        }
         // btrfs_log_new_name (R1).
         self.log_new_name(t, ino, rename.then_some(old_dir)).await;
         self.end(th);
+        if evicted {
+            self.evict_reservation().await;
+        }
         Ok(())
+    }
+
+    /// The tree work and state change of a link or rename in transaction `t`, before its
+    /// CPU passes: the old name's removal (rename), the target's unlink
+    /// (btrfs_unlink_inode), the new name (btrfs_add_link) and the inode item. Returns the
+    /// work and whether the target was evicted (its last name gone, no descriptor).
+    fn rename_state(
+        &self,
+        t: TransId,
+        ino: Ino,
+        (old_dir, old_name): (Ino, &str),
+        (new_dir, new_name): (Ino, &str),
+        target: Option<Ino>,
+        rename: bool,
+    ) -> (super::locking::TreeWork, bool) {
+        let mut evicted = false;
+        let mut st = self.st_mut();
+        let mut ops: smallvec::SmallVec<[TreeOp; 9]> = smallvec::SmallVec::new();
+        if rename {
+            ops.extend(unlink_ops(&mut st.trees, ino, old_dir, old_name));
+        }
+        if let Some(tg) = target {
+            // btrfs_rename (inode.c@v5.10..v5.16): `if (new_inode)` →
+            // btrfs_unlink_inode(new_dir, new_inode, new name), after the old name.
+            ops.extend(unlink_ops(&mut st.trees, tg, new_dir, new_name));
+            ops.extend(Self::unlinked_inode_ops(&st, tg));
+        }
+        ops.extend(link_ops(&mut st.trees, ino, new_dir, new_name));
+        ops.push(TreeOp::Update(
+            tree_id::FS,
+            inode_key(ino),
+            size::INODE_ITEM,
+        ));
+        let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
+        if rename {
+            st.remove_dentry(old_dir, old_name, t, self.inner.h.now());
+            // btrfs_rename (inode.c@v5.10) calls btrfs_record_unlink_dir(for_rename = 1)
+            // only when the parents differ (tree-log.c:btrfs_record_unlink_dir@v5.10):
+            // the inode always, the old directory unless it or the inode is already
+            // logged in this transaction. A rename within one directory marks nothing
+            // here (btrfs_log_new_name marks a non-directory inode, below).
+            if old_dir != new_dir {
+                st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
+                let dir_logged = st.inodes[&old_dir].logged_trans == t;
+                let ino_logged = st.inodes[&ino].logged_trans == t;
+                if !dir_logged && !ino_logged {
+                    st.inodes.get_mut(&old_dir).unwrap().last_unlink_trans = t;
+                }
+            }
+            Self::set_inode_last_trans(&mut st, old_dir, t);
+        }
+        if let Some(tg) = target {
+            st.remove_dentry(new_dir, new_name, t, self.inner.h.now());
+            evicted = self.drop_name_of(&mut st, tg, t);
+        }
+        st.add_dentry(new_dir, new_name, ino, t);
+        st.inodes.get_mut(&ino).unwrap().item_trans = t;
+        st.inodes.get_mut(&new_dir).unwrap().item_trans = t;
+        Self::set_inode_last_trans(&mut st, ino, t);
+        Self::set_inode_last_trans(&mut st, new_dir, t);
+        (cpu, evicted)
+    }
+
+    /// What is at `dst` for a link or rename (vfs_rename / btrfs_rename checks, fs/namei.c
+    /// and inode.c@v5.10): nothing; for a rename, an inode to replace — a file by a file,
+    /// an empty directory by a directory, or the source itself; else the error. A rename
+    /// of a directory into its own subtree is EINVAL.
+    fn link_target(
+        &self,
+        src: &str,
+        dst: &str,
+        ino: Ino,
+        (new_dir, new_name): (Ino, &str),
+        rename: bool,
+    ) -> Result<Option<Ino>, OpError> {
+        let st = self.inner.st.borrow();
+        let is_dir = st.inodes[&ino].is_dir;
+        let target = st.live_entry(new_dir, new_name);
+        if target.is_some() && !rename {
+            return Err(OpError(format!("file exists: {dst}")));
+        }
+        if !rename && is_dir {
+            return Err(OpError(format!("cannot hard-link a directory: {src}")));
+        }
+        if let Some(tg) = target.filter(|&tg| tg != ino) {
+            let tg_dir = st.inodes[&tg].is_dir;
+            let err = if is_dir && !tg_dir {
+                Some("not a directory")
+            } else if !is_dir && tg_dir {
+                Some("is a directory")
+            } else if tg_dir && st.has_children(tg) {
+                Some("directory not empty")
+            } else {
+                None
+            };
+            if let Some(e) = err {
+                return Err(OpError(format!("{e}: {dst}")));
+            }
+        }
+        if rename && target != Some(ino) {
+            // rename(2) of a directory into its own subtree: EINVAL.
+            let mut cur = new_dir;
+            for _ in 0..64 {
+                if cur == ino {
+                    return Err(OpError(format!(
+                        "cannot move a directory into itself: {src} -> {dst}"
+                    )));
+                }
+                match st.parent_of(cur) {
+                    Some(p) => cur = p,
+                    None => break,
+                }
+            }
+        }
+        Ok(target)
+    }
+
+    /// The inode-side tree work of removing one name of a file (its name items aside),
+    /// from the state before the removal: the last name of a file no descriptor holds
+    /// takes the final iput's truncation with it (btrfs_truncate_inode_items: file extent
+    /// items, extent items, checksums, then the inode item); otherwise the inode item's
+    /// nlink and ctime (btrfs_update_inode), and at nlink 0 an orphan item
+    /// (btrfs_orphan_add, inode.c@v5.10: btrfs_unlink, btrfs_rename), which the final
+    /// iput at `close` deletes. A directory's: its inode item (an empty one is replaced by
+    /// rename).
+    pub(super) fn unlinked_inode_ops(st: &FsState, ino: Ino) -> Vec<TreeOp> {
+        let i = &st.inodes[&ino];
+        let last = !i.is_dir && st.live.get(&ino).is_none_or(|l| l.len() <= 1);
+        let mut ops = Vec::new();
+        if last && !st.is_open(ino) {
+            for e in i.extents.iter().filter(|e| !e.hole) {
+                ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
+            }
+            ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
+            return ops;
+        }
+        ops.push(TreeOp::Update(
+            tree_id::FS,
+            inode_key(ino),
+            size::INODE_ITEM,
+        ));
+        if last {
+            ops.push(TreeOp::Insert(
+                tree_id::FS,
+                orphan_key(ino),
+                size::ORPHAN_ITEM,
+            ));
+        }
+        ops
+    }
+
+    /// After a name of `ino` was removed in `t` (btrfs_unlink_inode: drop_nlink, then
+    /// btrfs_update_inode): a file left with no name and no descriptor is evicted — its data
+    /// freed, pinned in `t`, its dirty pages dropped with their reservation; otherwise its
+    /// inode item is updated (`update_unlinked_inode`). Returns whether it was evicted.
+    pub(super) fn drop_name_of(&self, st: &mut FsState, ino: Ino, t: TransId) -> bool {
+        if st.inodes[&ino].is_dir || st.has_names(ino) || st.is_open(ino) {
+            self.update_unlinked_inode(st, ino, t);
+            return false;
+        }
+        Self::drop_unlinked_data(st, ino, t);
+        true
+    }
+
+    /// The final iput's truncation of a file with no names (btrfs_evict_inode →
+    /// btrfs_truncate_inode_items, inode.c@v5.10): its data extents freed in `t` (pinned),
+    /// its dirty pages dropped with their delalloc reservation.
+    pub(super) fn drop_unlinked_data(st: &mut FsState, ino: Ino, t: TransId) {
+        Self::free_data_extents(st, ino, t);
+        let dirty = std::mem::take(&mut st.inodes.get_mut(&ino).unwrap().dirty_bytes);
+        st.meta.delalloc_bytes -= dirty;
+        let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
+        st.meta.may_use -= rsv;
+    }
+
+    /// The final iput: btrfs_evict_inode → evict_refill_and_join (inode.c@v5.12) refills
+    /// its block reserve with BTRFS_RESERVE_FLUSH_EVICT — a priority ticket when the space
+    /// is full — for one item update plus its delayed refs, and gives it back when the
+    /// truncation is done. The truncation itself is modelled in the transaction that
+    /// dropped the last reference. Failing it (ENOSPC) leaves an orphan in the kernel;
+    /// here the removal has already succeeded.
+    pub(super) async fn evict_reservation(&self) {
+        let bytes = self.inner.costs.nodesize * 8 + self.meta_items(1);
+        if self.reserve_metadata_evict(bytes).await.is_ok() {
+            self.release_metadata(bytes);
+        }
     }
 
     pub(super) async fn remove(&self, path: &str, dir: bool) -> Result<(), OpError> {
@@ -321,14 +466,8 @@ impl Btrfs {
             // order the model had with a constant cost).
             let mut st = self.st_mut();
             let mut ops: Vec<TreeOp> = unlink_ops(&mut st.trees, ino, parent, name).to_vec();
-            let last = !dir && st.live.get(&ino).is_none_or(|l| l.len() <= 1);
-            if last {
-                // btrfs_truncate_inode_items drops the file extent items, their
-                // extent items and checksums, then the inode item goes.
-                for e in st.inodes[&ino].extents.iter().filter(|e| !e.hole) {
-                    ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
-                }
-                ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
+            if !dir {
+                ops.extend(Self::unlinked_inode_ops(&st, ino));
             } else {
                 // The inode item's nlink and ctime (btrfs_update_inode).
                 ops.push(TreeOp::Update(
@@ -360,19 +499,8 @@ impl Btrfs {
                 // btrfs_unlink → btrfs_record_unlink_dir(for_rename = 0): the inode always;
                 // the directory never (tree-log.c@v5.10).
                 st.inodes.get_mut(&ino).unwrap().last_unlink_trans = t;
-                if st.has_names(ino) {
-                    self.update_unlinked_inode(&mut st, ino, t);
-                } else {
-                    evicted = true;
-                    // The last name is gone: eviction truncates the data (btrfs_evict_inode
-                    // → btrfs_truncate_inode_items), pinned in this transaction, and drops
-                    // its dirty pages with their delalloc reservation.
-                    Self::free_data_extents(&mut st, ino, t);
-                    let dirty = std::mem::take(&mut st.inodes.get_mut(&ino).unwrap().dirty_bytes);
-                    st.meta.delalloc_bytes -= dirty;
-                    let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
-                    st.meta.may_use -= rsv;
-                }
+                // The last name gone and no descriptor: eviction truncates the data.
+                evicted = self.drop_name_of(&mut st, ino, t);
             }
             st.inodes.get_mut(&parent).unwrap().item_trans = t;
             Self::set_inode_last_trans(&mut st, parent, t);
@@ -383,16 +511,7 @@ impl Btrfs {
             .finish_removal(parent, name, ino, t, self.inner.h.now());
         self.end(th);
         if evicted {
-            // The final iput: btrfs_evict_inode → evict_refill_and_join (inode.c@v5.12)
-            // refills its block reserve with BTRFS_RESERVE_FLUSH_EVICT — a priority ticket
-            // when the space is full — for one item update plus its delayed refs, and gives
-            // it back when the truncation is done. The truncation itself is modelled above, in
-            // the unlink's transaction. Failing it (ENOSPC) leaves an orphan in the kernel;
-            // here the unlink has already succeeded.
-            let bytes = self.inner.costs.nodesize * 8 + self.meta_items(1);
-            if self.reserve_metadata_evict(bytes).await.is_ok() {
-                self.release_metadata(bytes);
-            }
+            self.evict_reservation().await;
         }
         Ok(())
     }

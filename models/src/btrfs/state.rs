@@ -1017,6 +1017,9 @@ pub struct FsState {
     pub removed_xattrs: Vec<RemovedXattr>,
     /// Delayed index items and inode items (delayed_inode.rs).
     pub delayed: crate::btrfs::delayed_inode::DelayedRoot,
+    /// Open descriptors (`open PATH as NAME`) by `@NAME`: each holds a reference on its
+    /// inode (i_count), which keeps it cached and, once unlinked, alive until `close`.
+    pub fds: BTreeMap<std::sync::Arc<str>, Ino>,
 }
 
 /// An xattr removed from an inode: its name, the transaction that set it and the one that
@@ -1129,6 +1132,7 @@ impl FsState {
             sub_trans_stamp: false,
             removed_xattrs: Vec::new(),
             delayed: Default::default(),
+            fds: BTreeMap::new(),
         }
     }
 
@@ -1207,9 +1211,11 @@ impl FsState {
         named.dedup();
         // An inode without names that nothing changed since `lc` is gone for good: no task can
         // reach it to fsync it (its dirty pages and modified extents die with it).
+        let fds = &self.fds;
         self.inodes.retain(|ino, i| {
             *ino == ROOT_INO
                 || self.live.contains_key(ino)
+                || fds.values().any(|f| f == ino)
                 || named.binary_search(ino).is_ok()
                 || i.last_trans > lc
         });
@@ -1256,8 +1262,12 @@ impl FsState {
             .copied()
     }
 
-    /// The live name of a path component chain, or None.
+    /// The live name of a path component chain, or None; `@NAME` is the inode an open
+    /// descriptor holds, whatever its names are now.
     pub fn lookup(&self, path: &str) -> Option<Ino> {
+        if path.starts_with('@') {
+            return self.fds.get(path).copied();
+        }
         let path = path.trim_end_matches('/');
         match last_slash(path) {
             Some(i) if i > 0 && i + 1 < path.len() => {
@@ -1429,6 +1439,11 @@ impl FsState {
             );
             d.removed_at = Some(at);
         }
+    }
+
+    /// Whether an open descriptor holds `ino` (a reference: i_count > 0).
+    pub fn is_open(&self, ino: Ino) -> bool {
+        self.fds.values().any(|&i| i == ino)
     }
 
     /// Whether `ino`'s entry (dir, name), live or removed in transaction `t`, is in

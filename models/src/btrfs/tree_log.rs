@@ -163,6 +163,17 @@ impl Btrfs {
             self.count_full_commit(t, FullCommitCause::UnlinkTrans(relation), necessary);
             return LogResult::FullCommit;
         }
+        if !self.inner.st.borrow().has_names(ino) && ino != ROOT_INO {
+            // btrfs_log_inode_parent (tree-log.c@v5.10..v5.16): "Skip ... inodes
+            // corresponding to tmpfiles (since logging them is pointless, a link count of 0
+            // means they will never be accessible)": i_nlink == 0 → BTRFS_NO_LOG_SYNC, before
+            // start_log_trans (an unlinked file an open descriptor still holds).
+            self.note(
+                "btrfs_log_inode_parent: i_nlink == 0, nothing logged (BTRFS_NO_LOG_SYNC), ino",
+                ino,
+            );
+            return LogResult::NoLogSync;
+        }
         let log_transid = match self.start_log_trans(t).await {
             Some(x) => x,
             None => {

@@ -432,6 +432,8 @@ impl Ext4 {
             | Op::Fallocate { .. }
             | Op::PunchHole(..)
             | Op::FillMetadata(_)
+            | Op::Open(..)
+            | Op::Close(_)
             | Op::Evict(_) => {
                 return Err(OpError(format!(
                     "'{}' is not modelled on ext3/ext4",

@@ -93,6 +93,11 @@ pub enum Op {
     Read(OpPath, u64),
     /// Setup: a file of SIZE bytes already on disk, committed and not cached.
     Populate(OpPath, u64),
+    /// open(2) of a path, the descriptor bound to a name (`@NAME`, kept as `@NAME`): later
+    /// operations given `@NAME` act on the inode it opened, whatever its names are then.
+    Open(OpPath, OpPath),
+    /// close(2) of a descriptor (`@NAME`): its reference on the inode is dropped.
+    Close(OpPath),
     /// Sleep.
     Sleep(Nanos),
 }
@@ -101,6 +106,35 @@ impl Op {
     /// Operation kind name (used in point labels and latency reports).
     pub fn kind(&self) -> &'static str {
         self.names().0
+    }
+
+    /// The open file an operation acts on, the one argument that may be a descriptor
+    /// (`@NAME`); `close`'s descriptor too. None for namespace operations and the rest.
+    pub fn file(&self) -> Option<&OpPath> {
+        match self {
+            Op::Write(p, _)
+            | Op::WriteAt(p, ..)
+            | Op::WriteRange(p, _)
+            | Op::DirectWrite(p, ..)
+            | Op::Setattr(p)
+            | Op::Stat(p)
+            | Op::MmapWrite(p, _)
+            | Op::MmapWriteAt(p, ..)
+            | Op::WriteOsync(p, _)
+            | Op::Writeback(p)
+            | Op::Fsync(p)
+            | Op::Fdatasync(p)
+            | Op::FsyncRange(p, ..)
+            | Op::FdatasyncRange(p, ..)
+            | Op::Truncate(p, _)
+            | Op::Fallocate { path: p, .. }
+            | Op::PunchHole(p, ..)
+            | Op::Setxattr(p, _)
+            | Op::Removexattr(p, _)
+            | Op::SyncFileRange(p)
+            | Op::Close(p) => Some(p),
+            _ => None,
+        }
     }
 }
 
@@ -152,6 +186,8 @@ impl Op {
             Op::FillMetadata(_) => "fill-metadata",
             Op::Read(..) => "read",
             Op::Populate(..) => "populate",
+            Op::Open(..) => "open",
+            Op::Close(_) => "close",
             Op::Sleep(_) => "sleep",
         )
     }
@@ -182,7 +218,9 @@ impl std::fmt::Display for Op {
             | Op::Fdatasync(p)
             | Op::SyncFileRange(p)
             | Op::Evict(p)
+            | Op::Close(p)
             | Op::Rmdir(p) => write!(f, "{k} {p}"),
+            Op::Open(p, fd) => write!(f, "{k} {p} as {}", &fd[1..]),
             Op::Truncate(p, n) => write!(f, "{k} {p} {}", size_text(*n)),
             Op::Fallocate {
                 path,
@@ -264,6 +302,17 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             Ok(Op::Commit)
         }
         Some("sleep") => sleep_op(words),
+        Some("open") => open_op(words),
+        Some("close") => {
+            want(words, 2, "close @NAME")?;
+            if !words[1].starts_with('@') {
+                return Err(format!(
+                    "expected 'close @NAME' (a descriptor that 'open PATH as NAME' opened), got '{}'",
+                    words[1]
+                ));
+            }
+            Ok(Op::Close(fd_name(&words[1][1..])?))
+        }
         Some(other) => {
             let kinds: Vec<&str> = OPS
                 .iter()
@@ -290,9 +339,43 @@ fn want(words: &[&str], n: usize, usage: &str) -> Result<(), String> {
 fn op_path(p: &str) -> Result<OpPath, String> {
     if p.starts_with('/') {
         Ok(p.into())
+    } else if p.starts_with('@') {
+        Err(format!(
+            "expected an absolute path, got the descriptor '{p}' (this operation takes a path)"
+        ))
     } else {
         Err(format!("expected an absolute path, got '{p}'"))
     }
+}
+
+/// The file an operation on an open file acts on: an absolute path, or `@NAME`, a
+/// descriptor `open PATH as NAME` opened.
+fn file_arg(p: &str) -> Result<OpPath, String> {
+    match p.strip_prefix('@') {
+        Some(name) => fd_name(name),
+        None => op_path(p),
+    }
+}
+
+/// `@NAME` of a descriptor name: letters, digits, `_` and `-`, at most 32.
+fn fd_name(name: &str) -> Result<OpPath, String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > 32 || !name.chars().all(ok) {
+        return Err(format!(
+            "expected a descriptor name of letters, digits, '_' or '-' (at most 32), got '{name}'"
+        ));
+    }
+    Ok(format!("@{name}").into())
+}
+
+/// `open PATH as NAME`.
+fn open_op(words: &[&str]) -> Result<Op, String> {
+    want(words, 4, "open PATH as NAME")?;
+    if words[2] != "as" {
+        return Err(format!("expected 'open PATH as NAME', got '{}'", words[2]));
+    }
+    let name = words[3].strip_prefix('@').unwrap_or(words[3]);
+    Ok(Op::Open(op_path(words[1])?, fd_name(name)?))
 }
 
 /// A ranged fsync or fdatasync: `fsync PATH OFFSET LEN`.
@@ -315,7 +398,7 @@ fn fsync_range_op(w: &str, words: &[&str]) -> Result<Op, String> {
             "expected an OFFSET and a LEN of at most 1T in '{usage}', got {o} {n}"
         ));
     }
-    let p = op_path(words[1])?;
+    let p = file_arg(words[1])?;
     Ok(if w == "fsync" {
         Op::FsyncRange(p, o, n)
     } else {
@@ -327,7 +410,10 @@ fn fsync_range_op(w: &str, words: &[&str]) -> Result<Op, String> {
 /// rmdir, fdatasync, sync-file-range, evict.
 fn path_op(w: &str, words: &[&str]) -> Result<Op, String> {
     want(words, 2, &format!("{w} PATH"))?;
-    let p = op_path(words[1])?;
+    let p = match w {
+        "create" | "mkdir" | "unlink" | "rmdir" | "evict" => op_path(words[1])?,
+        _ => file_arg(words[1])?,
+    };
     Ok(match w {
         "create" => Op::Create(p),
         "mkdir" => Op::Mkdir(p),
@@ -349,7 +435,7 @@ fn truncate_op(words: &[&str]) -> Result<Op, String> {
     if n > 1 << 40 {
         return Err("expected a size of at most 1T".into());
     }
-    Ok(Op::Truncate(op_path(words[1])?, n))
+    Ok(Op::Truncate(file_arg(words[1])?, n))
 }
 
 /// fallocate and punch-hole: a path, an offset and a length.
@@ -369,7 +455,7 @@ fn range_op(w: &str, words: &[&str]) -> Result<Op, String> {
     if len == 0 || offset > 1 << 40 || len > 1 << 40 {
         return Err("expected an offset of at most 1T and a length > 0 and at most 1T".into());
     }
-    let p = op_path(words[1])?;
+    let p = file_arg(words[1])?;
     Ok(if w == "fallocate" {
         Op::Fallocate {
             path: p,
@@ -391,7 +477,7 @@ fn setxattr_op(w: &str, words: &[&str]) -> Result<Op, String> {
             "expected an xattr name with a namespace prefix (user.x), at most 255 bytes, got '{name}'"
         ));
     }
-    let p = op_path(words[1])?;
+    let p = file_arg(words[1])?;
     Ok(if w == "setxattr" {
         Op::Setxattr(p, name.to_string())
     } else {
@@ -435,7 +521,7 @@ fn dio_write_op(words: &[&str]) -> Result<Op, String> {
     if n == 0 || n > 1 << 40 || o > 1 << 40 {
         return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
     }
-    Ok(Op::DirectWrite(op_path(words[1])?, o, n))
+    Ok(Op::DirectWrite(file_arg(words[1])?, o, n))
 }
 
 /// write and mmap-write with an offset: PATH OFFSET SIZE.
@@ -446,9 +532,9 @@ fn write_at_op(w: &str, words: &[&str]) -> Result<Op, String> {
         return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
     }
     Ok(if w == "write" {
-        Op::WriteAt(op_path(words[1])?, o, n)
+        Op::WriteAt(file_arg(words[1])?, o, n)
     } else {
-        Op::MmapWriteAt(op_path(words[1])?, o, n)
+        Op::MmapWriteAt(file_arg(words[1])?, o, n)
     })
 }
 
@@ -459,7 +545,7 @@ fn write_op(w: &str, words: &[&str]) -> Result<Op, String> {
     if n == 0 || n > 1 << 40 {
         return Err("expected a size > 0 and at most 1T".into());
     }
-    let p = op_path(words[1])?;
+    let p = file_arg(words[1])?;
     Ok(match w {
         "write" => Op::Write(p, n),
         "write-range" => Op::WriteRange(p, n),
@@ -482,7 +568,7 @@ fn sleep_op(words: &[&str]) -> Result<Op, String> {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 31] = [
+pub const OPS: [(&str, &str, &str); 33] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -491,7 +577,7 @@ pub const OPS: [(&str, &str, &str); 31] = [
     ("writeback /f", "writeback PATH", "filemap write and wait: one ordered extent, its file extent item inserted in the running transaction"),
     ("fsync /f", "fsync PATH [OFFSET LEN]", "btrfs_sync_file: writeback, skip checks, btrfs_log_inode_parent, btrfs_sync_log or a full commit. With OFFSET LEN a ranged fsync (vfs_fsync_range, as msync and O_SYNC writes make): btrfs of 5.10-5.15 sets the range to the whole file (487781796d30), so it writes back and logs exactly what a full fsync does (btrfs only)"),
     ("link /f /g", "link SRC DST", "btrfs_link + btrfs_log_new_name"),
-    ("rename /f /g", "rename SRC DST", "btrfs_rename + btrfs_record_unlink_dir (across directories) + btrfs_log_new_name"),
+    ("rename /f /g", "rename SRC DST", "btrfs_rename + btrfs_record_unlink_dir (across directories) + btrfs_log_new_name. Over an existing DST (a file over a file, a directory over an empty directory; the same inode: nothing) the target is unlinked first: btrfs_unlink_inode (its name removed from the log, drop_nlink, btrfs_update_inode), an orphan item at nlink 0 and the final iput's truncation, deferred while a descriptor holds it; RENAME_EXCHANGE is not modelled"),
     ("unlink /f", "unlink PATH", "btrfs_unlink: btrfs_record_unlink_dir(for_rename = 0); the last name frees the data (pinned)"),
     ("rmdir /d", "rmdir PATH", "btrfs_rmdir: the parent inherits the removed directory's recent last_unlink_trans"),
     ("new-block-group", "new-block-group", "btrfs_make_block_group: marks the running transaction for full commits"),
@@ -513,5 +599,7 @@ pub const OPS: [(&str, &str, &str); 31] = [
     ("write-range /f 4k", "write-range PATH SIZE", "btrfs only: a buffered write of a separate dirty range (one more outstanding extent to reserve metadata for), as fio's random buffered writes make; inside a file laid out to its size the bytes replace blocks inside i_size (at writeback: the first gap of the file's data that fits, else an overwrite from offset 0), otherwise they append"),
     ("read /f 128k", "read PATH SIZE", "ext3/ext4 only: a sequential buffered read from the file's position; missing pages come in 128 KiB readahead windows, one synchronous READ each from the reader's I/O context"),
     ("populate /f 1g", "populate PATH SIZE", "ext3/ext4 setup: a file of SIZE already on disk (laid out contiguously, committed, not cached), as a benchmark's layout phase and drop_caches leave it"),
+    ("open /f as F", "open PATH as NAME", "btrfs only: open(2), the descriptor named NAME: operations on an open file (write, fsync, setattr, truncate, ...) take @NAME for PATH and act on the inode opened, after a rename or unlink of its path too. Its reference keeps the inode cached (evict leaves it) and, unlinked, alive with its data and an orphan item until close; an fsync of a file with no names logs nothing (btrfs_log_inode_parent: i_nlink == 0, BTRFS_NO_LOG_SYNC)"),
+    ("close @F", "close @NAME", "btrfs only: close(2) of the descriptor; the last reference on an unlinked inode is the final iput (btrfs_evict_inode: data, inode and orphan items dropped in the running transaction)"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
 ];
