@@ -20,13 +20,19 @@ fn run_ok(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
-/// A program on PATH, if there.
+/// A program on PATH that runs (`--help` succeeds: a Python script's interpreter and modules
+/// are there too), if there.
 fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
+    let p = std::env::var_os("PATH").and_then(|p| {
         std::env::split_paths(&p)
             .map(|d| d.join(name))
             .find(|c| c.is_file())
-    })
+    })?;
+    let runs = Command::new(&p)
+        .arg("--help")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    runs.then_some(p)
 }
 
 /// The Python with fio-plot and hdrhistogram: `$FSYNCSIM_CONSUMERS_PYTHON`, else the venv

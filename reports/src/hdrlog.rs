@@ -159,11 +159,12 @@ pub fn workload_logs(r: &WorkloadResult) -> Vec<Log<'_>> {
         .collect()
 }
 
+/// One side of a comparison: the policy's name and its runs, each with its `--vary` point.
+pub type Side<'a> = (&'a str, Vec<(Option<String>, &'a WorkloadResult)>);
+
 /// `fsyncsim compare`: one log per policy and operation (`<policy>.<op>.hlog`), one tagged
 /// interval per run (`Tag=seed<N>`, with `--vary` `Tag=<param>=<value>:seed<N>`).
-pub fn compare_logs<'a>(
-    sides: &[(&str, Vec<(Option<String>, &'a WorkloadResult)>)],
-) -> Vec<Log<'a>> {
+pub fn compare_logs<'a>(sides: &[Side<'a>]) -> Vec<Log<'a>> {
     let mut logs: Vec<Log<'a>> = Vec::new();
     for (policy, runs) in sides {
         let Some((_, first)) = runs.first() else {
