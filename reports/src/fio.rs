@@ -1,7 +1,7 @@
 //! Output of `fsyncsim fio`: fio-like text and fio-shaped JSON (one aggregated job, as with
 //! fio's group_reporting).
 
-use crate::fio_json::{fio_disk_util, fio_job, FioOutput, FioReport};
+use crate::fio_json::{fio_disk_util, fio_job, FioOutput};
 use crate::latency::text_lines;
 use models::device::ReqKind;
 use models::workload::fio::{DirStats, FioResult};
@@ -45,6 +45,19 @@ pub struct DeviceReport {
     /// The request queue's counters (with a scheduler).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block: Option<Value>,
+}
+
+/// `fsyncsim fio --json`: fio's document plus fsyncsim's `device` counters and
+/// `trace_hash`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FioReport {
+    /// The fio document.
+    #[serde(flatten)]
+    pub fio: FioOutput,
+    /// The device's counters (fsyncsim's own).
+    pub device: DeviceReport,
+    /// Hash of the run's event sequence.
+    pub trace_hash: String,
 }
 
 /// The device report of a run.

@@ -552,19 +552,6 @@ pub fn fio_disk_util(r: &FioResult) -> DiskUtil {
     }
 }
 
-/// `fsyncsim fio --json`: fio's document plus fsyncsim's `device` counters and
-/// `trace_hash`.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct FioReport {
-    /// The fio document.
-    #[serde(flatten)]
-    pub fio: FioOutput,
-    /// The device's counters (fsyncsim's own).
-    pub device: crate::fio::DeviceReport,
-    /// Hash of the run's event sequence.
-    pub trace_hash: String,
-}
-
 /// Which direction of a fio job a workload operation's latencies go in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {
