@@ -595,6 +595,31 @@ fn hdr_out_is_deterministic_and_refuses_a_file_with_one_line() {
         &["--hdr-out", "a directory"],
     );
     assert_eq!(std::fs::read(d.join("f")).unwrap(), b"x");
+    // The same policy on both sides of a comparison: one set of logs per side.
+    run_ok(
+        &d,
+        &[
+            "compare",
+            "dbench",
+            "--clients",
+            "2",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--baseline",
+            "linux-5.11",
+            "--current",
+            "linux-5.11",
+            "--hdr-out",
+            "same",
+        ],
+    );
+    for side in ["baseline", "current"] {
+        assert!(d
+            .join(format!("same/{side}-linux-5.11.Flush.hlog"))
+            .is_file());
+    }
     // A symlink to a directory is followed; one under /dev is refused.
     std::os::unix::fs::symlink("a", d.join("la")).unwrap();
     run_ok(&d, &["fio", "--runtime", "10ms", "--hdr-out", "la"]);

@@ -217,9 +217,18 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
                 .flat_map(|p| f(p).iter().map(move |r| (point(p), r)))
                 .collect::<Vec<_>>()
         };
+        // The same policy on both sides: the logs are told apart by side.
+        let (b, c) = if baseline.name == current.name {
+            (
+                format!("baseline-{}", baseline.name),
+                format!("current-{}", current.name),
+            )
+        } else {
+            (baseline.name.clone(), current.name.clone())
+        };
         let sides = [
-            (baseline.name.as_str(), side(|p| &p.baseline)),
-            (current.name.as_str(), side(|p| &p.current)),
+            (b.as_str(), side(|p| &p.baseline)),
+            (c.as_str(), side(|p| &p.current)),
         ];
         stage_hdr_logs(d, &reports::hdrlog::compare_logs(&sides), &mut staging)?;
     }
