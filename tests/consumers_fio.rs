@@ -263,6 +263,31 @@ print(json.dumps({k: row[k] for k in ["iops", "bw", "lat", "iops_stddev", "lat_s
     assert_eq!(row["lat"], read["lat_ns"]["mean"]);
     assert_eq!(row["iops_stddev"], read["iops_stddev"]);
     assert_eq!(row["iodepth"], "4");
+    // And its command line draws the bar chart from the file (headless: matplotlib's Agg).
+    let cli = py.with_file_name("fio-plot");
+    if cli.is_file() {
+        let o = Command::new(&cli)
+            .env("MPLBACKEND", "Agg")
+            .args([
+                "-i", "in", "-T", "fsyncsim", "-l", "-r", "randrw", "-d", "4", "-n", "1",
+            ])
+            .args(["--filter", "read", "-o", "chart.png"])
+            .current_dir(&d)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "fio-plot: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let png = std::fs::read(d.join("chart.png")).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 10_000,
+            "{}",
+            png.len()
+        );
+    }
 }
 
 /// fsperf's FioResultDecoder (src/FioResultDecoder.py): per job, scalars are kept; inside
