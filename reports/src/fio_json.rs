@@ -292,17 +292,15 @@ fn sample_stats(samples: &[u64]) -> (u64, u64, f64, f64, u64) {
 /// Bandwidth (KiB/s) and IOPS samples of one direction: per job, per full 500 ms window up
 /// to `elapsed` that saw I/O (fio skips a window with none).
 fn window_samples(d: &DirStats, elapsed: u64) -> (Vec<u64>, Vec<u64>) {
-    let full = (elapsed / AVG_TIME) as usize;
-    let ms = AVG_TIME / sim::MS;
+    let full = elapsed / AVG_TIME;
+    let ms = u128::from(AVG_TIME / sim::MS);
+    let rate = |x: u64| (u128::from(x) * 1000 / ms).min(u128::from(u64::MAX)) as u64;
     let mut bw = Vec::new();
     let mut iops = Vec::new();
     for job in &d.windows {
-        for &(ios, bytes) in job.iter().take(full) {
-            if ios == 0 {
-                continue;
-            }
-            bw.push(bytes * 1000 / ms / 1024);
-            iops.push(ios * 1000 / ms);
+        for (_, &(ios, bytes)) in job.range(..full) {
+            bw.push(rate(bytes) / 1024);
+            iops.push(rate(ios));
         }
     }
     (bw, iops)
@@ -448,7 +446,7 @@ fn job(p: JobParts) -> Job {
         job_start: 0,
         error: 0,
         eta: 0,
-        elapsed: (p.elapsed_ns + sim::S / 2) / sim::S,
+        elapsed: p.elapsed_ns.saturating_add(sim::S / 2) / sim::S,
         job_options: p.options,
         read: p.read,
         write: p.write,

@@ -115,8 +115,10 @@ pub struct DirStats {
     pub clat_exact: Exact,
     /// `lat`'s exact statistics.
     pub lat_exact: Exact,
-    /// Per job, per [`AVG_TIME`] window of completion time: (requests, bytes).
-    pub windows: Vec<Vec<(u64, u64)>>,
+    /// Per job, per [`AVG_TIME`] window of completion time that saw a completion (window
+    /// index → (requests, bytes)); sparse, so a request that completes far in virtual time
+    /// costs one entry.
+    pub windows: Vec<std::collections::BTreeMap<u64, (u64, u64)>>,
 }
 
 impl DirStats {
@@ -144,15 +146,11 @@ impl DirStats {
         self.clat_exact.record(d.clat());
         self.lat_exact.record(d.latency());
         if self.windows.len() <= job {
-            self.windows.resize(job + 1, Vec::new());
+            self.windows.resize(job + 1, Default::default());
         }
-        let w = &mut self.windows[job];
-        let i = (now / AVG_TIME) as usize;
-        if w.len() <= i {
-            w.resize(i + 1, (0, 0));
-        }
-        w[i].0 += 1;
-        w[i].1 += bytes;
+        let w = self.windows[job].entry(now / AVG_TIME).or_default();
+        w.0 += 1;
+        w.1 = w.1.saturating_add(bytes);
     }
 }
 
