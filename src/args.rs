@@ -519,6 +519,9 @@ pub(crate) struct WorkloadArgs {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write HdrHistogram V2 interval logs (.hlog), one per operation, into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) hdr_out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -555,6 +558,9 @@ pub(crate) struct CompareArgs {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write HdrHistogram V2 interval logs (.hlog), one per policy and operation (one interval per run), into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) hdr_out: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -645,9 +651,15 @@ pub(crate) struct FioArgs {
     /// Run seed.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
-    /// Print fio-style JSON instead of text.
+    /// Print fio's JSON (fio --output-format=json) instead of text.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Print fio's json+ (--json with each latency's histogram bins).
+    #[arg(long)]
+    pub(crate) json_plus: bool,
+    /// Write HdrHistogram V2 interval logs (.hlog), one per direction and latency (read_clat.hlog, …), into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) hdr_out: Option<PathBuf>,
     /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
     #[arg(long)]
     pub(crate) force: bool,

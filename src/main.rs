@@ -160,6 +160,23 @@ fn out_dir(flag: &str, dir: &std::path::Path) -> Result<(), Failure> {
     reports::output::prepare_dir(dir).map_err(|e| Failure(format!("{flag} {}: {e}", dir.display())))
 }
 
+/// --hdr-out DIR: stages each HdrHistogram log for DIR (moved into place by the staging's
+/// commit, with the command's other outputs).
+pub(crate) fn stage_hdr_logs(
+    dir: &std::path::Path,
+    logs: &[reports::hdrlog::Log],
+    staging: &mut reports::output::Staging,
+) -> Result<(), Failure> {
+    for log in logs {
+        let dest = dir.join(&log.file);
+        let fail = |e: String| Failure(format!("--hdr-out {}: {e}", dest.display()));
+        let bytes = reports::hdrlog::encode(log).map_err(fail)?;
+        let staged = staging.path_for(&dest).map_err(|e| fail(e.to_string()))?;
+        reports::output::write_atomic(&staged, &bytes).map_err(|e| fail(e.to_string()))?;
+    }
+    Ok(())
+}
+
 fn load_scenarios(specs: &[String]) -> Result<Vec<Scenario>, Failure> {
     if specs.is_empty() {
         return Ok(Scenario::builtin());
@@ -329,6 +346,9 @@ fn fio_cmd(a: FioArgs) -> Result<(), Failure> {
         )));
     }
     let cfg = DiskConfig::resolve(&a.device).map_err(|e| Failure(e.to_string()))?;
+    if let Some(d) = &a.hdr_out {
+        out_dir("--hdr-out", d)?;
+    }
     let p = fio::FioParams {
         rw: a.rw,
         bs: a.bs,
@@ -341,8 +361,15 @@ fn fio_cmd(a: FioArgs) -> Result<(), Failure> {
         seed: a.seed,
     };
     let r = fio::run(&p, cfg).map_err(|e| Failure(e.to_string()))?;
-    if a.json {
-        outln!("{:#}", reports::fio::json(&r));
+    if let Some(d) = &a.hdr_out {
+        let mut staging = reports::output::Staging::default();
+        stage_hdr_logs(d, &reports::hdrlog::fio_logs(&r), &mut staging)?;
+        staging
+            .commit()
+            .map_err(|e| Failure(format!("--hdr-out {}: {e}", d.display())))?;
+    }
+    if a.json || a.json_plus {
+        outln!("{}", reports::fio::json_text(&r, a.json_plus));
     } else {
         out!("{}", reports::fio::text(&r));
     }

@@ -1,99 +1,109 @@
 //! Output of `fsyncsim fio`: fio-like text and fio-shaped JSON (one aggregated job, as with
 //! fio's group_reporting).
 
-use crate::latency::{stats_json, stats_json_with_percentiles, text_lines};
+use crate::fio_json::{fio_disk_util, fio_job, FioOutput};
+use crate::latency::text_lines;
 use models::device::ReqKind;
 use models::workload::fio::{DirStats, FioResult};
-use serde_json::{json, Value};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 fn runtime_ms(r: &FioResult) -> f64 {
     r.elapsed as f64 / 1e6
 }
 
-fn dir_json(d: &DirStats, r: &FioResult) -> Value {
-    let secs = r.elapsed as f64 / 1e9;
-    let bw_bytes = if secs > 0.0 {
-        d.bytes as f64 / secs
-    } else {
-        0.0
-    };
-    json!({
-        "io_bytes": d.bytes,
-        "io_kbytes": d.bytes / 1024,
-        "bw_bytes": bw_bytes.round() as u64,
-        "bw": (bw_bytes / 1024.0).round() as u64,
-        "iops": if secs > 0.0 { d.ios as f64 / secs } else { 0.0 },
-        "runtime": runtime_ms(r).round() as u64,
-        "total_ios": d.ios,
-        "short_ios": 0,
-        "drop_ios": 0,
-        "slat_ns": stats_json(&d.slat),
-        "clat_ns": stats_json_with_percentiles(&d.clat),
-        "lat_ns": stats_json(&d.lat),
-    })
+/// One request kind's device counters in `fsyncsim fio --json`'s `device.requests`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct KindReport {
+    /// Requests completed.
+    pub count: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Requests that waited for a tag (or in the request queue).
+    pub host_waited: u64,
+    /// Mean wait for a tag, ns.
+    pub mean_host_wait_ns: f64,
+    /// Mean wait for a service unit, ns.
+    pub mean_queue_wait_ns: f64,
+    /// Mean service time, ns.
+    pub mean_service_ns: f64,
 }
 
-/// The JSON report (fio's field names).
-pub fn json(r: &FioResult) -> Value {
-    let p = &r.params;
+/// `fsyncsim fio --json`'s `device` object: fsyncsim's device counters.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceReport {
+    /// Device name.
+    pub name: String,
+    /// Per request kind.
+    pub requests: BTreeMap<String, KindReport>,
+    /// Largest host-queue length.
+    pub max_host_queue: u64,
+    /// Bytes destaged by flushes.
+    pub flushed_bytes: u64,
+    /// Bytes destaged in the background.
+    pub background_destaged_bytes: u64,
+    /// The request queue's counters (with a scheduler).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<Value>,
+}
+
+/// `fsyncsim fio --json`: fio's document plus fsyncsim's `device` counters and
+/// `trace_hash`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FioReport {
+    /// The fio document.
+    #[serde(flatten)]
+    pub fio: FioOutput,
+    /// The device's counters (fsyncsim's own).
+    pub device: DeviceReport,
+    /// Hash of the run's event sequence.
+    pub trace_hash: String,
+}
+
+/// The device report of a run.
+pub fn device_report(r: &FioResult) -> DeviceReport {
     let ds = &r.device_stats;
-    let kinds: serde_json::Map<String, Value> = ReqKind::ALL
+    let requests = ReqKind::ALL
         .iter()
         .map(|&k| {
             let s = ds.kind(k);
             let n = s.count.max(1) as f64;
             (
                 k.name().to_string(),
-                json!({
-                    "count": s.count,
-                    "bytes": s.bytes,
-                    "host_waited": s.host_waited,
-                    "mean_host_wait_ns": s.host_wait_ns as f64 / n,
-                    "mean_queue_wait_ns": s.queue_wait_ns as f64 / n,
-                    "mean_service_ns": s.service_ns as f64 / n,
-                }),
+                KindReport {
+                    count: s.count,
+                    bytes: s.bytes,
+                    host_waited: s.host_waited,
+                    mean_host_wait_ns: s.host_wait_ns as f64 / n,
+                    mean_queue_wait_ns: s.queue_wait_ns as f64 / n,
+                    mean_service_ns: s.service_ns as f64 / n,
+                },
             )
         })
         .collect();
-    let mut v = json!({
-        "fio version": concat!("fsyncsim-", env!("CARGO_PKG_VERSION")),
-        "jobs": [{
-            "jobname": "fsyncsim",
-            "groupid": 0,
-            "error": 0,
-            "job options": {
-                "rw": p.rw.name(),
-                "bs": p.bs.to_string(),
-                "iodepth": p.iodepth.to_string(),
-                "numjobs": p.numjobs.to_string(),
-                "fsync": p.fsync.to_string(),
-                "runtime": format!("{}ns", p.runtime),
-                "size": p.size.to_string(),
-                "rwmixread": p.rwmixread.to_string(),
-                "seed": p.seed.to_string(),
-                "device": r.device,
-            },
-            "read": dir_json(&r.read, r),
-            "write": dir_json(&r.write, r),
-            "sync": {
-                "total_ios": r.sync.ios,
-                "lat_ns": stats_json_with_percentiles(&r.sync.lat),
-            },
-            "job_runtime": runtime_ms(r).round() as u64,
-        }],
-        "device": {
-            "name": r.device,
-            "requests": kinds,
-            "max_host_queue": ds.max_host_queue,
-            "flushed_bytes": ds.flushed_bytes,
-            "background_destaged_bytes": ds.background_bytes,
-        },
-        "trace_hash": format!("{:#018x}", r.trace_hash),
-    });
-    if let Some(b) = &r.block_stats {
-        v["device"]["block"] = crate::block::json(b);
+    DeviceReport {
+        name: r.device.clone(),
+        requests,
+        max_host_queue: ds.max_host_queue,
+        flushed_bytes: ds.flushed_bytes,
+        background_destaged_bytes: ds.background_bytes,
+        block: r.block_stats.as_ref().map(crate::block::json),
     }
-    v
+}
+
+/// The JSON report: fio's document (`plus`: json+, with each latency set's `bins`) with
+/// fsyncsim's `device` counters and `trace_hash` beside it.
+pub fn report(r: &FioResult, plus: bool) -> FioReport {
+    FioReport {
+        fio: FioOutput::new("fsyncsim", vec![fio_job(r, plus)], vec![fio_disk_util(r)]),
+        device: device_report(r),
+        trace_hash: format!("{:#018x}", r.trace_hash),
+    }
+}
+
+/// The JSON report as text, keys in fio's order (see [`report`]).
+pub fn json_text(r: &FioResult, plus: bool) -> String {
+    serde_json::to_string_pretty(&report(r, plus)).expect("a report serializes")
 }
 
 fn human_iops(x: f64) -> String {

@@ -8,6 +8,8 @@ pub mod chrome;
 pub mod crash;
 pub mod devices;
 pub mod fio;
+pub mod fio_json;
+pub mod hdrlog;
 pub mod latency;
 pub mod output;
 pub mod plot;

@@ -610,6 +610,7 @@ pub fn json(r: &WorkloadResult) -> Value {
             "invariant": v.invariant, "at_ns": v.at, "message": v.message})).collect::<Vec<_>>(),
         "trace_hash": format!("{:#018x}", r.trace_hash),
         "events": r.events,
+        "jobs": crate::fio_json::workload_jobs(r, 0, &[]),
     });
     if let (Some(io), Some(o)) = (&r.iostat, v.as_object_mut()) {
         let cols: Map<String, Value> = models::block::iostat::COLUMNS
@@ -824,7 +825,30 @@ pub fn compare_json(
         "current_policy": current.name,
         "vary": vary.map(|(n, _)| n.clone()),
         "points": points,
+        "jobs": compare_jobs(pairs, vary),
     })
+}
+
+/// Every run of a comparison as fio jobs (fsperf's `FioResultDecoder` reads a top-level
+/// `jobs`): group 0 the baseline's, group 1 the current's, with `side` (and the varied
+/// parameter) among the job options.
+pub fn compare_jobs(
+    pairs: &[models::workload::compare::Pair],
+    vary: Option<&(String, Vec<String>)>,
+) -> Vec<crate::fio_json::Job> {
+    let mut jobs = Vec::new();
+    for p in pairs {
+        for (group, side, runs) in [(0, "baseline", &p.baseline), (1, "current", &p.current)] {
+            for r in runs {
+                let mut extra = vec![("side", side.to_string())];
+                if let (Some((name, _)), Some(v)) = (vary, &p.value) {
+                    extra.push(("vary", format!("{name}={v}")));
+                }
+                jobs.extend(crate::fio_json::workload_jobs(r, group, &extra));
+            }
+        }
+    }
+    jobs
 }
 
 /// A comparison as text: both sides' tables and the fsperf table (or, with a varied

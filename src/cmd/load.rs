@@ -16,6 +16,9 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
         ..a.pol.clone()
     };
     let p = policy_of(&pol);
+    if let Some(d) = &a.hdr_out {
+        out_dir("--hdr-out", d)?;
+    }
     let total = spec.warmup + spec.duration;
     // A progress bar over virtual time, on a terminal only.
     let bar = terminal_bar(
@@ -34,6 +37,13 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
     )
     .map_err(Failure)?;
     bar.finish_and_clear();
+    if let Some(d) = &a.hdr_out {
+        let mut staging = reports::output::Staging::default();
+        stage_hdr_logs(d, &reports::hdrlog::workload_logs(&r), &mut staging)?;
+        staging
+            .commit()
+            .map_err(|e| Failure(format!("--hdr-out {}: {e}", d.display())))?;
+    }
     if a.json {
         outln!("{:#}", reports::workload::json(&r));
     } else {
@@ -96,9 +106,9 @@ pub(crate) fn compare_fsperf(
     baseline: &Policy,
     current: &Policy,
 ) -> Result<(), Failure> {
-    if a.vary.is_some() || a.trace.is_some() || a.out.is_some() {
+    if a.vary.is_some() || a.trace.is_some() || a.out.is_some() || a.hdr_out.is_some() {
         return Err(Failure(
-            "compare fsperf: --vary, --trace and --out take one workload (e.g. compare dio4kbs16threads)"
+            "compare fsperf: --vary, --trace, --out and --hdr-out take one workload (e.g. compare dio4kbs16threads)"
                 .into(),
         ));
     }
@@ -192,8 +202,44 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
     if let (Some(path), Some(staged)) = (&trace_path, &staged_trace) {
         write_compare_trace(&a, &spec, &dev, &current, seed, (path, staged))?;
     }
+    if let Some(d) = &a.hdr_out {
+        let point = |p: &models::workload::compare::Pair| {
+            a.vary
+                .as_ref()
+                .zip(p.value.as_ref())
+                .map(|((n, _), v)| format!("{n}={v}"))
+        };
+        let side = |f: fn(
+            &models::workload::compare::Pair,
+        ) -> &Vec<models::workload::fsload::WorkloadResult>| {
+            pairs
+                .iter()
+                .flat_map(|p| f(p).iter().map(move |r| (point(p), r)))
+                .collect::<Vec<_>>()
+        };
+        // The same policy on both sides: the logs are told apart by side.
+        let (b, c) = if baseline.name == current.name {
+            (
+                format!("baseline-{}", baseline.name),
+                format!("current-{}", current.name),
+            )
+        } else {
+            (baseline.name.clone(), current.name.clone())
+        };
+        let sides = [
+            (b.as_str(), side(|p| &p.baseline)),
+            (c.as_str(), side(|p| &p.current)),
+        ];
+        stage_hdr_logs(d, &reports::hdrlog::compare_logs(&sides), &mut staging)?;
+    }
     staging.commit().map_err(|e| {
-        let flag = if a.out.is_some() { "--out" } else { "--trace" };
+        let flag = if a.out.is_some() {
+            "--out"
+        } else if a.trace.is_some() {
+            "--trace"
+        } else {
+            "--hdr-out"
+        };
         Failure(format!("{flag}: {e}"))
     })?;
     if a.json {
@@ -247,6 +293,9 @@ fn compare_outputs(a: &CompareArgs) -> Result<Option<PathBuf>, Failure> {
     }
     if let Some(d) = &a.out {
         out_dir("--out", d)?;
+    }
+    if let Some(d) = &a.hdr_out {
+        out_dir("--hdr-out", d)?;
     }
     Ok(trace_path)
 }

@@ -3,6 +3,7 @@
 //! sequential or random offsets in the job's own `size`-byte region, optional cache flush
 //! every `fsync` writes (per job, like fio's `fsync=N`), for `runtime` of virtual time.
 
+use super::exact::Exact;
 use crate::block::DiskConfig;
 use crate::device::{new_histogram, Device, DeviceStats, IoDone, Request};
 use hdrhistogram::Histogram;
@@ -91,6 +92,10 @@ impl Default for FioParams {
     }
 }
 
+/// fio's `bw_avg_time` and `iops_avg_time` default: bandwidth and IOPS are sampled per job
+/// over windows of this length.
+pub const AVG_TIME: Nanos = 500 * sim::MS;
+
 /// Latency statistics of one direction (read, write, or sync = flushes).
 #[derive(Clone, Debug)]
 pub struct DirStats {
@@ -104,6 +109,16 @@ pub struct DirStats {
     pub clat: Histogram<u64>,
     /// Total latency, ns.
     pub lat: Histogram<u64>,
+    /// `slat`'s exact statistics (the histogram rounds to its buckets).
+    pub slat_exact: Exact,
+    /// `clat`'s exact statistics.
+    pub clat_exact: Exact,
+    /// `lat`'s exact statistics.
+    pub lat_exact: Exact,
+    /// Per job, per [`AVG_TIME`] window of completion time that saw a completion (window
+    /// index → (requests, bytes)); sparse, so a request that completes far in virtual time
+    /// costs one entry.
+    pub windows: Vec<std::collections::BTreeMap<u64, (u64, u64)>>,
 }
 
 impl DirStats {
@@ -114,15 +129,28 @@ impl DirStats {
             slat: new_histogram(),
             clat: new_histogram(),
             lat: new_histogram(),
+            slat_exact: Exact::default(),
+            clat_exact: Exact::default(),
+            lat_exact: Exact::default(),
+            windows: Vec::new(),
         }
     }
 
-    fn record(&mut self, d: &IoDone, bytes: u64) {
+    fn record(&mut self, d: &IoDone, bytes: u64, job: usize, now: Nanos) {
         self.ios += 1;
         self.bytes += bytes;
         self.slat.saturating_record(d.host_wait());
         self.clat.saturating_record(d.clat());
         self.lat.saturating_record(d.latency());
+        self.slat_exact.record(d.host_wait());
+        self.clat_exact.record(d.clat());
+        self.lat_exact.record(d.latency());
+        if self.windows.len() <= job {
+            self.windows.resize(job + 1, Default::default());
+        }
+        let w = self.windows[job].entry(now / AVG_TIME).or_default();
+        w.0 += 1;
+        w.1 = w.1.saturating_add(bytes);
     }
 }
 
@@ -147,18 +175,42 @@ pub struct FioResult {
     pub block_stats: Option<crate::block::BlockStats>,
     /// Hash of the run's event sequence.
     pub trace_hash: u64,
+    /// Virtual time during which at least one request was in flight (fio's disk `util`).
+    pub busy: Nanos,
 }
 
 struct Totals {
+    in_flight: u64,
+    busy_since: Nanos,
+    busy: Nanos,
     read: DirStats,
     write: DirStats,
     sync: DirStats,
 }
 
 struct Job {
+    index: usize,
     base: u64,
     cursor: Cell<u64>,
     writes: Cell<u64>,
+}
+
+/// A request goes out: the device is busy from now if it was idle.
+fn busy_start(h: &sim::Handle, totals: &RefCell<Totals>) {
+    let mut t = totals.borrow_mut();
+    if t.in_flight == 0 {
+        t.busy_since = h.now();
+    }
+    t.in_flight += 1;
+}
+
+/// A request came back: the busy time ends when none is left in flight.
+fn busy_end(h: &sim::Handle, totals: &RefCell<Totals>) {
+    let mut t = totals.borrow_mut();
+    t.in_flight -= 1;
+    if t.in_flight == 0 {
+        t.busy += h.now() - t.busy_since;
+    }
 }
 
 async fn worker(
@@ -189,21 +241,28 @@ async fn worker(
         } else {
             Request::write(offset, p.bs)
         };
+        busy_start(&h, &totals);
         let done = dev.submit(req).await;
+        busy_end(&h, &totals);
         {
             let mut t = totals.borrow_mut();
             if is_read {
-                t.read.record(&done, p.bs);
+                t.read.record(&done, p.bs, job.index, h.now());
             } else {
-                t.write.record(&done, p.bs);
+                t.write.record(&done, p.bs, job.index, h.now());
             }
         }
         if !is_read && p.fsync > 0 {
             let n = job.writes.get() + 1;
             job.writes.set(n);
             if n % u64::from(p.fsync) == 0 {
+                busy_start(&h, &totals);
                 let done = dev.submit(Request::flush()).await;
-                totals.borrow_mut().sync.record(&done, 0);
+                busy_end(&h, &totals);
+                totals
+                    .borrow_mut()
+                    .sync
+                    .record(&done, 0, job.index, h.now());
             }
         }
     }
@@ -218,6 +277,9 @@ pub fn run(p: &FioParams, cfg: impl Into<DiskConfig>) -> Result<FioResult, SimEr
     let device = cfg.name.clone();
     let dev = crate::block::add_disk(&mut sim, cfg, &mut streams, false);
     let totals = Rc::new(RefCell::new(Totals {
+        in_flight: 0,
+        busy_since: 0,
+        busy: 0,
         read: DirStats::new(),
         write: DirStats::new(),
         sync: DirStats::new(),
@@ -225,6 +287,7 @@ pub fn run(p: &FioParams, cfg: impl Into<DiskConfig>) -> Result<FioResult, SimEr
     let params = Rc::new(p.clone());
     for j in 0..p.numjobs {
         let job = Rc::new(Job {
+            index: j as usize,
             base: u64::from(j) * p.size,
             cursor: Cell::new(0),
             writes: Cell::new(0),
@@ -262,5 +325,6 @@ pub fn run(p: &FioParams, cfg: impl Into<DiskConfig>) -> Result<FioResult, SimEr
         device_stats,
         block_stats,
         trace_hash: summary.trace_hash,
+        busy: t.busy,
     })
 }

@@ -42,6 +42,8 @@ pub struct OpResult {
     pub name: &'static str,
     /// Latency histogram, ns.
     pub hist: Histogram<u64>,
+    /// The same latencies' exact min, max, mean, deviation and fio latency ranges.
+    pub exact: super::exact::Exact,
     /// Bytes it moved (ReadX, WriteX, writes).
     pub bytes: u64,
     /// Time in each wait class summed over its operations, ns (index = class id).
@@ -82,6 +84,8 @@ pub struct WorkloadResult {
     pub seed: u64,
     /// Measured window, ns.
     pub measured: Nanos,
+    /// Virtual time the measured window starts at.
+    pub measured_from: Nanos,
     /// Per operation kind, in report order.
     pub ops: Vec<OpResult>,
     /// Wait-class names (index = class id).
@@ -195,6 +199,7 @@ impl Recorder {
         }
         if run.1 > 0 {
             self.ops[op].hist.saturating_record_n(run.0, run.1);
+            self.ops[op].exact.record_n(run.0, run.1);
         }
         *run = (v, 1);
     }
@@ -204,6 +209,7 @@ impl Recorder {
         for (op, run) in self.runs.iter_mut().enumerate() {
             if run.1 > 0 {
                 self.ops[op].hist.saturating_record_n(run.0, run.1);
+                self.ops[op].exact.record_n(run.0, run.1);
             }
             *run = (0, 0);
         }
@@ -874,6 +880,7 @@ impl Run {
             device: device.name.clone(),
             seed,
             measured,
+            measured_from: from,
             ops,
             classes: sim.class_names(),
             slowest,
@@ -903,6 +910,7 @@ impl Recorder {
             .map(|&name| OpResult {
                 name,
                 hist: new_histogram(),
+                exact: Default::default(),
                 bytes: 0,
                 attribution: Vec::new(),
             })

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod compare;
 mod dbench;
+pub mod exact;
 pub mod fio;
 pub mod fsload;
 pub mod kbuild;
