@@ -12,18 +12,7 @@ use models::vfs::recovered::{CrashPoint, Recovered};
 
 /// A scenario of one task `A` after `setup`, under linux-5.15 for both policies.
 fn scenario(setup: &[&str], ops: &[&str]) -> Scenario {
-    let list = |v: &[&str]| {
-        v.iter()
-            .map(|s| format!("\"{s}\""))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let t = format!(
-        "name = \"fd\"\nrace = \"FD\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [{}]\n[[task]]\nname = \"A\"\nops = [{}]\n[policies]\nbefore = \"linux-5.15\"\nafter = \"linux-5.15\"\n",
-        list(setup),
-        list(ops)
-    );
-    Scenario::parse(&t, "fd.toml").unwrap_or_else(|e| panic!("{e}\n{t}"))
+    common::one_task("fd", "linux-5.15", setup, ops)
 }
 
 fn p515() -> Policy {

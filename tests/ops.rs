@@ -2,24 +2,15 @@
 //! fdatasync, sync_file_range, syncfs, and unlink/rename inside a log): what each puts in
 //! the log, and the S2 check that catches a model broken where the kernel is careful.
 
+mod common;
+
 use models::block::DiskConfig;
 use models::btrfs::Mutant;
 use models::kernel::Policy;
 use models::scenario::{run, Interleaving, RunResult, Scenario};
 
 fn scenario(setup: &[&str], ops: &[&str]) -> Scenario {
-    let list = |v: &[&str]| {
-        v.iter()
-            .map(|s| format!("\"{s}\""))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let t = format!(
-        "name = \"ops\"\nrace = \"OPS\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [{}]\n[[task]]\nname = \"A\"\nops = [{}]\n[policies]\nbefore = \"linux-5.11\"\nafter = \"linux-5.11\"\n",
-        list(setup),
-        list(ops)
-    );
-    Scenario::parse(&t, "ops.toml").unwrap_or_else(|e| panic!("{e}\n{t}"))
+    common::one_task("ops", "linux-5.11", setup, ops)
 }
 
 fn run_with(sc: &Scenario, mutant: Option<Mutant>) -> RunResult {

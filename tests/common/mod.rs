@@ -79,3 +79,27 @@ pub fn invariant_hits(r: &models::sweep::SweepResult) -> Vec<(String, u64)> {
         .map(|(k, v)| (k.clone(), v.hits))
         .collect()
 }
+
+/// A scenario of one task `A` running `ops` after `setup`, under `policy` on both sides;
+/// `name` names it in errors.
+pub fn one_task(
+    name: &str,
+    policy: &str,
+    setup: &[&str],
+    ops: &[&str],
+) -> models::scenario::Scenario {
+    let list = |v: &[&str]| {
+        v.iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let t = format!(
+        "name = \"{name}\"\nrace = \"{}\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [{}]\n[[task]]\nname = \"A\"\nops = [{}]\n[policies]\nbefore = \"{policy}\"\nafter = \"{policy}\"\n",
+        name.to_uppercase(),
+        list(setup),
+        list(ops)
+    );
+    models::scenario::Scenario::parse(&t, &format!("{name}.toml"))
+        .unwrap_or_else(|e| panic!("{e}\n{t}"))
+}
