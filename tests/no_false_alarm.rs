@@ -141,3 +141,16 @@ fn a_name_taken_after_the_promise_and_committed_keeps_the_file() {
     let sc = Scenario::parse(text, "t.toml").unwrap();
     clean_on_every_preset(&sc, 1);
 }
+
+/// An xattr set, committed, then set again (a replace) and the file fsynced: the committed
+/// tree still has the xattr (btrfs_setxattr replaces the item atomically). The model once
+/// stamped the replace's transaction as the xattr's first, so a power failure between the
+/// replace and the fsync's log sync recovered the committed generation without it (S2
+/// "xattr user.x is gone" on every preset, scripted).
+#[test]
+fn a_replaced_xattr_stays_in_the_committed_tree() {
+    let text = "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [\"create /b\"]\n\
+        [[task]]\nname = \"A\"\nops = [\"setxattr /b user.x\", \"syncfs\", \"setxattr /b user.x\", \"fsync /b\"]\n";
+    let sc = Scenario::parse(text, "t.toml").unwrap();
+    clean_on_every_preset(&sc, 1);
+}
