@@ -200,6 +200,7 @@ impl Btrfs {
             // of one inode: nothing happens.
             return Ok(());
         }
+        let _locks = self.lock_link_inodes(ino, target, rename).await;
         // btrfs_rename: trans_num_items = 11; btrfs_link: 5 (inode.c@v5.10).
         let th = self
             .start_transaction_items(if rename { 11 } else { 5 })
@@ -251,6 +252,26 @@ impl Btrfs {
             self.evict_reservation().await;
         }
         Ok(())
+    }
+
+    /// The inode locks a link or rename takes before its transaction (fs/namei.c@v5.10..v5.16):
+    /// vfs_link inode_lock(source); vfs_rename lock_two_nondirectories(source, target) for a
+    /// non-directory source (ordered, here by inode number), else inode_lock(target).
+    async fn lock_link_inodes(
+        &self,
+        ino: Ino,
+        target: Option<Ino>,
+        rename: bool,
+    ) -> Vec<InodeLock> {
+        let src_dir = self.inner.st.borrow().inodes[&ino].is_dir;
+        let mut inos: Vec<Ino> = (!rename || !src_dir).then_some(ino).into_iter().collect();
+        inos.extend(target.filter(|_| rename));
+        inos.sort_unstable();
+        let mut held = Vec::new();
+        for i in inos {
+            held.push(self.lock_inode_flags(i, false).await);
+        }
+        held
     }
 
     /// The tree work and state change of a link or rename in transaction `t`, before its

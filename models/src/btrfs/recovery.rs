@@ -242,8 +242,9 @@ fn check_log_names(
     Ok(())
 }
 
-/// A returned fsync keeps its directory entries and a reachable name, and no name removed
-/// before it; Ok(true): a regular file still linked, whose data is checked next.
+/// A returned fsync keeps its directory entries and a reachable name (one it had at its
+/// promise, has now, or took in between: `named_since`), and no name removed before it;
+/// Ok(true): a regular file still linked, whose data is checked next.
 fn check_fsync_names(
     st: &FsState,
     names: &BTreeMap<(Ino, String), Ino>,
@@ -264,11 +265,11 @@ fn check_fsync_names(
     if now_names.is_empty() {
         return Ok(false); // unlinked since: nothing to keep
     }
-    let named = rec
-        .names
-        .iter()
-        .chain(now_names.iter())
-        .any(|n| names.get(n) == Some(&rec.ino) && reachable.contains(&n.0));
+    let named = names.iter().any(|(n, &i)| {
+        i == rec.ino
+            && reachable.contains(&n.0)
+            && (rec.names.contains(n) || now_names.contains(n) || named_since(st, n, rec))
+    });
     if !named {
         return Err(format!(
             "fsync of {} returned at t={}ns, but after a crash now the file has no name",
@@ -286,6 +287,19 @@ fn check_fsync_names(
         ));
     }
     Ok(true)
+}
+
+/// Whether the entry `key` named `rec`'s inode at some time since `rec` took its promise
+/// (a version of it that was not removed before then). A name the inode took after the
+/// promise and lost again may be what a transaction committed in between holds (a
+/// concurrent commit, btrfs_commit_transaction@v5.10..v5.16, captures each rename of the
+/// transaction it commits): recovering it keeps the file, under a name it did have. Names
+/// removed before the promise do not count (removed_name_back's rule).
+fn named_since(st: &FsState, key: &(Ino, String), rec: &FsyncRecord) -> bool {
+    st.dentry(key.0, &key.1).is_some_and(|v| {
+        v.iter()
+            .any(|d| d.ino == rec.ino && d.removed_at.is_none_or(|r| r >= rec.promised_at))
+    })
 }
 
 /// A returned fsync of a regular file keeps its extents, their data, its size (while

@@ -742,7 +742,8 @@ pub struct Inode {
     pub size_hist: Vec<(TransId, u64)>,
     /// Extent versions dropped from the file (kept only with the history).
     pub dead_extents: Vec<DeadExtent>,
-    /// Extended attributes: name → transaction that set it (BTRFS_XATTR_ITEM_KEY items).
+    /// Extended attributes: name → transaction that first set it (BTRFS_XATTR_ITEM_KEY
+    /// items; a replace keeps the name in every generation committed since).
     pub xattrs: BTreeMap<String, TransId>,
     /// Bumped by every change of the inode: item, names, entries, extents (the oracle's
     /// version of it within a transaction).

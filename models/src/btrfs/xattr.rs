@@ -18,7 +18,11 @@ impl Btrfs {
         let cpu = {
             let mut st = self.st_mut();
             let i = st.inodes.get_mut(&ino).unwrap();
-            i.xattrs.insert(name.to_string(), t);
+            // A replace keeps the item's first transaction: btrfs_setxattr replaces an
+            // existing item atomically ("at any point in time we have either the old or the
+            // new xattr value in the tree", xattr.c:btrfs_setxattr@v5.10..v5.16), so every
+            // generation committed since the first set has the name.
+            i.xattrs.entry(name.to_string()).or_insert(t);
             i.item_trans = t;
             i.copy_everything = true;
             i.xattr_seq += 1;
