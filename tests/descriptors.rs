@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::{invariant_hits, scripted, sweep};
+use common::scripted;
 use models::block::DiskConfig;
-use models::kernel::{preset_names, Policy};
+use models::kernel::Policy;
 use models::scenario::{crash_state, parse_op, RunResult, Scenario};
 use models::vfs::recovered::{CrashPoint, Recovered};
 
@@ -295,25 +295,6 @@ fn the_examples_hold_on_every_preset_scripted_and_swept() {
         "examples/ops-fsync-unlinked-open",
         "xfstests/generic-510",
     ] {
-        let path = format!("{}/scenarios/{path}.toml", env!("CARGO_MANIFEST_DIR"));
-        let sc = Scenario::load(&path).unwrap();
-        let e = sc.expect_crash.as_ref().expect("[expect.crash]");
-        let dev = DiskConfig::resolve(&sc.device).unwrap();
-        for preset in preset_names() {
-            let p = Policy::preset(preset).unwrap();
-            let (r, state) = crash_state(&sc, &p, &dev, sc.seed, &e.at);
-            assert!(
-                r.violations.is_empty(),
-                "{path} {preset}: {:?}",
-                r.violations
-            );
-            let diffs = e.compare(&state.expect("reached").expect("recovers"));
-            assert!(diffs.is_empty(), "{path} {preset}: {diffs:?}");
-            assert_eq!(
-                invariant_hits(&sweep(&sc, &p, 0..300)),
-                [],
-                "{path} {preset}"
-            );
-        }
+        common::crash_state_holds_on_every_preset(path, 0..300);
     }
 }

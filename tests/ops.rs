@@ -285,41 +285,13 @@ fn a_ranged_fsync_writes_back_and_logs_the_whole_file() {
 
 #[test]
 fn the_new_examples_hold_on_every_preset_scripted_and_swept() {
-    use models::kernel::preset_names;
-    use models::scenario::crash_state;
     for name in [
         "ops-evict-forces-full-sync",
         "ops-evict-unlink-fsync-dir",
         "ops-ranged-fsync-logs-whole-file",
         "ops-removexattr-fsync",
     ] {
-        let path = format!(
-            "{}/scenarios/examples/{name}.toml",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let sc = Scenario::load(&path).unwrap();
-        let e = sc.expect_crash.as_ref().expect("[expect.crash]");
-        let dev = DiskConfig::resolve(&sc.device).unwrap();
-        for preset in preset_names() {
-            let p = Policy::preset(preset).unwrap();
-            let (r, state) = crash_state(&sc, &p, &dev, sc.seed, &e.at);
-            assert!(
-                r.violations.is_empty(),
-                "{name} {preset}: {:?}",
-                r.violations
-            );
-            let got = state.expect("reached").expect("recovers");
-            let diffs = e.compare(&got);
-            assert!(diffs.is_empty(), "{name} {preset}: {diffs:?}");
-            let s =
-                models::sweep::sweep_all(&sc, &p, &dev, 0..100, 2, &Interleaving::Random).unwrap();
-            let hits: Vec<_> = s
-                .targets
-                .iter()
-                .filter(|(k, v)| k.starts_with("invariant:") && v.hits > 0)
-                .collect();
-            assert!(hits.is_empty(), "{name} {preset}: {hits:?}");
-        }
+        common::crash_state_holds_on_every_preset(&format!("examples/{name}"), 0..100);
     }
 }
 

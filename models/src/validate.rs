@@ -617,19 +617,23 @@ pub fn validate_with(
         .into_iter()
         .map(|e| Planned::new(e, &l))
         .collect::<Result<Vec<_>, String>>()?;
-    let variants = if ablate { ABLATIONS.len() + 1 } else { 1 };
+    // Each experiment as planned, then (--ablate, btrfs) with each mechanism off.
     let specs = planned
         .iter()
-        .map(|p| (0..variants).map(|v| p.variant(v)).collect())
+        .map(|p| {
+            let n = if ablate && p.ablates() {
+                ABLATIONS.len() + 1
+            } else {
+                1
+            };
+            (0..n).map(|v| p.variant(v)).collect()
+        })
         .collect::<Result<Vec<Vec<(Spec, DiskConfig)>>, String>>()?;
     // One pool for every run of every experiment (and ablation variant): the long dbench
     // runs overlap the short ones instead of each experiment waiting for its slowest run.
     let mut work = Vec::new();
     for (i, p) in planned.iter().enumerate() {
         for (v, (spec, dev)) in specs[i].iter().enumerate() {
-            if v > 0 && !p.ablates() {
-                continue;
-            }
             for k in 0..seeds {
                 for side in 0..2 {
                     let pol = if side == 0 { &p.baseline } else { &p.current };
@@ -640,9 +644,9 @@ pub fn validate_with(
     }
     let jobs_list: Vec<RunJob> = work.iter().map(|w| w.1).collect();
     let mut results = run_all(&jobs_list, jobs, progress)?.into_iter();
-    let mut runs: Vec<Vec<[Vec<WorkloadResult>; 2]>> = planned
+    let mut runs: Vec<Vec<[Vec<WorkloadResult>; 2]>> = specs
         .iter()
-        .map(|_| (0..variants).map(|_| [Vec::new(), Vec::new()]).collect())
+        .map(|v| v.iter().map(|_| [Vec::new(), Vec::new()]).collect())
         .collect();
     for &((i, v, side), _) in &work {
         let r = results.next().expect("one result per run")?;
@@ -809,7 +813,7 @@ impl Planned {
     /// Variant `v`: 0 as planned, `k` with `ABLATIONS[k - 1]` off.
     fn variant(&self, v: usize) -> Result<(Spec, DiskConfig), String> {
         let (mut s, mut d) = (self.spec.clone(), self.dev.clone());
-        if v > 0 && self.ablates() {
+        if v > 0 {
             for (name, value) in ABLATIONS[v - 1].1 {
                 s.set(&mut d, name, value)?;
             }

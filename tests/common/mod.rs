@@ -103,3 +103,30 @@ pub fn one_task(
     models::scenario::Scenario::parse(&t, &format!("{name}.toml"))
         .unwrap_or_else(|e| panic!("{e}\n{t}"))
 }
+
+/// The scenario `scenarios/{rel}.toml` under every release preset: its scripted crash at
+/// `[expect.crash]`'s point violates nothing and recovers the stated state, and a sweep over
+/// `seeds` hits no invariant.
+pub fn crash_state_holds_on_every_preset(rel: &str, seeds: std::ops::Range<u64>) {
+    use models::kernel::{preset_names, Policy};
+    let path = format!("{}/scenarios/{rel}.toml", env!("CARGO_MANIFEST_DIR"));
+    let sc = models::scenario::Scenario::load(&path).unwrap();
+    let e = sc.expect_crash.as_ref().expect("[expect.crash]");
+    let dev = models::block::DiskConfig::resolve(&sc.device).unwrap();
+    for preset in preset_names() {
+        let p = Policy::preset(preset).unwrap();
+        let (r, state) = models::scenario::crash_state(&sc, &p, &dev, sc.seed, &e.at);
+        assert!(
+            r.violations.is_empty(),
+            "{rel} {preset}: {:?}",
+            r.violations
+        );
+        let diffs = e.compare(&state.expect("reached").expect("recovers"));
+        assert!(diffs.is_empty(), "{rel} {preset}: {diffs:?}");
+        let hits: Vec<_> = invariant_hits(&sweep(&sc, &p, seeds.clone()))
+            .into_iter()
+            .filter(|h| h.1 > 0)
+            .collect();
+        assert!(hits.is_empty(), "{rel} {preset}: {hits:?}");
+    }
+}

@@ -25,30 +25,12 @@ impl Btrfs {
     /// the cache. `evict` itself takes none.
     pub(super) fn pin_op_inode(&self, op: &crate::vfs::Op) -> InodePin<'_> {
         use crate::vfs::Op;
+        // The file it acts on (not close's, which drops the reference), and the source of
+        // a link or rename.
         let path = match op {
-            Op::Write(p, _)
-            | Op::WriteAt(p, ..)
-            | Op::WriteRange(p, _)
-            | Op::DirectWrite(p, ..)
-            | Op::Setattr(p)
-            | Op::Stat(p)
-            | Op::MmapWrite(p, _)
-            | Op::MmapWriteAt(p, ..)
-            | Op::WriteOsync(p, _)
-            | Op::Writeback(p)
-            | Op::Fsync(p)
-            | Op::Fdatasync(p)
-            | Op::FsyncRange(p, ..)
-            | Op::FdatasyncRange(p, ..)
-            | Op::Link(p, _)
-            | Op::Rename(p, _)
-            | Op::Truncate(p, _)
-            | Op::Fallocate { path: p, .. }
-            | Op::PunchHole(p, ..)
-            | Op::Setxattr(p, _)
-            | Op::Removexattr(p, _)
-            | Op::SyncFileRange(p) => Some(p),
-            _ => None,
+            Op::Link(p, _) | Op::Rename(p, _) => Some(p),
+            Op::Close(_) => None,
+            _ => op.file(),
         };
         let ino = path.and_then(|p| self.inner.st.borrow().lookup(p));
         if let Some(ino) = ino {

@@ -927,6 +927,21 @@ impl Spec {
         "fill",
     ];
 
+    /// `--vary costs.KEY=value`: a btrfs [costs] override, checked as a file's are.
+    fn set_cost(&mut self, key: &str, value: &str) -> Result<(), String> {
+        if self.mount.fs != crate::mount::FsKind::Btrfs {
+            return Err(format!(
+                "costs.{key}: [costs] belong to btrfs, not this workload's filesystem"
+            ));
+        }
+        let x = value
+            .parse::<u64>()
+            .map_err(|_| format!("invalid costs.{key} '{value}': expected an integer >= 0"))?;
+        crate::btrfs::costs::Costs::default().set_checked(key, x)?;
+        self.costs.insert(key.to_string(), x);
+        Ok(())
+    }
+
     /// Applies one `--vary`-style override (`name`, `value`) to the workload or `device`.
     pub fn set(&mut self, device: &mut DiskConfig, name: &str, value: &str) -> Result<(), String> {
         let int = |v: &str, max: u64| {
@@ -935,6 +950,9 @@ impl Spec {
                 .filter(|n| (1..=max).contains(n))
                 .ok_or_else(|| format!("invalid {name} '{v}': expected an integer 1..={max}"))
         };
+        if let Some(key) = name.strip_prefix("costs.") {
+            return self.set_cost(key, value);
+        }
         match name {
             "clients" | "threads" => self.clients = int(value, 4096)? as u32,
             "cpus" => {
@@ -983,17 +1001,6 @@ impl Spec {
                 } else {
                     self.page_cache = v;
                 }
-            }
-            _ if name.starts_with("costs.") => {
-                if self.mount.fs != crate::mount::FsKind::Btrfs {
-                    return Err(format!("{name}: [costs] belong to btrfs, not this workload's filesystem"));
-                }
-                let key = &name["costs.".len()..];
-                let x = value
-                    .parse::<u64>()
-                    .map_err(|_| format!("invalid {name} '{value}': expected an integer >= 0"))?;
-                crate::btrfs::costs::Costs::default().set_checked(key, x)?;
-                self.costs.insert(key.to_string(), x);
             }
             _ => {
                 return Err(format!(
