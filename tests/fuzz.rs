@@ -621,12 +621,12 @@ fn most_fixed_kernel() -> models::kernel::Policy {
 /// finds btrfs_inode_in_log true (last_sub_trans 0 <= last_log_commit 0 <= root's 0) and
 /// returns before log 1 is durable, so S2 "the file has no name" under every preset, in
 /// every seed. This reading of btrfs_sync_file / btrfs_inode_in_log (5.10-5.16) would make it
-/// a kernel window, not a model bug; not yet proven either way. Also open: a rename onto a
-/// name in a directory new in this transaction (`rename /d/x /d/e/y`, then another file's
-/// fsync syncing the log) leaves `/d/x` with no name after replay under every preset: the
-/// model's btrfs_log_new_name logs the inode alone, where the kernel's goes through
-/// btrfs_log_inode_parent and logs the new ancestors (to be checked against tree-log.c).
-/// Fixed since: a name taken after the promise, an xattr replace, link/rename without the
+/// a kernel window, not a model bug; not yet proven either way (tree-log.c@v5.15:
+/// btrfs_add_log_tree resets root->log_transid and last_log_commit to 0, so a stamp taken
+/// before the transaction's first log equals that log's id). Fixed since: a rename onto a
+/// name in a directory new in this transaction (tests/new_name.rs: btrfs_log_new_name now
+/// logs the new ancestors, as btrfs_log_inode_parent does),
+/// a name taken after the promise, an xattr replace, link/rename without the
 /// vfs inode locks (tests/no_false_alarm.rs). Run it with
 /// `FSYNCSIM_FUZZ_CASES=5000 cargo nextest run --release --run-ignored all -E 'test(most_fixed)'`.
 #[test]

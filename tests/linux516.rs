@@ -83,7 +83,12 @@ fn linux_5_16_is_5_15_plus_its_switches() {
         .collect();
     assert_eq!(
         five16,
-        ["drop-if-logged", "truncate-if-logged", "keep-delayed-inode"]
+        [
+            "drop-if-logged",
+            "truncate-if-logged",
+            "keep-delayed-inode",
+            "new-name-logged-trans"
+        ]
     );
     for s in &models::btrfs::switches::SWITCHES {
         assert_eq!(s.is_on(&p16.btrfs), s.since <= (5, 16), "{}", s.name());
@@ -206,4 +211,18 @@ after = "linux-5.16"
         "the switch skipped a needed search"
     );
     assert_eq!(a.metrics, b.metrics);
+}
+
+#[test]
+fn the_5_16_new_name_marks_its_new_ancestors_logged() {
+    // 130341be7ffa: a directory logged as a new name's ancestor gets logged_trans, so the
+    // renamed file's next fsync finds it logged (need_log_inode) instead of logging it
+    // again in full through btrfs_log_all_parents.
+    check_switch(
+        "new-name-logged-trans",
+        "130341be7ffa",
+        "inode_logs",
+        "r23-new-name-ancestor-logged-trans",
+        (5, 5, 4),
+    );
 }

@@ -304,6 +304,7 @@ mod tests {
             LogPatch::DropIfLogged,
             LogPatch::TruncateIfLogged,
             LogPatch::KeepDelayedInode,
+            LogPatch::NewNameLoggedTrans,
         ];
         assert!(LogPatch::ALL
             .iter()

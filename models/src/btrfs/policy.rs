@@ -336,11 +336,19 @@ pub enum LogPatch {
     /// subvolume tree on a full sync: the log's copy comes from the in-memory inode
     /// (f6df27dd2707, 5.16).
     KeepDelayedInode,
+    /// btrfs_log_inode: LOG_INODE_EXISTS never updates the inode's last_log_commit, not
+    /// only after the inode was loaded (full sync flag); a later fsync of it is not skipped
+    /// (9acc8103ab59, 5.12).
+    ExistsKeepsLogCommit,
+    /// btrfs_log_inode: a directory logged as an ancestor of a new name (link, rename) gets
+    /// logged_trans like any logged inode; before, it was left unmarked (130341be7ffa,
+    /// 5.16).
+    NewNameLoggedTrans,
 }
 
 impl LogPatch {
     /// All: the 5.12 series in series order, then the later changes.
-    pub const ALL: [LogPatch; 16] = [
+    pub const ALL: [LogPatch; 18] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
@@ -357,6 +365,8 @@ impl LogPatch {
         LogPatch::DropIfLogged,
         LogPatch::TruncateIfLogged,
         LogPatch::KeepDelayedInode,
+        LogPatch::ExistsKeepsLogCommit,
+        LogPatch::NewNameLoggedTrans,
     ];
 
     /// Switch name (`:+NAME` / `:-NAME` after a preset).
@@ -378,6 +388,8 @@ impl LogPatch {
             LogPatch::DropIfLogged => "drop-if-logged",
             LogPatch::TruncateIfLogged => "truncate-if-logged",
             LogPatch::KeepDelayedInode => "keep-delayed-inode",
+            LogPatch::ExistsKeepsLogCommit => "exists-keeps-log-commit",
+            LogPatch::NewNameLoggedTrans => "new-name-logged-trans",
         }
     }
 
@@ -425,6 +437,12 @@ impl LogPatch {
             }
             LogPatch::KeepDelayedInode => {
                 "btrfs: do not commit delayed inode when logging a file in full sync mode"
+            }
+            LogPatch::ExistsKeepsLogCommit => {
+                "btrfs: fix unpersisted i_size on fsync after expanding truncate"
+            }
+            LogPatch::NewNameLoggedTrans => {
+                "btrfs: always update the logged transaction when logging new names"
             }
         }
     }

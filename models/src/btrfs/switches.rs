@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 34] = [
+pub const SWITCHES: [Switch; 36] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -73,6 +73,17 @@ pub const SWITCHES: [Switch; 34] = [
     Switch {
         hit: false,
         ..log_5_12(LogPatch::NoLogNbytes, "e593e54ed1f6", "log_nbytes_i_lock_takes")
+    },
+    // A correctness fix: it adds fsyncs that 5.10-5.11 skipped, it removes no waste.
+    Switch {
+        toggle: Toggle::Log(LogPatch::ExistsKeepsLogCommit),
+        commit: Some("9acc8103ab59"),
+        since: (5, 12),
+        merged: "5.12",
+        source: "fs/btrfs/tree-log.c:btrfs_log_inode (\"btrfs: fix unpersisted i_size on fsync after expanding truncate\", a 5.12-rc fix, CC stable 4.19+; the comment \"Don't update last_log_commit if we logged that an inode exists\" in tree-log.c@v5.15)",
+        metric: "fsync_skips",
+        also: &[],
+        hit: false,
     },
     Switch {
         toggle: Toggle::SuperCommitted,
@@ -181,6 +192,12 @@ pub const SWITCHES: [Switch; 34] = [
         "f6df27dd2707",
         "linux-btrfs 2021-08-31 \"[PATCH 10/10]\" of \"btrfs: set of small optimizations for inode logging\" (cover.1630419897.git.fdmanana@suse.com; fs/btrfs/tree-log.c:btrfs_log_inode, btrfs_commit_inode_delayed_inode), kdave/linux for-5.16-tag",
         "fsync_delayed_inode_commits",
+    ),
+    log_5_16(
+        LogPatch::NewNameLoggedTrans,
+        "130341be7ffa",
+        "linux-btrfs 2021-08-31 \"[PATCH 04/10]\" of \"btrfs: set of small optimizations for inode logging\" (cover.1630419897.git.fdmanana@suse.com; fs/btrfs/tree-log.c:btrfs_log_inode, need_log_inode), kdave/linux for-5.16-tag",
+        "inode_logs",
     ),
     Switch {
         toggle: Toggle::Log(LogPatch::PreallocFullFsync),

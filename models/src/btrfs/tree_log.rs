@@ -27,6 +27,25 @@ impl Btrfs {
         out
     }
 
+    /// The directories log_all_new_ancestors walks (tree-log.c@v5.10..v5.16): with one link,
+    /// the parent chain (log_new_ancestors_fast); with more, the chain of every inode ref's
+    /// directory in turn (log_new_ancestors per ref), each directory once.
+    pub(super) fn new_ancestor_walk(st: &FsState, ino: Ino) -> Ancestors {
+        let names = st.names_of(ino);
+        if names.len() < 2 {
+            return Self::ancestors(st, ino);
+        }
+        let mut out = Ancestors::new();
+        for (dir, _) in names {
+            for d in std::iter::once(dir).chain(Self::ancestors(st, dir)) {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+        }
+        out
+    }
+
     /// The first transaction id that counts as "recent" for `last_unlink_trans` and
     /// `generation`: `trans->transid` with R4 (5.11), `last_trans_committed + 1` before.
     pub(super) fn recent_bound(&self, t: TransId) -> TransId {
@@ -132,7 +151,7 @@ impl Btrfs {
                 });
             }
         }
-        for dir in Self::ancestors(st, ino) {
+        for dir in Self::new_ancestor_walk(st, ino) {
             if dir != ROOT_INO && st.inodes[&dir].generation >= t {
                 facts.push(inode_fact(dir));
             }
@@ -153,7 +172,7 @@ impl Btrfs {
             }
         }
         let bound = self.recent_bound(t);
-        let ancestors = Self::ancestors(&self.inner.st.borrow(), ino);
+        let ancestors = Self::new_ancestor_walk(&self.inner.st.borrow(), ino);
         let parent_dirs_check = !self.log_patch(LogPatch::NoParentDirsCheck);
         let skip_unchanged = self.log_patch(LogPatch::SkipUnchangedDirs);
         if let Some((necessary, relation)) = parent_dirs_check
@@ -239,34 +258,53 @@ impl Btrfs {
             }
             self.log_inode(t, dir, log_transid, LogKind::Parent).await;
         }
-        // The regular-file early-out before logging new ancestors (R4 site 3).
+        let since = (bound, last_committed);
+        self.log_new_ancestors(t, ino, log_transid, &ancestors, since, LogKind::Ancestor)
+            .await;
+        self.end_log_trans();
+        LogResult::Logged(log_transid)
+    }
+
+    /// log_all_new_ancestors (log_new_ancestors(_fast), tree-log.c@v5.10..v5.16), after the
+    /// regular-file early-out that precedes it in btrfs_log_inode_parent (R4 site 3): each
+    /// ancestor directory new in this transaction is logged LOG_INODE_EXISTS, so a name
+    /// logged under it has a directory to land in at replay. `bound` and `last_committed`
+    /// are the caller's, read before it started the log transaction.
+    async fn log_new_ancestors(
+        &self,
+        t: TransId,
+        ino: Ino,
+        log_transid: u64,
+        ancestors: &[Ino],
+        (bound, last_committed): (TransId, TransId),
+        kind: LogKind,
+    ) {
+        let skip_unchanged = self.log_patch(LogPatch::SkipUnchangedDirs);
         let log_ancestors = {
             let st = self.inner.st.borrow();
             let i = &st.inodes[&ino];
             !(!i.is_dir && i.generation < bound && i.last_unlink_trans < bound)
         };
-        if log_ancestors {
-            // log_all_new_ancestors / log_new_ancestors(_fast) (R3).
-            for &dir in &ancestors {
-                if dir == ROOT_INO {
-                    continue;
-                }
-                let gen = self.inner.st.borrow().inodes[&dir].generation;
-                let new = if self.has(Fix::R3) {
-                    gen >= t
-                } else {
-                    gen > last_committed
-                };
-                let new = new
-                    && (!self.log_patch(LogPatch::SkipLoggedAncestors)
-                        || Self::need_log_inode(&self.inner.st.borrow(), dir, t, skip_unchanged));
-                if new {
-                    self.log_inode(t, dir, log_transid, LogKind::Ancestor).await;
-                }
+        if !log_ancestors {
+            return;
+        }
+        for &dir in ancestors {
+            if dir == ROOT_INO {
+                continue;
+            }
+            let gen = self.inner.st.borrow().inodes[&dir].generation;
+            let new = if self.has(Fix::R3) {
+                gen >= t
+            } else {
+                gen > last_committed
+            };
+            let new = new
+                && (!self.log_patch(LogPatch::SkipLoggedAncestors)
+                    || Self::need_log_inode(&self.inner.st.borrow(), dir, t, skip_unchanged));
+            if new {
+                self.log_inode(t, dir, log_transid, kind).await;
             }
         }
-        self.end_log_trans();
-        LogResult::Logged(log_transid)
     }
 
     /// btrfs_log_inode returning 1 inside a joined log transaction: the log transaction
@@ -491,12 +529,13 @@ impl Btrfs {
         }
         let mut st = self.st_mut();
         Self::add_to_log(&mut st, t, log_transid, plan.new_name_needed, acc);
-        let (last_sub, last_log) =
-            self.mark_inode_logged(&mut st, t, ino, kind, copy.all, plan.is_dir);
+        let marked = self.mark_inode_logged(&mut st, t, ino, kind, copy.all, plan.is_dir);
         drop(st);
-        self.note("  inode.logged_trans", t);
-        self.note("  inode.last_sub_trans", last_sub);
-        self.note("  inode.last_log_commit", last_log);
+        if let Some((last_sub, last_log)) = marked {
+            self.note("  inode.logged_trans", t);
+            self.note("  inode.last_sub_trans", last_sub);
+            self.note("  inode.last_log_commit", last_log);
+        }
     }
 
     /// btrfs_log_inode's decisions before the copy (tree-log.c:btrfs_log_inode@v5.10): the
@@ -511,7 +550,7 @@ impl Btrfs {
         // The versions this log entry carries: the item (or, for an ancestor, its
         // creation) and its names.
         let mut versions = vec![match kind {
-            LogKind::Ancestor => i.generation,
+            LogKind::Ancestor | LogKind::NameAncestor => i.generation,
             _ => i.item_trans,
         }];
         versions.extend(oracle::name_versions(&st, ino));
@@ -771,13 +810,13 @@ impl Btrfs {
         if plan.relogged {
             match kind {
                 LogKind::Fsync | LogKind::DirDentry | LogKind::Other => m.relogged_inodes += 1,
-                LogKind::Ancestor => m.relogged_ancestors += 1,
+                LogKind::Ancestor | LogKind::NameAncestor => m.relogged_ancestors += 1,
                 LogKind::Parent | LogKind::OtherAll => m.relogged_dir_items += 1,
                 LogKind::NewName(_) => {}
             }
         }
         match kind {
-            LogKind::Ancestor => m.ancestor_logs += 1,
+            LogKind::Ancestor | LogKind::NameAncestor => m.ancestor_logs += 1,
             // R1's oracle: a new name must go into the log only if the inode or the
             // directory it left is already in this transaction's log.
             LogKind::NewName(_) if !plan.new_name_needed => m.unnecessary_inode_logs += 1,
@@ -795,7 +834,7 @@ impl Btrfs {
         acc: &mut LogAcc,
     ) {
         let what = match kind {
-            LogKind::Ancestor => Judged::Ancestor,
+            LogKind::Ancestor | LogKind::NameAncestor => Judged::Ancestor,
             LogKind::Fsync
             | LogKind::Parent
             | LogKind::DirDentry
@@ -834,9 +873,9 @@ impl Btrfs {
         }
     }
 
-    /// The end of btrfs_log_inode (tree-log.c@v5.10..v5.12): the inode's logged_trans, the
+    /// The end of btrfs_log_inode (tree-log.c@v5.10..v5.16): the inode's logged_trans, the
     /// flags LOG_INODE_ALL clears and last_log_commit. Returns (last_sub_trans,
-    /// last_log_commit).
+    /// last_log_commit), or None when the inode is left unmarked.
     fn mark_inode_logged(
         &self,
         st: &mut FsState,
@@ -845,9 +884,17 @@ impl Btrfs {
         kind: LogKind,
         all: bool,
         is_dir: bool,
-    ) -> (u64, u64) {
+    ) -> Option<(u64, u64)> {
         let i = st.inodes.get_mut(&ino).unwrap();
-        i.logged_trans = t;
+        // 75b463d2b47a (5.10) to 130341be7ffa (5.16): a directory logged as an ancestor of
+        // a new name (not the renamed or linked inode itself) gets neither logged_trans
+        // nor last_log_commit, so an explicit fsync of it still syncs the log
+        // (btrfs_log_inode@v5.15: `!(S_ISDIR && ctx->logging_new_name && inode !=
+        // ctx->inode)`).
+        let marked = kind != LogKind::NameAncestor || self.log_patch(LogPatch::NewNameLoggedTrans);
+        if marked {
+            i.logged_trans = t;
+        }
         i.logged_any = Some((t, i.change_seq));
         if all {
             i.xattrs_logged = Some((t, i.xattr_seq));
@@ -865,19 +912,28 @@ impl Btrfs {
         {
             i.copy_everything = false;
         }
+        let exists = match kind {
+            LogKind::Fsync | LogKind::Parent | LogKind::OtherAll => false,
+            LogKind::DirDentry => !is_dir,
+            LogKind::Ancestor | LogKind::NameAncestor | LogKind::NewName(_) | LogKind::Other => {
+                true
+            }
+        };
         if kind == LogKind::Fsync {
             // LOG_INODE_ALL of a non-directory clears the full-sync flag and the
             // modified-extents list it logged (btrfs_log_inode@v5.10).
             i.needs_full_sync = false;
             i.full_sync_needless = false;
             i.modified_extents.clear();
-            i.last_log_commit = i.last_sub_trans;
-        } else if !i.needs_full_sync {
-            // "Don't update last_log_commit if we logged that an inode exists after it was
-            // loaded to memory (full_sync bit set)" (btrfs_log_inode@v5.10).
+        }
+        // btrfs_log_inode@v5.10: "Don't update last_log_commit if we logged that an inode
+        // exists after it was loaded to memory (full_sync bit set)"; from 9acc8103ab59
+        // (5.12) LOG_INODE_EXISTS never updates it (btrfs_log_inode@v5.15).
+        let keeps = exists && (i.needs_full_sync || self.log_patch(LogPatch::ExistsKeepsLogCommit));
+        if marked && !keeps {
             i.last_log_commit = i.last_sub_trans;
         }
-        (i.last_sub_trans, i.last_log_commit)
+        marked.then_some((i.last_sub_trans, i.last_log_commit))
     }
 
     /// b590b839720c (5.14): a fast fsync skips btrfs_log_all_xattrs when the inode was
@@ -1163,7 +1219,9 @@ impl Btrfs {
     /// btrfs_log_new_name (tree-log.c@v5.10/v5.11; link, rename): a non-directory gets
     /// `last_unlink_trans = transid` first (so its next fsync logs all its parents); then
     /// R1's early return; otherwise btrfs_log_inode_parent(LOG_INODE_EXISTS) with the
-    /// result ignored — its parent walk may mark the whole transaction for a full commit.
+    /// result ignored — its parent walk may mark the whole transaction for a full commit —
+    /// logging the inode and its new ancestors (tree-log.c@v5.15: btrfs_log_new_name calls
+    /// btrfs_log_inode_parent, which runs log_all_new_ancestors after the inode).
     pub(super) async fn log_new_name(&self, t: TransId, ino: Ino, old_dir: Option<Ino>) {
         {
             let mut st = self.st_mut();
@@ -1199,8 +1257,21 @@ impl Btrfs {
             self.inner.m.borrow_mut().new_name_full_commit_marks += 1;
             return;
         }
+        let since = (
+            self.recent_bound(t),
+            self.inner.st.borrow().last_trans_committed,
+        );
+        let ancestors = Self::new_ancestor_walk(&self.inner.st.borrow(), ino);
         if let Some(log_transid) = self.start_log_trans(t).await {
             self.log_inode(t, ino, log_transid, LogKind::NewName(old_dir))
+                .await;
+            // The rest of btrfs_log_inode_parent: the new name's directory and its
+            // ancestors, when new in this transaction, are logged too (a logged name in a
+            // directory the log lacks would be lost at replay). Its btrfs_log_all_parents
+            // (the parents in the commit root, logged in full) is not modelled on this
+            // path: the waste of a link or rename of a logged inode is undercounted.
+            let kind = LogKind::NameAncestor;
+            self.log_new_ancestors(t, ino, log_transid, &ancestors, since, kind)
                 .await;
             self.end_log_trans();
         }
@@ -1489,6 +1560,9 @@ fn log_mode_label(kind: LogKind, full_sync: bool, is_dir: bool) -> &'static str 
         LogKind::Parent => "btrfs_log_inode LOG_INODE_ALL (btrfs_log_all_parents), ino",
         LogKind::OtherAll => "btrfs_log_inode LOG_OTHER_INODE_ALL (conflicting name), ino",
         LogKind::Ancestor => "btrfs_log_inode LOG_INODE_EXISTS (new ancestor), ino",
+        LogKind::NameAncestor => {
+            "btrfs_log_inode LOG_INODE_EXISTS (new ancestor of a new name), ino"
+        }
         LogKind::NewName(_) => "btrfs_log_inode LOG_INODE_EXISTS (btrfs_log_new_name), ino",
         LogKind::DirDentry => "btrfs_log_inode LOG_INODE_EXISTS (log_new_dir_dentries), ino",
         LogKind::Other => "btrfs_log_inode LOG_OTHER_INODE (conflicting name), ino",
@@ -1498,7 +1572,10 @@ fn log_mode_label(kind: LogKind, full_sync: bool, is_dir: bool) -> &'static str 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum LogKind {
     Fsync,
+    /// log_new_ancestors(_fast) of an fsync.
     Ancestor,
+    /// log_new_ancestors(_fast) of btrfs_log_new_name (ctx->logging_new_name).
+    NameAncestor,
     /// btrfs_log_all_parents.
     Parent,
     /// btrfs_log_new_name, with the rename's old directory.
