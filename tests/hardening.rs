@@ -424,14 +424,18 @@ fn a_value_with_a_line_break_is_quoted_on_one_line() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/workloads/dbench.toml"),
     )
     .unwrap();
-    let edited = dbench.replace("ReadX = \"938ns\"", "ReadX = \"938\\ns\"");
+    let edited = dbench.replace("kind = \"dbench\"", "kind = \"dben\\nch\"");
     assert_ne!(edited, dbench);
-    let line = edited.lines().position(|l| l.contains("938\\ns")).unwrap() + 1;
+    let line = edited
+        .lines()
+        .position(|l| l.contains("dben\\nch"))
+        .unwrap()
+        + 1;
     std::fs::write(&w, edited).unwrap();
     assert_one_line(
         2,
         &["workload", w.to_str().unwrap()],
-        &[&format!("w.toml:{line}"), "938\\ns"],
+        &[&format!("w.toml:{line}"), "dben\\nch"],
     );
     let d = dir.join("d.toml");
     std::fs::write(&d, "preset = \"nv\\nme\"\n").unwrap();

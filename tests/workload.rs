@@ -374,8 +374,26 @@ fn bad_workload_input_is_a_one_line_error() {
 #[test]
 fn cpu_only_mixes_need_cpu_time_and_deltree_only_mixes_end() {
     let head = "name = \"x\"\nkind = \"dbench\"\ntitle = \"t\"\nclients = 2\nduration = \"1s\"\n";
-    let e = Spec::parse(&format!("{head}[mix]\nQpathinfo = 1\n"), "x.toml").unwrap_err();
+    let e = Spec::parse(
+        &format!("{head}[mix]\nQpathinfo = 1\n[cpu]\nQpathinfo = \"0s\"\n"),
+        "x.toml",
+    )
+    .unwrap_err();
     assert!(e.message.contains("[cpu] needs a CPU time > 0"), "{e}");
+    // Without a [cpu] time, a CPU-only mix costs the work it does (vfs_work.rs): time moves
+    // and the run ends.
+    let s = Spec::parse(&format!("{head}[mix]\nQpathinfo = 1\nFind = 1\n"), "x.toml").unwrap();
+    let d = DiskConfig::resolve("nvme").unwrap();
+    let r = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    let (q, f) = (r.op("Qpathinfo").unwrap(), r.op("Find").unwrap());
+    assert!(q.hist.len() > 1000 && f.hist.len() > 1000);
+    // Find scans its directory twice, a failed Qpathinfo once, a found one not at all.
+    assert!(
+        f.hist.mean() > q.hist.mean(),
+        "{} {}",
+        f.hist.mean(),
+        q.hist.mean()
+    );
     // Deltree alone empties every directory, then keeps walking them: time must still move.
     let s = Spec::parse(
         &format!("{head}[mix]\nDeltree = 1\n[cpu]\nopen = \"5us\"\nClose = \"2us\"\n"),

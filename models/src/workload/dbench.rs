@@ -2,9 +2,13 @@
 //! against its own directory tree (loadfiles/client.txt's shape).
 
 use super::fsload::{Ctx, PendingCpu, CPU_BATCH};
+use super::vfs_work::VfsWork;
 use crate::vfs::{Op, OpPath};
 use rand::Rng;
 use sim::{Nanos, Stream};
+
+/// dbench's operation names, by index.
+const DBENCH_OPS_NAME: [&str; 16] = super::spec::DBENCH_OPS;
 
 /// dbench's per-client directories (loadfiles/client.txt: clients/clientN/~dmtmp/…).
 pub(super) const DBENCH_DIRS: [&str; 9] = [
@@ -43,13 +47,20 @@ pub(super) async fn dbench_client(cx: Ctx, id: u32, rng: Stream) {
 
 // Indices into DBENCH_OPS (a match on the names would compare strings per operation).
 const NTCREATEX: usize = 0;
+const CLOSE: usize = 1;
 const RENAME: usize = 2;
 const UNLINK: usize = 3;
 const DELTREE: usize = 4;
 const MKDIR: usize = 5;
+const QPATHINFO: usize = 6;
+const QFILEINFO: usize = 7;
+const QFSINFO: usize = 8;
 const SFILEINFO: usize = 9;
+const FIND: usize = 10;
 const WRITEX: usize = 11;
 const READX: usize = 12;
+const LOCKX: usize = 13;
+const UNLOCKX: usize = 14;
 const FLUSH: usize = 15;
 
 /// A dbench client's state: its files, which of them exist, the last one opened, and the
@@ -70,8 +81,11 @@ struct Client {
     write_sizes: Table<u64>,
     before: Vec<Nanos>,
     pending: PendingCpu,
-    costs: Vec<Nanos>,
-    open_cost: Nanos,
+    /// The workload's `[cpu]` times, where it gives one: a flat time instead of the work.
+    flat: [Option<Nanos>; 16],
+    /// `[cpu]`'s "open", likewise.
+    open_flat: Option<Nanos>,
+    work: VfsWork,
 }
 
 impl Client {
@@ -90,11 +104,12 @@ impl Client {
         let file_ops: Vec<Op> = paths.iter().map(|p| Op::Fsync(p.clone())).collect();
         let n = DBENCH_DIRS.len() * DBENCH_FILES;
         let mix: Vec<(usize, u64)> = cx.spec.mix.iter().copied().enumerate().collect();
-        let costs: Vec<Nanos> = super::spec::DBENCH_OPS
-            .iter()
-            .map(|o| cx.spec.cpu_of(o))
-            .collect();
+        let mut flat = [None; 16];
+        for (i, o) in super::spec::DBENCH_OPS.iter().enumerate() {
+            flat[i] = cx.spec.cpu.get(*o).copied();
+        }
         debug_assert_eq!(super::spec::DBENCH_OPS[FLUSH], "Flush");
+        debug_assert_eq!(super::spec::DBENCH_OPS[FIND], "Find");
         Client {
             rng,
             paths,
@@ -108,8 +123,9 @@ impl Client {
             write_sizes: Table::new(&cx.spec.write_sizes),
             before: Vec::new(),
             pending: PendingCpu::default(),
-            costs,
-            open_cost: cx.spec.cpu_of("open"),
+            flat,
+            open_flat: cx.spec.cpu.get("open").copied(),
+            work: VfsWork::default(),
             cx,
         }
     }
@@ -174,11 +190,12 @@ impl Client {
             WRITEX => self.writex(op).await,
             READX => {
                 let size = self.read_sizes.pick(&mut self.rng);
-                self.cpu(op, self.costs[op], size)
+                let cost = self.flat[op].unwrap_or_else(|| self.work.read(size));
+                self.cpu(op, cost, size)
             }
             FLUSH => match self.open_file() {
                 Some(f) => self.measure_file(op, 0, f, Op::Fsync).await,
-                None => self.cpu(op, self.costs[1], 0),
+                None => self.cpu(op, self.close_cost(), 0),
             },
             RENAME => self.rename(op).await,
             UNLINK => match self.pick(true) {
@@ -189,21 +206,76 @@ impl Client {
                     }
                     self.measure_file(op, 0, f, Op::Unlink).await
                 }
-                None => self.cpu(op, self.open_cost, 0),
+                None => {
+                    let cost = self.failed_lookup_cost();
+                    self.cpu(op, cost, 0)
+                }
             },
             DELTREE => self.deltree(op).await,
             // The loadfile's Mkdir names the client's directories, which exist (Deltree
             // removes no directory): fio_mkdir's mkdir fails with EEXIST after a lookup.
-            MKDIR => self.cpu(op, self.open_cost, 0),
+            MKDIR => self.cpu(op, self.open_cost(), 0),
             SFILEINFO => match self.open_file() {
                 // fio_sfileinfo: utime(2) → btrfs_setattr → btrfs_dirty_inode (TRANS_JOIN).
                 Some(f) => self.measure_file(op, 0, f, Op::Setattr).await,
-                None => self.cpu(op, self.costs[op], 0),
+                None => self.cpu(op, self.flat[op].unwrap_or(self.work.qfileinfo()), 0),
             },
             // Qpathinfo, Qfileinfo, Qfsinfo, Find, LockX, UnlockX, Close:
             // VFS and page-cache work only.
-            _ => self.cpu(op, self.costs[op], 0),
+            _ => {
+                let cost = self.vfs_cost(op);
+                self.cpu(op, cost, 0)
+            }
         }
+    }
+
+    /// The CPU of a VFS-only operation: `[cpu]`'s flat time, else its work
+    /// (vfs_work.rs) on this client's tree as it stands.
+    fn vfs_cost(&mut self, op: usize) -> Nanos {
+        if let Some(c) = self.flat[op] {
+            return c;
+        }
+        match op {
+            CLOSE => self.work.close(),
+            QPATHINFO => {
+                let f = self.rng.random_range(0..self.n);
+                let entries = self.dir_entries(f / DBENCH_FILES);
+                self.work.qpathinfo(self.exists.has(f), entries)
+            }
+            QFILEINFO => self.work.qfileinfo(),
+            QFSINFO => self.work.qfsinfo(),
+            FIND => {
+                let d = self.rng.random_range(0..DBENCH_DIRS.len());
+                self.work.find(self.dir_entries(d))
+            }
+            LOCKX | UNLOCKX => self.work.lock(),
+            _ => unreachable!("{} reaches the filesystem model", DBENCH_OPS_NAME[op]),
+        }
+    }
+
+    /// Names in the client's directory `d`.
+    fn dir_entries(&self, d: usize) -> u64 {
+        self.exists
+            .count(d * DBENCH_FILES..(d + 1) * DBENCH_FILES, true) as u64
+    }
+
+    /// Close's CPU (also the fallback of a Flush or WriteX with no open file).
+    fn close_cost(&self) -> Nanos {
+        self.flat[CLOSE].unwrap_or_else(|| self.work.close())
+    }
+
+    /// NTCreateX's open of an existing file (also Mkdir's failing lookup).
+    fn open_cost(&self) -> Nanos {
+        self.open_flat.unwrap_or_else(|| self.work.open_existing())
+    }
+
+    /// A lookup that finds nothing to act on (resolve_name's scan of a directory).
+    fn failed_lookup_cost(&mut self) -> Nanos {
+        if let Some(c) = self.open_flat {
+            return c;
+        }
+        let d = self.rng.random_range(0..DBENCH_DIRS.len());
+        self.work.failed_lookup(self.dir_entries(d))
     }
 
     /// NTCreateX: creates a missing file (FILE_CREATE's share of the calls), else opens an
@@ -218,10 +290,13 @@ impl Client {
             }
             (false, Some(f)) => {
                 self.last = Some(f);
-                self.cpu(op, self.open_cost, 0)
+                self.cpu(op, self.open_cost(), 0)
             }
             // Nothing to create or open: a lookup that fails.
-            _ => self.cpu(op, self.open_cost, 0),
+            _ => {
+                let cost = self.failed_lookup_cost();
+                self.cpu(op, cost, 0)
+            }
         }
     }
 
@@ -229,7 +304,7 @@ impl Client {
     async fn writex(&mut self, op: usize) -> bool {
         let size = self.write_sizes.pick(&mut self.rng);
         let Some(f) = self.open_file() else {
-            return self.cpu(op, self.costs[1], 0);
+            return self.cpu(op, self.close_cost(), 0);
         };
         if !self.cx.spec.sync_open {
             return self.measure_file(op, size, f, |p| Op::Write(p, size)).await;
@@ -260,7 +335,8 @@ impl Client {
             (k > 0).then(|| (a, self.exists.nth(dir, false, self.rng.random_range(0..k))))
         });
         let Some((a, b)) = target else {
-            return self.cpu(op, self.open_cost, 0);
+            let cost = self.failed_lookup_cost();
+            return self.cpu(op, cost, 0);
         };
         self.exists.set(a, false);
         self.exists.set(b, true);
@@ -282,7 +358,7 @@ impl Client {
         self.last = None;
         if victims.is_empty() {
             // Nothing to delete: a directory walk, costed like Close.
-            return self.cpu(op, self.costs[1], 0);
+            return self.cpu(op, self.close_cost(), 0);
         }
         let fs = self.cx.clone();
         let paths: Vec<OpPath> = victims.iter().map(|&f| self.path(f)).collect();

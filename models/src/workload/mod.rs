@@ -10,3 +10,4 @@ pub mod fsload;
 pub mod kbuild;
 pub mod spec;
 pub mod stream;
+pub mod vfs_work;

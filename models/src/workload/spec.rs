@@ -731,8 +731,9 @@ impl Cx<'_> {
         Ok(cpu)
     }
 
-    /// dbench: operations that only cost CPU must cost some, or a client could loop forever
-    /// without virtual time moving ("open" and "Close" also serve as fallbacks).
+    /// dbench: a `[cpu]` time given for an operation that only costs CPU must be > 0, or a
+    /// client could loop forever without virtual time moving; one not given is derived
+    /// from the work (vfs_work.rs), never 0.
     fn dbench_cpu_only(
         &self,
         f: &SpecFile,
@@ -757,7 +758,7 @@ impl Cx<'_> {
                     .iter()
                     .position(|o| *o == op)
                     .is_some_and(|i| mix[i] > 0);
-            if used && cpu.get(op).is_none_or(|&d| d == 0) {
+            if used && cpu.get(op).is_some_and(|&d| d == 0) {
                 // At the zero time, else at the [cpu] table, else at the kind.
                 let at = f
                     .cpu
@@ -769,7 +770,7 @@ impl Cx<'_> {
                 return Err(self.err(
                     at,
                     format!(
-                        "[cpu] needs a CPU time > 0 for '{op}' (it never reaches the filesystem model)"
+                        "[cpu] needs a CPU time > 0 for '{op}' (it never reaches the filesystem model; omit it to derive it from the work)"
                     ),
                 ));
             }
