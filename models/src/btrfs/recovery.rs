@@ -496,7 +496,9 @@ impl LogItems {
                 LogFact::Inode { ino, names, .. } => {
                     // The top directory has no name here; its item has link count 1 (a
                     // ref to itself, "..").
-                    items.inodes.insert(*ino, names.is_empty() && *ino != ROOT_INO);
+                    items
+                        .inodes
+                        .insert(*ino, names.is_empty() && *ino != ROOT_INO);
                     items.refs.insert(*ino, names.iter().cloned().collect());
                 }
                 LogFact::DirEntries { dir, entries } => {

@@ -293,9 +293,8 @@ impl Btrfs {
     /// `btrfs_dir_transid(leaf, di) < trans->transid && type != BTRFS_FT_DIR`; older
     /// subdirectory entries, which it also visits when their leaf changed in the
     /// transaction, are not modelled), minus those need_log_inode skips (0e44cb3f9428,
-    /// 5.12). Before it the kernel skips an inode btrfs_inode_in_log says is logged and
-    /// its log synced; the model skips none there (it logs an inode again for each new
-    /// entry, as in the same log transaction, where btrfs_inode_in_log is false).
+    /// 5.12), before it those btrfs_inode_in_log skips (logged, and that log synced: within
+    /// one log transaction an inode is logged again for each new entry).
     fn new_dentry_inodes(&self, t: TransId, dir: Ino) -> Vec<(Ino, bool)> {
         let skip_logged = self.log_patch(LogPatch::SkipLoggedNewEntries);
         let skip_unchanged = self.log_patch(LogPatch::SkipUnchangedDirs);
@@ -303,7 +302,13 @@ impl Btrfs {
         st.entries_added_in(dir, t)
             .into_iter()
             .map(|(_, c)| c)
-            .filter(|&c| !skip_logged || Self::need_log_inode(&st, c, t, skip_unchanged))
+            .filter(|&c| {
+                if skip_logged {
+                    Self::need_log_inode(&st, c, t, skip_unchanged)
+                } else {
+                    !Self::inode_in_log(&st, c)
+                }
+            })
             .map(|c| (c, st.inodes[&c].is_dir))
             .collect()
     }
