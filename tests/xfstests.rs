@@ -77,6 +77,10 @@ const NO_MUTANT: &[(&str, &str)] = &[
         "growing-truncate-no-hole recovers the same state",
     ),
     (
+        "generic-343",
+        "the moved directory z makes the fsync fall back to a commit; no mutant removes that",
+    ),
+    (
         "generic-510",
         "S2 checks bar's names by parent inode; the stated state checks the replaced directory",
     ),

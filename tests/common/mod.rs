@@ -108,6 +108,16 @@ pub fn one_task(
 /// `[expect.crash]`'s point violates nothing and recovers the stated state, and a sweep over
 /// `seeds` hits no invariant.
 pub fn crash_state_holds_on_every_preset(rel: &str, seeds: std::ops::Range<u64>) {
+    crash_state_holds_on_every_preset_but(rel, seeds, &[]);
+}
+
+/// As `crash_state_holds_on_every_preset`, with the sweep's hits of the invariants in
+/// `known` (a true kernel bug the file's header explains) left out.
+pub fn crash_state_holds_on_every_preset_but(
+    rel: &str,
+    seeds: std::ops::Range<u64>,
+    known: &[&str],
+) {
     use models::kernel::{preset_names, Policy};
     let path = format!("{}/scenarios/{rel}.toml", env!("CARGO_MANIFEST_DIR"));
     let sc = models::scenario::Scenario::load(&path).unwrap();
@@ -125,7 +135,7 @@ pub fn crash_state_holds_on_every_preset(rel: &str, seeds: std::ops::Range<u64>)
         assert!(diffs.is_empty(), "{rel} {preset}: {diffs:?}");
         let hits: Vec<_> = invariant_hits(&sweep(&sc, &p, seeds.clone()))
             .into_iter()
-            .filter(|h| h.1 > 0)
+            .filter(|h| h.1 > 0 && !known.iter().any(|k| h.0 == format!("invariant:{k}")))
             .collect();
         assert!(hits.is_empty(), "{rel} {preset}: {hits:?}");
     }

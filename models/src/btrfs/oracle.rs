@@ -50,15 +50,11 @@ pub fn in_current_log(st: &FsState, ino: Ino, t: TransId) -> bool {
 pub fn log_would_lose_names(st: &FsState, t: TransId, ino: Ino, facts: &[LogFact]) -> bool {
     let base = t.saturating_sub(1);
     let base_names = recovery::names_at(st, base);
-    let mut names = base_names.clone();
-    let mut from_log = std::collections::BTreeSet::new();
     let logged = st
         .log_facts
         .range((t, 0)..=(t, u64::MAX))
         .flat_map(|(_, v)| v.iter());
-    for f in logged.chain(facts) {
-        recovery::replay_names(&mut names, &base_names, &mut from_log, f);
-    }
+    let (names, _) = recovery::replay_namespace(&base_names, logged.chain(facts));
     let before = recovery::reachable_set(&base_names);
     let after = recovery::reachable_set(&names);
     !after.contains(&ino)

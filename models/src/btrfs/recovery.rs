@@ -49,7 +49,8 @@ struct Replayed {
 }
 
 /// Recovery from `image` (open_ctree + btrfs_recover_log_trees): the superblock's
-/// generation, its committed tree, then log replay in log order. Err: the image is corrupt
+/// generation, its committed tree, then log replay (the namespace in the kernel's stage
+/// order, the files' data items in log order). Err: the image is corrupt
 /// (tree or log blocks the superblock points at are not durable).
 fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed, String> {
     let (base, log) = durable_root(st, image)?;
@@ -60,7 +61,9 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
     // and xattrs.
     let mut files: BTreeMap<Ino, FileImage> = BTreeMap::new();
     let file_of = |ino: Ino| -> FileImage { FileImage::at_base(st, ino, base) };
-    // Log replay, in log order.
+    // Log replay: the namespace in the kernel's stage order (replay_namespace), the
+    // files' data items in log order (which, per inode, is the key order that matters:
+    // see replay_file_fact's truncate).
     let mut log_sync_at = None;
     let mut from_log: BTreeSet<(Ino, String)> = BTreeSet::new();
     // Inodes whose extent items the replay has put back so far.
@@ -75,55 +78,14 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
             } if transid == t && log_transid == k => Some(at),
             _ => None,
         });
-        for (_, facts) in st.log_facts.range((t, 0)..=(t, k)) {
-            for f in facts {
-                match f {
-                    LogFact::Inode {
-                        ino,
-                        size,
-                        xattrs,
-                        drops_logged,
-                        ..
-                    } => {
-                        replay_names(&mut names, &base_names, &mut from_log, f);
-                        let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
-                        if let Some(size) = size {
-                            // replay_one_buffer: truncate to the logged i_size before the
-                            // inode's extent items, which come after its inode item in key
-                            // order; extent items logged before this item and still in the
-                            // log are replayed after the truncate, so it does not drop them.
-                            fi.size = *size;
-                            if *drops_logged || !logged_extents.contains(ino) {
-                                fi.drop_range(*size, u64::MAX);
-                            }
-                        }
-                        if let Some(x) = xattrs {
-                            // replay_xattr_deletes: the logged set is the inode's set.
-                            fi.xattrs = x.iter().cloned().collect();
-                        }
-                    }
-                    LogFact::Extent { ino, extent } => {
-                        logged_extents.insert(*ino);
-                        let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
-                        if let Some(e) = find_extent(st, *ino, *extent) {
-                            // replay_one_extent: drop the range, insert the item.
-                            fi.drop_range(e.offset, e.end());
-                            if !e.hole {
-                                fi.segs.insert(e.offset, e.clone());
-                            }
-                        }
-                    }
-                    LogFact::Hole { ino, start, end } => {
-                        let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
-                        fi.drop_range(*start, *end);
-                    }
-                    LogFact::DirEntries { .. }
-                    | LogFact::DelEntry { .. }
-                    | LogFact::DelRef { .. } => {
-                        replay_names(&mut names, &base_names, &mut from_log, f);
-                    }
-                }
-            }
+        let facts = || {
+            st.log_facts
+                .range((t, 0)..=(t, k))
+                .flat_map(|(_, v)| v.iter())
+        };
+        (names, from_log) = replay_namespace(&base_names, facts());
+        for f in facts() {
+            replay_file_fact(&mut files, &file_of, &mut logged_extents, f, st);
         }
     }
     Ok(Replayed {
@@ -133,6 +95,59 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
         from_log,
         log_sync_at,
     })
+}
+
+/// Replays what one log fact does to the files (replay_one_buffer@v5.10..v5.16 for the
+/// inode item's i_size and xattrs, replay_one_extent, btrfs_log_holes' hole items);
+/// `logged_extents` collects the inodes whose extent items were put back so far.
+fn replay_file_fact(
+    files: &mut BTreeMap<Ino, FileImage>,
+    file_of: &dyn Fn(Ino) -> FileImage,
+    logged_extents: &mut BTreeSet<Ino>,
+    f: &LogFact,
+    st: &FsState,
+) {
+    match f {
+        LogFact::Inode {
+            ino,
+            size,
+            xattrs,
+            drops_logged,
+            ..
+        } => {
+            let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
+            if let Some(size) = size {
+                // replay_one_buffer: truncate to the logged i_size before the inode's
+                // extent items, which come after its inode item in key order; extent items
+                // logged before this item and still in the log are replayed after the
+                // truncate, so it does not drop them.
+                fi.size = *size;
+                if *drops_logged || !logged_extents.contains(ino) {
+                    fi.drop_range(*size, u64::MAX);
+                }
+            }
+            if let Some(x) = xattrs {
+                // replay_xattr_deletes: the logged set is the inode's set.
+                fi.xattrs = x.iter().cloned().collect();
+            }
+        }
+        LogFact::Extent { ino, extent } => {
+            logged_extents.insert(*ino);
+            let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
+            if let Some(e) = find_extent(st, *ino, *extent) {
+                // replay_one_extent: drop the range, insert the item.
+                fi.drop_range(e.offset, e.end());
+                if !e.hole {
+                    fi.segs.insert(e.offset, e.clone());
+                }
+            }
+        }
+        LogFact::Hole { ino, start, end } => {
+            let fi = files.entry(*ino).or_insert_with(|| file_of(*ino));
+            fi.drop_range(*start, *end);
+        }
+        LogFact::DirEntries { .. } | LogFact::DelEntry { .. } | LogFact::DelRef { .. } => {}
+    }
 }
 
 /// The durable superblock's committed generation and the log it points at (transaction,
@@ -450,44 +465,175 @@ pub(super) fn names_at(st: &FsState, base: TransId) -> BTreeMap<(Ino, String), I
     names
 }
 
-/// Replays what one log fact does to the namespace (btrfs_recover_log_trees@v5.10):
-/// an inode's refs become exactly its logged names (add_inode_ref drops refs the log no
-/// longer has); a directory logged in full gets exactly its logged entries
-/// (replay_dir_deletes); a name deleted from the log comes from the committed tree again,
-/// or not at all when the log replaced its directory. `from_log` collects the names the
-/// log put in.
-pub(super) fn replay_names(
-    names: &mut BTreeMap<(Ino, String), Ino>,
-    base_names: &BTreeMap<(Ino, String), Ino>,
-    from_log: &mut BTreeSet<(Ino, String)>,
-    f: &LogFact,
-) {
-    match f {
-        LogFact::Inode { ino, names: ns, .. } => {
-            names.retain(|_, i| i != ino);
-            for n in ns {
-                names.insert(n.clone(), *ino);
-                from_log.insert(n.clone());
-            }
-        }
-        LogFact::DirEntries { dir, entries } => {
-            names.retain(|(d, _), _| d != dir);
-            for (n, i) in entries {
-                names.insert((*dir, n.clone()), *i);
-                from_log.insert((*dir, n.clone()));
-            }
-        }
-        LogFact::DelEntry { dir, name } | LogFact::DelRef { dir, name, .. } => {
-            let key = (*dir, name.clone());
-            if from_log.remove(&key) {
-                names.remove(&key);
-                let dir_replaced = matches!(f, LogFact::DelEntry { .. });
-                if let (false, Some(&i)) = (dir_replaced, base_names.get(&key)) {
-                    names.insert(key, i);
+/// A namespace: (directory, name) → inode.
+pub(super) type Names = BTreeMap<(Ino, String), Ino>;
+
+/// The namespace items of a log as replay reads them: what every log sub-transaction up to
+/// the replayed one left in the log tree, later copies replacing earlier ones.
+#[derive(Default)]
+struct LogItems {
+    /// Inode items: inode → whether it was logged with no name (link count 0).
+    inodes: BTreeMap<Ino, bool>,
+    /// INODE_REF items: inode → its logged names (directory, name). A copy of the inode
+    /// replaces them (drop_objectid_items / truncate_inode_items before
+    /// copy_inode_items_to_log, tree-log.c@v5.10..v5.16); btrfs_del_inode_ref_in_log
+    /// removes one.
+    refs: BTreeMap<Ino, BTreeSet<(Ino, String)>>,
+    /// DIR_ITEM / DIR_INDEX items of the directories logged in full (with the range items
+    /// that make the log authoritative for them): directory → name → inode. A later full
+    /// log adds its items to the earlier ones: btrfs_log_inode drops a directory's items
+    /// only up to BTRFS_DIR_LOG_INDEX_KEY (tree-log.c@v5.15), so only
+    /// btrfs_del_dir_entries_in_log removes a dir item from the log.
+    dirs: BTreeMap<Ino, BTreeMap<String, Ino>>,
+}
+
+impl LogItems {
+    /// The log tree after `facts`, in log order.
+    fn from_facts<'a>(facts: impl Iterator<Item = &'a LogFact>) -> LogItems {
+        let mut items = LogItems::default();
+        for f in facts {
+            match f {
+                LogFact::Inode { ino, names, .. } => {
+                    // The top directory has no name here; its item has link count 1 (a
+                    // ref to itself, "..").
+                    items
+                        .inodes
+                        .insert(*ino, names.is_empty() && *ino != ROOT_INO);
+                    items.refs.insert(*ino, names.iter().cloned().collect());
                 }
+                LogFact::DirEntries { dir, entries } => {
+                    let logged = items.dirs.entry(*dir).or_default();
+                    logged.extend(entries.iter().cloned());
+                }
+                LogFact::DelEntry { dir, name } => {
+                    if let Some(logged) = items.dirs.get_mut(dir) {
+                        logged.remove(name);
+                    }
+                }
+                LogFact::DelRef { ino, dir, name } => {
+                    if let Some(refs) = items.refs.get_mut(ino) {
+                        refs.remove(&(*dir, name.clone()));
+                    }
+                }
+                LogFact::Extent { .. } | LogFact::Hole { .. } => {}
             }
         }
-        LogFact::Extent { .. } | LogFact::Hole { .. } => {}
+        items
+    }
+
+    /// Whether replay skips the items of `ino` (replay_one_buffer@v5.10..v5.16: an inode
+    /// item with link count 0 sets wc->ignore_cur_inode).
+    fn ignored(&self, ino: Ino) -> bool {
+        self.inodes.get(&ino).copied().unwrap_or(false)
+    }
+}
+
+/// Log replay of the namespace on the committed names `base_names`
+/// (btrfs_recover_log_trees@v5.10..v5.16): the log tree is walked once per stage,
+/// LOG_WALK_REPLAY_INODES, LOG_WALK_REPLAY_DIR_INDEX, LOG_WALK_REPLAY_ALL, each walk in
+/// key order (objectid, then item type: inode item, refs, dir items), and
+/// replay_one_buffer acts on each stage's item types only. So a directory's logged
+/// entries go in before any inode ref, and a ref still in the log (however old) goes in
+/// after them. Returns the names and those the log put in.
+pub(super) fn replay_namespace<'a>(
+    base_names: &BTreeMap<(Ino, String), Ino>,
+    facts: impl Iterator<Item = &'a LogFact>,
+) -> (Names, BTreeSet<(Ino, String)>) {
+    let items = LogItems::from_facts(facts);
+    let mut names = base_names.clone();
+    let mut from_log = BTreeSet::new();
+    replay_inode_items(&items, &mut names);
+    replay_dir_index_items(&items, base_names, &mut names, &mut from_log);
+    replay_refs_and_dir_items(&items, base_names, &mut names, &mut from_log);
+    (names, from_log)
+}
+
+/// LOG_WALK_REPLAY_INODES (replay_one_buffer@v5.10..v5.16): at each inode item, a
+/// directory the log holds in full loses every entry the log lacks (replay_dir_deletes →
+/// check_item_in_log unlinks it).
+fn replay_inode_items(items: &LogItems, names: &mut BTreeMap<(Ino, String), Ino>) {
+    for &ino in items.inodes.keys() {
+        if items.ignored(ino) {
+            continue;
+        }
+        if let Some(logged) = items.dirs.get(&ino) {
+            names.retain(|(d, n), _| *d != ino || logged.contains_key(n));
+        }
+    }
+}
+
+/// LOG_WALK_REPLAY_DIR_INDEX (replay_one_buffer → replay_one_dir_item → replay_one_name,
+/// tree-log.c@v5.10..v5.16): each logged entry goes in, over an entry of that name naming
+/// another inode, unless the log holds the matching inode ref (backref_in_log: "The dentry
+/// will be added later") or its inode exists neither in the log nor in the committed tree
+/// (insert_one_name's -ENOENT, ignored).
+fn replay_dir_index_items(
+    items: &LogItems,
+    base_names: &BTreeMap<(Ino, String), Ino>,
+    names: &mut BTreeMap<(Ino, String), Ino>,
+    from_log: &mut BTreeSet<(Ino, String)>,
+) {
+    for (&dir, logged) in &items.dirs {
+        if items.ignored(dir) {
+            continue;
+        }
+        for (n, &i) in logged {
+            replay_one_name(items, base_names, names, from_log, (dir, n.clone()), i);
+        }
+    }
+}
+
+/// replay_one_name for entry `key` naming `ino`; see replay_dir_index_items.
+fn replay_one_name(
+    items: &LogItems,
+    base_names: &BTreeMap<(Ino, String), Ino>,
+    names: &mut BTreeMap<(Ino, String), Ino>,
+    from_log: &mut BTreeSet<(Ino, String)>,
+    key: (Ino, String),
+    ino: Ino,
+) {
+    let ref_logged = items.refs.get(&ino).is_some_and(|r| r.contains(&key));
+    let exists = items.inodes.get(&ino).is_some_and(|nlink0| !nlink0)
+        || base_names.values().any(|&i| i == ino);
+    if ref_logged || !exists || names.get(&key) == Some(&ino) {
+        return;
+    }
+    names.insert(key.clone(), ino);
+    from_log.insert(key);
+}
+
+/// LOG_WALK_REPLAY_ALL (replay_one_buffer@v5.10..v5.16), objectid by objectid: an inode's
+/// refs (type 12) become its names — add_inode_ref adds each logged name, dropping an
+/// entry of that name that names another inode (__add_inode_ref), and drops the names the
+/// log lacks (the model drops them in every directory; the kernel's unlink_old_inode_refs
+/// does it per logged parent, and btrfs_log_all_parents logs the others) — then a
+/// directory's dir items (type 84) go in as in the previous stage.
+fn replay_refs_and_dir_items(
+    items: &LogItems,
+    base_names: &BTreeMap<(Ino, String), Ino>,
+    names: &mut BTreeMap<(Ino, String), Ino>,
+    from_log: &mut BTreeSet<(Ino, String)>,
+) {
+    let objectids: BTreeSet<Ino> = items
+        .refs
+        .keys()
+        .chain(items.dirs.keys())
+        .copied()
+        .collect();
+    for ino in objectids {
+        if items.ignored(ino) {
+            continue;
+        }
+        if let Some(refs) = items.refs.get(&ino).filter(|r| !r.is_empty()) {
+            names.retain(|_, i| *i != ino);
+            for key in refs {
+                names.insert(key.clone(), ino);
+                from_log.insert(key.clone());
+            }
+        }
+        for (n, &i) in items.dirs.get(&ino).into_iter().flatten() {
+            replay_one_name(items, base_names, names, from_log, (ino, n.clone()), i);
+        }
     }
 }
 
@@ -724,4 +870,101 @@ pub fn recovered_state(
         }
     };
     Ok(Recovered::from_names(ROOT_INO, &r.names, inode))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file's inode item with its refs, as btrfs_log_inode copies them.
+    fn inode(ino: Ino, names: &[(Ino, &str)], is_dir: bool) -> LogFact {
+        LogFact::Inode {
+            ino,
+            names: names.iter().map(|&(d, n)| (d, n.to_string())).collect(),
+            is_dir,
+            size: None,
+            xattrs: None,
+            drops_logged: false,
+        }
+    }
+
+    /// A directory logged in full with `entries`.
+    fn dir_entries(dir: Ino, entries: &[(&str, Ino)]) -> LogFact {
+        LogFact::DirEntries {
+            dir,
+            entries: entries.iter().map(|&(n, i)| (n.to_string(), i)).collect(),
+        }
+    }
+
+    const D: Ino = 257;
+    const FOO: Ino = 258;
+
+    /// /d committed with /d/foo in it.
+    fn committed() -> BTreeMap<(Ino, String), Ino> {
+        BTreeMap::from([((ROOT_INO, "d".into()), D), ((D, "foo".into()), FOO)])
+    }
+
+    #[test]
+    fn a_ref_left_in_the_log_goes_in_after_the_directory_entries() {
+        // foo logged with its ref, then d logged in full without foo (an unlink that left
+        // foo's ref in the log). In log order d's entries would come last and drop foo;
+        // the kernel replays inode refs in LOG_WALK_REPLAY_ALL, after the dir index items
+        // (LOG_WALK_REPLAY_DIR_INDEX), so the stale ref brings foo back.
+        let facts = [
+            inode(FOO, &[(D, "foo")], false),
+            inode(D, &[(ROOT_INO, "d")], true),
+            dir_entries(D, &[]),
+        ];
+        let (names, from_log) = replay_namespace(&committed(), facts.iter());
+        assert_eq!(names.get(&(D, "foo".into())), Some(&FOO));
+        assert!(from_log.contains(&(D, "foo".into())));
+    }
+
+    #[test]
+    fn a_ref_deleted_from_the_log_leaves_the_directory_log_in_charge() {
+        // btrfs_del_inode_ref_in_log removed foo's ref: d's full log drops the committed
+        // name in LOG_WALK_REPLAY_INODES (replay_dir_deletes) and nothing adds it back.
+        let facts = [
+            inode(FOO, &[(D, "foo")], false),
+            LogFact::DelRef {
+                ino: FOO,
+                dir: D,
+                name: "foo".into(),
+            },
+            inode(D, &[(ROOT_INO, "d")], true),
+            dir_entries(D, &[]),
+        ];
+        let (names, from_log) = replay_namespace(&committed(), facts.iter());
+        assert_eq!(names.get(&(D, "foo".into())), None);
+        assert!(!from_log.contains(&(D, "foo".into())));
+    }
+
+    #[test]
+    fn a_later_full_log_of_a_directory_keeps_the_earlier_dir_items() {
+        // btrfs_log_inode drops a directory's log items only up to BTRFS_DIR_LOG_INDEX_KEY:
+        // a dir item logged earlier stays until btrfs_del_dir_entries_in_log removes it.
+        // Inode 259 is committed as /bar and not logged, so only d's dir item names it.
+        let mut base = committed();
+        base.insert((ROOT_INO, "bar".into()), 259);
+        let facts = [
+            inode(D, &[(ROOT_INO, "d")], true),
+            dir_entries(D, &[("foo", FOO), ("bar", 259)]),
+            inode(D, &[(ROOT_INO, "d")], true),
+            dir_entries(D, &[("foo", FOO)]),
+        ];
+        let (names, from_log) = replay_namespace(&base, facts.iter());
+        assert_eq!(names.get(&(D, "bar".into())), Some(&259));
+        assert!(from_log.contains(&(D, "bar".into())));
+        let deleted = [
+            &facts[..],
+            &[LogFact::DelEntry {
+                dir: D,
+                name: "bar".into(),
+            }],
+        ]
+        .concat();
+        let (names, _) = replay_namespace(&base, deleted.iter());
+        assert_eq!(names.get(&(D, "bar".into())), None);
+        assert_eq!(names.get(&(ROOT_INO, "bar".into())), Some(&259));
+    }
 }

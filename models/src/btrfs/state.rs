@@ -1351,6 +1351,23 @@ impl FsState {
         }
     }
 
+    /// The live entries of directory `dir` added in transaction `t` (the entry's dir item
+    /// transid, btrfs_dir_transid, is `t`): (name, inode), by name.
+    pub fn entries_added_in(&self, dir: Ino, t: TransId) -> Vec<(String, Ino)> {
+        let Some(e) = self.dirs.get(&dir) else {
+            return Vec::new();
+        };
+        let mut v: Vec<(String, Ino)> = e
+            .slots
+            .iter()
+            .filter(|(_, s)| s.live != 0 && s.versions.last().is_some_and(|d| d.created == t))
+            .map(|(&n, s)| (self.names.get(n).to_string(), s.live))
+            .collect();
+        // Names are unique in a directory.
+        v.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
     /// The live entries of directory `dir`: (name, inode), by name.
     pub fn entries_of(&self, dir: Ino) -> Vec<(String, Ino)> {
         let mut v: Vec<(String, Ino)> = self.dirs.get(&dir).map_or_else(Vec::new, |e| {

@@ -136,10 +136,9 @@ impl Btrfs {
                 dir: ino,
                 entries: st.entries_of(ino),
             });
-            for (_, c) in st.entries_of(ino) {
-                if st.inodes[&c].generation >= bound {
-                    facts.push(inode_fact(c));
-                }
+            // log_new_dir_dentries: the inodes of entries added in this transaction.
+            for (_, c) in st.entries_added_in(ino, t) {
+                facts.push(inode_fact(c));
             }
         }
         if me.last_unlink_trans >= bound {
@@ -207,26 +206,13 @@ impl Btrfs {
             }
         }
         self.log_inode(t, ino, log_transid, LogKind::Fsync).await;
-        // log_new_dir_dentries (tree-log.c@v5.10): a fsynced directory's entries that point
-        // at inodes new in this transaction get those inodes logged too (LOG_INODE_EXISTS).
-        let new_children: Vec<Ino> = {
-            let st = self.inner.st.borrow();
-            if st.inodes[&ino].is_dir && !self.mutant(Mutant::DirFsyncLogsItemOnly) {
-                st.entries_of(ino)
-                    .into_iter()
-                    .map(|(_, c)| c)
-                    .filter(|c| st.inodes[c].generation >= bound)
-                    .filter(|&c| {
-                        !self.log_patch(LogPatch::SkipLoggedNewEntries)
-                            || Self::need_log_inode(&st, c, t, skip_unchanged)
-                    })
-                    .collect()
-            } else {
-                Vec::new()
+        // log_new_dir_dentries for a fsynced directory (btrfs_log_inode_parent@v5.10..v5.16,
+        // `if (log_dentries)`).
+        let is_dir = self.inner.st.borrow().inodes[&ino].is_dir;
+        if is_dir && !self.mutant(Mutant::DirFsyncLogsItemOnly) {
+            if let Some(fell_back) = self.log_new_dir_dentries(t, ino, ino, log_transid).await {
+                return fell_back;
             }
-        };
-        for c in new_children {
-            self.log_inode(t, c, log_transid, LogKind::DirDentry).await;
         }
         // btrfs_log_all_parents for an inode that lost or gained a name recently (R4 site 4).
         let parents: Vec<Ino> = {
@@ -257,12 +243,96 @@ impl Btrfs {
                 self.inner.m.borrow_mut().unnecessary_dir_logs += 1;
             }
             self.log_inode(t, dir, log_transid, LogKind::Parent).await;
+            // btrfs_log_all_parents@v5.10..v5.16: `if (!ret && ctx &&
+            // ctx->log_new_dentries) ret = log_new_dir_dentries(trans, root, dir_inode, ctx)`.
+            if let Some(fell_back) = self.log_new_dir_dentries(t, ino, dir, log_transid).await {
+                return fell_back;
+            }
         }
         let since = (bound, last_committed);
         self.log_new_ancestors(t, ino, log_transid, &ancestors, since, LogKind::Ancestor)
             .await;
         self.end_log_trans();
         LogResult::Logged(log_transid)
+    }
+
+    /// log_new_dir_dentries (tree-log.c@v5.10..v5.16) on directory `start`, logged in full
+    /// for the fsync of `fsynced`: the inode of each entry added in this transaction is
+    /// logged, a file LOG_INODE_EXISTS, a directory LOG_INODE_ALL whose own new entries are
+    /// walked next. Some(result): a directory's last_unlink_trans made the fsync fall back.
+    async fn log_new_dir_dentries(
+        &self,
+        t: TransId,
+        fsynced: Ino,
+        start: Ino,
+        log_transid: u64,
+    ) -> Option<LogResult> {
+        let mut dirs = std::collections::VecDeque::from([start]);
+        while let Some(dir) = dirs.pop_front() {
+            for (c, is_dir) in self.new_dentry_inodes(t, dir) {
+                if !is_dir {
+                    self.log_inode(t, c, log_transid, LogKind::DirDentry).await;
+                    continue;
+                }
+                if let Some(necessary) = self.new_dir_forces_commit(t, fsynced, c, true) {
+                    return Some(self.fall_back_in_log(t, UnlinkRelation::Parent, necessary));
+                }
+                self.log_inode(t, c, log_transid, LogKind::DirDentryAll)
+                    .await;
+                if let Some(necessary) = self.new_dir_forces_commit(t, fsynced, c, false) {
+                    return Some(self.fall_back_in_log(t, UnlinkRelation::Parent, necessary));
+                }
+                dirs.push_back(c);
+            }
+        }
+        None
+    }
+
+    /// The inodes log_new_dir_dentries@v5.10..v5.16 logs for `dir`'s entries, with whether
+    /// each is a directory: the entries added in this transaction (it skips
+    /// `btrfs_dir_transid(leaf, di) < trans->transid && type != BTRFS_FT_DIR`; older
+    /// subdirectory entries, which it also visits when their leaf changed in the
+    /// transaction, are not modelled), minus those need_log_inode skips (0e44cb3f9428,
+    /// 5.12), before it those btrfs_inode_in_log skips (logged, and that log synced: within
+    /// one log transaction an inode is logged again for each new entry).
+    fn new_dentry_inodes(&self, t: TransId, dir: Ino) -> Vec<(Ino, bool)> {
+        let skip_logged = self.log_patch(LogPatch::SkipLoggedNewEntries);
+        let skip_unchanged = self.log_patch(LogPatch::SkipUnchangedDirs);
+        let st = self.inner.st.borrow();
+        st.entries_added_in(dir, t)
+            .into_iter()
+            .map(|(_, c)| c)
+            .filter(|&c| {
+                if skip_logged {
+                    Self::need_log_inode(&st, c, t, skip_unchanged)
+                } else {
+                    !Self::inode_in_log(&st, c)
+                }
+            })
+            .map(|c| (c, st.inodes[&c].is_dir))
+            .collect()
+    }
+
+    /// Whether logging the new subdirectory `dir` in full makes the fsync of `fsynced` fall
+    /// back: from 5.12 the check at the top of btrfs_log_inode (64d6b281ba4d, `before`),
+    /// before it log_new_dir_dentries' `btrfs_must_commit_transaction(trans, di_inode)`
+    /// after the copy (tree-log.c@v5.10). Some: the oracle's verdict on the mark.
+    fn new_dir_forces_commit(
+        &self,
+        t: TransId,
+        fsynced: Ino,
+        dir: Ino,
+        before: bool,
+    ) -> Option<bool> {
+        let top_check = self.log_patch(LogPatch::NoParentDirsCheck);
+        if before != top_check {
+            return None;
+        }
+        if top_check {
+            return self.dir_forces_commit(t, fsynced, dir);
+        }
+        let recent = self.inner.st.borrow().inodes[&dir].last_unlink_trans >= self.recent_bound(t);
+        recent.then(|| self.mark_full_commit(t, fsynced))
     }
 
     /// log_all_new_ancestors (log_new_ancestors(_fast), tree-log.c@v5.10..v5.16), after the
@@ -402,7 +472,11 @@ impl Btrfs {
         // passes no log context (5.12+) and is left out here.
         let checked = matches!(
             kind,
-            LogKind::Fsync | LogKind::Parent | LogKind::Ancestor | LogKind::DirDentry
+            LogKind::Fsync
+                | LogKind::Parent
+                | LogKind::DirDentryAll
+                | LogKind::Ancestor
+                | LogKind::DirDentry
         );
         if checked && !self.mutant(Mutant::NoConflictingInodes) {
             let found = {
@@ -508,7 +582,13 @@ impl Btrfs {
                 size,
                 xattrs,
                 drops_logged: plan.full_sync
-                    && matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll),
+                    && matches!(
+                        kind,
+                        LogKind::Fsync
+                            | LogKind::Parent
+                            | LogKind::DirDentryAll
+                            | LogKind::OtherAll
+                    ),
             });
         }
         self.copy_inode_items(ino, kind, plan.is_dir, &copy, &mut acc);
@@ -640,8 +720,10 @@ impl Btrfs {
         // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
         // all xattrs"); LOG_INODE_EXISTS copies the item and refs only.
         let fast = kind == LogKind::Fsync && !i.is_dir && !full_sync && !i.copy_everything;
-        let all = matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
-            && !self.mutant(Mutant::FsyncSkipsXattrs)
+        let all = matches!(
+            kind,
+            LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll
+        ) && !self.mutant(Mutant::FsyncSkipsXattrs)
             && !(fast && self.skips_unchanged_xattrs(i, t));
         if all && i.xattrs_logged == Some((t, i.xattr_seq)) {
             // The oracle: this transaction's log holds every xattr as it is now.
@@ -707,7 +789,10 @@ impl Btrfs {
         let c = &self.inner.costs;
         let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
         let dir_items = is_dir
-            && matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
+            && matches!(
+                kind,
+                LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll
+            )
             && !item_only;
         acc.cpu = self.log_inode_copy_cpu(&LogCopy {
             dir: dir_items,
@@ -811,7 +896,9 @@ impl Btrfs {
             match kind {
                 LogKind::Fsync | LogKind::DirDentry | LogKind::Other => m.relogged_inodes += 1,
                 LogKind::Ancestor | LogKind::NameAncestor => m.relogged_ancestors += 1,
-                LogKind::Parent | LogKind::OtherAll => m.relogged_dir_items += 1,
+                LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll => {
+                    m.relogged_dir_items += 1
+                }
                 LogKind::NewName(_) => {}
             }
         }
@@ -837,6 +924,7 @@ impl Btrfs {
             LogKind::Ancestor | LogKind::NameAncestor => Judged::Ancestor,
             LogKind::Fsync
             | LogKind::Parent
+            | LogKind::DirDentryAll
             | LogKind::DirDentry
             | LogKind::Other
             | LogKind::OtherAll => Judged::Inode,
@@ -907,13 +995,15 @@ impl Btrfs {
         }
         // LOG_INODE_ALL clears BTRFS_INODE_COPY_EVERYTHING; a directory has it cleared in any
         // mode (btrfs_log_inode@v5.12, from ab12313a9f56).
-        if matches!(kind, LogKind::Fsync | LogKind::Parent | LogKind::OtherAll)
-            || (is_dir && self.log_patch(LogPatch::SkipLoggedAncestors))
+        if matches!(
+            kind,
+            LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll
+        ) || (is_dir && self.log_patch(LogPatch::SkipLoggedAncestors))
         {
             i.copy_everything = false;
         }
         let exists = match kind {
-            LogKind::Fsync | LogKind::Parent | LogKind::OtherAll => false,
+            LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll => false,
             LogKind::DirDentry => !is_dir,
             LogKind::Ancestor | LogKind::NameAncestor | LogKind::NewName(_) | LogKind::Other => {
                 true
@@ -1558,6 +1648,7 @@ fn log_mode_label(kind: LogKind, full_sync: bool, is_dir: bool) -> &'static str 
         LogKind::Fsync if full_sync => "btrfs_log_inode LOG_INODE_ALL (fsync, full sync), ino",
         LogKind::Fsync => "btrfs_log_inode LOG_INODE_ALL (fsync, fast), ino",
         LogKind::Parent => "btrfs_log_inode LOG_INODE_ALL (btrfs_log_all_parents), ino",
+        LogKind::DirDentryAll => "btrfs_log_inode LOG_INODE_ALL (log_new_dir_dentries), ino",
         LogKind::OtherAll => "btrfs_log_inode LOG_OTHER_INODE_ALL (conflicting name), ino",
         LogKind::Ancestor => "btrfs_log_inode LOG_INODE_EXISTS (new ancestor), ino",
         LogKind::NameAncestor => {
@@ -1582,6 +1673,8 @@ pub(super) enum LogKind {
     NewName(Option<Ino>),
     /// log_new_dir_dentries: a new inode named by a fsynced directory (LOG_INODE_EXISTS).
     DirDentry,
+    /// log_new_dir_dentries: a directory named by a new entry (LOG_INODE_ALL).
+    DirDentryAll,
     /// log_conflicting_inodes: an inode that held a logged name in the commit root
     /// (LOG_OTHER_INODE, logged as LOG_INODE_EXISTS).
     Other,
