@@ -173,7 +173,6 @@ impl Btrfs {
         let bound = self.recent_bound(t);
         let ancestors = Self::new_ancestor_walk(&self.inner.st.borrow(), ino);
         let parent_dirs_check = !self.log_patch(LogPatch::NoParentDirsCheck);
-        let skip_unchanged = self.log_patch(LogPatch::SkipUnchangedDirs);
         if let Some((necessary, relation)) = parent_dirs_check
             .then(|| self.check_parent_dirs_for_sync(t, ino))
             .flatten()
@@ -214,7 +213,31 @@ impl Btrfs {
                 return fell_back;
             }
         }
-        // btrfs_log_all_parents for an inode that lost or gained a name recently (R4 site 4).
+        if let Some(fell_back) = self
+            .log_all_parents(t, ino, log_transid, bound, parent_dirs_check)
+            .await
+        {
+            return fell_back;
+        }
+        let since = (bound, last_committed);
+        self.log_new_ancestors(t, ino, log_transid, &ancestors, since, LogKind::Ancestor)
+            .await;
+        self.end_log_trans();
+        LogResult::Logged(log_transid)
+    }
+
+    /// btrfs_log_all_parents (tree-log.c@v5.10..v5.16) for an fsync of `ino` that lost or
+    /// gained a name recently (R4 site 4): each parent directory logged in full, then its
+    /// new entries (log_new_dir_dentries). Some(result): a parent made the fsync fall back.
+    async fn log_all_parents(
+        &self,
+        t: TransId,
+        ino: Ino,
+        log_transid: u64,
+        bound: TransId,
+        parent_dirs_check: bool,
+    ) -> Option<LogResult> {
+        let skip_unchanged = self.log_patch(LogPatch::SkipUnchangedDirs);
         let parents: Vec<Ino> = {
             let st = self.inner.st.borrow();
             if st.inodes[&ino].last_unlink_trans >= bound {
@@ -233,7 +256,7 @@ impl Btrfs {
             }
             if !parent_dirs_check {
                 if let Some(necessary) = self.dir_forces_commit(t, ino, dir) {
-                    return self.fall_back_in_log(t, UnlinkRelation::Parent, necessary);
+                    return Some(self.fall_back_in_log(t, UnlinkRelation::Parent, necessary));
                 }
             }
             // The oracle: a parent none of whose entries changed since the last commit
@@ -246,14 +269,10 @@ impl Btrfs {
             // btrfs_log_all_parents@v5.10..v5.16: `if (!ret && ctx &&
             // ctx->log_new_dentries) ret = log_new_dir_dentries(trans, root, dir_inode, ctx)`.
             if let Some(fell_back) = self.log_new_dir_dentries(t, ino, dir, log_transid).await {
-                return fell_back;
+                return Some(fell_back);
             }
         }
-        let since = (bound, last_committed);
-        self.log_new_ancestors(t, ino, log_transid, &ancestors, since, LogKind::Ancestor)
-            .await;
-        self.end_log_trans();
-        LogResult::Logged(log_transid)
+        None
     }
 
     /// log_new_dir_dentries (tree-log.c@v5.10..v5.16) on directory `start`, logged in full
