@@ -56,7 +56,6 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
     let (base, log) = durable_root(st, image)?;
     // The namespace as of the committed generation.
     let mut names = names_at(st, base);
-    let base_names = names.clone();
     // Files: extents as of the committed generation (data only; holes are absence), sizes
     // and xattrs.
     let mut files: BTreeMap<Ino, FileImage> = BTreeMap::new();
@@ -83,7 +82,7 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
                 .range((t, 0)..=(t, k))
                 .flat_map(|(_, v)| v.iter())
         };
-        (names, from_log) = replay_namespace(&base_names, facts());
+        (names, from_log) = replay_namespace(&names, facts());
         for f in facts() {
             replay_file_fact(&mut files, &file_of, &mut logged_extents, f, st);
         }
@@ -541,10 +540,12 @@ pub(super) fn replay_namespace<'a>(
 ) -> (Names, BTreeSet<(Ino, String)>) {
     let items = LogItems::from_facts(facts);
     let mut names = base_names.clone();
+    // The inodes the committed tree names (insert_one_name finds them there).
+    let committed: BTreeSet<Ino> = base_names.values().copied().collect();
     let mut from_log = BTreeSet::new();
     replay_inode_items(&items, &mut names);
-    replay_dir_index_items(&items, base_names, &mut names, &mut from_log);
-    replay_refs_and_dir_items(&items, base_names, &mut names, &mut from_log);
+    replay_dir_index_items(&items, &committed, &mut names, &mut from_log);
+    replay_refs_and_dir_items(&items, &committed, &mut names, &mut from_log);
     (names, from_log)
 }
 
@@ -569,7 +570,7 @@ fn replay_inode_items(items: &LogItems, names: &mut BTreeMap<(Ino, String), Ino>
 /// (insert_one_name's -ENOENT, ignored).
 fn replay_dir_index_items(
     items: &LogItems,
-    base_names: &BTreeMap<(Ino, String), Ino>,
+    committed: &BTreeSet<Ino>,
     names: &mut BTreeMap<(Ino, String), Ino>,
     from_log: &mut BTreeSet<(Ino, String)>,
 ) {
@@ -578,7 +579,7 @@ fn replay_dir_index_items(
             continue;
         }
         for (n, &i) in logged {
-            replay_one_name(items, base_names, names, from_log, (dir, n.clone()), i);
+            replay_one_name(items, committed, names, from_log, (dir, n.clone()), i);
         }
     }
 }
@@ -586,15 +587,14 @@ fn replay_dir_index_items(
 /// replay_one_name for entry `key` naming `ino`; see replay_dir_index_items.
 fn replay_one_name(
     items: &LogItems,
-    base_names: &BTreeMap<(Ino, String), Ino>,
+    committed: &BTreeSet<Ino>,
     names: &mut BTreeMap<(Ino, String), Ino>,
     from_log: &mut BTreeSet<(Ino, String)>,
     key: (Ino, String),
     ino: Ino,
 ) {
     let ref_logged = items.refs.get(&ino).is_some_and(|r| r.contains(&key));
-    let exists = items.inodes.get(&ino).is_some_and(|nlink0| !nlink0)
-        || base_names.values().any(|&i| i == ino);
+    let exists = items.inodes.get(&ino).is_some_and(|nlink0| !nlink0) || committed.contains(&ino);
     if ref_logged || !exists || names.get(&key) == Some(&ino) {
         return;
     }
@@ -610,7 +610,7 @@ fn replay_one_name(
 /// directory's dir items (type 84) go in as in the previous stage.
 fn replay_refs_and_dir_items(
     items: &LogItems,
-    base_names: &BTreeMap<(Ino, String), Ino>,
+    committed: &BTreeSet<Ino>,
     names: &mut BTreeMap<(Ino, String), Ino>,
     from_log: &mut BTreeSet<(Ino, String)>,
 ) {
@@ -632,7 +632,7 @@ fn replay_refs_and_dir_items(
             }
         }
         for (n, &i) in items.dirs.get(&ino).into_iter().flatten() {
-            replay_one_name(items, base_names, names, from_log, (ino, n.clone()), i);
+            replay_one_name(items, committed, names, from_log, (ino, n.clone()), i);
         }
     }
 }

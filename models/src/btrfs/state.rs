@@ -1319,6 +1319,11 @@ impl FsState {
         self.live.contains_key(&ino)
     }
 
+    /// How many live names inode `ino` has (its link count), without copying them.
+    pub fn name_count(&self, ino: Ino) -> usize {
+        self.live.get(&ino).map_or(0, |v| v.len())
+    }
+
     /// Adds the live entry (dir, name) → ino, created in transaction `t`.
     pub fn add_dentry(&mut self, dir: Ino, name: &str, ino: Ino, t: TransId) {
         self.bump(ino);

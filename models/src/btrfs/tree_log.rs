@@ -31,12 +31,11 @@ impl Btrfs {
     /// the parent chain (log_new_ancestors_fast); with more, the chain of every inode ref's
     /// directory in turn (log_new_ancestors per ref), each directory once.
     pub(super) fn new_ancestor_walk(st: &FsState, ino: Ino) -> Ancestors {
-        let names = st.names_of(ino);
-        if names.len() < 2 {
+        if st.name_count(ino) < 2 {
             return Self::ancestors(st, ino);
         }
         let mut out = Ancestors::new();
-        for (dir, _) in names {
+        for (dir, _) in st.names_of(ino) {
             for d in std::iter::once(dir).chain(Self::ancestors(st, dir)) {
                 if !out.contains(&d) {
                     out.push(d);
@@ -600,14 +599,7 @@ impl Btrfs {
                 is_dir: plan.is_dir,
                 size,
                 xattrs,
-                drops_logged: plan.full_sync
-                    && matches!(
-                        kind,
-                        LogKind::Fsync
-                            | LogKind::Parent
-                            | LogKind::DirDentryAll
-                            | LogKind::OtherAll
-                    ),
+                drops_logged: plan.full_sync && kind.logs_all(),
             });
         }
         self.copy_inode_items(ino, kind, plan.is_dir, &copy, &mut acc);
@@ -739,10 +731,8 @@ impl Btrfs {
         // LOG_INODE_ALL logs every xattr (btrfs_log_all_xattrs@v5.10: "we always log
         // all xattrs"); LOG_INODE_EXISTS copies the item and refs only.
         let fast = kind == LogKind::Fsync && !i.is_dir && !full_sync && !i.copy_everything;
-        let all = matches!(
-            kind,
-            LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll
-        ) && !self.mutant(Mutant::FsyncSkipsXattrs)
+        let all = kind.logs_all()
+            && !self.mutant(Mutant::FsyncSkipsXattrs)
             && !(fast && self.skips_unchanged_xattrs(i, t));
         if all && i.xattrs_logged == Some((t, i.xattr_seq)) {
             // The oracle: this transaction's log holds every xattr as it is now.
@@ -807,12 +797,7 @@ impl Btrfs {
     ) {
         let c = &self.inner.costs;
         let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
-        let dir_items = is_dir
-            && matches!(
-                kind,
-                LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll
-            )
-            && !item_only;
+        let dir_items = is_dir && kind.logs_all() && !item_only;
         acc.cpu = self.log_inode_copy_cpu(&LogCopy {
             dir: dir_items,
             ..*copy
@@ -1014,20 +999,10 @@ impl Btrfs {
         }
         // LOG_INODE_ALL clears BTRFS_INODE_COPY_EVERYTHING; a directory has it cleared in any
         // mode (btrfs_log_inode@v5.12, from ab12313a9f56).
-        if matches!(
-            kind,
-            LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll
-        ) || (is_dir && self.log_patch(LogPatch::SkipLoggedAncestors))
-        {
+        if kind.logs_all() || (is_dir && self.log_patch(LogPatch::SkipLoggedAncestors)) {
             i.copy_everything = false;
         }
-        let exists = match kind {
-            LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll => false,
-            LogKind::DirDentry => !is_dir,
-            LogKind::Ancestor | LogKind::NameAncestor | LogKind::NewName(_) | LogKind::Other => {
-                true
-            }
-        };
+        let exists = !kind.logs_all();
         if kind == LogKind::Fsync {
             // LOG_INODE_ALL of a non-directory clears the full-sync flag and the
             // modified-extents list it logged (btrfs_log_inode@v5.10).
@@ -1676,6 +1651,17 @@ fn log_mode_label(kind: LogKind, full_sync: bool, is_dir: bool) -> &'static str 
         LogKind::NewName(_) => "btrfs_log_inode LOG_INODE_EXISTS (btrfs_log_new_name), ino",
         LogKind::DirDentry => "btrfs_log_inode LOG_INODE_EXISTS (log_new_dir_dentries), ino",
         LogKind::Other => "btrfs_log_inode LOG_OTHER_INODE (conflicting name), ino",
+    }
+}
+
+impl LogKind {
+    /// Whether btrfs_log_inode runs in LOG_INODE_ALL mode for it (else LOG_INODE_EXISTS:
+    /// the item and refs only).
+    fn logs_all(self) -> bool {
+        matches!(
+            self,
+            LogKind::Fsync | LogKind::Parent | LogKind::DirDentryAll | LogKind::OtherAll
+        )
     }
 }
 

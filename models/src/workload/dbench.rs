@@ -7,9 +7,6 @@ use crate::vfs::{Op, OpPath};
 use rand::Rng;
 use sim::{Nanos, Stream};
 
-/// dbench's operation names, by index.
-const DBENCH_OPS_NAME: [&str; 16] = super::spec::DBENCH_OPS;
-
 /// dbench's per-client directories (loadfiles/client.txt: clients/clientN/~dmtmp/…).
 pub(super) const DBENCH_DIRS: [&str; 9] = [
     "ACCESS", "COREL", "EXCEL", "PARADOX", "PM", "PWRPNT", "SEED", "WORD", "WORDPRO",
@@ -249,7 +246,10 @@ impl Client {
                 self.work.find(self.dir_entries(d))
             }
             LOCKX | UNLOCKX => self.work.lock(),
-            _ => unreachable!("{} reaches the filesystem model", DBENCH_OPS_NAME[op]),
+            _ => unreachable!(
+                "{} reaches the filesystem model",
+                super::spec::DBENCH_OPS[op]
+            ),
         }
     }
 
