@@ -165,7 +165,7 @@ pub(crate) enum Command {
     Man,
     /// Run every seed experiment the model covers and print seed figures beside the model's.
     #[command(
-        after_help = "Rows: the btrfs dbench thread's dbench (64 clients, linux-5.10 -> linux-5.11) and the btrfs sysbench thread's sysbench\n(linux-5.11 without R7 -> linux-5.11): each figure's change in the seed and in the model,\nwhether they point the same way, and the baselines' absolute levels; then R7's regression\nagainst the ratio of a sysbench round to the commit interval.\n\nExamples:\n  fsyncsim validate --quick\n  fsyncsim validate --json > validate.json"
+        after_help = "Experiments (ids for --only): the btrfs dbench thread's dbench (000-dbench64, linux-5.10 -> linux-5.11),\nthe btrfs sysbench thread's sysbench (001-sysbench, without and with R7) and R7's curve, the btrfs scrub\nthread's scrub (002-scrub), the ext4 kbuild thread's fs_mark + fio and kbuild (003-...), the jbd patch\n2db938bee32e's own figures (2db938b-...), the btrfs preemptive-flushing thread's fsperf tests (004-..., with\ntheir device-size curves). Each row: the figure's change in the thread and in the model, whether they\npoint the same way, whether the model's 95 % interval excludes 0, model/thread; then the baselines'\nabsolute levels, the curves and a score line.\n\nExamples:\n  fsyncsim validate --quick\n  fsyncsim validate --quick --only 000-dbench64,001\n  fsyncsim validate --json > validate.json"
     )]
     Validate(ValidateArgs),
     /// Merge the --json outputs of a sharded sweep into what one unsharded sweep prints.
@@ -580,6 +580,10 @@ pub(crate) struct ValidateArgs {
     /// Worker threads (default: all cores); results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(crate) jobs: Option<u32>,
+    /// Only these experiments: comma-separated ids or id prefixes (`000-dbench64`, `004`,
+    /// `002-scrub`; the ids are the rows' first part), with their curves.
+    #[arg(long, value_name = "IDS", value_parser = models::validate::Selection::parse)]
+    pub(crate) only: Option<models::validate::Selection>,
 }
 
 /// `--policy`: a release preset with optional `:±SWITCH` modifiers, as `[policies]` takes.

@@ -1088,18 +1088,24 @@ fn hand_edited_shards_and_checkpoints_are_refused() {
 }
 
 #[test]
-fn validate_quick_prints_the_table_and_its_json() {
-    // The documented quick mode, end to end (both seed experiments and the R7 curve).
-    let o = fsyncsim(&["validate", "--quick", "--json", "--jobs", "2"]);
+fn validate_quick_only_prints_the_selected_rows_and_curves() {
+    // The documented quick mode through the CLI, on the short experiments (the library's
+    // tests run every experiment at tiny lengths: tests/validate.rs).
+    let o = fsyncsim(&["validate", "--quick", "--only", "003-kbuild,002", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["quick"], true);
     let rows = v["rows"].as_array().unwrap();
+    let ids: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("003-kbuild") || id.starts_with("002-scrub/")),
+        "{ids:?}"
+    );
     for id in [
-        "000-dbench64/throughput",
-        "000-dbench64/max_latency",
-        "000-dbench64/Flush_avg_lat",
-        "001-sysbench/requests_per_s",
+        "003-kbuild/requests_per_s",
+        "003-kbuild-rfc/iostat w/s",
+        "002-scrub/rate",
     ] {
         let r = rows
             .iter()
@@ -1108,6 +1114,20 @@ fn validate_quick_prints_the_table_and_its_json() {
         assert!(r["model_ci"].is_array(), "two seeds give an interval: {r}");
         assert!(r["direction_match"].is_boolean());
     }
+    assert_eq!(
+        v["curves"],
+        serde_json::json!([]),
+        "R7's curve is 001-sysbench's"
+    );
+    // A term that selects nothing is refused with the ids it could have been.
+    let o = fsyncsim(&["validate", "--only", "000-dbench6x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    let e = stderr(&o);
+    assert!(
+        e.contains("'000-dbench6x' selects no experiment") && e.contains("000-dbench64"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -592,6 +592,7 @@ pub(crate) fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
 pub fn validate(
     quick: bool,
     ablate: bool,
+    only: &Selection,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Validation, String> {
@@ -600,7 +601,45 @@ pub fn validate(
     } else {
         Lengths::full()
     };
-    validate_with(l, quick, ablate, jobs, progress)
+    validate_selected(l, quick, ablate, only, jobs, progress)
+}
+
+/// The scrub thread's experiment id (its rows are not a workload `Experiment`).
+pub const SCRUB_ID: &str = "002-scrub";
+
+/// Which experiments a run covers: all, or those whose id starts with one of the terms.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection(Vec<String>);
+
+impl Selection {
+    /// Every experiment.
+    pub fn all() -> Self {
+        Selection(Vec::new())
+    }
+
+    /// Comma-separated id prefixes (`000-dbench64`, `004`, `2db938b-readlat`); each must
+    /// select at least one experiment.
+    pub fn parse(terms: &str) -> Result<Self, String> {
+        let mut ids: Vec<&str> = experiments().iter().map(|e| e.id).collect();
+        ids.push(SCRUB_ID);
+        ids.sort_unstable();
+        let mut out = Vec::new();
+        for t in terms.split(',').map(str::trim) {
+            if t.is_empty() || !ids.iter().any(|id| id.starts_with(t)) {
+                return Err(format!(
+                    "'{t}' selects no experiment; expected an id or a prefix of one of: {}",
+                    ids.join(", ")
+                ));
+            }
+            out.push(t.to_string());
+        }
+        Ok(Selection(out))
+    }
+
+    /// Whether the experiment `id` is selected.
+    pub fn has(&self, id: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|t| id.starts_with(t.as_str()))
+    }
 }
 
 /// `validate` with explicit run lengths.
@@ -611,10 +650,23 @@ pub fn validate_with(
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Validation, String> {
+    validate_selected(l, quick, ablate, &Selection::all(), jobs, progress)
+}
+
+/// `validate_with` for the experiments `only` selects.
+pub fn validate_selected(
+    l: Lengths,
+    quick: bool,
+    ablate: bool,
+    only: &Selection,
+    jobs: usize,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Validation, String> {
     let (db_dur, db_warm, sb_dur, seeds, curve_dur) =
         (l.dbench, l.dbench_warmup, l.sysbench, l.seeds, l.curve);
     let planned = experiments()
         .into_iter()
+        .filter(|e| only.has(e.id))
         .map(|e| Planned::new(e, &l))
         .collect::<Result<Vec<_>, String>>()?;
     // Each experiment as planned, then (--ablate, btrfs) with each mechanism off.
@@ -658,9 +710,14 @@ pub fn validate_with(
     }
     let ablation = ablate.then(|| ablation_table(&planned, &runs));
     // Seed 002 (scrub with and without the readahead framework): its own rows.
-    rows.extend(seed002_rows(seeds)?);
-    let mut curves = vec![r7_curve(curve_dur, jobs, progress)?];
-    curves.extend(fsperf_curves(&l, jobs, progress)?);
+    if only.has(SCRUB_ID) {
+        rows.extend(seed002_rows(seeds)?);
+    }
+    let mut curves = Vec::new();
+    if only.has("001-sysbench") {
+        curves.push(r7_curve(curve_dur, jobs, progress)?);
+    }
+    curves.extend(fsperf_curves(&l, only, jobs, progress)?);
     Ok(Validation {
         quick,
         setup: format!(
@@ -955,6 +1012,7 @@ fn fsperf_runs(
 /// A point whose change has the seed's direction is marked `(seed's direction)`.
 fn fsperf_curves(
     l: &Lengths,
+    only: &Selection,
     jobs: usize,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<Curve>, String> {
@@ -963,7 +1021,7 @@ fn fsperf_curves(
         return Ok(curves);
     }
     let (dio, other) = l.fsperf.unwrap_or(FSPERF_CURVE_LENGTHS);
-    for e in fsperf_seeds() {
+    for e in fsperf_seeds().into_iter().filter(|e| only.has(e.id)) {
         let mut spec = Spec::load(e.workload).map_err(|x| x.to_string())?;
         spec.duration = if spec.direct { dio } else { other };
         spec.warmup = 0;

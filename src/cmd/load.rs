@@ -89,7 +89,9 @@ pub(crate) fn validate(a: ValidateArgs) -> Result<(), Failure> {
         || None,
         "{elapsed_precise} {pos} workload runs done",
     );
-    let v = models::validate::validate(a.quick, a.ablate, jobs, &|| bar.inc(1)).map_err(Failure)?;
+    let only = a.only.unwrap_or_else(models::validate::Selection::all);
+    let v = models::validate::validate(a.quick, a.ablate, &only, jobs, &|| bar.inc(1))
+        .map_err(Failure)?;
     bar.finish_and_clear();
     if a.json {
         outln!("{:#}", reports::validate::json(&v));
