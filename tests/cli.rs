@@ -1234,3 +1234,31 @@ fn a_mistyped_flag_or_subcommand_is_one_line_with_a_suggestion() {
     let o = common::fsyncsim_in(dir, &["run", "--zzzzzz"]);
     assert!(!common::stderr(&o).contains("did you mean"));
 }
+
+#[test]
+fn a_multi_seed_compare_labels_its_one_seed_tables() {
+    let args = |seeds: &'static str| {
+        let o = fsyncsim(&[
+            "compare",
+            "dbench",
+            "--clients",
+            "2",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "0s",
+            "--seeds",
+            seeds,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let two = args("2");
+    assert!(
+        two.contains("seed 1 (1 of 2 paired seeds; their mean is the last table) =="),
+        "{two}"
+    );
+    assert!(two.contains("mean of 2 paired seeds"), "{two}");
+    let one = args("1");
+    assert!(!one.contains("paired seeds"), "{one}");
+}

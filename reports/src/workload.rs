@@ -925,9 +925,15 @@ pub fn compare_text(
         t.push_str(&pipe_table(&lines));
         return t;
     }
+    let runs = first.baseline.len();
     for (label, r) in [("baseline", b0), ("current", c0)] {
+        let of = if runs > 1 {
+            format!(" (1 of {runs} paired seeds; their mean is the last table)")
+        } else {
+            String::new()
+        };
         t.push_str(&format!(
-            "== {label}: {} under {} on {}, seed {} ==\n",
+            "== {label}: {} under {} on {}, seed {}{of} ==\n",
             r.workload, r.policy.name, r.device, r.seed
         ));
         t.push_str(&table(r, spec.file_size));
