@@ -225,7 +225,8 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         Command::Validate(a) => validate(a)?,
         Command::Completions { shell } => {
             let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "fsyncsim", &mut buf);
+            let mut cmd = cmd::completions::with_names(Cli::command());
+            clap_complete::generate(shell, &mut cmd, "fsyncsim", &mut buf);
             out!("{}", String::from_utf8_lossy(&buf));
         }
         Command::Man => {

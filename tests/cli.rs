@@ -1262,3 +1262,41 @@ fn a_multi_seed_compare_labels_its_one_seed_tables() {
     let one = args("1");
     assert!(!one.contains("paired seeds"), "{one}");
 }
+
+#[test]
+fn bash_completes_built_in_scenario_and_preset_names() {
+    // The script as bash itself runs it: a scenario name after `run`, a preset after
+    // `--baseline`.
+    let o = fsyncsim(&["completions", "bash"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dir = std::env::temp_dir().join(format!("fsyncsim-compl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("fsyncsim.bash");
+    std::fs::write(&script, &o.stdout).unwrap();
+    let complete = |words: &str, cword: usize, cur: &str, prev: &str| {
+        let prog = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; _fsyncsim fsyncsim {cur} {prev}; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let o = std::process::Command::new("bash")
+            .args(["-c", &prog])
+            .output()
+            .expect("bash runs");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let got = complete("fsyncsim run r1-l", 2, "r1-l", "run");
+    assert_eq!(got.trim(), "r1-link-rename-logged-trans");
+    let got = complete(
+        "fsyncsim compare dbench --baseline linux-5.1",
+        4,
+        "linux-5.1",
+        "--baseline",
+    );
+    assert!(
+        got.contains("linux-5.10") && got.contains("linux-5.16"),
+        "{got}"
+    );
+    let got = complete("fsyncsim workload dbench6", 2, "dbench6", "workload");
+    assert_eq!(got.trim(), "dbench60");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
