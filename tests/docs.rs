@@ -1,6 +1,7 @@
 //! The README and the manual cannot drift from the tool: every `fsyncsim …` command in a code
 //! block parses, every file a page links exists, every block marked ` ```text fsyncsim ARGS `
-//! is exactly what that command prints, the README stays an entrance (two commands, at most
+//! is exactly what that command prints, every block opening with `$ fsyncsim ARGS` matches
+//! its output (`...` and `[..]` elide), the README stays an entrance (two commands, at most
 //! 250 lines) and no page or `--help` calls the source threads "seed 000"…"seed 004".
 
 use std::path::{Path, PathBuf};
@@ -99,11 +100,10 @@ fn the_readme_is_an_entrance_with_the_two_commands() {
         text.lines().count()
     );
     assert!(text.contains("cargo run --release -- run"));
-    assert!(text.contains("cargo nextest run --workspace"));
+    let test_command = "cargo nextest run --workspace --cargo-profile release";
+    assert!(text.contains(test_command));
     let ci = std::fs::read_to_string(Path::new(ROOT).join(".ci/run")).unwrap();
-    assert!(ci
-        .lines()
-        .any(|l| l.trim() == "cargo nextest run --workspace"));
+    assert!(ci.lines().any(|l| l.trim() == test_command));
     assert!(ci.contains("cargo build --release"));
 }
 
@@ -162,6 +162,89 @@ fn every_marked_sample_is_what_the_command_prints() {
         }
     }
     assert!(checked >= 1);
+}
+
+/// Whether `line` matches `pat`, where `[..]` in `pat` stands for any text.
+fn line_matches(pat: &str, line: &str) -> bool {
+    let mut parts = pat.split("[..]");
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = line.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (i, p) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.ends_with(p);
+        }
+        match rest.find(p) {
+            Some(j) => rest = &rest[j + p.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// Whether `out` matches the sample `want`, where a line `...` stands for any lines (none
+/// too) and `[..]` in a line for any text.
+fn sample_matches(want: &[String], out: &[&str]) -> bool {
+    match want.split_first() {
+        None => out.is_empty(),
+        Some((w, rest)) if w == "..." => (0..=out.len()).any(|k| sample_matches(rest, &out[k..])),
+        Some((w, rest)) => out
+            .split_first()
+            .is_some_and(|(o, more)| line_matches(w, o) && sample_matches(rest, more)),
+    }
+}
+
+#[test]
+fn every_dollar_sample_matches_what_the_command_prints() {
+    // A block that opens with `$ fsyncsim ARGS` (one command, no shell syntax) shows what it
+    // prints: `...` elides lines, `[..]` text that changes from run to run (wall time).
+    let mut checked = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (_, body, at) in blocks(&text) {
+            let Some(cmd) = body.first().and_then(|l| l.strip_prefix("$ fsyncsim ")) else {
+                continue;
+            };
+            if body[1..].iter().any(|l| l.starts_with("$ ")) || cmd.contains(['>', '|', '#']) {
+                continue;
+            }
+            let args: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
+            let o = fsyncsim(&args);
+            let out = String::from_utf8_lossy(&o.stdout);
+            let mut lines: Vec<&str> = out.lines().map(str::trim_end).collect();
+            while lines.last().is_some_and(|l| l.is_empty()) {
+                lines.pop();
+            }
+            let mut want: Vec<String> =
+                body[1..].iter().map(|l| l.trim_end().to_string()).collect();
+            while want.last().is_some_and(|l| l.is_empty()) {
+                want.pop();
+            }
+            assert!(
+                sample_matches(&want, &lines),
+                "{}:{at}: the sample differs from `fsyncsim {cmd}`, which prints:\n{out}",
+                page.display()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 1);
+}
+
+#[test]
+fn the_sample_matcher_honours_its_elisions() {
+    let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(sample_matches(
+        &w(&["a", "...", "d"]),
+        &["a", "b", "c", "d"]
+    ));
+    assert!(sample_matches(&w(&["a", "...", "b"]), &["a", "b"]));
+    assert!(!sample_matches(&w(&["a", "d"]), &["a", "b", "d"]));
+    assert!(sample_matches(&w(&["t [..] s"]), &["t 0.1 s"]));
+    assert!(!sample_matches(&w(&["t [..] s"]), &["t 0.1 ms!"]));
+    assert!(!sample_matches(&w(&["a"]), &["a", "b"]));
 }
 
 #[test]
