@@ -200,7 +200,7 @@ impl Core {
             TaskState::Blocked(r) => self.resources[r as usize].class,
             TaskState::Paused(_) => CLASS_POINT,
             TaskState::Ready | TaskState::Done => {
-                debug_assert!(false, "waking a task that is not waiting");
+                crate::check!(false, "waking a task that is not waiting");
                 return 0;
             }
         };
@@ -309,7 +309,7 @@ impl Core {
         let class = self.classes.intern(class_name) as ClassId;
         if let Some(id) = self.free.get_mut(class as usize).and_then(Vec::pop) {
             let r = &mut self.resources[id as usize];
-            debug_assert!(r.recyclable && r.handles == 0 && &*r.name == class_name);
+            crate::check!(r.recyclable && r.handles == 0 && &*r.name == class_name);
             r.state = state;
             r.handles = 1;
             return id;

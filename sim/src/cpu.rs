@@ -173,7 +173,7 @@ impl Future for Cpu<'_> {
             CpuStep::Queued | CpuStep::Running => {
                 let mut g = this.h.core();
                 let c: &mut Core = &mut g;
-                debug_assert_eq!(c.tasks[c.current as usize].cpu_q, 0, "quantum not started");
+                crate::check_eq!(c.tasks[c.current as usize].cpu_q, 0, "quantum not started");
                 sem_release(c, this.id, 1);
                 this.left -= this.q;
                 if this.left == 0 {

@@ -5,6 +5,7 @@
 //! The engine knows nothing about filesystems or devices; those live in `models`.
 
 // Modules in import order: each imports only from the groups above it (issue 24 item 5).
+pub mod check;
 mod ring;
 pub mod rng;
 pub mod time;

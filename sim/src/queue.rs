@@ -115,7 +115,7 @@ impl EventQueue {
         let mut i = 0;
         let mut first = 1;
         while first < len {
-            debug_assert!(first + D <= len && i < first);
+            crate::check!(first + D <= len && i < first);
             // SAFETY: `len` is `1 + 4k` and `first` is `1 + 4j`, so `first < len` implies
             // `first + D <= len`; the hole `i` is below `first`.
             let c: &[u64; D] = unsafe { &*keys.as_ptr().add(first).cast::<[u64; D]>() };
@@ -206,7 +206,7 @@ impl TimerQueue {
     /// Arms `task`'s timer for absolute time `at`; `now` is a lower bound of every pending time.
     #[inline(always)]
     pub fn push(&mut self, now: u64, at: u64, task: u32) {
-        debug_assert!(u64::from(task) <= TASK_MASK && at >= now && now >= self.base);
+        crate::check!(u64::from(task) <= TASK_MASK && at >= now && now >= self.base);
         let slot = Slot {
             seq: self.next_seq,
             due: at,
@@ -319,7 +319,7 @@ impl TimerQueue {
     /// due no later than `limit`; None leaves the queue unchanged.
     #[inline(always)]
     pub fn pop_until(&mut self, limit: u64) -> Option<(u64, Option<u32>)> {
-        debug_assert!(self.ties.is_empty());
+        crate::check!(self.ties.is_empty());
         let key = self.heap.peek()?;
         if self.time_of(key) > limit {
             return None;

@@ -345,7 +345,7 @@ pub(crate) fn sem_release(c: &mut Core, id: ResId, n: u64) {
         unreachable!()
     };
     *permits += n;
-    debug_assert!(*permits <= *capacity, "semaphore released more than taken");
+    crate::check!(*permits <= *capacity, "semaphore released more than taken");
     let mut first_woken = 0;
     while let Some(&(t, want)) = waiters.front() {
         if want > *permits {

@@ -178,7 +178,7 @@ impl QueueAbove for Disk {
                 dev.bio_issued(id as u32, now);
                 dev.bio_started(id as u32, false, now);
                 let wake = dev.end_bio(id as u32, now);
-                debug_assert!(wake.is_none());
+                sim::check!(wake.is_none());
                 self.after_completion(dev);
             }
             Submitted::Queued { run: true } => self.run_queue(dev),

@@ -508,7 +508,7 @@ fn place_blocks(
             addr += NODESIZE;
         }
     }
-    debug_assert!(
+    sim::check!(
         addr <= at.meta_logical + META_CHUNK,
         "metadata chunk overflow"
     );

@@ -243,7 +243,7 @@ impl super::ctree::Btrfs {
         } else {
             e.0.up_read();
         }
-        debug_assert!(e.1 > 0, "tree lock users underflow");
+        sim::check!(e.1 > 0, "tree lock users underflow");
         e.1 -= 1;
     }
 

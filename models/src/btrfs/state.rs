@@ -505,15 +505,15 @@ impl DataSpace {
     /// The sums equal what the groups hold (debug builds walk the groups).
     #[inline]
     fn check_sums(&self) {
-        if cfg!(debug_assertions) {
+        if sim::check::invariants() {
             let (mut size, mut used, mut pinned) = (0, 0, 0);
             for (_, b) in &self.bgs {
                 size += b.size;
                 used += b.used;
                 pinned += b.pinned;
-                debug_assert!(b.used + b.pinned <= b.size, "block group over-full: {b:?}");
+                sim::check!(b.used + b.pinned <= b.size, "block group over-full: {b:?}");
             }
-            debug_assert_eq!(
+            sim::check_eq!(
                 (size, used, pinned),
                 (self.size_sum, self.used_sum, self.pinned_sum),
                 "data space_info sums drifted from its block groups"
@@ -544,7 +544,7 @@ impl DataSpace {
     pub fn add_group(&mut self, size: u64) -> u64 {
         let id = self.next_bg;
         self.next_bg += 1;
-        debug_assert!(self.bgs.last().is_none_or(|(last, _)| *last < id));
+        sim::check!(self.bgs.last().is_none_or(|(last, _)| *last < id));
         self.bgs.push((
             id,
             BlockGroup {
@@ -1160,7 +1160,7 @@ impl FsState {
     /// committed extents a file no longer has on its modified list. Keeps memory independent
     /// of the run's length.
     pub fn compact(&mut self) {
-        debug_assert!(
+        sim::check!(
             !self.keep_history,
             "compacting would lose crash-recovery history"
         );
@@ -1180,7 +1180,7 @@ impl FsState {
             });
             !e.slots.is_empty()
         });
-        if cfg!(debug_assertions) {
+        if sim::check::invariants() {
             self.names
                 .check(self.dirs.values().flat_map(|e| e.slots.keys().copied()));
             for e in self.dirs.values() {
@@ -1456,7 +1456,7 @@ impl FsState {
             .rev()
             .find(|d| d.ino == ino && d.removed == Some(t))
         {
-            debug_assert!(
+            sim::check!(
                 d.removed_at.is_some_and(|r| r <= at),
                 "a removal ends after it starts"
             );

@@ -724,7 +724,7 @@ impl Device {
         };
         self.inner.h.park(class).await;
         let f = self.inner.state.borrow_mut().free(id);
-        debug_assert!(f.finished);
+        sim::check!(f.finished);
         f.done
     }
 
@@ -780,7 +780,7 @@ impl Device {
         };
         inner.h.park(class).await;
         let f = inner.state.borrow_mut().free(id);
-        debug_assert!(f.finished);
+        sim::check!(f.finished);
         f.done
     }
 

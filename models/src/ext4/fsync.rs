@@ -37,7 +37,7 @@ impl Ext4 {
                 );
                 if started || !self.inner.cfg.policy.ext4_fsync_waits_only_if_started {
                     j.wait_commit(tid).await;
-                    debug_assert!(j.commit_sequence() >= tid, "fsync returned before {tid}");
+                    sim::check!(j.commit_sequence() >= tid, "fsync returned before {tid}");
                     j.note_fsync(!committed);
                 } else {
                     if barrier {
@@ -51,7 +51,7 @@ impl Ext4 {
                 let needs_barrier = barrier && committed;
                 j.start_commit(tid, true);
                 j.wait_commit(tid).await;
-                debug_assert!(j.commit_sequence() >= tid, "fsync returned before {tid}");
+                sim::check!(j.commit_sequence() >= tid, "fsync returned before {tid}");
                 j.note_fsync(!committed);
                 if needs_barrier {
                     j.issue_flush().await;

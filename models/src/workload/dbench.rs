@@ -105,8 +105,8 @@ impl Client {
         for (i, o) in super::spec::DBENCH_OPS.iter().enumerate() {
             flat[i] = cx.spec.cpu.get(*o).copied();
         }
-        debug_assert_eq!(super::spec::DBENCH_OPS[FLUSH], "Flush");
-        debug_assert_eq!(super::spec::DBENCH_OPS[FIND], "Find");
+        sim::check_eq!(super::spec::DBENCH_OPS[FLUSH], "Flush");
+        sim::check_eq!(super::spec::DBENCH_OPS[FIND], "Find");
         Client {
             rng,
             paths,

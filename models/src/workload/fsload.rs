@@ -793,7 +793,7 @@ impl Run {
         };
         for (k, &v) in &spec.costs {
             let set = costs.set(k, v);
-            debug_assert!(set, "Spec checked its [costs] keys");
+            sim::check!(set, "Spec checked its [costs] keys");
         }
         let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), costs);
         fs.set_latency(false);
