@@ -19,15 +19,55 @@ impl Btrfs {
     pub(super) fn free_data_extents(st: &mut FsState, ino: Ino, t: TransId) {
         // Taken, not copied: a task that still has the unlinked file open may truncate or
         // fallocate it afterwards, and must not free the same pieces again.
-        let pieces: Vec<(u64, u64)> = st
+        let dropped: Vec<(DiskBytes, Vec<(u64, u64)>)> = st
             .inodes
             .get_mut(&ino)
             .expect("inode")
             .extents
             .iter_mut()
-            .flat_map(|e| std::mem::take(&mut e.pieces))
+            .map(|e| (DiskBytes::of(e), std::mem::take(&mut e.pieces)))
             .collect();
-        Self::free_pieces(st, pieces, t);
+        Self::release_pieces(st, dropped, Some(ino), t);
+    }
+
+    /// Frees the pieces of dropped extent versions in transaction `t`. After a clone
+    /// (`FsState::shared_data`) an extent whose disk bytes another file extent item still
+    /// refers to (outside inode `skip`) is not freed: its pieces go to that item, as
+    /// __btrfs_free_extent (extent-tree.c@v5.10..v5.16) removes the extent item only when
+    /// its last reference is dropped.
+    pub(super) fn release_pieces(
+        st: &mut FsState,
+        dropped: Vec<(DiskBytes, Vec<(u64, u64)>)>,
+        skip: Option<Ino>,
+        t: TransId,
+    ) {
+        if !st.shared_data {
+            let pieces = dropped.into_iter().flat_map(|(_, p)| p).collect();
+            return Self::free_pieces(st, pieces, t);
+        }
+        let mut inos: Vec<Ino> = st.inodes.values().map(|i| i.ino).collect();
+        inos.sort_unstable();
+        let mut freed = Vec::new();
+        for (bytes, pieces) in dropped {
+            if pieces.is_empty() {
+                continue;
+            }
+            let holder = inos.iter().filter(|&&i| Some(i) != skip).find_map(|i| {
+                let inode = st.inodes.get(i)?;
+                inode
+                    .extents
+                    .iter()
+                    .position(|x| bytes.shared_by(x))
+                    .map(|p| (*i, p))
+            });
+            match holder {
+                Some((i, p)) => st.inodes.get_mut(&i).unwrap().extents[p]
+                    .pieces
+                    .extend(pieces),
+                None => freed.extend(pieces),
+            }
+        }
+        Self::free_pieces(st, freed, t);
     }
 
     /// Frees allocated (block group, bytes) pieces in transaction `t`: pinned until its
@@ -52,5 +92,43 @@ impl Btrfs {
         for (bg, len) in pinned {
             st.data.unpin(bg, len);
         }
+    }
+}
+
+/// The disk bytes an extent version refers to, to find another file extent item that
+/// refers to the same extent: overlapping disk bytes of the same data write (a
+/// preallocated extent has token 0 and its own disk range).
+#[derive(Clone, Copy, Debug)]
+pub struct DiskBytes {
+    token: u64,
+    start: u64,
+    len: u64,
+    prealloc: bool,
+    hole: bool,
+}
+
+impl DiskBytes {
+    /// What `e` refers to.
+    pub fn of(e: &Extent) -> DiskBytes {
+        DiskBytes {
+            token: e.data_token,
+            start: e.data_offset,
+            len: e.len,
+            prealloc: e.prealloc,
+            hole: e.hole,
+        }
+    }
+
+    /// Whether `x` refers to (part of) the same extent.
+    fn shared_by(&self, x: &Extent) -> bool {
+        if self.hole || x.hole || self.prealloc != x.prealloc {
+            return false;
+        }
+        // Written data: the same write and overlapping bytes (one write's extents in two
+        // block groups are two extents). The model keeps no extent boundaries beyond
+        // that: an item referring to another part of a trimmed extent is not found.
+        x.data_token == self.token
+            && x.data_offset < self.start + self.len
+            && self.start < x.data_offset + x.len
     }
 }
