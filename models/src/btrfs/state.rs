@@ -1025,6 +1025,9 @@ pub struct FsState {
     /// same disk bytes, so freeing an extent's space first looks for another reference
     /// (`Btrfs::release_pieces`).
     pub shared_data: bool,
+    /// After a clone: the inodes whose data `free_data_extents` freed (their extent
+    /// versions stay as history but refer to nothing any more).
+    pub data_freed: BTreeSet<Ino>,
 }
 
 /// An xattr removed from an inode: its name, the transaction that set it and the one that
@@ -1139,6 +1142,7 @@ impl FsState {
             delayed: Default::default(),
             fds: BTreeMap::new(),
             shared_data: false,
+            data_freed: BTreeSet::new(),
         }
     }
 
