@@ -185,6 +185,8 @@ struct CrashFile {
     xattrs: BTreeMap<String, Spanned<Vec<String>>>,
     #[serde(default)]
     extents: BTreeMap<String, Spanned<Vec<String>>>,
+    #[serde(default)]
+    shared: BTreeMap<String, Spanned<String>>,
 }
 
 /// `[expect.crash]` as `to_toml` writes it (what the parser reads back to the same table).
@@ -225,7 +227,38 @@ fn crash_toml(e: &CrashExpect) -> String {
         (p.clone(), format!("[{}]", names(&items)))
     });
     table(&mut t, "extents", extents.collect());
+    let shared = e.shared.iter().map(|s| {
+        (
+            format!("{} {} {}", s.path, s.offset, s.len),
+            q(&format!("{} {}", s.src, s.src_offset)),
+        )
+    });
+    table(&mut t, "shared", shared.collect());
     t
+}
+
+/// One `shared` entry of `[expect.crash]`: `"PATH OFFSET LEN" = "SRC SRC_OFFSET"`.
+fn crash_shared(key: &str, value: &str) -> Result<crate::vfs::recovered::SharedBytes, String> {
+    let usage = "expected '\"PATH OFFSET LEN\" = \"SRC SRC_OFFSET\"' (sizes as 4k, 1m)";
+    let (k, v): (Vec<&str>, Vec<&str>) = (
+        key.split_whitespace().collect(),
+        value.split_whitespace().collect(),
+    );
+    let ([path, off, len], [src, src_off]) = (k.as_slice(), v.as_slice()) else {
+        return Err(format!("{usage}, got \"{key}\" = \"{value}\""));
+    };
+    let size = |s: &str| crate::units::parse_size(s).map_err(|e| format!("{e}: {usage}"));
+    let len = size(len)?;
+    if len == 0 {
+        return Err(format!("{usage} with a LEN > 0"));
+    }
+    Ok(crate::vfs::recovered::SharedBytes {
+        path: crash_path(path)?,
+        offset: size(off)?,
+        len,
+        src: crash_path(src)?,
+        src_offset: size(src_off)?,
+    })
 }
 
 /// A scripted step: task `task` reaches point `point`.
@@ -456,6 +489,11 @@ fn crash_expect(
         nlink: map(&c.nlink, |v| Ok(*v))?,
         xattrs: map(&c.xattrs, |v| Ok(v.clone()))?,
         extents: map(&c.extents, |v| v.iter().map(|e| crash_extent(e)).collect())?,
+        shared: c
+            .shared
+            .iter()
+            .map(|(k, v)| crash_shared(k, v.get_ref()).map_err(|m| (v.span().start, m)))
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -867,6 +905,7 @@ fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
         Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
         Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
         Op::Open(p, _) => (vec![p], vec![]),
+        Op::Clone { src, dst, .. } => (vec![src, dst], vec![]),
         Op::Write(p, _)
         | Op::WriteRange(p, _)
         | Op::DirectWrite(p, ..)

@@ -379,6 +379,16 @@ impl Btrfs {
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
             Op::Open(p, fd) => self.open_fd(p, fd)?,
             Op::Close(fd) => self.close_fd(fd).await?,
+            Op::Clone {
+                src,
+                src_off,
+                dst,
+                dst_off,
+                len,
+            } => {
+                self.clone_range((src, *src_off), (dst, *dst_off), *len)
+                    .await?
+            }
             Op::Read(..) | Op::Populate(..) => {
                 return Err(OpError(format!("'{kind}' is not modelled on btrfs")))
             }

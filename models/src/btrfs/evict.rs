@@ -28,7 +28,7 @@ impl Btrfs {
         // The file it acts on (not close's, which drops the reference), and the source of
         // a link or rename.
         let path = match op {
-            Op::Link(p, _) | Op::Rename(p, _) => Some(p),
+            Op::Link(p, _) | Op::Rename(p, _) | Op::Clone { dst: p, .. } => Some(p),
             Op::Close(_) => None,
             _ => op.file(),
         };

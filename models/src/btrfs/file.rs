@@ -909,7 +909,7 @@ impl Btrfs {
                 next_id += 1;
             }
             if let Some(p) = pieces {
-                freed.extend(p);
+                freed.push((super::extent_tree::DiskBytes::of(&e), p));
             }
             if let Some(pos) = i.modified_extents.iter().position(|&m| m == e.id) {
                 i.modified_extents.remove(pos);
@@ -927,7 +927,7 @@ impl Btrfs {
         out.sort_by_key(|e| e.offset);
         i.extents = out;
         st.next_extent = next_id;
-        Self::free_pieces(st, freed, t);
+        Self::release_pieces(st, freed, None, t);
     }
 
     /// btrfs_fallocate (file.c@v5.10) with mode 0 or FALLOC_FL_KEEP_SIZE: waits for ordered
@@ -1101,7 +1101,7 @@ impl Btrfs {
 /// (rewritten); the part past the range's end gets an item at `end` — a copy of the item
 /// when the extent also starts before the range (btrfs_duplicate_item), else the item
 /// itself moved there (btrfs_set_item_key_safe: delete and insert here).
-fn drop_range_ops(st: &FsState, ino: Ino, start: u64, end: u64) -> Vec<TreeOp> {
+pub(super) fn drop_range_ops(st: &FsState, ino: Ino, start: u64, end: u64) -> Vec<TreeOp> {
     let mut ops = Vec::new();
     let key = |off| Key::new(ino, key_type::EXTENT_DATA, off);
     for e in st.inodes[&ino]

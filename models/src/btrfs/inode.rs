@@ -583,7 +583,7 @@ impl Btrfs {
     /// truncated away before do not come back (xfstests generic/101). With NO_HOLES
     /// (`mkfs = "no-holes"`) no item is inserted; the full fsync's btrfs_log_holes logs
     /// the gap.
-    fn cont_expand(
+    pub(super) fn cont_expand(
         &self,
         st: &mut FsState,
         ino: Ino,

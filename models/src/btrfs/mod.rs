@@ -23,6 +23,7 @@ pub mod oracle;
 pub mod policy;
 pub mod reada;
 pub mod recovery;
+pub mod reflink;
 pub mod scrub;
 pub mod space_info;
 pub mod state;

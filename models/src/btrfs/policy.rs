@@ -120,11 +120,16 @@ pub enum Mutant {
     /// fsync takes the fast path over the new, empty modified-extents list and logs none of
     /// the extents written before the eviction (breaks S2).
     EvictNoFullSync,
+    /// A clone leaves the destination without BTRFS_INODE_NEEDS_FULL_SYNC (the set_bit at
+    /// the end of btrfs_punch_hole_range / btrfs_replace_file_extents skipped): its next
+    /// fsync takes the fast path over the modified list, where no cloned extent is, and
+    /// the cloned range is lost (breaks S2; xfstests generic/501, 588, btrfs/098).
+    CloneNoFullSync,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 14] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -139,6 +144,7 @@ impl Mutant {
         Mutant::GrowingTruncateNoHole,
         Mutant::UnlinkNoInodeUpdate,
         Mutant::EvictNoFullSync,
+        Mutant::CloneNoFullSync,
     ];
 
     /// Kebab-case name used on the command line.
@@ -158,6 +164,7 @@ impl Mutant {
             Mutant::GrowingTruncateNoHole => "growing-truncate-no-hole",
             Mutant::UnlinkNoInodeUpdate => "unlink-no-inode-update",
             Mutant::EvictNoFullSync => "evict-no-full-sync",
+            Mutant::CloneNoFullSync => "clone-no-full-sync",
         }
     }
 
@@ -178,6 +185,7 @@ impl Mutant {
             Mutant::GrowingTruncateNoHole => "a growing truncate makes no hole (no btrfs_cont_expand): bytes truncated away before come back after replay (S2)",
             Mutant::UnlinkNoInodeUpdate => "unlinking a hard link does not update the remaining inode (no btrfs_update_inode): its fsync is skipped and the removed name comes back (S2)",
             Mutant::EvictNoFullSync => "an inode evicted and read back in the transaction that changed it gets no NEEDS_FULL_SYNC: its fsync logs none of the extents written before the eviction (S2)",
+            Mutant::CloneNoFullSync => "a clone does not set NEEDS_FULL_SYNC on the destination: its fast fsync logs none of the cloned extents (S2)",
         }
     }
 
@@ -325,6 +333,10 @@ pub enum LogPatch {
     /// btrfs_truncate sets BTRFS_INODE_NEEDS_FULL_SYNC only if btrfs_truncate_inode_items
     /// removed or trimmed a file extent item (0d7d316597c0, 5.14).
     FullSyncIfExtentsDropped,
+    /// btrfs_clone: a clone whose range ends in a source gap (NO_HOLES: no item) at or
+    /// past the destination's i_size sets BTRFS_INODE_NEEDS_FULL_SYNC before punching the
+    /// gap, so the full fsync's btrfs_log_holes logs the hole (3660d0bcdb82, 5.12).
+    CloneHoleFullSync,
     /// drop_inode_items (a directory, LOG_INODE_EXISTS, BTRFS_INODE_COPY_EVERYTHING) makes
     /// no deletion search of the log tree when inode_logged() says the inode was not logged
     /// in this transaction (88e221cdacc5, 5.16).
@@ -348,7 +360,7 @@ pub enum LogPatch {
 
 impl LogPatch {
     /// All: the 5.12 series in series order, then the later changes.
-    pub const ALL: [LogPatch; 18] = [
+    pub const ALL: [LogPatch; 19] = [
         LogPatch::SkipLoggedAncestors,
         LogPatch::SkipLoggedParents,
         LogPatch::SkipLoggedNewEntries,
@@ -362,6 +374,7 @@ impl LogPatch {
         LogPatch::MmapLockFsync,
         LogPatch::SkipUnchangedXattrs,
         LogPatch::FullSyncIfExtentsDropped,
+        LogPatch::CloneHoleFullSync,
         LogPatch::DropIfLogged,
         LogPatch::TruncateIfLogged,
         LogPatch::KeepDelayedInode,
@@ -385,6 +398,7 @@ impl LogPatch {
             LogPatch::MmapLockFsync => "mmap-lock-fsync",
             LogPatch::SkipUnchangedXattrs => "skip-unchanged-xattrs",
             LogPatch::FullSyncIfExtentsDropped => "full-sync-if-extents-dropped",
+            LogPatch::CloneHoleFullSync => "clone-hole-full-sync",
             LogPatch::DropIfLogged => "drop-if-logged",
             LogPatch::TruncateIfLogged => "truncate-if-logged",
             LogPatch::KeepDelayedInode => "keep-delayed-inode",
@@ -428,6 +442,9 @@ impl LogPatch {
             }
             LogPatch::FullSyncIfExtentsDropped => {
                 "btrfs: don't set the full sync flag when truncation does not touch extents"
+            }
+            LogPatch::CloneHoleFullSync => {
+                "btrfs: fix stale data exposure after cloning a hole with NO_HOLES enabled"
             }
             LogPatch::DropIfLogged => {
                 "btrfs: avoid expensive search when dropping inode items from log"

@@ -83,8 +83,19 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
                 .flat_map(|(_, v)| v.iter())
         };
         (names, from_log) = replay_namespace(&names, facts());
+        // The log holds one inode item per inode, the last one logged (log_inode_item
+        // overwrites it): its i_size is the one replay truncates to.
+        let mut sizes: BTreeMap<Ino, u64> = BTreeMap::new();
         for f in facts() {
-            replay_file_fact(&mut files, &file_of, &mut logged_extents, f, st);
+            if let LogFact::Inode {
+                ino, size: Some(s), ..
+            } = f
+            {
+                sizes.insert(*ino, *s);
+            }
+        }
+        for f in facts() {
+            replay_file_fact(&mut files, &file_of, &mut logged_extents, f, (st, &sizes));
         }
     }
     Ok(Replayed {
@@ -98,13 +109,14 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
 
 /// Replays what one log fact does to the files (replay_one_buffer@v5.10..v5.16 for the
 /// inode item's i_size and xattrs, replay_one_extent, btrfs_log_holes' hole items);
-/// `logged_extents` collects the inodes whose extent items were put back so far.
+/// `logged_extents` collects the inodes whose extent items were put back so far; `sizes`
+/// holds the i_size of each inode's last logged inode item (the one the log keeps).
 fn replay_file_fact(
     files: &mut BTreeMap<Ino, FileImage>,
     file_of: &dyn Fn(Ino) -> FileImage,
     logged_extents: &mut BTreeSet<Ino>,
     f: &LogFact,
-    st: &FsState,
+    (st, sizes): (&FsState, &BTreeMap<Ino, u64>),
 ) {
     match f {
         LogFact::Inode {
@@ -119,10 +131,13 @@ fn replay_file_fact(
                 // replay_one_buffer: truncate to the logged i_size before the inode's
                 // extent items, which come after its inode item in key order; extent items
                 // logged before this item and still in the log are replayed after the
-                // truncate, so it does not drop them.
+                // truncate, so it does not drop them. The truncate is to the i_size of the
+                // inode item the log holds, the last logged (a larger size logged after a
+                // shrinking truncate's fsync keeps the committed bytes between: xfstests
+                // btrfs/231).
                 fi.size = *size;
                 if *drops_logged || !logged_extents.contains(ino) {
-                    fi.drop_range(*size, u64::MAX);
+                    fi.drop_range(sizes.get(ino).copied().unwrap_or(*size), u64::MAX);
                 }
             }
             if let Some(x) = xattrs {
@@ -849,6 +864,7 @@ pub fn recovered_state(
                 // A preallocated extent has no data write: nothing of it can be lost.
                 write: (!e.prealloc).then_some(e.data_token),
                 durable: e.prealloc || is_durable(st, image, e.data_token),
+                disk: if e.prealloc { 0 } else { e.data_offset },
             })
             .collect();
         RecoveredInode {

@@ -1021,6 +1021,13 @@ pub struct FsState {
     /// Open descriptors (`open PATH as NAME`) by `@NAME`: each holds a reference on its
     /// inode (i_count), which keeps it cached and, once unlinked, alive until `close`.
     pub fds: BTreeMap<std::sync::Arc<str>, Ino>,
+    /// A clone has run: file extent items of different files (or offsets) may refer to the
+    /// same disk bytes, so freeing an extent's space first looks for another reference
+    /// (`Btrfs::release_pieces`).
+    pub shared_data: bool,
+    /// After a clone: the inodes whose data `free_data_extents` freed (their extent
+    /// versions stay as history but refer to nothing any more).
+    pub data_freed: BTreeSet<Ino>,
 }
 
 /// An xattr removed from an inode: its name, the transaction that set it and the one that
@@ -1134,6 +1141,8 @@ impl FsState {
             removed_xattrs: Vec::new(),
             delayed: Default::default(),
             fds: BTreeMap::new(),
+            shared_data: false,
+            data_freed: BTreeSet::new(),
         }
     }
 

@@ -46,7 +46,7 @@ pub struct Switch {
 const SERIES_5_11: &str = "linux-btrfs 2020-11-25 \"[PATCH n/6]\" (cover.1606305501.git.fdmanana@suse.com), merged for 5.11";
 
 /// Every switch, in listing order.
-pub const SWITCHES: [Switch; 36] = [
+pub const SWITCHES: [Switch; 37] = [
     series_5_11(Fix::R1, "unnecessary_inode_logs", &[]),
     series_5_11(Fix::R2, "unnecessary_extent_logs", &["unnecessary_csum_bytes"]),
     series_5_11(Fix::R3, "unnecessary_ancestor_logs", &[]),
@@ -174,6 +174,17 @@ pub const SWITCHES: [Switch; 36] = [
         metric: "unneeded_full_syncs",
         also: &[],
         hit: true,
+    },
+    // A correctness fix: a clone of a hole past EOF is logged; it removes no waste.
+    Switch {
+        toggle: Toggle::Log(LogPatch::CloneHoleFullSync),
+        commit: Some("3660d0bcdb82"),
+        since: (5, 12),
+        merged: "5.12 (the 5.12-rc2 fixes pull, \"[GIT PULL] Btrfs updates for 5.12-rc2\"; stable 5.10.y, 5.11.y)",
+        source: "linux-btrfs 2021-02-16 \"[PATCH] btrfs: fix stale data exposure after cloning a hole with NO_HOLES enabled\" (07067d184eb90be19874190df45cc83f06186307.1613473473.git.fdmanana@suse.com; fs/btrfs/reflink.c:btrfs_clone), xfstests btrfs/231",
+        metric: "extent_logs",
+        also: &[],
+        hit: false,
     },
     log_5_16(
         LogPatch::DropIfLogged,

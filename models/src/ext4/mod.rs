@@ -434,6 +434,7 @@ impl Ext4 {
             | Op::FillMetadata(_)
             | Op::Open(..)
             | Op::Close(_)
+            | Op::Clone { .. }
             | Op::Evict(_) => {
                 return Err(OpError(format!(
                     "'{}' is not modelled on ext3/ext4",

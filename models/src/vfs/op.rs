@@ -98,6 +98,21 @@ pub enum Op {
     Open(OpPath, OpPath),
     /// close(2) of a descriptor (`@NAME`): its reference on the inode is dropped.
     Close(OpPath),
+    /// FICLONERANGE (ioctl_file_clone → btrfs_remap_file_range): the destination's
+    /// [dst_off, dst_off + len) comes to share the source's extents over
+    /// [src_off, src_off + len).
+    Clone {
+        /// Source file.
+        src: OpPath,
+        /// Source range start.
+        src_off: u64,
+        /// Destination file (may be the source: then the ranges must not overlap).
+        dst: OpPath,
+        /// Destination range start.
+        dst_off: u64,
+        /// Range length.
+        len: u64,
+    },
     /// Sleep.
     Sleep(Nanos),
 }
@@ -188,6 +203,7 @@ impl Op {
             Op::Populate(..) => "populate",
             Op::Open(..) => "open",
             Op::Close(_) => "close",
+            Op::Clone { .. } => "clone",
             Op::Sleep(_) => "sleep",
         )
     }
@@ -254,6 +270,19 @@ impl std::fmt::Display for Op {
             }
             Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
             Op::NewBlockGroup | Op::Commit | Op::Sync | Op::Syncfs => write!(f, "{k}"),
+            Op::Clone {
+                src,
+                src_off,
+                dst,
+                dst_off,
+                len,
+            } => write!(
+                f,
+                "{k} {src} {} {dst} {} {}",
+                size_text(*src_off),
+                size_text(*dst_off),
+                size_text(*len)
+            ),
             Op::Sleep(d) => write!(f, "{k} {d}ns"),
         }
     }
@@ -302,6 +331,7 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             Ok(Op::Commit)
         }
         Some("sleep") => sleep_op(words),
+        Some("clone") => clone_op(words),
         Some("open") => open_op(words),
         Some("close") => {
             want(words, 2, "close @NAME")?;
@@ -554,6 +584,47 @@ fn write_op(w: &str, words: &[&str]) -> Result<Op, String> {
     })
 }
 
+/// The block size clone offsets and lengths must be multiples of (btrfs's sectorsize,
+/// `fs_info->sb->s_blocksize`, 4 KiB on the modelled filesystems).
+pub const CLONE_BLOCK: u64 = 4096;
+
+/// `clone SRC SRC_OFF DST DST_OFF LEN`: what generic_remap_checks (fs/read_write.c@v5.10)
+/// can refuse without the files' sizes: offsets not block aligned, LEN 0 (FICLONERANGE's
+/// "to the source's EOF", not modelled), overlapping ranges of one file (EINVAL).
+fn clone_op(words: &[&str]) -> Result<Op, String> {
+    let usage = "clone SRC SRC_OFF DST DST_OFF LEN";
+    want(words, 6, usage)?;
+    let num = |i: usize, what: &str| {
+        crate::units::parse_size(words[i]).map_err(|e| format!("{e} ({what} of '{usage}')"))
+    };
+    let (src_off, dst_off, len) = (num(2, "SRC_OFF")?, num(4, "DST_OFF")?, num(5, "LEN")?);
+    if len == 0 || src_off > 1 << 40 || dst_off > 1 << 40 || len > 1 << 40 {
+        return Err(format!(
+            "expected offsets of at most 1T and a LEN > 0 and at most 1T in '{usage}' (LEN 0, to the source's EOF, is not modelled)"
+        ));
+    }
+    if src_off % CLONE_BLOCK != 0 || dst_off % CLONE_BLOCK != 0 {
+        return Err(format!(
+            "expected SRC_OFF and DST_OFF aligned to the {CLONE_BLOCK}-byte block in '{usage}', got {src_off} and {dst_off} (EINVAL: generic_remap_checks)"
+        ));
+    }
+    let (src, dst) = (op_path(words[1])?, op_path(words[3])?);
+    if src == dst && src_off < dst_off + len && dst_off < src_off + len {
+        return Err(format!(
+            "expected ranges that do not overlap when SRC and DST are the same file in '{usage}', got [{src_off}, {}) and [{dst_off}, {}) (EINVAL: generic_remap_checks)",
+            src_off + len,
+            dst_off + len
+        ));
+    }
+    Ok(Op::Clone {
+        src,
+        src_off,
+        dst,
+        dst_off,
+        len,
+    })
+}
+
 fn sleep_op(words: &[&str]) -> Result<Op, String> {
     want(words, 2, "sleep DURATION")?;
     let d = sim::parse_duration(words[1])?;
@@ -568,7 +639,7 @@ fn sleep_op(words: &[&str]) -> Result<Op, String> {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 33] = [
+pub const OPS: [(&str, &str, &str); 34] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -601,5 +672,6 @@ pub const OPS: [(&str, &str, &str); 33] = [
     ("populate /f 1g", "populate PATH SIZE", "ext3/ext4 setup: a file of SIZE already on disk (laid out contiguously, committed, not cached), as a benchmark's layout phase and drop_caches leave it"),
     ("open /f as F", "open PATH as NAME", "btrfs only: open(2), the descriptor named NAME: operations on an open file (write, fsync, setattr, truncate, ...) take @NAME for PATH and act on the inode opened, after a rename or unlink of its path too. Its reference keeps the inode cached (evict leaves it) and, unlinked, alive with its data and an orphan item until close; an fsync of a file with no names logs nothing (btrfs_log_inode_parent: i_nlink == 0, BTRFS_NO_LOG_SYNC)"),
     ("close @F", "close @NAME", "btrfs only: close(2) of the descriptor; the last reference on an unlinked inode is the final iput (btrfs_evict_inode: data, inode and orphan items dropped in the running transaction)"),
+    ("clone /f 0 /g 0 4k", "clone SRC SRC_OFF DST DST_OFF LEN", "btrfs only: FICLONERANGE (btrfs_remap_file_range → btrfs_clone_files → btrfs_clone): both files' dirty pages written back and ordered extents waited for, then DST's range gets file extent items referring to SRC's extents (the same data, one more reference each; the data lives while any file refers to it), its old extents dropped (btrfs_punch_hole_range / btrfs_replace_file_extents), i_size grown to the range's end, and DST marked NEEDS_FULL_SYNC (its next fsync copies every item changed in the transaction). Offsets must be 4 KiB aligned, LEN too unless the source range ends at SRC's EOF; ranges past either file's EOF (the destination may start at it) and overlapping ranges of one file are EINVAL"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
 ];

@@ -86,6 +86,10 @@ pub struct RecoveredExtent {
     pub write: Option<u64>,
     /// Whether that write is on the durable image (data that is not reads back garbage).
     pub durable: bool,
+    /// The device byte its first byte is at (data; 0 otherwise): with `write`, which bytes
+    /// it holds (a clone's extent holds another file's). Not in the JSON output.
+    #[serde(skip)]
+    pub disk: u64,
 }
 
 impl RecoveredExtent {
@@ -202,6 +206,7 @@ pub fn with_holes(extents: Vec<RecoveredExtent>, size: u64) -> Vec<RecoveredExte
 
 fn hole(offset: u64, len: u64) -> RecoveredExtent {
     RecoveredExtent {
+        disk: 0,
         offset,
         len,
         kind: ExtentKind::Hole,
@@ -254,6 +259,76 @@ pub struct CrashExpect {
     /// The extent layout per path (neighbours of one kind merged, holes up to i_size
     /// included): (offset, length, kind).
     pub extents: BTreeMap<String, Vec<(u64, u64, ExtentKind)>>,
+    /// Ranges that must hold the same durable bytes as a range of another file (or of the
+    /// same file elsewhere): a clone's destination and its source.
+    pub shared: Vec<SharedBytes>,
+}
+
+/// `shared = { "PATH OFFSET LEN" = "SRC SRC_OFFSET" }`: after recovery PATH's bytes
+/// [OFFSET, OFFSET + LEN) are SRC's bytes at SRC_OFFSET — the same device bytes, durable
+/// (what an md5sum of a cloned file checks, as far as the model knows bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedBytes {
+    /// The file that must hold the bytes.
+    pub path: String,
+    /// Its range start.
+    pub offset: u64,
+    /// Range length.
+    pub len: u64,
+    /// The file whose bytes they are.
+    pub src: String,
+    /// Where they are in it.
+    pub src_offset: u64,
+}
+
+/// The device bytes behind [off, off + len) of a recovered file, as runs (length, Some((write,
+/// device offset)) for durable data, None for anything else: holes, prealloc, lost data,
+/// bytes past the file's extents); neighbouring runs that continue on the device merged.
+fn byte_runs(i: &RecoveredInode, off: u64, len: u64) -> Vec<(u64, Option<(u64, u64)>)> {
+    let mut runs: Vec<(u64, Option<(u64, u64)>)> = Vec::new();
+    let mut push = |n: u64, src: Option<(u64, u64)>| {
+        if let Some(last) = runs.last_mut() {
+            let cont = match (last.1, src) {
+                (Some((w, d)), Some((w2, d2))) => w == w2 && d + last.0 == d2,
+                (None, None) => true,
+                _ => false,
+            };
+            if cont {
+                last.0 += n;
+                return;
+            }
+        }
+        runs.push((n, src));
+    };
+    let (end, mut cur) = (off + len, off);
+    for e in i.extents.iter().filter(|e| e.end() > off && e.offset < end) {
+        let (a, b) = (e.offset.max(off), e.end().min(end));
+        if a > cur {
+            push(a - cur, None);
+        }
+        let src = match (e.kind, e.write) {
+            (ExtentKind::Data, Some(w)) if e.durable => Some((w, e.disk + (a - e.offset))),
+            _ => None,
+        };
+        push(b - a, src);
+        cur = b;
+    }
+    if cur < end {
+        push(end - cur, None);
+    }
+    runs
+}
+
+/// `byte_runs` as text: `[4096 write 3 at 1052672, 8192 other]`.
+fn runs_text(v: &[(u64, Option<(u64, u64)>)]) -> String {
+    let parts: Vec<String> = v
+        .iter()
+        .map(|(n, s)| match s {
+            Some((w, d)) => format!("{n} write {w} at {d}"),
+            None => format!("{n} not durable data"),
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
 }
 
 impl CrashExpect {
@@ -308,7 +383,41 @@ impl CrashExpect {
             let have = p.get(path).map(|i| extents_text(&i.merged_extents()));
             field(path, "extents", extents_text(want), have);
         }
+        self.shared_diffs(got, &mut out);
         out
+    }
+
+    /// The `shared` ranges that do not hold their source's durable bytes, one line each.
+    fn shared_diffs(&self, got: &Recovered, out: &mut Vec<String>) {
+        let p = &got.paths;
+        for s in &self.shared {
+            let (Some(a), Some(b)) = (p.get(&s.path), p.get(&s.src)) else {
+                out.push(format!(
+                    "{}: expected bytes {}..{} shared with {}, one of the files is absent",
+                    s.path,
+                    s.offset,
+                    s.offset + s.len,
+                    s.src
+                ));
+                continue;
+            };
+            let (have, want) = (
+                byte_runs(a, s.offset, s.len),
+                byte_runs(b, s.src_offset, s.len),
+            );
+            if have != want || want.iter().any(|r| r.1.is_none()) {
+                out.push(format!(
+                    "{}: expected bytes {}..{} to be {}'s durable bytes at {} {}, got {}",
+                    s.path,
+                    s.offset,
+                    s.offset + s.len,
+                    s.src,
+                    s.src_offset,
+                    runs_text(&want),
+                    runs_text(&have)
+                ));
+            }
+        }
     }
 }
 
@@ -327,6 +436,7 @@ mod tests {
 
     fn data(offset: u64, len: u64) -> RecoveredExtent {
         RecoveredExtent {
+            disk: 0,
             offset,
             len,
             kind: ExtentKind::Data,
