@@ -39,8 +39,10 @@ pub struct Costs {
     /// Extent-tree leaf bytes per data extent: 25 B header + extent item with an inline
     /// data ref (24 + 29 B) = 78 B.
     pub item_bytes_per_extent: u64,
-    /// Fixed CPU of a transaction commit outside the modelled steps: delayed refs, fs roots,
-    /// switching commit roots (guess: 100 us).
+    /// Fixed CPU of a transaction commit outside the modelled steps (guess: 100 us; it was
+    /// first meant to cover delayed refs, fs roots and switching commit roots, which are now
+    /// priced: `commit_cpu_per_block` and transaction.rs's `commit_roots_cpu`; what is left
+    /// in it: update_super_roots, btrfs_write_dirty_block_groups, qgroups and the rest).
     pub commit_cpu: Nanos,
     /// Commit CPU per delayed ref it runs — each COWed metadata block and each data extent
     /// allocated or freed in the transaction (btrfs_run_delayed_refs, one extent-tree update
