@@ -578,3 +578,43 @@ fn rwsem_shares_readers_and_a_waiting_writer_holds_back_later_readers() {
     );
     drop(again);
 }
+
+/// Runs a holder and a waiter of one mutex on 2 cores, with a switch cost of (1000, 300):
+/// (holder's CPU, waiter's CPU, waiter's switches, holder's switches).
+fn blocked_waiter_run(wakee: u64, waker: u64) -> (u64, u64, u64, u64) {
+    let mut sim = Sim::new();
+    let h = sim.handle();
+    h.set_cpus(2, 1_000_000);
+    h.set_switch_cost(wakee, waker);
+    let m = Rc::new(Mutex::new(&h, "m"));
+    let (h1, m1) = (h.clone(), m.clone());
+    let a = sim.spawn("holder", async move {
+        let g = m1.lock().await;
+        h1.sleep(10).await;
+        drop(g);
+        // The wake-up it made is spent at its next CPU burst.
+        h1.cpu(100).await;
+    });
+    let (h2, m2) = (h.clone(), m.clone());
+    let b = sim.spawn("waiter", async move {
+        h2.sleep(1).await;
+        let _g = m2.lock().await;
+        h2.cpu(100).await;
+        // Both on a core at once: a core's grant is not a wake-up from a block.
+        h2.cpu(100).await;
+    });
+    sim.run().unwrap();
+    (
+        h.account_of(a, h.class("cpu")),
+        h.account_of(b, h.class("cpu")),
+        h.switches(b),
+        h.switches(a),
+    )
+}
+
+#[test]
+fn a_woken_task_pays_its_switch_and_its_waker_the_wakeup() {
+    assert_eq!(blocked_waiter_run(1000, 300), (100 + 300, 200 + 1000, 1, 0));
+    // Off (the default): blocking costs nothing.
+    assert_eq!(blocked_waiter_run(0, 0), (100, 200, 0, 0));
+}

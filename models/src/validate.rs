@@ -766,7 +766,7 @@ pub type Mechanism = (
 );
 
 /// The mechanisms of the btrfs model that `validate --ablate` switches off one at a time.
-pub const ABLATIONS: [Mechanism; 5] = [
+pub const ABLATIONS: [Mechanism; 7] = [
     (
         "tree_locks",
         &[("costs.tree_locks", "0")],
@@ -790,6 +790,16 @@ pub const ABLATIONS: [Mechanism; 5] = [
             ("costs.leaf_move_ps_per_byte", "0"),
         ],
         "CPU of b-tree work: key compares, levels visited, bytes moved (ctree_btree.rs)",
+    ),
+    (
+        "switch_cpu",
+        &[("costs.context_switch", "0"), ("costs.wakeup", "0")],
+        "CPU of blocking: the woken task's switch, the waker's wake-up (costs.rs)",
+    ),
+    (
+        "csum_cpu",
+        &[("costs.crc32c_ps_per_byte", "0")],
+        "crc32c of metadata blocks written and of data at writeback (costs.rs)",
     ),
     (
         "cpu_contention",

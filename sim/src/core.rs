@@ -6,7 +6,7 @@ use crate::queue::TimerQueue;
 use crate::resource::{ResState, Resource};
 use crate::ring::Ring;
 use crate::sched::PausedTask;
-use crate::task::{BoxFuture, ClassId, Label, PointId, ResId, Task, TaskId, TaskState};
+use crate::task::{BoxFuture, ClassId, Label, PointId, ResId, SwitchCost, Task, TaskId, TaskState};
 use crate::task::{CLASS_POINT, TASK_BITS};
 use crate::time::Nanos;
 use crate::trace::{Trace, TraceKind, TraceRecord};
@@ -90,6 +90,8 @@ pub(crate) struct Core {
     /// dispatch does not look at the task.
     pub(crate) cpu_starts: u32,
     pub(crate) dispatches: u64,
+    /// CPU charged per block and wake-up (`Handle::set_switch_cost`; off by default).
+    pub(crate) switch: SwitchCost,
 }
 
 impl Core {
@@ -125,6 +127,7 @@ impl Core {
             cpu_starts: 0,
             cpus: None,
             dispatches: 0,
+            switch: SwitchCost::default(),
         }
     }
 
@@ -204,6 +207,7 @@ impl Core {
                 return 0;
             }
         };
+        let waker = self.current;
         wake_task(
             &mut self.tasks,
             &mut self.ready,
@@ -211,6 +215,7 @@ impl Core {
             self.accounting,
             t,
             class,
+            (self.switch, waker),
         )
     }
 
@@ -274,6 +279,8 @@ impl Core {
             acct: Vec::new(),
             remaining: 0,
             cpu_q: 0,
+            owed: 0,
+            switches: 0,
         });
         if !daemon {
             self.live += 1;
@@ -399,10 +406,30 @@ pub(crate) fn wake_task(
     accounting: bool,
     t: TaskId,
     class: ClassId,
+    (switch, waker): (SwitchCost, TaskId),
 ) -> Nanos {
+    if switch.on && class != switch.free_class {
+        charge_switch(tasks, t, switch, waker);
+    }
     let task = &mut tasks[t as usize];
     let dt = close_wait(task, now, accounting, class);
     task.state = TaskState::Ready;
     ready.push_back(t);
     dt
+}
+
+/// A block ends in a wake-up (not a timer, a point or a core's grant): the woken task owes
+/// its switch out and back in, the waker its wake-up.
+#[cold]
+#[inline(never)]
+fn charge_switch(tasks: &mut [Task], t: TaskId, s: SwitchCost, waker: TaskId) {
+    let task = &mut tasks[t as usize];
+    if !matches!(task.state, TaskState::Blocked(_) | TaskState::Parked(_)) {
+        return;
+    }
+    task.owed += s.wakee;
+    task.switches += 1;
+    if waker != t {
+        tasks[waker as usize].owed += s.waker;
+    }
 }

@@ -54,7 +54,31 @@ impl Handle {
     /// `quantum`; waits for a core are attributed to "cpu_wait". Call before spawning tasks.
     pub fn set_cpus(&self, cores: u64, quantum: Nanos) {
         let s = Semaphore::with_class(self, "cpu", "cpu_wait", cores.max(1));
-        self.core().cpus = Some((s.id, quantum.max(1)));
+        let mut c = self.core();
+        c.switch.free_class = c.resources[s.id as usize].class;
+        c.cpus = Some((s.id, quantum.max(1)));
+    }
+
+    /// Charges CPU for blocking: a task woken from a resource wait (not a core's) or a park
+    /// owes `wakee` (its switch out and back in), the task that woke it `waker` (the
+    /// wake-up); each spends what it owes at the start of its next `cpu`. 0 and 0 (the
+    /// default): blocking costs nothing.
+    pub fn set_switch_cost(&self, wakee: Nanos, waker: Nanos) {
+        let mut c = self.core();
+        c.switch.wakee = wakee;
+        c.switch.waker = waker;
+        c.switch.on = wakee > 0 || waker > 0;
+    }
+
+    /// Whether the running task owes switch CPU (`set_switch_cost`) not spent yet.
+    pub fn owes_cpu(&self) -> bool {
+        let c = self.core.borrow();
+        c.tasks[c.current as usize].owed > 0
+    }
+
+    /// Times task `t` was woken from a block while a switch cost was set.
+    pub fn switches(&self, t: TaskId) -> u64 {
+        self.core.borrow().tasks[t as usize].switches
     }
 }
 
@@ -154,15 +178,17 @@ impl Future for Cpu<'_> {
                 let c: &mut Core = &mut g;
                 match c.cpus {
                     None => {
+                        this.left += std::mem::take(&mut c.tasks[c.current as usize].owed);
                         this.step = CpuStep::Sleeping;
                         c.delay_current(this.left, CLASS_CPU);
                         Poll::Pending
                     }
-                    Some(_) if this.left == 0 => {
+                    Some(_) if this.left == 0 && c.tasks[c.current as usize].owed == 0 => {
                         this.step = CpuStep::Done;
                         Poll::Ready(())
                     }
                     Some((id, quantum)) => {
+                        this.left += std::mem::take(&mut c.tasks[c.current as usize].owed);
                         this.id = id;
                         this.quantum = quantum;
                         this.task = c.current;

@@ -121,7 +121,16 @@ impl Mutex {
             next.map_or(0, |t| u64::from(t) + 1),
         );
         if let Some(t) = next {
-            let waited = wake_task(&mut c.tasks, &mut c.ready, now, c.accounting, t, res.class);
+            let sw = (c.switch, cur);
+            let waited = wake_task(
+                &mut c.tasks,
+                &mut c.ready,
+                now,
+                c.accounting,
+                t,
+                res.class,
+                sw,
+            );
             res.note_grant(Some(waited));
         }
     }
@@ -356,7 +365,8 @@ pub(crate) fn sem_release(c: &mut Core, id: ResId, n: u64) {
         if first_woken == 0 {
             first_woken = u64::from(t) + 1;
         }
-        let waited = wake_task(&mut c.tasks, &mut c.ready, now, c.accounting, t, class);
+        let sw = (c.switch, cur);
+        let waited = wake_task(&mut c.tasks, &mut c.ready, now, c.accounting, t, class, sw);
         res.acquisitions += 1;
         res.waits += 1;
         res.wait_ns += waited;

@@ -58,6 +58,36 @@ pub(crate) struct Task {
     /// While queued for a core (`Cpu`): the quantum to run once granted, which the run loop
     /// starts itself when it picks the task (0: none). See `dispatch`.
     pub(crate) cpu_q: Nanos,
+    /// CPU the task owes for its context switches and the wake-ups it made
+    /// (`Handle::set_switch_cost`), spent at the start of its next `Handle::cpu`.
+    pub(crate) owed: Nanos,
+    /// Times the task was woken from a block (a resource other than the cores, or a park)
+    /// while a switch cost was set.
+    pub(crate) switches: u64,
+}
+
+/// CPU charged per block and wake-up (`Handle::set_switch_cost`): the woken task's switch
+/// out and back in, and the waker's wake-up. Waits for a core (class `free_class`) and
+/// timers are not blocks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SwitchCost {
+    /// Whether either cost is above 0 (the wake path's one test when off).
+    pub(crate) on: bool,
+    pub(crate) wakee: Nanos,
+    pub(crate) waker: Nanos,
+    /// The cores' wait class (`Handle::set_cpus`): a grant of a core is not a wake-up.
+    pub(crate) free_class: ClassId,
+}
+
+impl Default for SwitchCost {
+    fn default() -> Self {
+        SwitchCost {
+            on: false,
+            wakee: 0,
+            waker: 0,
+            free_class: ClassId::MAX,
+        }
+    }
 }
 
 /// An interned name: borrowed when static, so interning model labels allocates nothing.

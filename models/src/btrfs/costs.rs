@@ -39,8 +39,10 @@ pub struct Costs {
     /// Extent-tree leaf bytes per data extent: 25 B header + extent item with an inline
     /// data ref (24 + 29 B) = 78 B.
     pub item_bytes_per_extent: u64,
-    /// Fixed CPU of a transaction commit outside the modelled steps: delayed refs, fs roots,
-    /// switching commit roots (guess: 100 us).
+    /// Fixed CPU of a transaction commit outside the modelled steps (guess: 100 us; it was
+    /// first meant to cover delayed refs, fs roots and switching commit roots, which are now
+    /// priced: `commit_cpu_per_block` and transaction.rs's `commit_roots_cpu`; what is left
+    /// in it: update_super_roots, btrfs_write_dirty_block_groups, qgroups and the rest).
     pub commit_cpu: Nanos,
     /// Commit CPU per delayed ref it runs — each COWed metadata block and each data extent
     /// allocated or freed in the transaction (btrfs_run_delayed_refs, one extent-tree update
@@ -115,6 +117,30 @@ pub struct Costs {
     /// Fog, instruction tables); the release is a plain store; inode_get_bytes's
     /// i_blocks << 9 + i_bytes, ~2 cycles): ~20 cycles at 2.5 GHz = 8 ns. Prices i_lock.
     pub spinlock_ps: u64,
+    /// CPU a task pays when it blocked (a lock, a wait queue, an I/O completion, a
+    /// transaction wait) and is woken: the scheduler's switch out and back in (charged at its
+    /// next CPU burst; workloads only, `sim::Handle::set_switch_cost`). A thread ping-pong
+    /// over two pipes measured 2,140 ns per round trip, 1,070 ns per switch (Linux 6.6, Intel
+    /// Core i7 11th gen, a 2020 part; https://ddumbying.vercel.app/experiments/ctx-switch-overhead):
+    /// each switch is one block and one wake-up plus a pipe read and a write, two system
+    /// calls at `syscall`'s 250 ns, so 1,070 − 500 = 570 ns per block and wake-up. Split
+    /// evenly between the woken task (this) and its waker (`wakeup`): the split is a guess,
+    /// the sum the measurement. Not scaled to the 2.5 GHz server clock of the other unit
+    /// costs (the client part's clock during the measurement is not given).
+    pub context_switch: Nanos,
+    /// CPU the waker pays per task it wakes from a block (try_to_wake_up): half of the 570 ns
+    /// measured per block and wake-up (see `context_switch`; the split is a guess).
+    pub wakeup: Nanos,
+    /// Picoseconds per byte checksummed with crc32c (the default csum type): metadata blocks
+    /// as they are written (csum_tree_block from btree_csum_one_bio, inline in the
+    /// submitter since crc32c-intel sets BTRFS_FS_CSUM_IMPL_FAST: the committer at commit,
+    /// the fsync at log sync) and data at writeback (btrfs_csum_one_bio: the flusher or the
+    /// fsync; direct writes: the writer). The kernel's crc32c-pcl-intel-asm_64.S (SSE4.2
+    /// crc32 on three streams, recombined with PCLMULQDQ) took 463 cycles per 4 KiB block
+    /// (David Sterba's benchmark in btrfs-progs' commit copying it from Linux 6.5-rc7,
+    /// crypto/: "CRC32C-PCL: cycles/i 463", block size 4096): 8.85 B/cycle, at 2.5 GHz
+    /// (Xeon Gold 6248 base clock, as `key_compare_ps`) 22 GB/s = 45 ps/B.
+    pub crc32c_ps_per_byte: u64,
     /// Extent buffer tree locks modelled (1) or not (0): btrfs_search_slot's read and
     /// write locks on the blocks of each change's path (locking.rs). A model switch for
     /// ablation, not a kernel parameter.
@@ -170,6 +196,9 @@ impl Default for Costs {
             tree_level_ps: 100_000,
             leaf_move_ps_per_byte: 50,
             spinlock_ps: 8_000,
+            context_switch: 285,
+            wakeup: 285,
+            crc32c_ps_per_byte: 45,
             tree_locks: 1,
             delayed_items: 1,
             delayed_refs: 1,
@@ -227,8 +256,13 @@ impl Costs {
         ps.div_ceil(1000)
     }
 
+    /// CPU of checksumming `bytes` with crc32c (`crc32c_ps_per_byte`).
+    pub fn csum_cpu(&self, bytes: u64) -> Nanos {
+        (bytes * self.crc32c_ps_per_byte).div_ceil(1000)
+    }
+
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 37] = [
+    pub const FIELDS: [&'static str; 40] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -263,6 +297,9 @@ impl Costs {
         "tree_level_ps",
         "leaf_move_ps_per_byte",
         "spinlock_ps",
+        "context_switch",
+        "wakeup",
+        "crc32c_ps_per_byte",
         "tree_locks",
         "delayed_items",
         "delayed_refs",
@@ -336,6 +373,9 @@ impl Costs {
             "tree_level_ps" => &mut self.tree_level_ps,
             "leaf_move_ps_per_byte" => &mut self.leaf_move_ps_per_byte,
             "spinlock_ps" => &mut self.spinlock_ps,
+            "context_switch" => &mut self.context_switch,
+            "wakeup" => &mut self.wakeup,
+            "crc32c_ps_per_byte" => &mut self.crc32c_ps_per_byte,
             "tree_locks" => &mut self.tree_locks,
             "delayed_items" => &mut self.delayed_items,
             "delayed_refs" => &mut self.delayed_refs,
@@ -391,6 +431,13 @@ pub fn describe(name: &str) -> Option<&'static str> {
             "ps per byte moved inside an extent buffer (and per byte of a COW)"
         }
         "spinlock_ps" => "ps per uncontended spinlock acquire and release (i_lock)",
+        "context_switch" => {
+            "ns a task pays when woken from a block (switch out and in; workloads; 0: off)"
+        }
+        "wakeup" => "ns the waker pays per task it wakes from a block (workloads; 0: off)",
+        "crc32c_ps_per_byte" => {
+            "ps per byte checksummed: metadata blocks written, data at writeback (0: off)"
+        }
         "tree_locks" => "1 or 0: extent buffer tree locks modelled (ablation switch)",
         "delayed_items" => "1 or 0: delayed items modelled (ablation switch)",
         "delayed_refs" => "1 or 0: delayed data refs modelled (ablation switch)",

@@ -393,15 +393,24 @@ impl Btrfs {
                 return Err(OpError(format!("'{kind}' is not modelled on btrfs")))
             }
         }
-        if super::delayed_inode::balances(op) && self.inner.costs.delayed_items != 0 {
-            self.balance_delayed_items().await;
-        }
+        self.finish_op(op).await;
         self.point(done_label).await;
         if self.inner.record_latency.get() {
             let ns = self.inner.h.now() - start;
             self.inner.lat.borrow_mut().record(kind, ns);
         }
         Ok(())
+    }
+
+    /// An operation's last work before it returns: balancing the delayed items, and the
+    /// CPU of the blocks it woke from (`costs.context_switch`) and the wake-ups it made.
+    async fn finish_op(&self, op: &Op) {
+        if super::delayed_inode::balances(op) && self.inner.costs.delayed_items != 0 {
+            self.balance_delayed_items().await;
+        }
+        if self.inner.h.owes_cpu() {
+            self.inner.h.cpu(0).await;
+        }
     }
 
     pub(super) fn resolve(&self, path: &str) -> Result<Ino, OpError> {

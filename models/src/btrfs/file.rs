@@ -272,6 +272,16 @@ impl Btrfs {
         Ok(())
     }
 
+    /// btrfs_csum_one_bio: the data's crc32c, computed by the task that submits it (the
+    /// fsync's sync_writers submit inline; the flusher's bios go to the csum workers on the
+    /// same cores, charged here to the flusher).
+    async fn csum_data(&self, bytes: u64) {
+        let csum = self.inner.costs.csum_cpu(bytes);
+        if csum > 0 {
+            self.inner.h.cpu(csum).await;
+        }
+    }
+
     /// start_ordered_ops + btrfs_wait_ordered_range: write dirty pages as one ordered
     /// extent; btrfs_finish_ordered_io inserts the file extent item in the running transaction
     /// and sets the extent map's generation to it.
@@ -293,6 +303,7 @@ impl Btrfs {
             st.next_extent += 1;
             id
         };
+        self.csum_data(bytes).await;
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::Data { ino, extent: id }, bytes);
@@ -389,6 +400,7 @@ impl Btrfs {
             st.next_extent += 1;
             id
         };
+        self.csum_data(bytes).await;
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::Data { ino, extent: id }, bytes);

@@ -303,23 +303,24 @@ impl Btrfs {
         self.run_delayed_refs(t).await;
         // Nothing joins a transaction past COMMIT_DOING with one writer left: its dirty
         // set is final. Running its COWed blocks' delayed refs costs per block.
-        let (blocks, refs) = {
+        let (blocks, refs, roots_cpu) = {
             let mut st = self.st_mut();
             let tr = st.trans.get_mut(&t).unwrap();
             let dirty = std::mem::take(&mut tr.dirty);
             let heights = st.trees.heights();
+            let roots_cpu = commit_roots_cpu(&mut st, &dirty, &self.inner.costs);
             let tr = st.trans.get_mut(&t).unwrap();
             tr.dirty_blocks =
                 crate::btrfs::ctree_blocks::blocks_to_write(&self.inner.costs, &dirty, heights)
                     .max(1);
-            (tr.dirty_blocks, tr.delayed_refs)
+            (tr.dirty_blocks, tr.delayed_refs, roots_cpu)
         };
         // btrfs_run_delayed_refs: one extent-tree update per COWed block (its new copy
         // and the freed old one count as one here) and, unless they ran as tree work
         // above, per data extent allocated or freed.
         let c = &self.inner.costs;
         let refs = if c.delayed_refs == 0 { refs } else { 0 };
-        h.cpu(c.commit_cpu + (blocks + refs) * c.commit_cpu_per_block)
+        h.cpu(c.commit_cpu + (blocks + refs) * c.commit_cpu_per_block + roots_cpu)
             .await;
         self.run_ref_heads(t, u64::MAX);
         // commit_fs_roots frees the log trees: the commit captures everything logged;
@@ -355,6 +356,12 @@ impl Btrfs {
             self.inner.st.borrow().trans[&t].dirty_blocks,
             self.inner.costs.nodesize,
         );
+        // btree_csum_one_bio: the committer checksums every block it writes
+        // (btrfs_write_and_wait_transaction → btree_submit_bio_hook, inline with crc32c).
+        let csum = self.inner.costs.csum_cpu(blocks * nodesize);
+        if csum > 0 {
+            self.inner.h.cpu(csum).await;
+        }
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::CommitBlocks { transid: t }, blocks * nodesize);
@@ -422,5 +429,78 @@ impl Btrfs {
             st.compact();
             self.drop_gone_inode_locks(st);
         }
+    }
+}
+
+/// CPU of the commit's root updates: commit_cowonly_roots → update_cowonly_root and
+/// commit_fs_roots (transaction.c@v5.10) call btrfs_update_root (root-tree.c@v5.10) for each
+/// tree the transaction changed — a COW btrfs_search_slot of the root tree for the tree's
+/// root item and write_extent_buffer of it (439 B), here on the model's root tree — then
+/// switch_commit_roots (transaction.c@v5.10), under commit_root_sem (one lock and unlock,
+/// `spinlock_ps`), drops each changed root's old commit root and takes a reference to its
+/// new node (free_extent_buffer, btrfs_root_node: refcount atomics and cache-missing loads,
+/// priced as one tree level visited, `tree_level_ps`), the root tree's own included.
+/// Trees with a root item: fs (objectid 5), extent (2), csum (7), dev (4, changed with the
+/// chunk tree); the root and chunk trees' roots go in the superblock.
+fn commit_roots_cpu(
+    st: &mut FsState,
+    dirty: &FastSet<crate::btrfs::ctree_blocks::Leaf>,
+    c: &crate::btrfs::Costs,
+) -> sim::Nanos {
+    use crate::btrfs::ctree_blocks::tree;
+    use crate::btrfs::ctree_btree::{key_type, size, Key, Work};
+    if dirty.is_empty() {
+        return 0;
+    }
+    let mut w = Work::default();
+    let mut roots = 1; // the root tree's own commit root
+    for (id, objectid) in [
+        (tree::FS, 5),
+        (tree::EXTENT, 2),
+        (tree::CSUM, 7),
+        (tree::CHUNK, 4),
+    ] {
+        if dirty.iter().any(|l| l.0 == id) {
+            let key = Key::new(objectid, key_type::ROOT_ITEM, 0);
+            st.trees.root.update(key, size::ROOT_ITEM, &mut w);
+            w.moved += u64::from(size::ROOT_ITEM);
+            roots += 1;
+        }
+    }
+    let ps = roots * c.tree_level_ps + c.spinlock_ps;
+    c.tree_cpu(&w, 0) + ps.div_ceil(1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btrfs::ctree_blocks::tree;
+    use crate::btrfs::Costs;
+
+    #[test]
+    fn a_commit_updates_the_changed_trees_root_items() {
+        let c = Costs::default();
+        let mut st = FsState::mkfs();
+        let mut dirty = FastSet::default();
+        assert_eq!(commit_roots_cpu(&mut st, &dirty, &c), 0);
+        dirty.insert((tree::FS, 1));
+        dirty.insert((tree::EXTENT, 1));
+        let first = commit_roots_cpu(&mut st, &dirty, &c);
+        // Two root items written into the root tree, three commit roots switched (fs,
+        // extent, the root tree's own): at least their levels and the items' bytes.
+        assert_eq!(st.trees.root.items(), 2);
+        let floor = (3 * c.tree_level_ps + 2 * 439 * c.leaf_move_ps_per_byte) / 1000;
+        assert!(first >= floor, "{first} < {floor}");
+        // The next commit rewrites them in place; nothing is charged with b-tree CPU off.
+        assert!(commit_roots_cpu(&mut st, &dirty, &c) > 0);
+        assert_eq!(st.trees.root.items(), 2);
+        let mut off = c.clone();
+        (
+            off.tree_level_ps,
+            off.key_compare_ps,
+            off.leaf_move_ps_per_byte,
+            off.spinlock_ps,
+        ) = (0, 0, 0, 0);
+        assert_eq!(commit_roots_cpu(&mut st, &dirty, &off), 0);
     }
 }

@@ -1466,6 +1466,12 @@ impl Btrfs {
             std::mem::take(&mut st.log_dirty_bytes)
         };
         let blocks = bytes.div_ceil(c.nodesize).max(1);
+        // btrfs_write_marked_extents under the log_mutex: the fsync checksums each log
+        // block as it submits it (btree_csum_one_bio, inline with crc32c).
+        let csum = c.csum_cpu(blocks * c.nodesize);
+        if csum > 0 {
+            self.inner.h.cpu(csum).await;
+        }
         let (tok, off) = self.st_mut().new_write(
             WriteKind::LogBlocks {
                 transid: t,
@@ -1494,6 +1500,10 @@ impl Btrfs {
     async fn write_log_root_tree(&self, t: TransId, log_transid: u64) {
         let c = &self.inner.costs;
         let _lr = self.inner.log_root_tree_mutex.lock().await;
+        let csum = c.csum_cpu(c.nodesize);
+        if csum > 0 {
+            self.inner.h.cpu(csum).await;
+        }
         let (tok, off) = self.st_mut().new_write(
             WriteKind::LogRoot {
                 transid: t,
