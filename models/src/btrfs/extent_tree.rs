@@ -148,24 +148,7 @@ mod tests {
     use crate::btrfs::state::{FastSet, TransState, Transaction};
 
     fn running(t: TransId) -> Transaction {
-        Transaction {
-            transid: t,
-            state: TransState::Running,
-            writers: 1,
-            extwriters: 0,
-            start_time: 0,
-            dirty_blocks: 0,
-            dirty: FastSet::default(),
-            super_done: false,
-            forced_by_event: false,
-            delayed_refs: 0,
-            ref_heads: 0,
-            pinned: Vec::new(),
-            meta_pinned: 0,
-            marked_unnecessarily: false,
-            cowed_nodes: FastSet::default(),
-            ref_ops: Default::default(),
-        }
+        Transaction::running(t, 0, 0)
     }
 
     /// A data extent of `len` bytes at file offset 0 of a new inode `ino`, written by write

@@ -270,24 +270,7 @@ mod tests {
     use crate::btrfs::state::{FastSet, TransState};
 
     fn trans() -> Transaction {
-        Transaction {
-            transid: 1000,
-            state: TransState::Running,
-            writers: 1,
-            extwriters: 0,
-            start_time: 0,
-            dirty_blocks: 0,
-            dirty: FastSet::default(),
-            super_done: false,
-            forced_by_event: false,
-            delayed_refs: 0,
-            ref_heads: 0,
-            pinned: Vec::new(),
-            meta_pinned: 0,
-            marked_unnecessarily: false,
-            cowed_nodes: FastSet::default(),
-            ref_ops: Default::default(),
-        }
+        Transaction::running(1000, 0, 0)
     }
 
     /// Applies `ops` as tree_ops does (locks from the state before the leaves join the

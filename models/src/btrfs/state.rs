@@ -398,6 +398,31 @@ pub struct Transaction {
     pub ref_ops: BTreeMap<(u8, crate::btrfs::ctree_btree::Key), Option<u32>>,
 }
 
+impl Transaction {
+    /// A new RUNNING transaction `transid` created at `start_time` with one handle
+    /// (`extwriters` of them START/ATTACH), nothing in it yet.
+    pub fn running(transid: TransId, start_time: sim::Nanos, extwriters: u32) -> Self {
+        Transaction {
+            transid,
+            state: TransState::Running,
+            writers: 1,
+            extwriters,
+            start_time,
+            dirty_blocks: 0,
+            dirty: FastSet::default(),
+            super_done: false,
+            forced_by_event: false,
+            delayed_refs: 0,
+            ref_heads: 0,
+            pinned: Vec::new(),
+            meta_pinned: 0,
+            marked_unnecessarily: false,
+            cowed_nodes: FastSet::default(),
+            ref_ops: BTreeMap::new(),
+        }
+    }
+}
+
 /// An extent map of a file (`struct extent_map`) and its on-disk data.
 #[derive(Clone, Debug)]
 pub struct Extent {
@@ -1082,22 +1107,10 @@ impl FsState {
         trans.insert(
             MKFS_GENERATION,
             Transaction {
-                transid: MKFS_GENERATION,
                 state: TransState::Completed,
                 writers: 0,
-                extwriters: 0,
-                start_time: 0,
-                dirty_blocks: 0,
-                dirty: FastSet::default(),
                 super_done: true,
-                pinned: Vec::new(),
-                meta_pinned: 0,
-                delayed_refs: 0,
-                ref_heads: 0,
-                forced_by_event: false,
-                marked_unnecessarily: false,
-                cowed_nodes: FastSet::default(),
-                ref_ops: Default::default(),
+                ..Transaction::running(MKFS_GENERATION, 0, 0)
             },
         );
         FsState {

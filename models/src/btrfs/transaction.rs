@@ -107,27 +107,8 @@ impl Btrfs {
                         st.generation = t;
                         st.running = Some(t);
                         let now = self.inner.h.now();
-                        st.trans.insert(
-                            t,
-                            Transaction {
-                                transid: t,
-                                state: TransState::Running,
-                                writers: 1,
-                                extwriters: u32::from(ext),
-                                start_time: now,
-                                dirty_blocks: 0,
-                                dirty: Default::default(),
-                                super_done: false,
-                                pinned: Vec::new(),
-                                meta_pinned: 0,
-                                delayed_refs: 0,
-                                ref_heads: 0,
-                                forced_by_event: false,
-                                marked_unnecessarily: false,
-                                cowed_nodes: Default::default(),
-                                ref_ops: Default::default(),
-                            },
-                        );
+                        st.trans
+                            .insert(t, Transaction::running(t, now, u32::from(ext)));
                         return Some(Trans {
                             id: t,
                             ext,
