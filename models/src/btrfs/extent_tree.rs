@@ -145,11 +145,7 @@ impl DiskBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btrfs::state::{FastSet, TransState, Transaction};
-
-    fn running(t: TransId) -> Transaction {
-        Transaction::running(t, 0, 0)
-    }
+    use crate::btrfs::state::Transaction;
 
     /// A data extent of `len` bytes at file offset 0 of a new inode `ino`, written by write
     /// `token` at device offset `disk`, holding `pieces`.
@@ -178,7 +174,7 @@ mod tests {
     fn the_last_reference_frees_a_shared_extent() {
         let mut st = FsState::mkfs();
         let t = st.last_trans_committed + 1;
-        st.trans.insert(t, running(t));
+        st.trans.insert(t, Transaction::running(t, 0, 0));
         let bg = st.data.add_group(1 << 20);
         let pieces = st.data.alloc(65536);
         assert_eq!(pieces, vec![(bg, 65536)]);

@@ -272,10 +272,11 @@ impl Btrfs {
         Ok(())
     }
 
-    /// btrfs_csum_one_bio: the data's crc32c, computed by the task that submits it (the
-    /// fsync's sync_writers submit inline; the flusher's bios go to the csum workers on the
-    /// same cores, charged here to the flusher).
-    async fn csum_data(&self, bytes: u64) {
+    /// crc32c of `bytes` submitted for writing, on the submitting task's CPU: data
+    /// (btrfs_csum_one_bio: the fsync's sync_writers submit inline; the flusher's bios go
+    /// to the csum workers on the same cores, charged here to the flusher) and metadata
+    /// blocks (btree_csum_one_bio, inline).
+    pub(super) async fn checksum(&self, bytes: u64) {
         let csum = self.inner.costs.csum_cpu(bytes);
         if csum > 0 {
             self.inner.h.cpu(csum).await;
@@ -303,7 +304,7 @@ impl Btrfs {
             st.next_extent += 1;
             id
         };
-        self.csum_data(bytes).await;
+        self.checksum(bytes).await;
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::Data { ino, extent: id }, bytes);
@@ -400,7 +401,7 @@ impl Btrfs {
             st.next_extent += 1;
             id
         };
-        self.csum_data(bytes).await;
+        self.checksum(bytes).await;
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::Data { ino, extent: id }, bytes);

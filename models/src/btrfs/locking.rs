@@ -267,11 +267,6 @@ impl super::ctree::Btrfs {
 mod tests {
     use super::*;
     use crate::btrfs::ctree_btree::{inode_key, key_type, tree_id, Key, Work};
-    use crate::btrfs::state::{FastSet, TransState};
-
-    fn trans() -> Transaction {
-        Transaction::running(1000, 0, 0)
-    }
 
     /// Applies `ops` as tree_ops does (locks from the state before the leaves join the
     /// dirty set) and returns the locks.
@@ -315,7 +310,7 @@ mod tests {
     #[test]
     fn a_one_leaf_tree_locks_its_root_leaf_only() {
         let mut trees = Trees::new(16 << 10);
-        let mut tr = trans();
+        let mut tr = Transaction::running(1000, 0, 0);
         let ins = [TreeOp::Insert(tree_id::FS, inode_key(300), 160)];
         let l = locks_of(&mut trees, &mut tr, &ins);
         assert_eq!(l.len(), 1);
@@ -325,7 +320,7 @@ mod tests {
     #[test]
     fn inserts_write_lock_level_one_and_the_first_cow_write_locks_the_path() {
         let mut trees = two_level_tree();
-        let mut tr = trans();
+        let mut tr = Transaction::running(1000, 0, 0);
         // The first change of the transaction COWs the root and the leaf: both written.
         let ins = [TreeOp::Insert(tree_id::FS, inode_key(30_000), 160)];
         let l = locks_of(&mut trees, &mut tr, &ins);
@@ -347,7 +342,7 @@ mod tests {
     #[test]
     fn an_update_that_cows_its_leaf_write_locks_the_parent() {
         let mut trees = two_level_tree();
-        let mut tr = trans();
+        let mut tr = Transaction::running(1000, 0, 0);
         // The root is COWed by a first change elsewhere.
         let first = [TreeOp::Update(tree_id::FS, inode_key(20_000), 160)];
         locks_of(&mut trees, &mut tr, &first);
@@ -364,7 +359,7 @@ mod tests {
     #[test]
     fn deletes_write_lock_up_to_level_two_and_locks_are_ordered_top_down() {
         let mut trees = two_level_tree();
-        let mut tr = trans();
+        let mut tr = Transaction::running(1000, 0, 0);
         let first = [TreeOp::Update(tree_id::FS, inode_key(300), 160)];
         locks_of(&mut trees, &mut tr, &first);
         let ops = [

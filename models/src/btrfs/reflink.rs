@@ -283,8 +283,9 @@ impl Btrfs {
                 item_trans: t,
                 ..e
             });
-            i.extents.sort_by_key(|e| e.offset);
         }
+        let i = st.inodes.get_mut(&dst).unwrap();
+        i.extents.sort_by_key(|e| e.offset);
         (refs, end)
     }
 }

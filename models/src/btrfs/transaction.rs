@@ -339,10 +339,7 @@ impl Btrfs {
         );
         // btree_csum_one_bio: the committer checksums every block it writes
         // (btrfs_write_and_wait_transaction → btree_submit_bio_hook, inline with crc32c).
-        let csum = self.inner.costs.csum_cpu(blocks * nodesize);
-        if csum > 0 {
-            self.inner.h.cpu(csum).await;
-        }
+        self.checksum(blocks * nodesize).await;
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::CommitBlocks { transid: t }, blocks * nodesize);

@@ -1468,10 +1468,7 @@ impl Btrfs {
         let blocks = bytes.div_ceil(c.nodesize).max(1);
         // btrfs_write_marked_extents under the log_mutex: the fsync checksums each log
         // block as it submits it (btree_csum_one_bio, inline with crc32c).
-        let csum = c.csum_cpu(blocks * c.nodesize);
-        if csum > 0 {
-            self.inner.h.cpu(csum).await;
-        }
+        self.checksum(blocks * c.nodesize).await;
         let (tok, off) = self.st_mut().new_write(
             WriteKind::LogBlocks {
                 transid: t,
@@ -1500,10 +1497,7 @@ impl Btrfs {
     async fn write_log_root_tree(&self, t: TransId, log_transid: u64) {
         let c = &self.inner.costs;
         let _lr = self.inner.log_root_tree_mutex.lock().await;
-        let csum = c.csum_cpu(c.nodesize);
-        if csum > 0 {
-            self.inner.h.cpu(csum).await;
-        }
+        self.checksum(c.nodesize).await;
         let (tok, off) = self.st_mut().new_write(
             WriteKind::LogRoot {
                 transid: t,
