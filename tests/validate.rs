@@ -82,9 +82,9 @@ fn validate_does_not_depend_on_jobs_and_json_has_the_schema() {
     let row = &j["rows"][0];
     for k in [
         "id",
-        "seed",
+        "thread",
         "figure",
-        "seed_value",
+        "thread_value",
         "model_value",
         "unit",
         "direction_match",
@@ -95,7 +95,7 @@ fn validate_does_not_depend_on_jobs_and_json_has_the_schema() {
     assert!(row["model_ci"].is_null(), "one seed: no interval");
     let c = &j["curves"][0];
     assert!(c["points"].as_array().is_some_and(|p| !p.is_empty()));
-    assert!(c["seed_point"]["x"].as_f64().is_some());
+    assert!(c["thread_point"]["x"].as_f64().is_some());
     let text = reports::validate::text(&a);
     assert!(text.contains("000-dbench64/Flush_avg_lat"), "{text}");
 }
@@ -149,7 +149,7 @@ fn the_score_counts_rows_by_direction_interval_size_and_level() {
     assert_eq!((s.levels, s.levels_within_2x), (2, 1));
     let text = reports::validate::text(&v);
     assert!(
-        text.contains("score: 2 of 3 delta rows in the seed's direction, 1 of them"),
+        text.contains("score: 2 of 3 delta rows in the thread's direction, 1 of them"),
         "{text}"
     );
     assert_eq!(reports::validate::json(&v)["score"]["levels_within_2x"], 1);
