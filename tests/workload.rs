@@ -122,7 +122,18 @@ fn fsperf_table_and_paired_statistics() {
         parse_policy("linux-5.10").unwrap(),
         parse_policy("linux-5.11").unwrap(),
     );
-    let pairs = compare(&s, &d, &b, &c, 1, 3, None, 2, &|| {}).unwrap();
+    let pairs = compare(
+        &s,
+        &d,
+        &b,
+        &c,
+        1,
+        3,
+        None,
+        2,
+        &models::workload::compare::no_progress(),
+    )
+    .unwrap();
     let rows = reports::workload::compare_rows(&pairs[0].baseline, &pairs[0].current);
     let tp = &rows[0];
     assert_eq!(tp.metric, "throughput_mb_s");
@@ -173,7 +184,18 @@ fn fsperf_table_and_paired_statistics() {
         .collect();
     assert_eq!(head, ["metric", "baseline", "current", "diff"]);
     // Results do not depend on the number of threads.
-    let serial = compare(&s, &d, &b, &c, 1, 3, None, 1, &|| {}).unwrap();
+    let serial = compare(
+        &s,
+        &d,
+        &b,
+        &c,
+        1,
+        3,
+        None,
+        1,
+        &models::workload::compare::no_progress(),
+    )
+    .unwrap();
     for (x, y) in serial[0].current.iter().zip(&pairs[0].current) {
         assert_eq!(x.trace_hash, y.trace_hash);
     }
@@ -463,4 +485,46 @@ fn blocking_and_checksums_cost_an_fsync_cpu() {
     // (crc32c at 45 ps/B: 738 ns) and the data it writes back.
     assert!(all - no_switch >= 285.0, "switch: {all} vs {no_switch}");
     assert!(all - no_csum >= 738.0, "csum: {all} vs {no_csum}");
+}
+
+/// compare tells its progress in simulated time: the batch's total once, then advances that
+/// add up to it, more than one per run (a run reports each simulated second); the runs are
+/// the same as without a progress display.
+#[test]
+fn compare_reports_progress_in_simulated_time() {
+    use models::workload::compare::{no_progress, Tick};
+    use std::sync::{Arc, Mutex};
+    let (s, d) = small_dbench(2, 3);
+    let (b, c) = (
+        parse_policy("linux-5.10").unwrap(),
+        parse_policy("linux-5.11").unwrap(),
+    );
+    let ticks = Arc::new(Mutex::new(Vec::new()));
+    let t2 = ticks.clone();
+    let on: models::workload::compare::OnTick = Arc::new(move |t| t2.lock().unwrap().push(t));
+    let with = compare(&s, &d, &b, &c, 1, 2, None, 2, &on).unwrap();
+    let ticks = ticks.lock().unwrap().clone();
+    let runs = 2 * 2;
+    let planned: Vec<u64> = ticks
+        .iter()
+        .filter_map(|t| match t {
+            Tick::Planned(ns) => Some(*ns),
+            Tick::Done(_) => None,
+        })
+        .collect();
+    assert_eq!(planned, [runs * (s.warmup + s.duration)]);
+    assert_eq!(ticks[0], Tick::Planned(planned[0]), "planned first");
+    let done: Vec<u64> = ticks
+        .iter()
+        .filter_map(|t| match t {
+            Tick::Done(ns) => Some(*ns),
+            Tick::Planned(_) => None,
+        })
+        .collect();
+    assert_eq!(done.iter().sum::<u64>(), planned[0]);
+    assert!(done.len() as u64 > runs, "{done:?}");
+    let without = compare(&s, &d, &b, &c, 1, 2, None, 2, &no_progress()).unwrap();
+    for (x, y) in with[0].current.iter().zip(&without[0].current) {
+        assert_eq!(x.trace_hash, y.trace_hash);
+    }
 }
