@@ -1,7 +1,7 @@
 //! The command line: help, outputs, exit codes, and bad input (one-line error, exit code 2,
 //! no panic).
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 
