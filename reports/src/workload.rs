@@ -501,6 +501,15 @@ pub fn compare_rows(baseline: &[WorkloadResult], current: &[WorkloadResult]) -> 
     rows
 }
 
+/// `n` and `noun`, plural unless `n` is 1 ("1 client", "2 clients").
+pub fn count_of(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 fn pct(v: f64) -> String {
     if v.is_nan() {
         "n/a".to_string()
@@ -851,8 +860,10 @@ pub fn write_plots(
         let p = dir.join(format!("latency.{ext}"));
         latency_distribution(
             &format!(
-                "{}: latency distribution per operation ({}, {} clients)",
-                current.workload, current.policy.name, current.clients
+                "{}: latency distribution per operation ({}, {})",
+                current.workload,
+                current.policy.name,
+                count_of(current.clients as u64, "client")
             ),
             &dist,
             &p,
