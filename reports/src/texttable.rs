@@ -137,8 +137,5 @@ mod tests {
         assert_eq!(g(0.00001234), "1.234e-05");
         assert_eq!(g(100.0), "100");
         assert_eq!(g(0.5), "0.5");
-        assert_eq!(crate::workload::count_of(1, "client"), "1 client");
-        assert_eq!(crate::workload::count_of(0, "client"), "0 clients");
-        assert_eq!(crate::workload::count_of(64, "client"), "64 clients");
     }
 }

@@ -1212,3 +1212,15 @@ pub fn fsperf_suite_text(
     }
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use super::count_of;
+
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(count_of(1, "client"), "1 client");
+        assert_eq!(count_of(0, "client"), "0 clients");
+        assert_eq!(count_of(64, "client"), "64 clients");
+    }
+}
