@@ -522,6 +522,9 @@ pub(crate) struct WorkloadArgs {
     /// Write HdrHistogram V2 interval logs (.hlog), one per operation, into DIR.
     #[arg(long, value_name = "DIR")]
     pub(crate) hdr_out: Option<PathBuf>,
+    /// kbuild: print `iostat -x` in sysstat 9's columns (rrqm/s … avgrq-sz avgqu-sz await svctm %util) instead of today's (r_await, aqu-sz, rareq-sz …)
+    #[arg(long)]
+    pub(crate) iostat_sysstat9: bool,
 }
 
 #[derive(Args)]

@@ -1269,7 +1269,7 @@ fn a_multi_seed_compare_labels_its_one_seed_tables() {
     };
     let two = args("2");
     assert!(
-        two.contains("seed 1 (1 of 2 paired seeds; their mean is the last table) =="),
+        two.contains("seed 1 (1 of 2 paired seeds; their mean is in the table above) =="),
         "{two}"
     );
     assert!(two.contains("mean of 2 paired seeds"), "{two}");

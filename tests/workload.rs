@@ -38,34 +38,37 @@ fn dbench_table_has_dbench_layout() {
     let r = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
     let t = reports::workload::dbench_table(&r);
     let lines: Vec<&str> = t.lines().collect();
-    // Header and rule exactly as dbench prints them (REFERENCE.md).
-    assert_eq!(
-        lines[0],
-        " Operation                Count    AvgLat    MaxLat"
-    );
-    assert_eq!(lines[1], format!(" {}", "-".repeat(50)));
-    // Rows: `%-22s %7u %9.03f %9.03f`, in dbench's order.
+    // Header and rule exactly as dbench 4.00 prints them (dbench.c:show_one_latency; the btrfs
+    // dbench thread's tables).
+    assert_eq!(lines[0], " Operation      Count    AvgLat    MaxLat");
+    assert_eq!(lines[1], format!(" {}", "-".repeat(40)));
+    // Rows: ` %-12s %7u %9.03f %9.03f`, in dbench's order.
     let mut last = 0;
     for l in &lines[2..] {
         if l.is_empty() {
             break;
         }
-        let name = l[1..23].trim_end();
+        assert_eq!(l.len(), 41, "{l}");
+        let name = l[1..13].trim_end();
         let pos = DBENCH_OPS.iter().position(|o| *o == name).expect(l);
         assert!(pos >= last, "order: {l}");
         last = pos;
-        let count: u64 = l[24..31].trim().parse().expect(l);
-        let avg: f64 = l[32..41].trim().parse().expect(l);
-        let max: f64 = l[42..51].trim().parse().expect(l);
+        let count: u64 = l[14..21].trim().parse().expect(l);
+        let avg: f64 = l[22..31].trim().parse().expect(l);
+        let max: f64 = l[32..41].trim().parse().expect(l);
         assert!(count > 0 && avg <= max + 1e-9, "{l}");
         assert_eq!(
-            l[32..41].trim().split('.').nth(1).map(str::len),
+            l[22..31].trim().split('.').nth(1).map(str::len),
             Some(3),
             "{l}"
         );
     }
     let tp = lines.last().unwrap();
     assert!(tp.starts_with("Throughput "), "{tp}");
+    // `%g`: six significant digits, no trailing zeros.
+    let mbs = tp.split(' ').nth(1).unwrap();
+    assert_eq!(mbs, reports::texttable::g(r.mb_per_s()), "{tp}");
+    assert!(mbs.parse::<f64>().is_ok() && !mbs.ends_with('0'), "{tp}");
     assert!(
         tp.contains(" MB/sec  4 clients  4 procs  max_latency="),
         "{tp}"
@@ -136,7 +139,7 @@ fn fsperf_table_and_paired_statistics() {
     .unwrap();
     let rows = reports::workload::compare_rows(&pairs[0].baseline, &pairs[0].current);
     let tp = &rows[0];
-    assert_eq!(tp.metric, "throughput_mb_s");
+    assert_eq!(tp.metric, "throughput");
     let diffs: Vec<f64> = (0..3)
         .map(|i| {
             let (x, y) = (
@@ -151,38 +154,25 @@ fn fsperf_table_and_paired_statistics() {
     let (lo, hi) = tp.ci_pct.unwrap();
     assert!(lo <= mean && mean <= hi);
     let table = reports::workload::fsperf_table(&rows);
-    let head: Vec<&str> = table
-        .lines()
-        .next()
-        .unwrap()
-        .split('|')
-        .map(str::trim)
-        .collect();
+    let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(
         head,
         [
-            "metric",
-            "baseline",
-            "current",
-            "stdev",
-            "diff",
-            "95% interval",
+            "metric", "baseline", "current", "stdev", "diff", "paired", "diff", "95%", "interval",
             "sig"
         ]
     );
-    let first = table.lines().nth(2).unwrap();
-    assert!(first.contains(&format!("{mean:.2}%")), "{first}");
-    // One seed: fsperf's four columns.
+    assert!(table.lines().nth(1).unwrap().chars().all(|c| c == '='));
+    let tp_line = table
+        .lines()
+        .find(|l| l.starts_with("throughput "))
+        .unwrap();
+    assert!(tp_line.contains(&format!("{mean:.2}%")), "{tp_line}");
+    // One seed: fsperf's five columns, its stdev 0.
     let one = reports::workload::compare_rows(&pairs[0].baseline[..1], &pairs[0].current[..1]);
     let t1 = reports::workload::fsperf_table(&one);
-    let head: Vec<&str> = t1
-        .lines()
-        .next()
-        .unwrap()
-        .split('|')
-        .map(str::trim)
-        .collect();
-    assert_eq!(head, ["metric", "baseline", "current", "diff"]);
+    let head: Vec<&str> = t1.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(head, ["metric", "baseline", "current", "stdev", "diff"]);
     // Results do not depend on the number of threads.
     let serial = compare(
         &s,
@@ -233,7 +223,7 @@ fn compare_writes_json_plots_and_a_chrome_trace() {
     }
     assert!(clat["percentile"]["99.000000"].is_u64());
     assert!(run["metrics"]["log_syncs"].is_u64());
-    assert_eq!(v["points"][0]["compare"][0]["metric"], "throughput_mb_s");
+    assert_eq!(v["points"][0]["compare"][0]["metric"], "throughput");
     // `workload` runs the same run as `compare` (same trace hash), progress bar or not.
     let w = fsyncsim(&[
         "workload",
@@ -439,7 +429,7 @@ fn an_operation_missing_on_one_side_is_not_compared_as_zero() {
         rows.iter().all(|r| !r.metric.starts_with("Rename_")),
         "{rows:?}"
     );
-    assert!(rows.iter().any(|r| r.metric == "Flush_avg_lat_ms"));
+    assert!(rows.iter().any(|r| r.metric == "flush_avg_lat_ms"));
 }
 
 #[test]

@@ -55,8 +55,10 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
             dev.name,
             r.seed
         );
-        out!("{}", reports::workload::table(&r, spec.file_size));
-        out!("{}", reports::workload::attribution_text(&r));
+        out!(
+            "{}",
+            reports::workload::run_text(&r, spec.file_size, a.iostat_sysstat9)
+        );
     }
     Ok(())
 }
