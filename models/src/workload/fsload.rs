@@ -795,11 +795,9 @@ impl Run {
             let set = costs.set(k, v);
             sim::check!(set, "Spec checked its [costs] keys");
         }
-        if spec.mount.fs == crate::mount::FsKind::Btrfs {
-            // Blocking costs CPU (a task woken from a lock, wait queue or I/O completion
-            // switches out and back in; its waker pays the wake-up).
-            h.set_switch_cost(costs.context_switch, costs.wakeup);
-        }
+        // Blocking costs CPU whatever the filesystem (a task woken from a lock, wait queue
+        // or I/O completion switches out and back in; its waker pays the wake-up).
+        h.set_switch_cost(costs.context_switch, costs.wakeup);
         let fs = Mounted::mount(&h, dev, &spec.mount, policy.clone(), costs);
         fs.set_latency(false);
         fs.set_history(false);
