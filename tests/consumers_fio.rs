@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir};
+use common::{assert_one_line_in, consumer_python, fsyncsim_in, skip, stderr, temp_dir};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -33,25 +33,6 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .output()
         .is_ok_and(|o| o.status.success());
     runs.then_some(p)
-}
-
-/// The Python with fio-plot and hdrhistogram: `$FSYNCSIM_CONSUMERS_PYTHON`, else the venv
-/// `.ci/run` makes under target/.
-fn consumer_python(module: &str) -> Option<PathBuf> {
-    let py = std::env::var_os("FSYNCSIM_CONSUMERS_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/consumers-venv/bin/python")
-        });
-    let ok = Command::new(&py)
-        .args(["-c", &format!("import {module}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(py)
-}
-
-fn skip(test: &str, what: &str) {
-    println!("SKIP {test}: {what} is not installed (.ci/run installs it)");
 }
 
 /// Every key path of a JSON document; the keys inside `percentile` and `bins` maps (values,

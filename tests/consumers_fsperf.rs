@@ -13,10 +13,10 @@
 
 use crate::common;
 
-use common::{fsyncsim_in, stderr, temp_dir};
+use common::{consumer_python, fsyncsim_in, skip, stderr, temp_dir};
 use reports::workload::CompareRow;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn run_ok(args: &[&str]) -> String {
@@ -24,24 +24,6 @@ fn run_ok(args: &[&str]) -> String {
     let o = fsyncsim_in(&d, args);
     assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
     String::from_utf8(o.stdout).unwrap()
-}
-
-fn skip(test: &str, what: &str) {
-    println!("SKIP {test}: {what} is not installed (.ci/run installs it)");
-}
-
-/// The Python with `module`: `$FSYNCSIM_CONSUMERS_PYTHON`, else `.ci/run`'s venv.
-fn consumer_python(module: &str) -> Option<PathBuf> {
-    let py = std::env::var_os("FSYNCSIM_CONSUMERS_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/consumers-venv/bin/python")
-        });
-    let ok = Command::new(&py)
-        .args(["-c", &format!("import {module}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(py)
 }
 
 /// fsperf's `print_comparison_table` over `rows` ([metric, baseline mean, current mean,

@@ -140,3 +140,23 @@ pub fn crash_state_holds_on_every_preset_but(
         assert!(hits.is_empty(), "{rel} {preset}: {hits:?}");
     }
 }
+
+/// The Python that imports `module` (a consumer the tests run): `$FSYNCSIM_CONSUMERS_PYTHON`,
+/// else the venv `.ci/run` makes under target/.
+pub fn consumer_python(module: &str) -> Option<PathBuf> {
+    let py = std::env::var_os("FSYNCSIM_CONSUMERS_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/consumers-venv/bin/python")
+        });
+    let ok = Command::new(&py)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(py)
+}
+
+/// Says that `test` ran without the consumer `what` (it is not installed here).
+pub fn skip(test: &str, what: &str) {
+    println!("SKIP {test}: {what} is not installed (.ci/run installs it)");
+}
