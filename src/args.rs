@@ -293,9 +293,16 @@ pub(crate) struct RunArgs {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Write the event trace of each run to this file.
-    #[arg(long)]
+    /// Write a trace of each run to this file: a Perfetto trace (protobuf, opens in
+    /// ui.perfetto.dev), or the text timeline when FILE ends in .txt or with --trace-format text.
+    #[arg(long, value_name = "FILE")]
     pub(crate) trace: Option<PathBuf>,
+    /// The --trace file's format [default: text for FILE.txt, else perfetto].
+    #[arg(long, value_name = "FORMAT")]
+    pub(crate) trace_format: Option<TraceFormat>,
+    #[arg(long, value_name = "FILTER", value_parser = reports::perfetto::TraceFilter::parse, long_help = TRACE_FILTER_HELP)]
+    /// Keep only some tasks / a time window in the --trace file (task=NAME,from=1s,to=2s).
+    pub(crate) trace_filter: Option<reports::perfetto::TraceFilter>,
     /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
     #[arg(long)]
     pub(crate) force: bool,
@@ -366,9 +373,16 @@ pub(crate) struct ReplayArgs {
     /// Device preset or file (default: the scenario's).
     #[arg(long)]
     pub(crate) device: Option<String>,
-    /// Also write the full event trace to this file.
-    #[arg(long)]
+    /// Write a trace of each run to this file: a Perfetto trace (protobuf, opens in
+    /// ui.perfetto.dev), or the text timeline when FILE ends in .txt or with --trace-format text.
+    #[arg(long, value_name = "FILE")]
     pub(crate) trace: Option<PathBuf>,
+    /// The --trace file's format [default: text for FILE.txt, else perfetto].
+    #[arg(long, value_name = "FORMAT")]
+    pub(crate) trace_format: Option<TraceFormat>,
+    #[arg(long, value_name = "FILTER", value_parser = reports::perfetto::TraceFilter::parse, long_help = TRACE_FILTER_HELP)]
+    /// Keep only some tasks / a time window in the --trace file (task=NAME,from=1s,to=2s).
+    pub(crate) trace_filter: Option<reports::perfetto::TraceFilter>,
     /// Print JSON (the run as `run --json` prints it, with its seed) instead of the timeline.
     #[arg(long)]
     pub(crate) json: bool,
@@ -522,6 +536,13 @@ pub(crate) struct WorkloadArgs {
     /// Write HdrHistogram V2 interval logs (.hlog), one per operation, into DIR.
     #[arg(long, value_name = "DIR")]
     pub(crate) hdr_out: Option<PathBuf>,
+    /// Write a Perfetto trace (protobuf, opens in ui.perfetto.dev) of the run to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Keep only some tasks / operations / a time window in the --trace file
+    /// (task=client3,op=Flush,from=1s,to=2s).
+    #[arg(long, value_name = "FILTER", value_parser = reports::perfetto::TraceFilter::parse, long_help = TRACE_FILTER_HELP)]
+    pub(crate) trace_filter: Option<reports::perfetto::TraceFilter>,
 }
 
 #[derive(Args)]
@@ -548,13 +569,17 @@ pub(crate) struct CompareArgs {
     /// Worker threads (default: all cores); results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub(crate) jobs: Option<u64>,
-    /// Write results.json, latency/cdf/attribution plots (PNG, SVG) and trace.json here.
+    /// Write results.json, latency/cdf/attribution plots (PNG, SVG) and trace.pftrace here.
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
-    /// Also write a Chrome trace of the current policy's first run: to FILE, or without
-    /// FILE to trace.json in --out.
+    /// Also write a Perfetto trace of the current policy's first run: to FILE, or without
+    /// FILE to trace.pftrace in --out.
     #[arg(long, num_args = 0..=1, value_name = "FILE")]
     pub(crate) trace: Option<Option<PathBuf>>,
+    /// Keep only some tasks / operations / a time window in the --trace file
+    /// (task=client3,op=Flush,from=1s,to=2s).
+    #[arg(long, value_name = "FILTER", value_parser = reports::perfetto::TraceFilter::parse, long_help = TRACE_FILTER_HELP)]
+    pub(crate) trace_filter: Option<reports::perfetto::TraceFilter>,
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -738,4 +763,21 @@ pub(crate) fn parse_scale(s: &str) -> Result<f64, String> {
             "invalid scale '{s}': expected a number > 0 and <= 4"
         )),
     }
+}
+
+/// The `--trace-filter` help.
+const TRACE_FILTER_HELP: &str = "Keep only part of the --trace file: comma-separated KEY=VALUE \
+pairs. task=NAME keeps that task's tracks (repeatable; NAME* matches a prefix, e.g. task=client*); \
+op=NAME keeps that workload operation's slices and what their tasks did during them (repeatable; \
+workload and compare); from=DURATION and to=DURATION keep that window of virtual time, slices cut \
+to it. A task or operation that matches nothing in the run is an error (exit 2, no file).\n\
+Example: --trace-filter task=client3,op=Flush,from=1s,to=2s";
+
+/// The format of `run` / `replay --trace FILE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TraceFormat {
+    /// Perfetto protobuf (opens in ui.perfetto.dev and trace_processor).
+    Perfetto,
+    /// The text timeline: one line per engine event.
+    Text,
 }

@@ -12,6 +12,7 @@ pub mod fio_json;
 pub mod hdrlog;
 pub mod latency;
 pub mod output;
+pub mod perfetto;
 pub mod plot;
 pub mod race;
 pub mod scrub;
