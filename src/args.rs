@@ -96,7 +96,7 @@ pub(crate) enum Command {
         after_help = concat!(
             "Without NAME: every built-in scenario. Without --policy/--fix/--without/--mutant:\nthe pre-fix run (linux-5.11 without the race's fix) and the post-fix run (linux-5.11).\nExits 1 when an invariant fires in any run (a mutant makes one fire: that is its job).\n",
             scenario_limit!(),
-            "\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait\n\n",
+            "\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r1-link-rename-logged-trans --trace r1.pftrace\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait\n\n",
             exit_codes!()
         )
     )]
@@ -149,7 +149,7 @@ pub(crate) enum Command {
     Workload(WorkloadArgs),
     /// Compare two kernel policies on a workload: dbench/fsperf tables, attribution, plots.
     #[command(
-        after_help = "Policies: a release preset (`fsyncsim list --policies`: linux-2.6.36 … linux-5.16) with optional :-R7 / :+R1 / :+MUTANT / :±SWITCH modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(the ext4 kbuild thread's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limits: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 90,000 per client-second, as\n`workload --help` says), above 4.0 GiB of memory for the runs --jobs runs at once (each as\n`workload --help` says), or a --trace above 16.0 GiB (256 bytes per event of one run);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
+        after_help = "Policies: a release preset (`fsyncsim list --policies`: linux-2.6.36 … linux-5.16) with optional :-R7 / :+R1 / :+MUTANT / :±SWITCH modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(the ext4 kbuild thread's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limits: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 90,000 per client-second, as\n`workload --help` says), above 4.0 GiB of memory for the runs --jobs runs at once (each as\n`workload --help` says), or a --trace above 2.0 GiB (8 bytes per event of one run);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench.pftrace\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
     )]
     Compare(CompareArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -770,7 +770,9 @@ const TRACE_FILTER_HELP: &str = "Keep only part of the --trace file: comma-separ
 pairs. task=NAME keeps that task's tracks (repeatable; NAME* matches a prefix, e.g. task=client*); \
 op=NAME keeps that workload operation's slices and what their tasks did during them (repeatable; \
 workload and compare); from=DURATION and to=DURATION keep that window of virtual time, slices cut \
-to it. A task or operation that matches nothing in the run is an error (exit 2, no file).\n\
+to it; detail=full keeps named points as instants and wake-up flows (the default of run and \
+replay), detail=lean leaves them out (the default of workload and compare). A task or operation \
+that matches nothing in the run is an error (exit 2, no file).\n\
 Example: --trace-filter task=client3,op=Flush,from=1s,to=2s";
 
 /// The format of `run` / `replay --trace FILE`.

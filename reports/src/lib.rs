@@ -4,7 +4,6 @@
 pub mod bench;
 pub mod block;
 pub mod checkpoint;
-pub mod chrome;
 pub mod crash;
 pub mod devices;
 pub mod fio;
