@@ -598,28 +598,24 @@ impl PerfettoTrace {
         let Some((s, e)) = window else {
             return Ok(());
         };
-        let seq = self.ops_sequence(t)?;
+        self.ops_sequence(t)?;
         let name: Rc<str> = Rc::from(name);
-        let Some(Some(task)) = self.tasks.get_mut(t as usize) else {
+        let Some(Some(TaskTrack { ops: Some(ops), .. })) = self.tasks.get_mut(t as usize) else {
             return Ok(());
         };
-        let ops = task
-            .ops
-            .as_mut()
-            .unwrap_or_else(|| unreachable!("made by ops_sequence ({seq})"));
         let b = event(ops, s, SLICE_BEGIN, Some(&name), (vec![], vec![]));
         let en = event(ops, e, SLICE_END, None, (vec![], vec![]));
         self.packet(&b)?;
         self.packet(&en)
     }
 
-    /// Task `t`'s "operations" track, made at its first operation; returns its sequence id.
-    fn ops_sequence(&mut self, t: TaskId) -> std::io::Result<u32> {
+    /// Makes task `t`'s "operations" track at its first operation.
+    fn ops_sequence(&mut self, t: TaskId) -> std::io::Result<()> {
         let Some(Some(task)) = self.tasks.get(t as usize) else {
-            return Ok(0);
+            return Ok(());
         };
-        if let Some(s) = &task.ops {
-            return Ok(s.id);
+        if task.ops.is_some() {
+            return Ok(());
         }
         let parent = task.uuid;
         let uuid = self.uuid();
@@ -638,7 +634,7 @@ impl PerfettoTrace {
         if let Some(Some(task)) = self.tasks.get_mut(t as usize) {
             task.ops = Some(seq);
         }
-        Ok(id)
+        Ok(())
     }
 
     /// Writes held slices and instants of task `t` that fall in `[s, e]`, cut to it.
