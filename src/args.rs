@@ -163,7 +163,7 @@ pub(crate) enum Command {
     /// Print the man page (roff) to stdout.
     #[command(after_help = "Examples:\n  fsyncsim man > fsyncsim.1 && man ./fsyncsim.1")]
     Man,
-    /// Run every seed experiment the model covers and print seed figures beside the model's.
+    /// Run every experiment of the source threads the model covers, their figures beside the model's.
     #[command(
         after_help = "Experiments (ids for --only): the btrfs dbench thread's dbench (000-dbench64, linux-5.10 -> linux-5.11),\nthe btrfs sysbench thread's sysbench (001-sysbench, without and with R7) and R7's curve, the btrfs scrub\nthread's scrub (002-scrub), the ext4 kbuild thread's fs_mark + fio and kbuild (003-...), the jbd patch\n2db938bee32e's own figures (2db938b-...), the btrfs preemptive-flushing thread's fsperf tests (004-..., with\ntheir device-size curves). Each row: the figure's change in the thread and in the model, whether they\npoint the same way, whether the model's 95 % interval excludes 0, model/thread; then the baselines'\nabsolute levels, the curves and a score line.\n\nExamples:\n  fsyncsim validate --quick\n  fsyncsim validate --quick --only 000-dbench64,001\n  fsyncsim validate --json > validate.json"
     )]
@@ -536,6 +536,9 @@ pub(crate) struct WorkloadArgs {
     /// Write HdrHistogram V2 interval logs (.hlog), one per operation, into DIR.
     #[arg(long, value_name = "DIR")]
     pub(crate) hdr_out: Option<PathBuf>,
+    /// kbuild: print `iostat -x` in sysstat 9's columns (rrqm/s … avgrq-sz avgqu-sz await svctm %util) instead of today's (r_await, aqu-sz, rareq-sz …)
+    #[arg(long)]
+    pub(crate) iostat_sysstat9: bool,
     /// Write a Perfetto trace (protobuf, opens in ui.perfetto.dev) of the run to FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) trace: Option<PathBuf>,
@@ -593,12 +596,12 @@ pub(crate) struct ValidateArgs {
     /// Shorter runs (dbench 20 s, sysbench 60 s) with two paired seeds and 95 % intervals.
     #[arg(long)]
     pub(crate) quick: bool,
-    /// Also run every btrfs experiment with each model mechanism off (tree locks, delayed
-    /// items, delayed refs, b-tree CPU, CPU contention) and print what each moved: six times
-    /// the btrfs runs.
+    /// Also run every btrfs experiment with each model mechanism off (tree_locks,
+    /// delayed_items, delayed_refs, btree_cpu, switch_cpu, csum_cpu, cpu_contention) and
+    /// print what each moved: eight times the btrfs runs.
     #[arg(long)]
     pub(crate) ablate: bool,
-    /// Print JSON: {rows: [{id, seed, figure, seed_value, model_value, unit,
+    /// Print JSON: {rows: [{id, thread, figure, thread_value, model_value, unit,
     /// direction_match, ratio}], curves: [...], ablation: {...} with --ablate}.
     #[arg(long)]
     pub(crate) json: bool,

@@ -119,9 +119,35 @@ fn terminal_bar(
             |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
                 let _ = write!(w, "{:.0}/s", s.per_sec());
             },
+        )
+        // Position and length in simulated µs, shown in seconds.
+        .with_key(
+            "sim",
+            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let sec = |us: u64| us as f64 / 1e6;
+                let len = s.len().unwrap_or(0);
+                let _ = write!(w, "{:.1}/{:.1}", sec(s.pos()), sec(len));
+            },
         );
     bar.set_style(style);
     bar
+}
+
+/// A progress bar over the simulated time of batches of workload runs (warmup included), on
+/// a terminal (stderr) only, and the `OnTick` that moves it: each batch planned lengthens it.
+fn sim_time_bar(what: &str) -> (indicatif::ProgressBar, models::workload::compare::OnTick) {
+    use models::workload::compare::Tick;
+    let bar = terminal_bar(
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        || Some(0),
+        &format!("{{elapsed_precise}} [{{bar:30}}] {{sim}} simulated s of {what} ETA {{eta}}"),
+    );
+    let b = bar.clone();
+    let tick = std::sync::Arc::new(move |t: Tick| match t {
+        Tick::Planned(ns) => b.inc_length(ns / 1000),
+        Tick::Done(ns) => b.inc(ns / 1000),
+    });
+    (bar, tick)
 }
 
 fn is_bad_input(invariant: &str) -> bool {

@@ -1,7 +1,7 @@
 //! The command line: help, outputs, exit codes, and bad input (one-line error, exit code 2,
 //! no panic).
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 
@@ -1131,6 +1131,20 @@ fn validate_quick_only_prints_the_selected_rows_and_curves() {
 }
 
 #[test]
+fn validate_help_names_every_ablated_mechanism() {
+    let o = fsyncsim(&["validate", "--help"]);
+    let h = String::from_utf8(o.stdout).unwrap();
+    for (name, _, _) in models::validate::ABLATIONS {
+        assert!(h.contains(name), "--ablate's help lacks {name}: {h}");
+    }
+    let runs = [
+        "", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+    ];
+    let times = runs[models::validate::ABLATIONS.len() + 1];
+    assert!(h.contains(&format!("{times} times the btrfs runs")), "{h}");
+}
+
+#[test]
 fn invalid_utf8_is_reported_at_its_line() {
     let dir = std::env::temp_dir().join(format!("fsyncsim-utf8-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -1255,7 +1269,7 @@ fn a_multi_seed_compare_labels_its_one_seed_tables() {
     };
     let two = args("2");
     assert!(
-        two.contains("seed 1 (1 of 2 paired seeds; their mean is the last table) =="),
+        two.contains("seed 1 (1 of 2 paired seeds; their mean is in the table above) =="),
         "{two}"
     );
     assert!(two.contains("mean of 2 paired seeds"), "{two}");
@@ -1299,4 +1313,31 @@ fn bash_completes_built_in_scenario_and_preset_names() {
     let got = complete("fsyncsim workload dbench6", 2, "dbench6", "workload");
     assert_eq!(got.trim(), "dbench60");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// When the policies change counters but no operation's latency, `run` says which waiting
+/// time the change moved (J1b: from CFQ's blocked async dispatch to its idle window), or
+/// that it moved none (J1a); a race whose latencies change prints no such note.
+#[test]
+fn run_says_which_wait_moved_when_no_latency_did() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = |name: &str| {
+        let o = common::fsyncsim_in(dir, &["run", name]);
+        assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let j1b = text("J1b");
+    let note = j1b
+        .split("no latency moved")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{j1b}"));
+    for wait in ["ext4.cfq_async_blocked_ns", "ext4.cfq_idle_ns"] {
+        assert!(note.contains(wait), "{j1b}");
+    }
+    assert!(
+        !note.contains("ext4.commit_ns"),
+        "commit time did not move: {j1b}"
+    );
+    assert!(text("J1a").contains("no waiting time (no *_ns counter) moved"));
+    assert!(!text("R6").contains("no latency moved"));
 }

@@ -5,7 +5,7 @@
 //! one `SKIP` line and the test passes; `.ci/run` installs them (apt `fio`; a venv at
 //! `target/consumers-venv`, or `$FSYNCSIM_CONSUMERS_PYTHON`, with fio-plot and hdrhistogram).
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! (interleavings) it ran, per policy, exactly as the runs' own `decisions` say, and the
 //! count is the same for any --jobs, after --resume and across merged shards.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir};
 use models::block::DiskConfig;

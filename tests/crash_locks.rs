@@ -2,7 +2,7 @@
 //! one file, and a `write-range` + fsync loop, never report data loss (S2) on an unmodified
 //! preset; the lock is what makes the first one safe.
 
-mod common;
+use crate::common;
 
 use common::{invariant_hits, scripted, sweep};
 use models::block::DiskConfig;

@@ -3,7 +3,7 @@
 //! reports what differs, `fsyncsim crash` prints the recovered names and sizes, and bad
 //! input is one line with exit 2.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir, toml_files};
 use models::block::DiskConfig;

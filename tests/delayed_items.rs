@@ -3,7 +3,7 @@
 //! delayed-meta workers, by btrfs_log_inode and by the commit. Each test fails with the
 //! mechanism off (`[costs] delayed_items = 0`) or without the path it names.
 
-mod common;
+use crate::common;
 
 use common::scripted;
 use models::kernel::Policy;

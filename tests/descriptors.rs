@@ -2,7 +2,7 @@
 //! file descriptors (`open PATH as NAME`, `@NAME`, `close @NAME`) that keep acting on their
 //! inode after its path is renamed or unlinked.
 
-mod common;
+use crate::common;
 
 use common::scripted;
 use models::block::DiskConfig;

@@ -2,7 +2,8 @@
 //! block parses, every file a page links exists, every block marked ` ```text fsyncsim ARGS `
 //! is exactly what that command prints, every block opening with `$ fsyncsim ARGS` matches
 //! its output (`...` and `[..]` elide), the README stays an entrance (two commands, at most
-//! 250 lines) and no page or `--help` calls the source threads "seed 000"…"seed 004".
+//! 250 lines), no page or `--help` calls the source threads "seed 000"…"seed 004", and the
+//! pasted `validate --quick` tables hold the rows a test can re-run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -113,7 +114,9 @@ fn every_command_in_a_code_block_parses() {
     for page in pages() {
         let text = std::fs::read_to_string(&page).unwrap();
         for (info, body, at) in blocks(&text) {
-            if info.starts_with("text fsyncsim") || info == "toml" {
+            // A pasted output block's first line names its command; the rest is output.
+            let pasted = body.first().is_some_and(|l| l.starts_with("# pasted from"));
+            if info.starts_with("text fsyncsim") || info == "toml" || pasted {
                 continue;
             }
             for (k, line) in joined(&body).iter().enumerate() {
@@ -315,4 +318,86 @@ fn every_costs_key_is_listed_with_what_it_sets() {
     }
     let readme = std::fs::read_to_string("scenarios/README.md").unwrap();
     assert!(readme.contains("fsyncsim list --costs"));
+}
+
+/// The first line of a block pasted from the full `validate --quick` table.
+const VALIDATE_PASTE: &str = "# pasted from `fsyncsim validate --quick`";
+
+/// Experiments short enough for every test run to re-run (seconds, not minutes).
+const VALIDATE_CHEAP: &str = "002-scrub,003-kbuild,2db938b";
+
+/// A validate table's rows: id → the other cells, trimmed.
+fn validate_rows(lines: &[&str]) -> std::collections::BTreeMap<String, Vec<String>> {
+    lines
+        .iter()
+        .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+        .filter(|c| c.len() == 7 && c[0].contains('/') && !c[0].starts_with('-'))
+        .map(|c| {
+            (
+                c[0].to_string(),
+                c[1..].iter().map(|s| s.to_string()).collect(),
+            )
+        })
+        .collect()
+}
+
+/// Every pasted `validate --quick` table holds the rows the tool prints today for the
+/// experiments a test can afford to re-run, cell for cell, and its score line counts its own
+/// rows (a hand-edited row or score fails).
+#[test]
+fn pasted_validate_tables_match_the_tool_where_it_can_rerun() {
+    let args: Vec<String> = ["validate", "--quick", "--only", VALIDATE_CHEAP]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let o = fsyncsim(&args);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let fresh = validate_rows(&out.lines().collect::<Vec<_>>());
+    assert!(fresh.len() >= 5, "{out}");
+    let mut pasted = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (_, body, at) in blocks(&text) {
+            if body.first().map(String::as_str) != Some(VALIDATE_PASTE) {
+                continue;
+            }
+            let lines: Vec<&str> = body.iter().map(String::as_str).collect();
+            let rows = validate_rows(&lines);
+            for (id, cells) in &fresh {
+                assert_eq!(
+                    rows.get(id),
+                    Some(cells),
+                    "{}:{at}: row {id} differs from `fsyncsim {}`",
+                    page.display(),
+                    args.join(" ")
+                );
+            }
+            score_counts_rows(&rows, &lines, &format!("{}:{at}", page.display()));
+            pasted += 1;
+        }
+    }
+    assert!(pasted >= 1, "no block opens with {VALIDATE_PASTE}");
+}
+
+/// The score line's counts of delta rows, rows in the thread's direction and those with an
+/// interval excluding 0 are those of the table's rows.
+fn score_counts_rows(
+    rows: &std::collections::BTreeMap<String, Vec<String>>,
+    lines: &[&str],
+    at: &str,
+) {
+    let deltas = rows.values().filter(|c| c[3] != "-").count();
+    let same = rows.values().filter(|c| c[3] == "yes").count();
+    let same_ci = rows
+        .values()
+        .filter(|c| c[3] == "yes" && c[4] == "yes")
+        .count();
+    let want = format!(
+        "score: {same} of {deltas} delta rows in the thread's direction, {same_ci} of them"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with(&want)),
+        "{at}: the score line does not count the rows ({want})"
+    );
 }

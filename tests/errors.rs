@@ -2,7 +2,7 @@
 //! file:line (or the flag) and what was expected, exit 2, nothing on stdout — in the cases
 //! the issue found breaking it.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir};
 use std::path::Path;

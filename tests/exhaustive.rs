@@ -1,7 +1,7 @@
 //! Exhaustive sweeps (issue 26 item 6): every interleaving of one seed, depth-first, each run
 //! once; the random walk's runs are among them; the bound says when more remain.
 
-mod common;
+use crate::common;
 
 use models::block::DiskConfig;
 use models::kernel::Policy;

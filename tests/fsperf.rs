@@ -74,7 +74,7 @@ fn buffered_random_writes_fill_the_metadata_space_and_the_flushers_decide() {
         1,
         None,
         2,
-        &|| {},
+        &models::workload::compare::no_progress(),
     )
     .unwrap();
     let (b, c) = (&pairs[0].baseline[0], &pairs[0].current[0]);
@@ -161,7 +161,7 @@ fn device_size_is_a_parameter_and_moves_the_preemptive_threshold() {
         1,
         None,
         2,
-        &|| {},
+        &models::workload::compare::no_progress(),
     )
     .unwrap();
     let (b, c) = (&pairs[0].baseline[0], &pairs[0].current[0]);

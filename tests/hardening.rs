@@ -1,7 +1,7 @@
 //! Issue 14's hardening of the command line: resource limits (exit 3, `--force`), sealed
 //! checkpoints, merge validation, and one flag vocabulary (`--seeds`, `--trace FILE`, `--json`).
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

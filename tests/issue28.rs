@@ -3,7 +3,7 @@
 //! shards of huge ranges, capped input files, and sweep identities checked by `--resume`
 //! and `merge`.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir};
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! must hold the run (an upper bound) without being vacuous (within a stated factor). And
 //! the examples the issue found are refused before any work, in one line, exit 3.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_in, temp_dir};
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! optimizations for inode logging"), each with its example scenario: it measures its waste
 //! under linux-5.15, less under linux-5.16, and the difference goes with the switch alone.
 
-mod common;
+use crate::common;
 
 use models::block::DiskConfig;
 use models::kernel::{parse_policy, Policy};

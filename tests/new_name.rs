@@ -2,7 +2,7 @@
 //! btrfs_log_inode_parent runs it: the inode, then its new ancestors; what each release
 //! marks as logged; and LOG_INODE_EXISTS leaving last_log_commit alone from 5.12.
 
-mod common;
+use crate::common;
 
 use common::{invariant_hits, one_task, scripted, sweep};
 use models::btrfs::policy::LogPatch;

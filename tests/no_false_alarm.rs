@@ -2,7 +2,7 @@
 //! tests/fuzz.rs, on the newest preset): the crash check must not cry wolf on a release
 //! preset.
 
-mod common;
+use crate::common;
 
 use common::{invariant_hits, scripted, sweep};
 use models::kernel::{preset_names, Policy};

@@ -2,7 +2,7 @@
 //! fdatasync, sync_file_range, syncfs, and unlink/rename inside a log): what each puts in
 //! the log, and the S2 check that catches a model broken where the kernel is careful.
 
-mod common;
+use crate::common;
 
 use models::block::DiskConfig;
 use models::btrfs::Mutant;

@@ -2,7 +2,7 @@
 //! invariant has a mutant that makes it fire; runs are deterministic; bad scenarios are
 //! rejected with file:line.
 
-mod common;
+use crate::common;
 
 use models::block::DiskConfig;
 use models::btrfs::{Fix, Mutant};

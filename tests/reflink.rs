@@ -3,7 +3,7 @@
 //! persists the clone (NEEDS_FULL_SYNC), the mutant without the flag is caught, and bad
 //! input is one line naming the file's line with exit 2.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_in, temp_dir};
 use models::block::DiskConfig;

@@ -153,6 +153,21 @@ fn scrub_cli_prints_status_fields_and_rejects_bad_flags() {
     ] {
         assert!(out.contains(f), "{out}");
     }
+    // btrfs-progs (cmds/scrub.c:print_scrub_summary) prints `Bytes scrubbed:` only while a
+    // scrub runs; sizes as `pretty_size`: two decimals and a binary unit.
+    assert!(!out.contains("Bytes scrubbed:"), "{out}");
+    for l in out
+        .lines()
+        .filter(|l| l.starts_with("Rate:") || l.starts_with("Total to"))
+    {
+        let v = l.split_whitespace().last().unwrap().trim_end_matches("/s");
+        let n = v.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        assert!(
+            ["B", "KiB", "MiB", "GiB", "TiB"].contains(&&v[n.len()..]),
+            "{l}"
+        );
+        assert_eq!(n.split('.').nth(1).map(str::len), Some(2), "{l}");
+    }
     let o = fsyncsim(&["scrub", "--scale", "0.05", "--compare"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("106.46") && out.contains("100.74"), "{out}");

@@ -2,7 +2,7 @@
 //! prost messages of reports::perfetto::proto (their `compressed_packets` inflated), and, when
 //! PyPI's `perfetto` is installed (.ci/run), with Perfetto's own generated schema.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_in, fsyncsim_in, stderr, temp_dir};
 use prost::Message;

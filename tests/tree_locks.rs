@@ -3,7 +3,7 @@
 //! workload on a few cores runs to its end (lock holders keep their core, so spinning
 //! waiters cannot starve them).
 
-mod common;
+use crate::common;
 
 use common::{invariant_hits, scripted, sweep};
 use models::block::DiskConfig;

@@ -17,7 +17,14 @@ fn tiny(seeds: u64) -> Lengths {
 
 #[test]
 fn rows_cover_the_seed_figures_and_flags_match_the_values() {
-    let v = validate_with(tiny(2), true, false, 2, &|| {}).unwrap();
+    let v = validate_with(
+        tiny(2),
+        true,
+        false,
+        2,
+        &models::workload::compare::no_progress(),
+    )
+    .unwrap();
     for e in experiments() {
         for (m, b, c) in &e.figures {
             let id = format!("{}/{}", e.id, m.name());
@@ -75,16 +82,30 @@ fn rows_cover_the_seed_figures_and_flags_match_the_values() {
 
 #[test]
 fn validate_does_not_depend_on_jobs_and_json_has_the_schema() {
-    let a = validate_with(tiny(1), false, false, 1, &|| {}).unwrap();
-    let b = validate_with(tiny(1), false, false, 2, &|| {}).unwrap();
+    let a = validate_with(
+        tiny(1),
+        false,
+        false,
+        1,
+        &models::workload::compare::no_progress(),
+    )
+    .unwrap();
+    let b = validate_with(
+        tiny(1),
+        false,
+        false,
+        2,
+        &models::workload::compare::no_progress(),
+    )
+    .unwrap();
     assert_eq!(a, b);
     let j = reports::validate::json(&a);
     let row = &j["rows"][0];
     for k in [
         "id",
-        "seed",
+        "thread",
         "figure",
-        "seed_value",
+        "thread_value",
         "model_value",
         "unit",
         "direction_match",
@@ -95,7 +116,7 @@ fn validate_does_not_depend_on_jobs_and_json_has_the_schema() {
     assert!(row["model_ci"].is_null(), "one seed: no interval");
     let c = &j["curves"][0];
     assert!(c["points"].as_array().is_some_and(|p| !p.is_empty()));
-    assert!(c["seed_point"]["x"].as_f64().is_some());
+    assert!(c["thread_point"]["x"].as_f64().is_some());
     let text = reports::validate::text(&a);
     assert!(text.contains("000-dbench64/Flush_avg_lat"), "{text}");
 }
@@ -149,7 +170,7 @@ fn the_score_counts_rows_by_direction_interval_size_and_level() {
     assert_eq!((s.levels, s.levels_within_2x), (2, 1));
     let text = reports::validate::text(&v);
     assert!(
-        text.contains("score: 2 of 3 delta rows in the seed's direction, 1 of them"),
+        text.contains("score: 2 of 3 delta rows in the thread's direction, 1 of them"),
         "{text}"
     );
     assert_eq!(reports::validate::json(&v)["score"]["levels_within_2x"], 1);
@@ -244,7 +265,7 @@ fn the_ablation_table_has_every_btrfs_delta_row_and_its_all_on_value() {
         fsperf: Some((sim::S / 8, sim::S / 4)),
         fsperf_sizes: &[],
     };
-    let v = validate_with(l, true, true, 2, &|| {}).unwrap();
+    let v = validate_with(l, true, true, 2, &models::workload::compare::no_progress()).unwrap();
     let a = v.ablation.as_ref().expect("--ablate gives a table");
     let names: Vec<&str> = a.mechanisms.iter().map(|m| m.0.as_str()).collect();
     let want: Vec<&str> = models::validate::ABLATIONS.iter().map(|m| m.0).collect();
@@ -276,7 +297,8 @@ fn the_ablation_table_has_every_btrfs_delta_row_and_its_all_on_value() {
         j["ablation"]["rows"][0]["off"]["delayed_items"].is_number(),
         "{j}"
     );
-    let plain = validate_with(l, true, false, 2, &|| {}).unwrap();
+    let plain =
+        validate_with(l, true, false, 2, &models::workload::compare::no_progress()).unwrap();
     assert!(reports::validate::json(&plain).get("ablation").is_none());
     assert_eq!(
         plain.rows, v.rows,

@@ -38,34 +38,37 @@ fn dbench_table_has_dbench_layout() {
     let r = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
     let t = reports::workload::dbench_table(&r);
     let lines: Vec<&str> = t.lines().collect();
-    // Header and rule exactly as dbench prints them (REFERENCE.md).
-    assert_eq!(
-        lines[0],
-        " Operation                Count    AvgLat    MaxLat"
-    );
-    assert_eq!(lines[1], format!(" {}", "-".repeat(50)));
-    // Rows: `%-22s %7u %9.03f %9.03f`, in dbench's order.
+    // Header and rule exactly as dbench 4.00 prints them (dbench.c:show_one_latency; the btrfs
+    // dbench thread's tables).
+    assert_eq!(lines[0], " Operation      Count    AvgLat    MaxLat");
+    assert_eq!(lines[1], format!(" {}", "-".repeat(40)));
+    // Rows: ` %-12s %7u %9.03f %9.03f`, in dbench's order.
     let mut last = 0;
     for l in &lines[2..] {
         if l.is_empty() {
             break;
         }
-        let name = l[1..23].trim_end();
+        assert_eq!(l.len(), 41, "{l}");
+        let name = l[1..13].trim_end();
         let pos = DBENCH_OPS.iter().position(|o| *o == name).expect(l);
         assert!(pos >= last, "order: {l}");
         last = pos;
-        let count: u64 = l[24..31].trim().parse().expect(l);
-        let avg: f64 = l[32..41].trim().parse().expect(l);
-        let max: f64 = l[42..51].trim().parse().expect(l);
+        let count: u64 = l[14..21].trim().parse().expect(l);
+        let avg: f64 = l[22..31].trim().parse().expect(l);
+        let max: f64 = l[32..41].trim().parse().expect(l);
         assert!(count > 0 && avg <= max + 1e-9, "{l}");
         assert_eq!(
-            l[32..41].trim().split('.').nth(1).map(str::len),
+            l[22..31].trim().split('.').nth(1).map(str::len),
             Some(3),
             "{l}"
         );
     }
     let tp = lines.last().unwrap();
     assert!(tp.starts_with("Throughput "), "{tp}");
+    // `%g`: six significant digits, no trailing zeros.
+    let mbs = tp.split(' ').nth(1).unwrap();
+    assert_eq!(mbs, reports::texttable::g(r.mb_per_s()), "{tp}");
+    assert!(mbs.parse::<f64>().is_ok() && !mbs.ends_with('0'), "{tp}");
     assert!(
         tp.contains(" MB/sec  4 clients  4 procs  max_latency="),
         "{tp}"
@@ -122,10 +125,21 @@ fn fsperf_table_and_paired_statistics() {
         parse_policy("linux-5.10").unwrap(),
         parse_policy("linux-5.11").unwrap(),
     );
-    let pairs = compare(&s, &d, &b, &c, 1, 3, None, 2, &|| {}).unwrap();
+    let pairs = compare(
+        &s,
+        &d,
+        &b,
+        &c,
+        1,
+        3,
+        None,
+        2,
+        &models::workload::compare::no_progress(),
+    )
+    .unwrap();
     let rows = reports::workload::compare_rows(&pairs[0].baseline, &pairs[0].current);
     let tp = &rows[0];
-    assert_eq!(tp.metric, "throughput_mb_s");
+    assert_eq!(tp.metric, "throughput");
     let diffs: Vec<f64> = (0..3)
         .map(|i| {
             let (x, y) = (
@@ -140,40 +154,38 @@ fn fsperf_table_and_paired_statistics() {
     let (lo, hi) = tp.ci_pct.unwrap();
     assert!(lo <= mean && mean <= hi);
     let table = reports::workload::fsperf_table(&rows);
-    let head: Vec<&str> = table
-        .lines()
-        .next()
-        .unwrap()
-        .split('|')
-        .map(str::trim)
-        .collect();
+    let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(
         head,
         [
-            "metric",
-            "baseline",
-            "current",
-            "stdev",
-            "diff",
-            "95% interval",
+            "metric", "baseline", "current", "stdev", "diff", "paired", "diff", "95%", "interval",
             "sig"
         ]
     );
-    let first = table.lines().nth(2).unwrap();
-    assert!(first.contains(&format!("{mean:.2}%")), "{first}");
-    // One seed: fsperf's four columns.
+    assert!(table.lines().nth(1).unwrap().chars().all(|c| c == '='));
+    let tp_line = table
+        .lines()
+        .find(|l| l.starts_with("throughput "))
+        .unwrap();
+    assert!(tp_line.contains(&format!("{mean:.2}%")), "{tp_line}");
+    // One seed: fsperf's five columns, its stdev 0.
     let one = reports::workload::compare_rows(&pairs[0].baseline[..1], &pairs[0].current[..1]);
     let t1 = reports::workload::fsperf_table(&one);
-    let head: Vec<&str> = t1
-        .lines()
-        .next()
-        .unwrap()
-        .split('|')
-        .map(str::trim)
-        .collect();
-    assert_eq!(head, ["metric", "baseline", "current", "diff"]);
+    let head: Vec<&str> = t1.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(head, ["metric", "baseline", "current", "stdev", "diff"]);
     // Results do not depend on the number of threads.
-    let serial = compare(&s, &d, &b, &c, 1, 3, None, 1, &|| {}).unwrap();
+    let serial = compare(
+        &s,
+        &d,
+        &b,
+        &c,
+        1,
+        3,
+        None,
+        1,
+        &models::workload::compare::no_progress(),
+    )
+    .unwrap();
     for (x, y) in serial[0].current.iter().zip(&pairs[0].current) {
         assert_eq!(x.trace_hash, y.trace_hash);
     }
@@ -211,7 +223,7 @@ fn compare_writes_json_plots_and_a_perfetto_trace() {
     }
     assert!(clat["percentile"]["99.000000"].is_u64());
     assert!(run["metrics"]["log_syncs"].is_u64());
-    assert_eq!(v["points"][0]["compare"][0]["metric"], "throughput_mb_s");
+    assert_eq!(v["points"][0]["compare"][0]["metric"], "throughput");
     // `workload` runs the same run as `compare` (same trace hash), progress bar or not.
     let w = fsyncsim(&[
         "workload",
@@ -405,7 +417,7 @@ fn an_operation_missing_on_one_side_is_not_compared_as_zero() {
         rows.iter().all(|r| !r.metric.starts_with("Rename_")),
         "{rows:?}"
     );
-    assert!(rows.iter().any(|r| r.metric == "Flush_avg_lat_ms"));
+    assert!(rows.iter().any(|r| r.metric == "flush_avg_lat_ms"));
 }
 
 #[test]
@@ -451,4 +463,46 @@ fn blocking_and_checksums_cost_an_fsync_cpu() {
     // (crc32c at 45 ps/B: 738 ns) and the data it writes back.
     assert!(all - no_switch >= 285.0, "switch: {all} vs {no_switch}");
     assert!(all - no_csum >= 738.0, "csum: {all} vs {no_csum}");
+}
+
+/// compare tells its progress in simulated time: the batch's total once, then advances that
+/// add up to it, more than one per run (a run reports each simulated second); the runs are
+/// the same as without a progress display.
+#[test]
+fn compare_reports_progress_in_simulated_time() {
+    use models::workload::compare::{no_progress, Tick};
+    use std::sync::{Arc, Mutex};
+    let (s, d) = small_dbench(2, 3);
+    let (b, c) = (
+        parse_policy("linux-5.10").unwrap(),
+        parse_policy("linux-5.11").unwrap(),
+    );
+    let ticks = Arc::new(Mutex::new(Vec::new()));
+    let t2 = ticks.clone();
+    let on: models::workload::compare::OnTick = Arc::new(move |t| t2.lock().unwrap().push(t));
+    let with = compare(&s, &d, &b, &c, 1, 2, None, 2, &on).unwrap();
+    let ticks = ticks.lock().unwrap().clone();
+    let runs = 2 * 2;
+    let planned: Vec<u64> = ticks
+        .iter()
+        .filter_map(|t| match t {
+            Tick::Planned(ns) => Some(*ns),
+            Tick::Done(_) => None,
+        })
+        .collect();
+    assert_eq!(planned, [runs * (s.warmup + s.duration)]);
+    assert_eq!(ticks[0], Tick::Planned(planned[0]), "planned first");
+    let done: Vec<u64> = ticks
+        .iter()
+        .filter_map(|t| match t {
+            Tick::Done(ns) => Some(*ns),
+            Tick::Planned(_) => None,
+        })
+        .collect();
+    assert_eq!(done.iter().sum::<u64>(), planned[0]);
+    assert!(done.len() as u64 > runs, "{done:?}");
+    let without = compare(&s, &d, &b, &c, 1, 2, None, 2, &no_progress()).unwrap();
+    for (x, y) in with[0].current.iter().zip(&without[0].current) {
+        assert_eq!(x.trace_hash, y.trace_hash);
+    }
 }

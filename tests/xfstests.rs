@@ -3,7 +3,7 @@
 //! sweep, and the mutant that removes the mechanism a scenario guards makes it report S2
 //! (GUARDS; NO_MUTANT lists the scenarios no mutant guards, with the reason).
 
-mod common;
+use crate::common;
 
 use common::{invariant_hits, scripted, sweep};
 use models::btrfs::policy::LogPatch;

@@ -9,7 +9,7 @@
 use crate::block::DiskConfig;
 use crate::kernel::parse_policy;
 use crate::kernel::Policy;
-use crate::workload::compare::{compare, run_all, RunJob};
+use crate::workload::compare::{compare, run_all, OnTick, RunJob};
 use crate::workload::fsload::WorkloadResult;
 use crate::workload::spec::Spec;
 
@@ -588,13 +588,13 @@ pub(crate) fn mean_ci(v: &[f64]) -> (f64, Option<(f64, f64)>) {
 
 /// Runs every experiment (`quick`: shorter runs, two paired seeds; `ablate`: again with each
 /// of `ABLATIONS` switched off) on `jobs` threads;
-/// `progress` is called after each workload run. Deterministic for any `jobs`.
+/// `progress` is told the simulated time planned and done. Deterministic for any `jobs`.
 pub fn validate(
     quick: bool,
     ablate: bool,
     only: &Selection,
     jobs: usize,
-    progress: &(dyn Fn() + Sync),
+    progress: &OnTick,
 ) -> Result<Validation, String> {
     let l = if quick {
         Lengths::quick()
@@ -648,7 +648,7 @@ pub fn validate_with(
     quick: bool,
     ablate: bool,
     jobs: usize,
-    progress: &(dyn Fn() + Sync),
+    progress: &OnTick,
 ) -> Result<Validation, String> {
     validate_selected(l, quick, ablate, &Selection::all(), jobs, progress)
 }
@@ -660,7 +660,7 @@ pub fn validate_selected(
     ablate: bool,
     only: &Selection,
     jobs: usize,
-    progress: &(dyn Fn() + Sync),
+    progress: &OnTick,
 ) -> Result<Validation, String> {
     let (db_dur, db_warm, sb_dur, seeds, curve_dur) =
         (l.dbench, l.dbench_warmup, l.sysbench, l.seeds, l.curve);
@@ -988,7 +988,7 @@ fn fsperf_runs(
     e: &Experiment,
     sizes: &[u64],
     jobs: usize,
-    progress: &(dyn Fn() + Sync),
+    progress: &OnTick,
 ) -> Result<Vec<Option<crate::workload::compare::Pair>>, String> {
     let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
     let (b, c) = (parse_policy(e.baseline)?, parse_policy(e.current)?);
@@ -1024,7 +1024,7 @@ fn fsperf_curves(
     l: &Lengths,
     only: &Selection,
     jobs: usize,
-    progress: &(dyn Fn() + Sync),
+    progress: &OnTick,
 ) -> Result<Vec<Curve>, String> {
     let mut curves = Vec::new();
     if l.fsperf_sizes.is_empty() {
@@ -1094,7 +1094,7 @@ pub const R7_INTERVALS: [u64; 5] = [1, 2, 5, 10, 30];
 /// R7's regression (requests/s without the fix vs with it, %) against x = sysbench round
 /// time / commit interval, one point per commit interval. A round is `fsync_freq` writes
 /// (one global count) followed by one fsync of every file.
-fn r7_curve(duration: u64, jobs: usize, progress: &(dyn Fn() + Sync)) -> Result<Curve, String> {
+fn r7_curve(duration: u64, jobs: usize, progress: &OnTick) -> Result<Curve, String> {
     let mut spec = Spec::load("sysbench-fileio").map_err(|x| x.to_string())?;
     spec.duration = duration;
     let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;

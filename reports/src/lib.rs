@@ -16,6 +16,7 @@ pub mod plot;
 pub mod race;
 pub mod scrub;
 pub mod sweep;
+pub mod texttable;
 pub mod validate;
 pub mod vocab;
 pub mod workload;

@@ -143,6 +143,9 @@ pub fn side_by_side(sc: &Scenario, runs: &[RunResult]) -> String {
             out.push('\n');
         }
     }
+    if let Some(note) = unmoved_latency_note(runs) {
+        out.push_str(&note);
+    }
     out.push_str(&format!(
         "  trace hash: {}\n",
         runs.iter()
@@ -151,6 +154,55 @@ pub fn side_by_side(sc: &Scenario, runs: &[RunResult]) -> String {
             .join("  ")
     ));
     out
+}
+
+/// Where two runs' counters differ but no operation's latency does: which waiting time
+/// (the `*_ns` counters) the change moved between, or that it moved none.
+fn unmoved_latency_note(runs: &[RunResult]) -> Option<String> {
+    let [a, b] = runs else { return None };
+    let same = |x: &hdrhistogram::Histogram<u64>, y: &hdrhistogram::Histogram<u64>| {
+        x.len() == y.len() && x.mean() == y.mean() && x.max() == y.max()
+    };
+    let lat_equal = a.latency.by_op.len() == b.latency.by_op.len()
+        && a.latency
+            .by_op
+            .iter()
+            .all(|(op, h)| b.latency.by_op.get(op).is_some_and(|g| same(h, g)));
+    let changed: Vec<String> = a
+        .metrics
+        .rows()
+        .into_iter()
+        .map(|(k, _)| k)
+        .chain(b.metrics.rows().into_iter().map(|(k, _)| k))
+        .filter(|k| a.metrics.get(k).unwrap_or(0) != b.metrics.get(k).unwrap_or(0))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !lat_equal || changed.is_empty() || a.latency.by_op.is_empty() {
+        return None;
+    }
+    let mut t = String::from(
+        "  no latency moved: every operation took the same time under both policies;\n",
+    );
+    let waits: Vec<&String> = changed.iter().filter(|k| k.ends_with("_ns")).collect();
+    if waits.is_empty() {
+        t.push_str(
+            "    the * counters changed, but no waiting time (no *_ns counter) moved with them\n",
+        );
+        return Some(t);
+    }
+    t.push_str("    the change moved waiting time between (ms):\n");
+    let w = waits.iter().map(|k| k.len()).max().unwrap_or(0);
+    for k in waits {
+        let (x, y) = (a.metrics.get(k).unwrap_or(0), b.metrics.get(k).unwrap_or(0));
+        t.push_str(&format!(
+            "    {k:<w$}  {} -> {}  {}\n",
+            ms(x as f64),
+            ms(y as f64),
+            crate::vocab::describe_metric(k).unwrap_or("")
+        ));
+    }
+    Some(t)
 }
 
 /// The one-line-per-scenario summary of a `run` of all built-in races.

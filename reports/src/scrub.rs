@@ -11,6 +11,22 @@ pub fn hms(secs: u64) -> String {
     format!("{}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
+/// btrfs-progs' human-readable size (`common/units.c:pretty_size_snprintf`, binary units):
+/// the last quotient of 1024 not below 1024, as a C float, over 1024, `%.2f` and its suffix.
+pub fn pretty_size(bytes: u64) -> String {
+    const SUFFIX: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes:.2}B", bytes = bytes as f32 as f64);
+    }
+    let (mut size, mut last, mut divs) = (bytes, bytes, 0);
+    while size >= 1024 {
+        last = size;
+        size /= 1024;
+        divs += 1;
+    }
+    format!("{:.2}{}", (last as f32 / 1024.0) as f64, SUFFIX[divs])
+}
+
 /// One run: the `scrub status` block, then the model's counters.
 pub fn text(r: &ScrubResult) -> String {
     let mut s = format!(
@@ -20,25 +36,22 @@ pub fn text(r: &ScrubResult) -> String {
         r.policy.kernel(),
         r.seed
     );
+    // cmds/scrub.c (_print_scrub_ss, print_scrub_summary) for a finished scrub: no `Bytes
+    // scrubbed:` line (printed only while running, with a percentage), no time left or ETA.
     s.push_str("Status:           finished\n");
     s.push_str(&format!("Duration:         {}\n", hms(r.whole_seconds())));
     s.push_str(&format!(
-        "Total to scrub:   {:.2}GiB\n",
-        r.total_to_scrub as f64 / GIB
+        "Total to scrub:   {}\n",
+        pretty_size(r.total_to_scrub)
     ));
-    s.push_str(&format!(
-        "Bytes scrubbed:   {:.2}GiB\n",
-        r.bytes_scrubbed as f64 / GIB
-    ));
-    s.push_str(&format!(
-        "Rate:             {:.2}MiB/s\n",
-        r.progs_rate_mib_s()
-    ));
+    let per_sec = r.bytes_scrubbed / r.whole_seconds().max(1);
+    s.push_str(&format!("Rate:             {}/s\n", pretty_size(per_sec)));
     s.push_str("Error summary:    no errors found\n");
     s.push_str(&format!(
-        "model: {:.3} s, {:.2} MiB/s exact; {} data extents ({:.2} GiB), {} tree blocks \
-         ({} extent leaves, {} csum leaves); {} bios\n",
+        "model: {:.3} s, {} scrubbed, {:.2} MiB/s exact; {} data extents ({:.2} GiB), {} tree \
+         blocks ({} extent leaves, {} csum leaves); {} bios\n",
         r.duration as f64 / 1e9,
+        pretty_size(r.bytes_scrubbed),
         r.rate_mib_s(),
         r.data_extents,
         r.data_bytes as f64 / GIB,
@@ -70,7 +83,7 @@ pub fn text(r: &ScrubResult) -> String {
     s
 }
 
-/// A comparison: each run's status block, then one table against seed 002.
+/// A comparison: each run's status block, then one table against the btrfs scrub thread's figures.
 pub fn compare_text(runs: &[ScrubResult]) -> String {
     let mut s = String::new();
     for r in runs {
@@ -82,8 +95,8 @@ pub fn compare_text(runs: &[ScrubResult]) -> String {
         "kernel".into(),
         "duration".into(),
         "rate MiB/s".into(),
-        "seed duration".into(),
-        "seed rate MiB/s".into(),
+        "thread's duration".into(),
+        "thread's rate MiB/s".into(),
     ]];
     let seed = |i: usize| match i {
         0 => (seed002::DURATION_BEFORE, seed002::RATE_BEFORE),
@@ -175,4 +188,21 @@ pub fn json(runs: &[ScrubResult]) -> Value {
             "bytes_mib": seed002::BYTES_MIB,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pretty_size;
+
+    #[test]
+    fn sizes_as_btrfs_progs_prints_them() {
+        assert_eq!(pretty_size(0), "0.00B");
+        assert_eq!(pretty_size(1023), "1023.00B");
+        assert_eq!(pretty_size(1024), "1.00KiB");
+        assert_eq!(pretty_size(1536), "1.50KiB");
+        // 19.02 GiB: the quotient truncates to whole MiB before the last division.
+        assert_eq!(pretty_size(20_422_000_000), "19.02GiB");
+        assert_eq!(pretty_size((1 << 20) - 1), "1024.00KiB");
+        assert_eq!(pretty_size(120 << 20), "120.00MiB");
+    }
 }

@@ -59,12 +59,12 @@ pub fn text(v: &Validation) -> String {
         .collect();
     let head = [
         "row",
-        "seed",
-        "seed value",
+        "thread",
+        "thread's value",
         "model value",
         "same direction",
         "95 % excludes 0",
-        "model/seed",
+        "model/thread",
     ];
     let mut lines = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     lines.extend(rows);
@@ -78,8 +78,8 @@ pub fn text(v: &Validation) -> String {
         }
     };
     t.push_str(&format!(
-        "\nscore: {} of {} delta rows in the seed's direction, {} of them with a 95 % interval \
-         excluding 0 ({:.0} % of {} with intervals); {} of {} within ±50 % of the seed's change \
+        "\nscore: {} of {} delta rows in the thread's direction, {} of them with a 95 % interval \
+         excluding 0 ({:.0} % of {} with intervals); {} of {} within ±50 % of the thread's change \
          ({:.0} %); {} of {} levels within 2× ({:.0} %)\n",
         sc.same_direction,
         sc.deltas,
@@ -102,7 +102,7 @@ pub fn text(v: &Validation) -> String {
             .collect();
         if let Some((x, y, how)) = &c.seed_point {
             rows.push(vec![
-                format!("seed ({how})"),
+                format!("thread ({how})"),
                 num(*x),
                 format!("{} %", num(*y)),
             ]);
@@ -126,7 +126,7 @@ fn ablation_text(a: &Ablation) -> String {
     for (name, what) in &a.mechanisms {
         t.push_str(&format!("  {name}: {what}\n"));
     }
-    let mut head = vec!["row".to_string(), "seed".into(), "all on".into()];
+    let mut head = vec!["row".to_string(), "thread".into(), "all on".into()];
     head.extend(a.mechanisms.iter().map(|(n, _)| format!("{n} off")));
     let mut lines = vec![head];
     for r in &a.rows {
@@ -138,8 +138,8 @@ fn ablation_text(a: &Ablation) -> String {
     t
 }
 
-/// `--json`: `{rows: [{id, seed, figure, seed_value, model_value, unit, direction_match,
-/// ci_excludes_zero, ratio, model_ci}], score: {…}, curves: [{id, x, y, points: [{param, x, y}], seed_point}]}`.
+/// `--json`: `{rows: [{id, thread, figure, thread_value, model_value, unit, direction_match,
+/// ci_excludes_zero, ratio, model_ci}], score: {…}, curves: [{id, x, y, points: [{param, x, y}], thread_point}]}`.
 pub fn json(v: &Validation) -> Value {
     let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
     let sc = v.score();
@@ -148,9 +148,9 @@ pub fn json(v: &Validation) -> Value {
         "setup": v.setup,
         "rows": v.rows.iter().map(|r| json!({
             "id": r.id,
-            "seed": r.seed,
+            "thread": r.seed,
             "figure": r.figure,
-            "seed_value": f(r.seed_value),
+            "thread_value": f(r.seed_value),
             "model_value": f(r.model_value),
             "model_ci": r.model_ci.map(|(a, b)| json!([f(a), f(b)])),
             "unit": r.unit,
@@ -163,7 +163,7 @@ pub fn json(v: &Validation) -> Value {
                 "same_direction": sc.same_direction,
                 "with_interval": sc.with_interval,
                 "same_direction_ci_excludes_zero": sc.same_direction_ci,
-                "within_half_of_seed": sc.within_half,
+                "within_half_of_thread": sc.within_half,
                 "levels": sc.levels,
                 "levels_within_2x": sc.levels_within_2x,
             }),
@@ -172,7 +172,7 @@ pub fn json(v: &Validation) -> Value {
             "x": c.x,
             "y": c.y,
             "points": c.points.iter().map(|p| json!({"param": p.param, "x": f(p.x), "y": f(p.y)})).collect::<Vec<_>>(),
-            "seed_point": c.seed_point.as_ref().map(|(x, y, how)| json!({"x": f(*x), "y": f(*y), "derived": how})),
+            "thread_point": c.seed_point.as_ref().map(|(x, y, how)| json!({"x": f(*x), "y": f(*y), "derived": how})),
         })).collect::<Vec<_>>(),
     });
     if let Some(a) = &v.ablation {
@@ -180,7 +180,7 @@ pub fn json(v: &Validation) -> Value {
             "mechanisms": a.mechanisms.iter().map(|(n, w)| json!({"name": n, "what": w})).collect::<Vec<_>>(),
             "rows": a.rows.iter().map(|r| json!({
                 "id": r.id,
-                "seed_value": f(r.seed_value),
+                "thread_value": f(r.seed_value),
                 "all_on": f(r.all_on),
                 "off": a.mechanisms.iter().zip(&r.off).map(|((n, _), &x)| (n.clone(), f(x))).collect::<serde_json::Map<_, _>>(),
             })).collect::<Vec<_>>(),

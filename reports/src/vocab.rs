@@ -77,6 +77,19 @@ pub fn metrics() -> String {
     t
 }
 
+/// What a metric of either filesystem counts, as `list --metrics` says.
+pub fn describe_metric(name: &str) -> Option<&'static str> {
+    if let Some(n) = name.strip_prefix("ext4.") {
+        return JOURNAL_METRICS.iter().find(|m| m.0 == n).map(|m| m.1);
+    }
+    if let Some(c) = name.strip_suffix("_ns") {
+        if btrfs_counters::WAIT_CLASSES.contains(&c) {
+            return Some("ns of waits on this, all tasks");
+        }
+    }
+    btrfs_counters::describe(name)
+}
+
 /// Policy presets with their switches, then the switch registry, mutants and options.
 pub fn policies() -> String {
     use models::btrfs::switches::SWITCHES;

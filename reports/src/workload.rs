@@ -9,20 +9,18 @@ use serde_json::{json, Map, Value};
 
 const MS: f64 = 1e6;
 
-/// dbench's table (`%-22s %7u %9.03f %9.03f`, latencies in ms) and its `Throughput` line.
+/// dbench 4.00's table (` %-12s %7u %9.03f %9.03f`, latencies in ms, a 40-dash rule) and its
+/// `Throughput %g MB/sec` line: the last lines of the output, as dbench prints them, so that
+/// fsperf's parser (everything after the first `----` line) reads only them.
 pub fn dbench_table(r: &WorkloadResult) -> String {
-    let mut t = String::new();
-    t.push_str(&format!(
-        " {:<22} {:>7} {:>9} {:>9}\n",
-        "Operation", "Count", "AvgLat", "MaxLat"
-    ));
-    t.push_str(&format!(" {}\n", "-".repeat(50)));
+    let mut t = String::from(" Operation      Count    AvgLat    MaxLat\n");
+    t.push_str(&format!(" {}\n", "-".repeat(40)));
     for o in &r.ops {
         if o.hist.is_empty() {
             continue;
         }
         t.push_str(&format!(
-            " {:<22} {:>7} {:>9.3} {:>9.3}\n",
+            " {:<12} {:>7} {:>9.3} {:>9.3}\n",
             o.name,
             o.hist.len(),
             o.hist.mean() / MS,
@@ -31,14 +29,32 @@ pub fn dbench_table(r: &WorkloadResult) -> String {
     }
     t.push('\n');
     t.push_str(&format!(
-        "Throughput {:.2} MB/sec{}  {} clients  {} procs  max_latency={:.3} ms\n",
-        r.mb_per_s(),
+        "Throughput {} MB/sec{}  {} clients  {} procs  max_latency={:.3} ms\n",
+        crate::texttable::g(r.mb_per_s()),
         if r.sync_open { " (sync open)" } else { "" },
         r.clients,
         r.clients,
         r.max_latency() as f64 / MS
     ));
     t
+}
+
+/// One run as its benchmark's user reads it: the table, fsyncsim's attribution and slowest
+/// operations; for dbench the attribution first and dbench's table last (fsperf's parser
+/// reads every line after the first `----`, so nothing may follow dbench's own lines);
+/// `sysstat9`: kbuild's `iostat -x` in sysstat 9's columns.
+pub fn run_text(r: &WorkloadResult, file_size: u64, sysstat9: bool) -> String {
+    if r.kind == Kind::Kbuild && sysstat9 {
+        format!(
+            "{}{}",
+            kbuild_summary(r, r.units, true),
+            attribution_text(r)
+        )
+    } else if r.kind == Kind::Dbench {
+        format!("{}\n{}", attribution_text(r), table(r, file_size))
+    } else {
+        format!("{}{}", table(r, file_size), attribution_text(r))
+    }
 }
 
 /// sysbench 0.4's closing lines for a fileio run.
@@ -112,24 +128,41 @@ fn op_lines(r: &WorkloadResult, width: usize) -> String {
     t
 }
 
-/// `iostat -x`'s header and one device line (sysstat 9's format, as the ext4 kbuild thread quotes it).
-pub fn iostat_lines(device: &str, io: &models::block::iostat::Iostat) -> String {
-    let mut t = format!("{:<10}", "Device:");
-    for c in models::block::iostat::COLUMNS {
-        t.push_str(&format!(" {c:>8}"));
+/// `iostat -x`'s header and one device line as today's sysstat (12.x) prints them
+/// (`iostat.c`: `Device` in 13 columns, then each value as ` %*.2f` under its header;
+/// discards 0); with `sysstat9`, sysstat 9's columns, as the ext4 kbuild thread quotes them.
+pub fn iostat_lines(device: &str, io: &models::block::iostat::Iostat, sysstat9: bool) -> String {
+    use models::block::iostat::{COLUMNS, COLUMNS_X};
+    if sysstat9 {
+        let mut t = format!("{:<10}", "Device:");
+        for c in COLUMNS {
+            t.push_str(&format!(" {c:>8}"));
+        }
+        t.push_str(&format!("\n{device:<10}"));
+        for v in io.values() {
+            t.push_str(&format!(" {v:>8.2}"));
+        }
+        return t + "\n";
     }
-    t.push('\n');
-    t.push_str(&format!("{device:<10}"));
-    for v in io.values() {
-        t.push_str(&format!(" {v:>8.2}"));
+    // sysstat's widths: r/s 7, rkB/s 9, rrqm/s 8, %rrqm 6, r_await 7, rareq-sz 8, … f/s 7,
+    // f_await 7, aqu-sz 7, %util 6.
+    const W: [usize; 22] = [
+        7, 9, 8, 6, 7, 8, 7, 9, 8, 6, 7, 8, 7, 9, 8, 6, 7, 8, 7, 7, 7, 6,
+    ];
+    let mut t = String::from("Device       ");
+    for (c, w) in COLUMNS_X.iter().zip(W) {
+        t.push_str(&format!(" {c:>w$}"));
     }
-    t.push('\n');
-    t
+    t.push_str(&format!("\n{device:<13}"));
+    for (v, w) in io.values_x().iter().zip(W) {
+        t.push_str(&format!(" {v:>w$.2}"));
+    }
+    t + "\n"
 }
 
 /// kbuild: units compiled and the build time they imply, per-step latencies, and the ccache
 /// disk's `iostat -x` over the window.
-pub fn kbuild_summary(r: &WorkloadResult, units: u32) -> String {
+pub fn kbuild_summary(r: &WorkloadResult, units: u32, sysstat9: bool) -> String {
     let secs = r.measured as f64 / 1e9;
     let rate = r.per_s();
     let mut t = format!(
@@ -145,7 +178,7 @@ pub fn kbuild_summary(r: &WorkloadResult, units: u32) -> String {
     t.push_str(&op_lines(r, 10));
     if let Some(io) = &r.iostat {
         t.push_str("iostat -x over the window:\n");
-        t.push_str(&iostat_lines(&r.device, io));
+        t.push_str(&iostat_lines(&r.device, io, sysstat9));
     }
     t
 }
@@ -227,7 +260,7 @@ pub fn table(r: &WorkloadResult, file_size: u64) -> String {
         Kind::SysbenchFileio => sysbench_summary(r),
         Kind::FsMark => fsmark_summary(r, file_size),
         Kind::Fio => fio_summary(r),
-        Kind::Kbuild => kbuild_summary(r, r.units),
+        Kind::Kbuild => kbuild_summary(r, r.units, false),
         Kind::ReadLatency => read_latency_summary(r),
     }
 }
@@ -317,12 +350,19 @@ pub fn attribution_text(r: &WorkloadResult) -> String {
     t
 }
 
-/// fsperf-style metrics of one run: throughput, per-operation latency figures (ms) and the
-/// btrfs counters.
+/// The metrics of one run, named as fsperf names them where fsperf records them (dbench's
+/// `throughput` in MB/s and each operation's MaxLat in ms under its lower-case name; fio's
+/// `write_iops`, `elapsed`, …), then fsyncsim's: per-operation latency figures (ms) and the
+/// filesystem's counters.
 pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
     let mut m = Vec::new();
     match r.kind {
-        Kind::Dbench => m.push(("throughput_mb_s".to_string(), r.mb_per_s())),
+        Kind::Dbench => {
+            m.push(("throughput".to_string(), r.mb_per_s()));
+            for o in r.ops.iter().filter(|o| !o.hist.is_empty()) {
+                m.push((o.name.to_lowercase(), o.hist.max() as f64 / MS));
+            }
+        }
         Kind::SysbenchFileio => m.push(("requests_per_s".to_string(), r.per_s())),
         Kind::FsMark => m.push(("files_per_s".to_string(), r.per_s())),
         Kind::ReadLatency => m.push(("reads_per_s".to_string(), r.per_s())),
@@ -348,12 +388,15 @@ pub fn metrics(r: &WorkloadResult) -> Vec<(String, f64)> {
         if o.hist.is_empty() {
             continue;
         }
-        m.push((format!("{}_avg_lat_ms", o.name), o.hist.mean() / MS));
+        let name = o.name.to_lowercase();
+        m.push((format!("{name}_avg_lat_ms"), o.hist.mean() / MS));
         m.push((
-            format!("{}_p99_lat_ms", o.name),
+            format!("{name}_p99_lat_ms"),
             o.hist.value_at_quantile(0.99) as f64 / MS,
         ));
-        m.push((format!("{}_max_lat_ms", o.name), o.hist.max() as f64 / MS));
+        if r.kind != Kind::Dbench {
+            m.push((format!("{name}_max_lat_ms"), o.hist.max() as f64 / MS));
+        }
     }
     for &(k, v) in r.metrics.scalars() {
         m.push((k.to_string(), v as f64));
@@ -375,6 +418,8 @@ pub struct CompareRow {
     pub baseline: f64,
     /// Mean over seeds, current.
     pub current: f64,
+    /// Sample standard deviation of the baseline over seeds (0 with one seed), fsperf's `stdev`.
+    pub baseline_stdev: f64,
     /// Mean of the per-seed relative differences (current − baseline) / baseline, in %.
     pub diff_pct: f64,
     /// Their standard deviation (None with one seed).
@@ -442,10 +487,12 @@ pub fn compare_rows(baseline: &[WorkloadResult], current: &[WorkloadResult]) -> 
         } else {
             (None, None)
         };
+        let bvar = b.iter().map(|x| (x - bmean).powi(2)).sum::<f64>() / (b.len() as f64 - 1.0);
         rows.push(CompareRow {
             metric: name.clone(),
             baseline: bmean,
             current: cmean,
+            baseline_stdev: if b.len() > 1 { bvar.sqrt() } else { 0.0 },
             diff_pct: d,
             stdev_pct: stdev,
             ci_pct: ci,
@@ -454,11 +501,12 @@ pub fn compare_rows(baseline: &[WorkloadResult], current: &[WorkloadResult]) -> 
     rows
 }
 
-fn num(v: f64) -> String {
-    if v == v.trunc() && v.abs() < 1e15 {
-        format!("{v:.0}")
+/// `n` and `noun`, plural unless `n` is 1 ("1 client", "2 clients").
+pub fn count_of(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
     } else {
-        format!("{v:.3}")
+        format!("{n} {noun}s")
     }
 }
 
@@ -470,57 +518,131 @@ fn pct(v: f64) -> String {
     }
 }
 
-/// fsperf's table: `metric | baseline | current | diff`, with `stdev`, the 95 % interval and
-/// a significance mark when there are several seeds. Rows that did not change are left out.
+/// fsperf's difference of two means, in % (`utils.py:pct_diff`: 0 when both are 0, 100 when
+/// only the baseline is).
+pub fn fsperf_pct_diff(a: f64, b: f64) -> f64 {
+    if a == 0.0 && b == 0.0 {
+        0.0
+    } else if a == 0.0 {
+        100.0
+    } else {
+        (b - a) / a * 100.0
+    }
+}
+
+/// The metrics fsperf records: dbench's `throughput` and operations, fio's `read_*` /
+/// `write_*` columns, `elapsed`, `sys_cpu` (fsperf's `ResultData.py`).
+pub fn is_fsperf_metric(name: &str) -> bool {
+    const DBENCH: [&str; 17] = [
+        "throughput",
+        "ntcreatex",
+        "close",
+        "rename",
+        "unlink",
+        "deltree",
+        "mkdir",
+        "qpathinfo",
+        "qfileinfo",
+        "qfsinfo",
+        "sfileinfo",
+        "find",
+        "writex",
+        "readx",
+        "lockx",
+        "unlockx",
+        "flush",
+    ];
+    const FIO: [&str; 10] = [
+        "io_bytes",
+        "lat_ns_min",
+        "lat_ns_max",
+        "lat_ns_mean",
+        "clat_ns_p50",
+        "clat_ns_p99",
+        "clat_ns_mean",
+        "iops",
+        "io_kbytes",
+        "bw_bytes",
+    ];
+    let fio = |dir: &str| {
+        name.strip_prefix(dir)
+            .is_some_and(|rest| FIO.contains(&rest))
+    };
+    DBENCH.contains(&name)
+        || name == "elapsed"
+        || name == "sys_cpu"
+        || fio("read_")
+        || fio("write_")
+}
+
+/// fsperf's comparison table (`utils.py:print_comparison_table`): texttable's HEADER layout,
+/// `metric  baseline  current  stdev  diff` sorted by metric, rows where both means are 0 left
+/// out; `stdev` is the baseline's over seeds, `diff` the difference of the means. With several
+/// seeds fsyncsim adds the mean paired difference, its 95 % interval and `*` where that
+/// excludes 0.
 pub fn fsperf_table(rows: &[CompareRow]) -> String {
     let many = rows.iter().any(|r| r.stdev_pct.is_some());
-    let mut lines: Vec<Vec<String>> = Vec::new();
+    let mut header: Vec<String> = ["metric", "baseline", "current", "stdev", "diff"]
+        .map(String::from)
+        .to_vec();
     if many {
-        lines.push(
-            [
-                "metric",
-                "baseline",
-                "current",
-                "stdev",
-                "diff",
-                "95% interval",
-                "sig",
-            ]
-            .map(String::from)
-            .to_vec(),
-        );
-    } else {
-        lines.push(
-            ["metric", "baseline", "current", "diff"]
-                .map(String::from)
-                .to_vec(),
-        );
+        header.extend(["paired diff", "95% interval", "sig"].map(String::from));
     }
-    for (i, r) in rows.iter().enumerate() {
-        // Unchanged figures (CPU-only operations, zero counters) say nothing; the headline
-        // (first) row is always shown.
-        if i > 0 && r.baseline == r.current && r.stdev_pct.is_none_or(|s| s == 0.0) {
-            continue;
-        }
-        let mut l = vec![r.metric.clone(), num(r.baseline), num(r.current)];
-        if many {
-            l.push(r.stdev_pct.map_or("-".into(), pct));
-            l.push(pct(r.diff_pct));
-            l.push(
-                r.ci_pct
-                    .map_or("-".into(), |(a, b)| format!("[{}, {}]", pct(a), pct(b))),
-            );
-            l.push(if r.significant() {
-                "*".into()
-            } else {
-                String::new()
-            });
-        } else {
-            l.push(pct(r.diff_pct));
-        }
-        lines.push(l);
+    let mut sorted: Vec<&CompareRow> = rows
+        .iter()
+        .filter(|r| r.baseline != 0.0 || r.current != 0.0)
+        .collect();
+    sorted.sort_by(|a, b| a.metric.cmp(&b.metric));
+    let lines: Vec<Vec<String>> = sorted
+        .iter()
+        .map(|r| {
+            let mut l = vec![
+                r.metric.clone(),
+                crate::texttable::auto(r.baseline, 2),
+                crate::texttable::auto(r.current, 2),
+                crate::texttable::auto(r.baseline_stdev, 2),
+                format!("{:.2}%", fsperf_pct_diff(r.baseline, r.current)),
+            ];
+            if many {
+                l.push(pct(r.diff_pct));
+                l.push(
+                    r.ci_pct
+                        .map_or("-".into(), |(a, b)| format!("[{}, {}]", pct(a), pct(b))),
+                );
+                l.push(if r.significant() { "*" } else { "" }.into());
+            }
+            l
+        })
+        .collect();
+    use crate::texttable::Align::{Left, Right};
+    let mut align = vec![Left, Right, Right, Right, Right];
+    if many {
+        align.extend([Right, Right, Left]);
     }
-    pipe_table(&lines)
+    crate::texttable::header_table(&header, &lines, &align)
+}
+
+/// A comparison's rows as fsperf's table of the metrics fsperf records (of all of them when
+/// it records none of these), then, under `fsyncsim's figures that differ:`, the same layout
+/// for fsyncsim's own metrics whose means differ.
+pub fn fsperf_tables(rows: &[CompareRow]) -> String {
+    let (mut fsperf, ours): (Vec<CompareRow>, Vec<CompareRow>) = rows
+        .iter()
+        .cloned()
+        .partition(|r| is_fsperf_metric(&r.metric));
+    if fsperf.is_empty() {
+        fsperf = rows.to_vec();
+    }
+    let mut t = fsperf_table(&fsperf);
+    let moved: Vec<CompareRow> = ours
+        .into_iter()
+        .filter(|r| r.baseline != r.current || r.stdev_pct.is_some_and(|s| s != 0.0))
+        .collect();
+    if !moved.is_empty() && fsperf.len() < rows.len() {
+        t.push_str("\nfsyncsim's figures that differ:\n");
+        t.push_str(&fsperf_table(&moved));
+    }
+    t
 }
 
 /// Rows as an aligned `a | b | c` table with a rule under the first (header) row.
@@ -738,8 +860,10 @@ pub fn write_plots(
         let p = dir.join(format!("latency.{ext}"));
         latency_distribution(
             &format!(
-                "{}: latency distribution per operation ({}, {} clients)",
-                current.workload, current.policy.name, current.clients
+                "{}: latency distribution per operation ({}, {})",
+                current.workload,
+                current.policy.name,
+                count_of(current.clients as u64, "client")
             ),
             &dist,
             &p,
@@ -803,6 +927,7 @@ pub fn compare_json(
                 .map(|r| {
                     json!({
                         "metric": r.metric, "baseline": r.baseline, "current": r.current,
+                        "baseline_stdev": r.baseline_stdev,
                         "diff_pct": if r.diff_pct.is_nan() { Value::Null } else { json!(r.diff_pct) },
                         "stdev_pct": r.stdev_pct,
                         "ci95_pct": r.ci_pct.map(|(a, b)| json!([a, b])),
@@ -860,106 +985,140 @@ pub fn compare_text(
     pairs: &[models::workload::compare::Pair],
     vary: Option<&(String, Vec<String>)>,
 ) -> String {
+    if let Some((name, _)) = vary {
+        return vary_text(spec, baseline, current, pairs, name);
+    }
     let mut t = String::new();
     let first = &pairs[0];
     let (b0, c0) = (&first.baseline[0], &first.current[0]);
-    if let Some((name, _)) = vary {
-        let (unit, _) = headline(b0);
-        let main = main_op(spec.kind);
-        t.push_str(&format!(
-            "{} on {}: {} vs {}, {} seed(s) per point\n",
-            spec.name,
-            b0.device,
-            baseline.name,
-            current.name,
-            first.baseline.len()
-        ));
-        let mut lines = vec![vec![
-            name.clone(),
-            format!("baseline {unit}"),
-            format!("current {unit}"),
-            "diff".into(),
-            format!("{main} p99 ms (b/c)"),
-            "max lat ms (b/c)".into(),
-            format!("host-queue wait per {main} ms (c)"),
-        ]];
-        for p in pairs {
-            let rows = compare_rows(&p.baseline, &p.current);
-            let head = &rows[0];
-            let m = |rs: &[WorkloadResult], f: &dyn Fn(&WorkloadResult) -> f64| {
-                rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
-            };
-            let p99 = |r: &WorkloadResult| {
-                r.op(main)
-                    .filter(|o| !o.hist.is_empty())
-                    .map_or(0.0, |o| o.hist.value_at_quantile(0.99) as f64 / MS)
-            };
-            let maxl = |r: &WorkloadResult| r.max_latency() as f64 / MS;
-            let hq = |r: &WorkloadResult| {
-                r.op(main).map_or(0.0, |o| {
-                    let n = o.hist.len().max(1) as f64;
-                    o.attribution
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| {
-                            r.classes
-                                .get(*i)
-                                .is_some_and(|c| attribution_group(c) == "device host queue")
-                        })
-                        .map(|(_, &v)| v as f64)
-                        .sum::<f64>()
-                        / n
-                        / MS
-                })
-            };
-            lines.push(vec![
-                p.value.clone().unwrap_or_default(),
-                format!("{:.2}", head.baseline),
-                format!("{:.2}", head.current),
-                pct(head.diff_pct),
-                format!("{:.3} / {:.3}", m(&p.baseline, &p99), m(&p.current, &p99)),
-                format!("{:.3} / {:.3}", m(&p.baseline, &maxl), m(&p.current, &maxl)),
-                format!("{:.3}", m(&p.current, &hq)),
-            ]);
-        }
-        t.push_str(&pipe_table(&lines));
-        return t;
-    }
     let runs = first.baseline.len();
-    for (label, r) in [("baseline", b0), ("current", c0)] {
+    let where_mean = if spec.kind == Kind::Dbench {
+        "table above"
+    } else {
+        "last table"
+    };
+    let side = |label: &str, r: &WorkloadResult| {
         let of = if runs > 1 {
-            format!(" (1 of {runs} paired seeds; their mean is the last table)")
+            format!(" (1 of {runs} paired seeds; their mean is in the {where_mean})")
         } else {
             String::new()
         };
-        t.push_str(&format!(
-            "== {label}: {} under {} on {}, seed {}{of} ==\n",
-            r.workload, r.policy.name, r.device, r.seed
-        ));
-        t.push_str(&table(r, spec.file_size));
-        t.push('\n');
-    }
-    t.push_str(&format!(
+        format!(
+            "== {label}: {} under {} on {}, seed {}{of} ==\n{}",
+            r.workload,
+            r.policy.name,
+            r.device,
+            r.seed,
+            table(r, spec.file_size)
+        )
+    };
+    let mut cmp = format!(
         "== {} vs {}{} ==\n",
         baseline.name,
         current.name,
-        if first.baseline.len() > 1 {
+        if runs > 1 {
             format!(
-                ", mean of {} paired seeds (diff: mean paired difference; * = 95 % interval excludes 0)",
-                first.baseline.len()
+                ", mean of {runs} paired seeds (paired diff: mean paired difference; * = 95 % interval excludes 0)"
             )
         } else {
             String::new()
         }
-    ));
+    );
     let rows = compare_rows(&first.baseline, &first.current);
-    t.push_str(&fsperf_table(&rows));
-    t.push('\n');
+    cmp.push_str(&fsperf_tables(&rows));
+    cmp.push('\n');
     if spec.kind == Kind::Kbuild {
-        t.push_str(&kbuild_seed_text(baseline, current, first, &rows));
-        t.push('\n');
+        cmp.push_str(&kbuild_seed_text(baseline, current, first, &rows));
+        cmp.push('\n');
     }
-    t.push_str(&attribution_text(c0));
+    if spec.kind == Kind::Dbench {
+        // fsperf's parser reads every line after the first `----`: one dbench table, last.
+        t.push_str(&cmp);
+        t.push_str(&attribution_text(c0));
+        t.push('\n');
+        t.push_str(&side("current", c0));
+    } else {
+        t.push_str(&side("baseline", b0));
+        t.push('\n');
+        t.push_str(&side("current", c0));
+        t.push('\n');
+        t.push_str(&cmp);
+        t.push_str(&attribution_text(c0));
+    }
+    t
+}
+
+/// A comparison over a varied parameter: one row per value (headline, main operation's p99,
+/// max latency, host-queue wait).
+fn vary_text(
+    spec: &models::workload::spec::Spec,
+    baseline: &models::kernel::Policy,
+    current: &models::kernel::Policy,
+    pairs: &[models::workload::compare::Pair],
+    name: &str,
+) -> String {
+    let mut t = String::new();
+    let first = &pairs[0];
+    let b0 = &first.baseline[0];
+    let (unit, _) = headline(b0);
+    let main = main_op(spec.kind);
+    t.push_str(&format!(
+        "{} on {}: {} vs {}, {} seed(s) per point\n",
+        spec.name,
+        b0.device,
+        baseline.name,
+        current.name,
+        first.baseline.len()
+    ));
+    let mut lines = vec![vec![
+        name.to_string(),
+        format!("baseline {unit}"),
+        format!("current {unit}"),
+        "diff".into(),
+        format!("{main} p99 ms (b/c)"),
+        "max lat ms (b/c)".into(),
+        format!("host-queue wait per {main} ms (c)"),
+    ]];
+    for p in pairs {
+        let rows = compare_rows(&p.baseline, &p.current);
+        let head = &rows[0];
+        let m = |rs: &[WorkloadResult], f: &dyn Fn(&WorkloadResult) -> f64| {
+            rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
+        };
+        let p99 = |r: &WorkloadResult| {
+            r.op(main)
+                .filter(|o| !o.hist.is_empty())
+                .map_or(0.0, |o| o.hist.value_at_quantile(0.99) as f64 / MS)
+        };
+        let maxl = |r: &WorkloadResult| r.max_latency() as f64 / MS;
+        let hq = |r: &WorkloadResult| {
+            r.op(main).map_or(0.0, |o| {
+                let n = o.hist.len().max(1) as f64;
+                o.attribution
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| {
+                        r.classes
+                            .get(*i)
+                            .is_some_and(|c| attribution_group(c) == "device host queue")
+                    })
+                    .map(|(_, &v)| v as f64)
+                    .sum::<f64>()
+                    / n
+                    / MS
+            })
+        };
+        lines.push(vec![
+            p.value.clone().unwrap_or_default(),
+            format!("{:.2}", head.baseline),
+            format!("{:.2}", head.current),
+            pct(head.diff_pct),
+            format!("{:.3} / {:.3}", m(&p.baseline, &p99), m(&p.current, &p99)),
+            format!("{:.3} / {:.3}", m(&p.baseline, &maxl), m(&p.current, &maxl)),
+            format!("{:.3}", m(&p.current, &hq)),
+        ]);
+    }
+    t.push_str(&pipe_table(&lines));
     t
 }
 
@@ -1023,7 +1182,8 @@ pub fn kbuild_seed_text(
 }
 
 /// `fsyncsim compare fsperf`: per test, `<test> results` and its fsperf table, as fsperf's
-/// compare prints them (the btrfs preemptive-flushing thread), then the btrfs space counters that explain the rows.
+/// compare prints them (the btrfs preemptive-flushing thread), then fsyncsim's figures that differ
+/// (the btrfs space counters that explain the rows).
 pub fn fsperf_suite_text(
     baseline: &models::kernel::Policy,
     current: &models::kernel::Policy,
@@ -1048,47 +1208,19 @@ pub fn fsperf_suite_text(
                 String::new()
             }
         ));
-        let rows = compare_rows(&p.baseline, &p.current);
-        let (fio, btrfs): (Vec<CompareRow>, Vec<CompareRow>) = rows
-            .into_iter()
-            .partition(|r| FSPERF_FIO_ROWS.contains(&r.metric.as_str()));
-        t.push_str(&fsperf_all_rows(&fio));
-        let moved: Vec<CompareRow> = btrfs
-            .into_iter()
-            .filter(|r| r.baseline != r.current)
-            .collect();
-        if !moved.is_empty() {
-            t.push_str("btrfs counters that differ:\n");
-            t.push_str(&fsperf_all_rows(&moved));
-        }
+        t.push_str(&fsperf_tables(&compare_rows(&p.baseline, &p.current)));
     }
     t
 }
 
-/// The fio rows of an fsperf table, in fsperf's names.
-const FSPERF_FIO_ROWS: [&str; 8] = [
-    "write_io_kbytes",
-    "write_bw_bytes",
-    "write_iops",
-    "write_clat_ns_p50",
-    "write_clat_ns_p99",
-    "write_lat_ns_min",
-    "write_lat_ns_max",
-    "elapsed",
-];
+#[cfg(test)]
+mod tests {
+    use super::count_of;
 
-/// Every row (fsperf prints unchanged ones too), `metric | baseline | current | diff`.
-fn fsperf_all_rows(rows: &[CompareRow]) -> String {
-    let mut lines = vec![["metric", "baseline", "current", "diff"]
-        .map(String::from)
-        .to_vec()];
-    for r in rows {
-        lines.push(vec![
-            r.metric.clone(),
-            num(r.baseline),
-            num(r.current),
-            pct(r.diff_pct),
-        ]);
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(count_of(1, "client"), "1 client");
+        assert_eq!(count_of(0, "client"), "0 clients");
+        assert_eq!(count_of(64, "client"), "64 clients");
     }
-    pipe_table(&lines)
 }

@@ -79,8 +79,10 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
             dev.name,
             r.seed
         );
-        out!("{}", reports::workload::table(&r, spec.file_size));
-        out!("{}", reports::workload::attribution_text(&r));
+        out!(
+            "{}",
+            reports::workload::run_text(&r, spec.file_size, a.iostat_sysstat9)
+        );
     }
     Ok(())
 }
@@ -108,14 +110,9 @@ pub(crate) fn validate(a: ValidateArgs) -> Result<(), Failure> {
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
-    let bar = terminal_bar(
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        || None,
-        "{elapsed_precise} {pos} workload runs done",
-    );
+    let (bar, tick) = sim_time_bar("the workload runs");
     let only = a.only.unwrap_or_else(models::validate::Selection::all);
-    let v = models::validate::validate(a.quick, a.ablate, &only, jobs, &|| bar.inc(1))
-        .map_err(Failure)?;
+    let v = models::validate::validate(a.quick, a.ablate, &only, jobs, &tick).map_err(Failure)?;
     bar.finish_and_clear();
     if a.json {
         outln!("{:#}", reports::validate::json(&v));
@@ -142,6 +139,7 @@ pub(crate) fn compare_fsperf(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
     );
+    let (bar, tick) = sim_time_bar("the fsperf tests");
     let mut tests = Vec::new();
     for name in models::workload::spec::FSPERF {
         let load = LoadArgs {
@@ -159,11 +157,12 @@ pub(crate) fn compare_fsperf(
             a.seeds.count(),
             None,
             jobs,
-            &|| {},
+            &tick,
         )
         .map_err(Failure)?;
         tests.push((spec, pairs));
     }
+    bar.finish_and_clear();
     if a.json {
         let v: Vec<serde_json::Value> = tests
             .iter()
@@ -207,7 +206,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
     );
     let seed = a.seeds.first(a.seed, spec.seed).map_err(Failure)?;
     let points = a.vary.as_ref().map_or(1, |(_, v)| v.len() as u64);
-    let bar = runs_bar(points, seeds);
+    let (bar, tick) = sim_time_bar(&format!("{} runs", points * seeds * 2));
     let pairs = cmp::compare(
         &spec,
         &dev,
@@ -217,7 +216,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
         seeds,
         a.vary.as_ref(),
         jobs,
-        &|| bar.inc(1),
+        &tick,
     )
     .map_err(Failure)?;
     bar.finish_and_clear();
@@ -361,16 +360,6 @@ fn stage_compare_outputs(
         None => None,
     };
     Ok((staged_trace, staged_results))
-}
-
-/// A progress bar of the runs of `seeds` seeds at `points` points, both policies, on a
-/// terminal (stderr) only (the count is only made there).
-fn runs_bar(points: u64, seeds: u64) -> indicatif::ProgressBar {
-    terminal_bar(
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        || Some(points * seeds * 2),
-        "{elapsed_precise} [{bar:30}] {pos}/{len} runs ETA {eta}",
-    )
 }
 
 /// --out DIR: results.json (staged at `results`) and the first point's plots.

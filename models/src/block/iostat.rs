@@ -51,9 +51,25 @@ pub struct Iostat {
     /// Share of the window the device was busy, % (device service time over the window and
     /// its service units: one spindle on a disk).
     pub util_pct: f64,
+    /// Mean submission-to-completion time of a read, ms (r_await).
+    pub r_await_ms: f64,
+    /// Mean submission-to-completion time of a write, ms (w_await).
+    pub w_await_ms: f64,
+    /// Flush requests completed per second (f/s).
+    pub f_s: f64,
+    /// Mean submission-to-completion time of a flush, ms (f_await).
+    pub f_await_ms: f64,
 }
 
-/// The column names, in sysstat's order.
+/// The column names of today's sysstat (12.x), in its order: reads, writes, discards (none
+/// here), flushes, queue size and utilisation.
+pub const COLUMNS_X: [&str; 22] = [
+    "r/s", "rkB/s", "rrqm/s", "%rrqm", "r_await", "rareq-sz", "w/s", "wkB/s", "wrqm/s", "%wrqm",
+    "w_await", "wareq-sz", "d/s", "dkB/s", "drqm/s", "%drqm", "d_await", "dareq-sz", "f/s",
+    "f_await", "aqu-sz", "%util",
+];
+
+/// The column names of sysstat 9 (the ext4 kbuild thread's), in its order.
 pub const COLUMNS: [&str; 11] = [
     "rrqm/s", "wrqm/s", "r/s", "w/s", "rMB/s", "wMB/s", "avgrq-sz", "avgqu-sz", "await", "svctm",
     "%util",
@@ -90,6 +106,8 @@ impl Iostat {
             d(&|s: &DeviceStats| s.kinds.iter().map(|k| k.service_ns).sum()) / units.max(1) as f64;
         let util = (busy / (secs * 1e9)).min(1.0);
         let per_io = |x: f64| if ios > 0.0 { x / ios } else { 0.0 };
+        let per = |x: f64, n: f64| if n > 0.0 { x / n } else { 0.0 };
+        let flushes = count(ReqKind::Flush);
         Iostat {
             rrqm_s: merges(super::Dir::Read as usize) / secs,
             wrqm_s: merges(super::Dir::Write as usize) / secs,
@@ -102,7 +120,41 @@ impl Iostat {
             await_ms: per_io(wait) / 1e6,
             svctm_ms: per_io(util * secs * 1e3),
             util_pct: 100.0 * util,
+            r_await_ms: per(time(ReqKind::Read), reads) / 1e6,
+            w_await_ms: per(WRITES.iter().map(|&k| time(k)).sum(), writes) / 1e6,
+            f_s: flushes / secs,
+            f_await_ms: per(time(ReqKind::Flush), flushes) / 1e6,
         }
+    }
+
+    /// The values in `COLUMNS_X` order (sizes in KiB as sysstat 12 prints them; no discards).
+    pub fn values_x(&self) -> [f64; 22] {
+        let secs_per = |n: f64, x: f64| if n > 0.0 { x / n } else { 0.0 };
+        let pc = |m: f64, n: f64| secs_per(m + n, 100.0 * m);
+        [
+            self.r_s,
+            self.rmb_s * 1024.0,
+            self.rrqm_s,
+            pc(self.rrqm_s, self.r_s),
+            self.r_await_ms,
+            secs_per(self.r_s, self.rmb_s * 1024.0),
+            self.w_s,
+            self.wmb_s * 1024.0,
+            self.wrqm_s,
+            pc(self.wrqm_s, self.w_s),
+            self.w_await_ms,
+            secs_per(self.w_s, self.wmb_s * 1024.0),
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            self.f_s,
+            self.f_await_ms,
+            self.avgqu_sz,
+            self.util_pct,
+        ]
     }
 
     /// The values in `COLUMNS` order.

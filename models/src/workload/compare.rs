@@ -2,11 +2,14 @@
 //! (common random numbers), run in parallel; optionally one row per value of a varied
 //! workload or device parameter.
 
-use super::fsload::{run, WorkloadResult};
+use super::fsload::{run_with_progress, Progress, WorkloadResult};
 use super::spec::Spec;
 use crate::block::DiskConfig;
 use crate::kernel::Policy;
 use rayon::prelude::*;
+use sim::Nanos;
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// Two-sided 97.5 % quantile of Student's t for `df` degrees of freedom.
 pub fn t975(df: usize) -> f64 {
@@ -61,26 +64,54 @@ pub fn first_point(
     Ok((s, d))
 }
 
+/// Progress of a batch of runs in simulated time (warmup included): the batch's planned
+/// total, once at its start, then each advance of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tick {
+    /// Simulated time the batch will run, summed over its runs.
+    Planned(Nanos),
+    /// Simulated time one run advanced.
+    Done(Nanos),
+}
+
+/// Told each `Tick` of a batch, from the worker threads (it does not change the runs).
+pub type OnTick = std::sync::Arc<dyn Fn(Tick) + Send + Sync>;
+
+/// An `OnTick` that shows nothing.
+pub fn no_progress() -> OnTick {
+    std::sync::Arc::new(|_| {})
+}
+
 /// One workload run: the workload, the policy, the device and the seed.
 pub type RunJob<'a> = (&'a Spec, &'a Policy, &'a DiskConfig, u64);
 
 /// Runs every job on a rayon pool of `jobs` threads; results in the jobs' order, whatever
-/// `jobs` is. `progress` is called after each run.
+/// `jobs` is. `progress` is told the batch's simulated time planned and done as it runs.
 pub fn run_all(
     runs: &[RunJob],
     jobs: usize,
-    progress: &(dyn Fn() + Sync),
+    progress: &OnTick,
 ) -> Result<Vec<Result<WorkloadResult, String>>, String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()
         .map_err(|e| format!("--jobs: {e}"))?;
+    progress(Tick::Planned(
+        runs.iter().map(|r| r.0.warmup + r.0.duration).sum(),
+    ));
     Ok(pool.install(|| {
         runs.par_iter()
             .with_max_len(1)
             .map(|&(s, p, d, seed)| {
-                let r = run(s, p, d, seed, None);
-                progress();
+                let reported = Rc::new(Cell::new(0));
+                let (tell, seen) = (progress.clone(), reported.clone());
+                let tick: Progress = Box::new(move |t| {
+                    tell(Tick::Done(t.saturating_sub(seen.get())));
+                    seen.set(seen.get().max(t));
+                });
+                let r = run_with_progress(s, p, d, seed, None, Some(tick));
+                let total = s.warmup + s.duration;
+                progress(Tick::Done(total.saturating_sub(reported.get())));
                 r
             })
             .collect()
@@ -99,7 +130,7 @@ pub struct Pair {
 }
 
 /// Runs `spec` on `device` under both policies for seeds `seed..seed+seeds`, for each value of
-/// `vary` (or once), on a rayon pool of `jobs` threads; `progress` is called after each run.
+/// `vary` (or once), on a rayon pool of `jobs` threads; `progress` is told the simulated time done.
 /// Results do not depend on `jobs`.
 #[allow(clippy::too_many_arguments)]
 pub fn compare(
@@ -111,7 +142,7 @@ pub fn compare(
     seeds: u64,
     vary: Option<&(String, Vec<String>)>,
     jobs: usize,
-    progress: &(dyn Fn() + Sync),
+    progress: &OnTick,
 ) -> Result<Vec<Pair>, String> {
     let points: Vec<(Option<String>, Spec, DiskConfig)> = match vary {
         None => vec![(None, spec.clone(), device.clone())],
