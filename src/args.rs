@@ -96,7 +96,7 @@ pub(crate) enum Command {
         after_help = concat!(
             "Without NAME: every built-in scenario. Without --policy/--fix/--without/--mutant:\nthe pre-fix run (linux-5.11 without the race's fix) and the post-fix run (linux-5.11).\nExits 1 when an invariant fires in any run (a mutant makes one fire: that is its job).\n",
             scenario_limit!(),
-            "\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait\n\n",
+            "\nExamples:\n  fsyncsim run\n  fsyncsim run r1-link-rename-logged-trans\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --policy linux-5.10 --json\n  fsyncsim run my-race.toml --without R4 --trace trace.txt\n  fsyncsim run r1-link-rename-logged-trans --trace r1.pftrace\n  fsyncsim run r6-log-start-blocked-on-tree-log-mutex --mutant sync-log-no-super-wait\n\n",
             exit_codes!()
         )
     )]
@@ -149,7 +149,7 @@ pub(crate) enum Command {
     Workload(WorkloadArgs),
     /// Compare two kernel policies on a workload: dbench/fsperf tables, attribution, plots.
     #[command(
-        after_help = "Policies: a release preset (`fsyncsim list --policies`: linux-2.6.36 … linux-5.16) with optional :-R7 / :+R1 / :+MUTANT / :±SWITCH modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(the ext4 kbuild thread's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limits: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 90,000 per client-second, as\n`workload --help` says), above 4.0 GiB of memory for the runs --jobs runs at once (each as\n`workload --help` says), or a --trace above 16.0 GiB (256 bytes per event of one run);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench-trace.json\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
+        after_help = "Policies: a release preset (`fsyncsim list --policies`: linux-2.6.36 … linux-5.16) with optional :-R7 / :+R1 / :+MUTANT / :±SWITCH modifiers;\nwithout --baseline/--current: the workload file's `baseline`/`current`\n(the ext4 kbuild thread's and 004's workloads name their seed's kernels), else linux-5.10 against linux-5.11.\nBoth sides run the same seeds (common random numbers), in parallel.\nResource limits: refuses (exit 3) above an estimated 1e11 engine events over all runs (2 x\nseeds x --vary points x clients x (duration + warmup) x 90,000 per client-second, as\n`workload --help` says), above 4.0 GiB of memory for the runs --jobs runs at once (each as\n`workload --help` says), or a --trace above 2.0 GiB (8 bytes per event of one run);\n--force runs anyway.\n\nExamples:\n  fsyncsim compare dbench --clients 64 --duration 300s --out results\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 5\n  fsyncsim compare dbench --clients 8 --duration 30s --seeds 10..20 --trace dbench.pftrace\n  fsyncsim compare sysbench-fileio --baseline linux-5.11:-R7 --current linux-5.11 --duration 120s\n  fsyncsim compare dbench --sync-open --device sas-ssd --clients 32 --vary queue_depth=32,254,1024\n  fsyncsim compare kbuild --vary hit_ratio=0,0.5,0.95"
     )]
     Compare(CompareArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -293,9 +293,16 @@ pub(crate) struct RunArgs {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Write the event trace of each run to this file.
-    #[arg(long)]
+    /// Write a trace of each run to this file: a Perfetto trace (protobuf, opens in
+    /// ui.perfetto.dev), or the text timeline when FILE ends in .txt or with --trace-format text.
+    #[arg(long, value_name = "FILE")]
     pub(crate) trace: Option<PathBuf>,
+    /// The --trace file's format [default: text for FILE.txt, else perfetto].
+    #[arg(long, value_name = "FORMAT")]
+    pub(crate) trace_format: Option<TraceFormat>,
+    #[arg(long, value_name = "FILTER", value_parser = reports::perfetto::TraceFilter::parse, long_help = TRACE_FILTER_HELP)]
+    /// Keep only some tasks / a time window in the --trace file (task=NAME,from=1s,to=2s).
+    pub(crate) trace_filter: Option<reports::perfetto::TraceFilter>,
     /// Run even when the resource estimate is above the limit (see below; exit 3 otherwise).
     #[arg(long)]
     pub(crate) force: bool,
@@ -366,9 +373,16 @@ pub(crate) struct ReplayArgs {
     /// Device preset or file (default: the scenario's).
     #[arg(long)]
     pub(crate) device: Option<String>,
-    /// Also write the full event trace to this file.
-    #[arg(long)]
+    /// Write a trace of each run to this file: a Perfetto trace (protobuf, opens in
+    /// ui.perfetto.dev), or the text timeline when FILE ends in .txt or with --trace-format text.
+    #[arg(long, value_name = "FILE")]
     pub(crate) trace: Option<PathBuf>,
+    /// The --trace file's format [default: text for FILE.txt, else perfetto].
+    #[arg(long, value_name = "FORMAT")]
+    pub(crate) trace_format: Option<TraceFormat>,
+    #[arg(long, value_name = "FILTER", value_parser = reports::perfetto::TraceFilter::parse, long_help = TRACE_FILTER_HELP)]
+    /// Keep only some tasks / a time window in the --trace file (task=NAME,from=1s,to=2s).
+    pub(crate) trace_filter: Option<reports::perfetto::TraceFilter>,
     /// Print JSON (the run as `run --json` prints it, with its seed) instead of the timeline.
     #[arg(long)]
     pub(crate) json: bool,
@@ -525,6 +539,13 @@ pub(crate) struct WorkloadArgs {
     /// kbuild: print `iostat -x` in sysstat 9's columns (rrqm/s … avgrq-sz avgqu-sz await svctm %util) instead of today's (r_await, aqu-sz, rareq-sz …)
     #[arg(long)]
     pub(crate) iostat_sysstat9: bool,
+    /// Write a Perfetto trace (protobuf, opens in ui.perfetto.dev) of the run to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Keep only some tasks / operations / a time window in the --trace file
+    /// (task=client3,op=Flush,from=1s,to=2s).
+    #[arg(long, value_name = "FILTER", value_parser = reports::perfetto::TraceFilter::parse, long_help = TRACE_FILTER_HELP)]
+    pub(crate) trace_filter: Option<reports::perfetto::TraceFilter>,
 }
 
 #[derive(Args)]
@@ -551,13 +572,17 @@ pub(crate) struct CompareArgs {
     /// Worker threads (default: all cores); results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub(crate) jobs: Option<u64>,
-    /// Write results.json, latency/cdf/attribution plots (PNG, SVG) and trace.json here.
+    /// Write results.json, latency/cdf/attribution plots (PNG, SVG) and trace.pftrace here.
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
-    /// Also write a Chrome trace of the current policy's first run: to FILE, or without
-    /// FILE to trace.json in --out.
+    /// Also write a Perfetto trace of the current policy's first run: to FILE, or without
+    /// FILE to trace.pftrace in --out.
     #[arg(long, num_args = 0..=1, value_name = "FILE")]
     pub(crate) trace: Option<Option<PathBuf>>,
+    /// Keep only some tasks / operations / a time window in the --trace file
+    /// (task=client3,op=Flush,from=1s,to=2s).
+    #[arg(long, value_name = "FILTER", value_parser = reports::perfetto::TraceFilter::parse, long_help = TRACE_FILTER_HELP)]
+    pub(crate) trace_filter: Option<reports::perfetto::TraceFilter>,
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -741,4 +766,23 @@ pub(crate) fn parse_scale(s: &str) -> Result<f64, String> {
             "invalid scale '{s}': expected a number > 0 and <= 4"
         )),
     }
+}
+
+/// The `--trace-filter` help.
+const TRACE_FILTER_HELP: &str = "Keep only part of the --trace file: comma-separated KEY=VALUE \
+pairs. task=NAME keeps that task's tracks (repeatable; NAME* matches a prefix, e.g. task=client*); \
+op=NAME keeps that workload operation's slices and what their tasks did during them (repeatable; \
+workload and compare); from=DURATION and to=DURATION keep that window of virtual time, slices cut \
+to it; detail=full keeps named points as instants and wake-up flows (the default of run and \
+replay), detail=lean leaves them out (the default of workload and compare). A task or operation \
+that matches nothing in the run is an error (exit 2, no file).\n\
+Example: --trace-filter task=client3,op=Flush,from=1s,to=2s";
+
+/// The format of `run` / `replay --trace FILE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TraceFormat {
+    /// Perfetto protobuf (opens in ui.perfetto.dev and trace_processor).
+    Perfetto,
+    /// The text timeline: one line per engine event.
+    Text,
 }

@@ -82,13 +82,17 @@ pub const DEVICE_BYTES_PER_ZONE: f64 = 40.0;
 /// give its device, in bytes.
 pub const MAX_DEVICE_BYTES: f64 = 4.0 * (1u64 << 30) as f64;
 
-/// Most bytes `compare --trace` may write (the Chrome trace of one run).
-pub const MAX_TRACE_BYTES: f64 = 16.0 * (1u64 << 30) as f64;
+/// Most bytes `workload --trace` or `compare --trace` may write (the Perfetto trace of one run): about what the
+/// Perfetto UI loads in a browser tab (its trace processor runs in 4 GiB of wasm memory, and
+/// the trace inflates in it).
+pub const MAX_TRACE_BYTES: f64 = 2.0 * (1u64 << 30) as f64;
 
-/// Chrome-trace bytes per engine event: `compare dbench --clients 8 --warmup 0s --trace`
-/// wrote 98,661,911 bytes for 1 s (404,221 events in the same run under `workload`: 244 B
-/// each) and 200,115,265 for 2 s (813,502 events: 246 B); rounded up.
-pub const TRACE_BYTES_PER_EVENT: f64 = 256.0;
+/// Perfetto-trace bytes per estimated engine event (clients × seconds × 90,000): `compare
+/// dbench --clients 4 --duration 200ms --warmup 0s --trace` wrote 238,064 bytes (3.3 per
+/// estimated event; 415,096 with `--trace-filter detail=full`: 5.8); `workload dbench
+/// --warmup 0s --duration 1s --trace` 2,191,163 for 8 clients (3.0) and 8,847,142 for 64
+/// (1.5); rounded up to cover detail=full.
+pub const TRACE_BYTES_PER_EVENT: f64 = 8.0;
 
 /// Most CPU-seconds one run of a scenario may be estimated to take (`run` and `check` run
 /// each scenario twice, `sweep` once per seed and policy).
@@ -165,7 +169,7 @@ pub const FIO_REQUESTS_PER_CPU_SECOND: f64 = 5.4e6;
 pub fn check(cmd: &Command) -> Result<(), String> {
     match cmd {
         Command::Sweep(a) if !a.force => sweep(a),
-        Command::Workload(a) if !a.load.force => workload(&a.load),
+        Command::Workload(a) if !a.load.force => workload(&a.load, a.trace.is_some()),
         Command::Compare(a) if !a.load.force => compare(a),
         Command::Bench(a) if !a.force => bench(a),
         Command::Fio(a) if !a.force => fio(a),
@@ -414,14 +418,36 @@ fn zones_bytes(dev: &DiskConfig) -> f64 {
 }
 
 /// Refuses one workload run whose estimated events or memory exceed the limits.
-fn workload(l: &LoadArgs) -> Result<(), String> {
+fn workload(l: &LoadArgs, trace: bool) -> Result<(), String> {
     // A workload that does not load is reported by the command itself (exit 2).
     let Ok((spec, dev)) = l.load() else {
         return Ok(());
     };
     let seconds = (spec.warmup + spec.duration) as f64 / sim::S as f64;
     estimate_events(&spec, seconds, spec_events(&spec), "1 run")?;
-    estimate_bytes(&spec, spec_bytes(&spec, &dev), 1)
+    estimate_bytes(&spec, spec_bytes(&spec, &dev), 1)?;
+    if trace {
+        estimate_trace(&spec, seconds)?;
+    }
+    Ok(())
+}
+
+/// Refuses a `--trace` of one run of `spec` (`seconds` long) estimated above the limit.
+fn estimate_trace(spec: &Spec, seconds: f64) -> Result<(), String> {
+    let bytes = spec_events(spec) * TRACE_BYTES_PER_EVENT;
+    report("trace_bytes", bytes);
+    if bytes <= MAX_TRACE_BYTES {
+        return Ok(());
+    }
+    refuse(
+        &format!(
+            "--trace: --clients {} × --duration+--warmup {}s",
+            spec.clients,
+            sci(seconds)
+        ),
+        format!("estimated {} of trace", gib(bytes)),
+        gib(MAX_TRACE_BYTES),
+    )
 }
 
 /// Refuses `events` (over all runs) above the limit; the message names `spec`'s clients
@@ -507,19 +533,8 @@ fn compare(a: &CompareArgs) -> Result<(), String> {
     // `--trace` alone needs `--out`: that is a flag error (exit 2), reported by the command.
     if matches!(a.trace, Some(Some(_))) || (a.trace.is_some() && a.out.is_some()) {
         // The trace is of one run: the current policy at the first point.
-        let bytes = points.first().map_or(0.0, |(s, _)| spec_events(s)) * TRACE_BYTES_PER_EVENT;
-        report("trace_bytes", bytes);
-        if bytes > MAX_TRACE_BYTES {
-            return refuse(
-                &format!(
-                    "--trace: --clients {} × --duration+--warmup {}s",
-                    spec.clients,
-                    sci(seconds)
-                ),
-                format!("estimated {} of trace", gib(bytes)),
-                gib(MAX_TRACE_BYTES),
-            );
-        }
+        let first = points.first().map_or(&spec, |(s, _)| s);
+        estimate_trace(first, seconds)?;
     }
     Ok(())
 }

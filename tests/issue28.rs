@@ -26,7 +26,7 @@ fn a_trace_through_a_symlink_replaces_the_target_and_keeps_the_link() {
     let d = temp_dir("link");
     std::fs::write(d.join("tgt"), "keep\n").unwrap();
     std::os::unix::fs::symlink("tgt", d.join("l")).unwrap();
-    let o = fsyncsim_in(&d, &["run", R1, "--trace", "l"]);
+    let o = fsyncsim_in(&d, &["run", R1, "--trace", "l", "--trace-format", "text"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let meta = std::fs::symlink_metadata(d.join("l")).unwrap();
     assert!(meta.file_type().is_symlink(), "the link was replaced");
@@ -90,21 +90,23 @@ fn outputs_that_are_not_regular_files_are_refused_before_any_work() {
 
 #[cfg(unix)]
 #[test]
-fn a_chrome_trace_through_a_symlink_chain_lands_at_the_end_of_the_chain() {
-    let d = temp_dir("chrome");
+fn a_perfetto_trace_through_a_symlink_chain_lands_at_the_end_of_the_chain() {
+    let d = temp_dir("perfetto");
     std::fs::create_dir(d.join("sub")).unwrap();
     std::os::unix::fs::symlink("sub/l2", d.join("l1")).unwrap();
-    std::os::unix::fs::symlink("trace.json", d.join("sub/l2")).unwrap();
-    let t = reports::chrome::ChromeTrace::create(&d.join("l1"), "p").unwrap();
+    std::os::unix::fs::symlink("trace.pftrace", d.join("sub/l2")).unwrap();
+    let all = reports::perfetto::TraceFilter::all;
+    let mut t = reports::perfetto::PerfettoTrace::create(&d.join("l1"), all(), true).unwrap();
+    t.begin_run("p").unwrap();
+    t.end_run(0).unwrap();
     t.finish().unwrap();
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("sub/trace.json")).unwrap()).unwrap();
-    assert!(v["traceEvents"].is_array());
+    let bytes = std::fs::read(d.join("sub/trace.pftrace")).unwrap();
+    assert_eq!(bytes.first(), Some(&0x0a), "a Trace's first packet");
     assert_eq!(entries(&d), ["l1", "sub"]);
-    assert_eq!(entries(&d.join("sub")), ["l2", "trace.json"]);
-    // An abandoned trace leaves nothing behind.
-    let t = reports::chrome::ChromeTrace::create(&d.join("other.json"), "p").unwrap();
-    t.abandon();
+    assert_eq!(entries(&d.join("sub")), ["l2", "trace.pftrace"]);
+    // A trace dropped unfinished leaves nothing behind.
+    let t = reports::perfetto::PerfettoTrace::create(&d.join("other.pftrace"), all(), true);
+    drop(t);
     assert_eq!(entries(&d), ["l1", "sub"]);
     std::fs::remove_dir_all(d).unwrap();
 }
@@ -523,7 +525,7 @@ fn compare_out_appears_whole_or_not_at_all_even_on_sigint() {
     assert!(o.status.success(), "{}", stderr(&o));
     let files = entries(&d.join("o2"));
     assert!(
-        files.contains(&"results.json".to_string()) && files.contains(&"trace.json".to_string())
+        files.contains(&"results.json".to_string()) && files.contains(&"trace.pftrace".to_string())
     );
     assert!(!files.iter().any(|f| f.starts_with('.')), "{files:?}");
     // Interrupted mid-run: no result file, no hidden directory, exit 130.

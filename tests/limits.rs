@@ -261,11 +261,11 @@ fn compare_trace_bytes_hold_a_small_trace() {
             "--warmup",
             "0s",
             "--trace",
-            "t.json",
+            "t.pftrace",
         ],
     );
     assert_eq!(m.code, 0);
-    let size = std::fs::metadata(d.join("t.json")).unwrap().len() as f64;
+    let size = std::fs::metadata(d.join("t.pftrace")).unwrap().len() as f64;
     holds("trace bytes", m.estimate("trace_bytes"), size, 4.0);
     std::fs::remove_dir_all(d).unwrap();
 }
@@ -296,9 +296,9 @@ fn the_issues_examples_are_refused_before_any_work() {
         (vec!["run", "r1-link-rename-logged-trans", "--device", &dev], "80.0 GiB"),
         (
             vec![
-                "compare", "dbench", "--clients", "64", "--duration", "300s", "--trace", "t.json",
+                "compare", "dbench", "--clients", "64", "--duration", "300s", "--trace", "t.pftrace",
             ],
-            "--trace: --clients 64 × --duration+--warmup 360s: estimated 494.4 GiB of trace; refusing above 16.0 GiB",
+            "--trace: --clients 64 × --duration+--warmup 360s: estimated 15.4 GiB of trace; refusing above 2.0 GiB",
         ),
     ] {
         let mut needles = vec![needle, "(pass --force to run anyway)"];

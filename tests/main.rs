@@ -40,6 +40,7 @@ mod reflink;
 mod scrub;
 mod shrink;
 mod space;
+mod trace;
 mod tree_locks;
 mod validate;
 mod vfs;

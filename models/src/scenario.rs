@@ -1231,6 +1231,10 @@ pub struct RunResult {
     pub end: sim::Nanos,
     /// Rendered trace, when asked for.
     pub trace: Vec<String>,
+    /// The kept trace records (with the trace), for a Perfetto trace.
+    pub records: Vec<sim::trace::TraceRecord>,
+    /// The names the records refer to (with the trace).
+    pub names: sim::trace::TraceNames,
     /// Decisions an exploring scheduler made (empty for scripted runs).
     pub decisions: Vec<u32>,
     /// The number of candidates of each decision (exhaustive runs only; else empty).
@@ -1466,6 +1470,16 @@ fn run_full(
         trace_hash,
         end,
         trace: sim.render_trace(),
+        records: if keep_trace {
+            sim.trace_records()
+        } else {
+            Vec::new()
+        },
+        names: if keep_trace {
+            sim.trace_names()
+        } else {
+            Default::default()
+        },
     };
     let recovered = crash_out.borrow_mut().take();
     (result, recovered)
@@ -1580,7 +1594,7 @@ fn op_locations(sc: &Scenario) -> (Vec<String>, Vec<Vec<String>>) {
 fn spawn_crash_points(sim: &mut Sim, h: &sim::Handle, fs: &Mounted, streams: &mut RngStreams) {
     let (fs, h2) = (fs.clone(), h.clone());
     let mut rng = streams.stream("crash-points");
-    sim.spawn_daemon("crash-points", async move {
+    sim.spawn_helper("crash-points", async move {
         for _ in 0..CRASH_POINTS {
             let gap: f64 = Exp1.sample(&mut rng);
             h2.sleep((gap * 100_000.0) as u64 + 1).await;

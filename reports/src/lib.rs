@@ -4,7 +4,6 @@
 pub mod bench;
 pub mod block;
 pub mod checkpoint;
-pub mod chrome;
 pub mod crash;
 pub mod devices;
 pub mod fio;
@@ -12,6 +11,7 @@ pub mod fio_json;
 pub mod hdrlog;
 pub mod latency;
 pub mod output;
+pub mod perfetto;
 pub mod plot;
 pub mod race;
 pub mod scrub;

@@ -274,6 +274,7 @@ impl Core {
         self.tasks.push(Task {
             name: Rc::from(name),
             daemon,
+            helper: false,
             state: TaskState::Ready,
             wait_since: self.now,
             acct: Vec::new(),
@@ -361,6 +362,26 @@ impl Core {
     }
 
     /// Renders a trace record as a text line, with task, class, resource and point names.
+    /// Appends the names added since `names` was last brought up to date.
+    pub(crate) fn update_names(&self, names: &mut crate::trace::TraceNames) {
+        for t in &self.tasks[names.tasks.len().min(self.tasks.len())..] {
+            names.tasks.push((t.name.clone(), t.helper));
+        }
+        for r in &self.resources[names.resources.len().min(self.resources.len())..] {
+            names.resources.push(r.name.clone());
+        }
+        let rest = |have: usize, all: &[Label]| -> Vec<Rc<str>> {
+            all[have.min(all.len())..]
+                .iter()
+                .map(|n| Rc::from(n.as_ref()))
+                .collect()
+        };
+        let classes = rest(names.classes.len(), &self.classes.names);
+        names.classes.extend(classes);
+        let points = rest(names.points.len(), &self.points.names);
+        names.points.extend(points);
+    }
+
     pub(crate) fn render(&self, r: &TraceRecord) -> String {
         crate::trace::render(
             r,

@@ -98,6 +98,20 @@ impl Handle {
         id
     }
 
+    /// Starts a helper: a daemon of the harness (a progress tick, a trace drain, a timer
+    /// that ends the run) rather than of the simulated system; traces leave it out.
+    pub fn spawn_helper(&self, name: &str, fut: impl Future<Output = ()> + 'static) -> TaskId {
+        let id = self.spawn_daemon(name, fut);
+        self.core().tasks[id as usize].helper = true;
+        id
+    }
+
+    /// Appends to `names` the task, class, resource and point names added since it was
+    /// last brought up to date (names are never removed, so ids stay valid).
+    pub fn update_names(&self, names: &mut crate::trace::TraceNames) {
+        self.core.borrow().update_names(names);
+    }
+
     /// Tells exploring schedulers how many steps task `t` has left (0: unknown).
     pub fn set_remaining(&self, t: TaskId, steps: u32) {
         self.core().tasks[t as usize].remaining = steps;

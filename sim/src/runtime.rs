@@ -161,6 +161,20 @@ impl Sim {
         id
     }
 
+    /// Starts a helper task (see `Handle::spawn_helper`).
+    pub fn spawn_helper(&mut self, name: &str, fut: impl Future<Output = ()> + 'static) -> TaskId {
+        let id = self.handle.spawn_helper(name, fut);
+        self.adopt_spawned();
+        id
+    }
+
+    /// The names the kept trace records refer to.
+    pub fn trace_names(&self) -> crate::trace::TraceNames {
+        let mut names = crate::trace::TraceNames::default();
+        self.handle.update_names(&mut names);
+        names
+    }
+
     fn adopt_spawned(&mut self) {
         let mut c = self.handle.core();
         adopt(&mut self.futures, &mut c);

@@ -49,6 +49,8 @@ pub(crate) enum TaskState {
 pub(crate) struct Task {
     pub(crate) name: Rc<str>,
     pub(crate) daemon: bool,
+    /// A task of the harness (progress, trace drain), not of the simulated system.
+    pub(crate) helper: bool,
     pub(crate) state: TaskState,
     pub(crate) wait_since: Nanos,
     /// Nanoseconds spent waiting, per wait class.

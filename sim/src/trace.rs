@@ -7,6 +7,7 @@
 use crate::resource::Resource;
 use crate::task::{ClassId, Label, PointId, ResId, Task, TaskId};
 use crate::time::Nanos;
+use std::rc::Rc;
 
 /// What happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +69,20 @@ pub struct TraceRecord {
     pub kind: TraceKind,
     /// Kind-specific argument.
     pub arg: u64,
+}
+
+/// The names trace records refer to, indexed by id; brought up to date by
+/// `Handle::update_names` (a run only ever adds names).
+#[derive(Clone, Debug, Default)]
+pub struct TraceNames {
+    /// Each task's name and whether it is a helper of the harness (`Handle::spawn_helper`).
+    pub tasks: Vec<(Rc<str>, bool)>,
+    /// Wait classes.
+    pub classes: Vec<Rc<str>>,
+    /// Locks, semaphores and wait queues.
+    pub resources: Vec<Rc<str>>,
+    /// Named points and mark labels.
+    pub points: Vec<Rc<str>>,
 }
 
 /// Hash state and optional log.

@@ -19,6 +19,27 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
     if let Some(d) = &a.hdr_out {
         out_dir("--hdr-out", d)?;
     }
+    let seed = a.seed.unwrap_or(spec.seed);
+    let trace = match &a.trace {
+        Some(path) => {
+            out_file("--trace", path)?;
+            let title = format!("{} under {} (seed {seed})", spec.name, p.name);
+            Some(trace_sink(
+                &spec,
+                &title,
+                "--trace",
+                (path, path),
+                &a.trace_filter,
+            )?)
+        }
+        None if a.trace_filter.is_some() => {
+            return Err(Failure(
+                "--trace-filter: expected --trace FILE with it".into(),
+            ))
+        }
+        None => None,
+    };
+    let (writer, sink) = trace.unzip();
     let total = spec.warmup + spec.duration;
     // A progress bar over virtual time, on a terminal only.
     let bar = terminal_bar(
@@ -31,12 +52,15 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
         &spec,
         &p,
         &dev,
-        a.seed.unwrap_or(spec.seed),
-        None,
+        seed,
+        sink,
         Some(Box::new(move |t| b2.set_position(t / sim::S))),
     )
     .map_err(Failure)?;
     bar.finish_and_clear();
+    if let (Some(w), Some(path)) = (&writer, &a.trace) {
+        finish_trace(w, r.measured_from + r.measured, "--trace", path)?;
+    }
     if let Some(d) = &a.hdr_out {
         let mut staging = reports::output::Staging::default();
         stage_hdr_logs(d, &reports::hdrlog::workload_logs(&r), &mut staging)?;
@@ -276,19 +300,21 @@ fn compare_policies(a: &CompareArgs, spec: &models::workload::spec::Spec) -> (Po
     (baseline, current)
 }
 
-/// The trace's path (--trace FILE, or --trace alone: trace.json in --out), once the output
+/// The trace's path (--trace FILE, or --trace alone: trace.pftrace in --out), once the output
 /// paths are checked.
 fn compare_outputs(a: &CompareArgs) -> Result<Option<PathBuf>, Failure> {
-    let trace_path =
-        match (&a.trace, &a.out) {
-            (None, _) => None,
-            (Some(Some(f)), _) => Some(f.clone()),
-            (Some(None), Some(d)) => Some(d.join("trace.json")),
-            (Some(None), None) => return Err(Failure(
-                "--trace without FILE writes trace.json into --out DIR: give --out or --trace FILE"
-                    .into(),
-            )),
-        };
+    let trace_path = match (&a.trace, &a.out) {
+        (None, _) => None,
+        (Some(Some(f)), _) => Some(f.clone()),
+        (Some(None), Some(d)) => Some(d.join("trace.pftrace")),
+        (Some(None), None) => return Err(Failure(
+            "--trace without FILE writes trace.pftrace into --out DIR: give --out or --trace FILE"
+                .into(),
+        )),
+    };
+    if a.trace_filter.is_some() && a.trace.is_none() {
+        return Err(Failure("--trace-filter: expected --trace with it".into()));
+    }
     if let (Some(Some(f)), _) = (&a.trace, &a.out) {
         out_file("--trace", f)?;
     }
@@ -357,8 +383,8 @@ fn write_compare_out(
     Ok(())
 }
 
-/// The trace (Chrome trace.json) of one run of the current policy at the first point,
-/// written to `staged` for `path`.
+/// The trace (Perfetto) of one run of the current policy at the first point, written to
+/// `staged` for `path`.
 fn write_compare_trace(
     a: &CompareArgs,
     spec: &models::workload::spec::Spec,
@@ -374,32 +400,65 @@ fn write_compare_trace(
         "--out"
     };
     let title = format!("{} under {} (seed {seed})", spec.name, current.name);
-    let writer = reports::chrome::ChromeTrace::create(staged, &title)
-        .map_err(|e| Failure(format!("{flag} {}: {e}", path.display())))?;
-    let writer = std::rc::Rc::new(std::cell::RefCell::new(Some(writer)));
+    let (writer, sink) = trace_sink(spec, &title, flag, (path, staged), &a.trace_filter)?;
+    // The same configuration the plots show: the first point.
+    let (tspec, tdev) = cmp::first_point(spec, dev, a.vary.as_ref()).map_err(Failure)?;
+    let run = fsload::run(&tspec, current, &tdev, seed, Some(sink)).map_err(Failure)?;
+    finish_trace(&writer, run.measured_from + run.measured, flag, path)
+}
+
+/// The writer of a workload run's Perfetto trace (staged at `staged` for `path`) and the
+/// sink that feeds it as the run goes.
+pub(crate) type TraceWriter =
+    std::rc::Rc<std::cell::RefCell<Option<reports::perfetto::PerfettoTrace>>>;
+
+/// A Perfetto trace of one workload run, written to `staged` (a temporary file next to
+/// `path` in the end) as the run goes; `title` names the run.
+pub(crate) fn trace_sink(
+    spec: &models::workload::spec::Spec,
+    title: &str,
+    flag: &str,
+    (path, staged): (&std::path::Path, &std::path::Path),
+    filter: &Option<reports::perfetto::TraceFilter>,
+) -> Result<(TraceWriter, models::workload::fsload::TraceSink), Failure> {
+    let fail = |e: std::io::Error| Failure(format!("{flag} {}: {e}", path.display()));
+    let filter = filter
+        .clone()
+        .unwrap_or_else(reports::perfetto::TraceFilter::all);
+    let mut w = reports::perfetto::PerfettoTrace::create(staged, filter, false).map_err(fail)?;
+    w.begin_run(title).map_err(fail)?;
+    let writer: TraceWriter = std::rc::Rc::new(std::cell::RefCell::new(Some(w)));
     let w2 = writer.clone();
     let ops = spec.kind.ops();
-    let sink: fsload::TraceSink = Box::new(move |h, recs, slices| {
+    let sink: models::workload::fsload::TraceSink = Box::new(move |h, recs, slices| {
         let named: Vec<(sim::TaskId, &str, u64, u64)> = slices
             .iter()
             .map(|&(t, op, s, e)| (t, ops[op], s, e))
             .collect();
         match w2.borrow_mut().as_mut() {
-            Some(w) => w.push(h, recs, &named),
+            Some(w) => {
+                w.update_names(|n| h.update_names(n));
+                w.push(recs, &named)
+            }
             None => Ok(()),
         }
     });
-    // The same configuration the plots show: the first point.
-    let (tspec, tdev) = cmp::first_point(spec, dev, a.vary.as_ref()).map_err(Failure)?;
-    let run = fsload::run(&tspec, current, &tdev, seed, Some(sink));
-    let w = writer.borrow_mut().take().expect("writer");
-    match run {
-        Ok(_) => w
-            .finish()
-            .map_err(|e| Failure(format!("{flag} {}: {e}", path.display()))),
-        Err(e) => {
-            w.abandon();
-            Err(Failure(e))
-        }
+    Ok((writer, sink))
+}
+
+/// Ends the trace at the run's `end` and moves it into place; a filter that matched
+/// nothing is bad input (the file is dropped).
+pub(crate) fn finish_trace(
+    writer: &TraceWriter,
+    end: sim::Nanos,
+    flag: &str,
+    path: &std::path::Path,
+) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure(format!("{flag} {}: {e}", path.display()));
+    let mut w = writer.borrow_mut().take().expect("the writer until here");
+    w.end_run(end).map_err(fail)?;
+    if let Some(m) = w.unmatched() {
+        return Err(Failure(format!("--trace-filter: {m}")));
     }
+    w.finish().map_err(fail)
 }

@@ -56,9 +56,7 @@ pub(crate) fn shrink(a: ShrinkArgs) -> Result<(), Failure> {
 
 pub(crate) fn replay(a: ReplayArgs) -> Result<Verdict, Failure> {
     let sc = Scenario::load(&a.scenario).map_err(|e| Failure(e.to_string()))?;
-    if let Some(path) = &a.trace {
-        out_file("--trace", path)?;
-    }
+    let format = trace_format(&a.trace, a.trace_format, &a.trace_filter)?;
     let dev = device_for(&sc, &a.device)?;
     let pol = PolicyArgs {
         policy: a
@@ -71,9 +69,9 @@ pub(crate) fn replay(a: ReplayArgs) -> Result<Verdict, Failure> {
     let p = policies_from(&sc, &pol, false).pop().expect("one policy");
     let r = scenario::run(&sc, &p, &dev, a.seed, &a.strat.interleaving());
     playable(&r)?;
-    if let Some(path) = &a.trace {
-        reports::output::write_atomic(path, (r.trace.join("\n") + "\n").as_bytes())
-            .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
+    if let (Some(path), Some(format)) = (&a.trace, format) {
+        let title = format!("{} under {} (seed {})", sc.name, r.policy.name, a.seed);
+        write_trace(path, format, &a.trace_filter, &[(title, &r)])?;
     }
     if a.json {
         outln!("{:#}", reports::race::replay_json(&sc, &r, a.seed));
@@ -86,9 +84,7 @@ pub(crate) fn replay(a: ReplayArgs) -> Result<Verdict, Failure> {
 pub(crate) fn run_races(a: RunArgs) -> Result<Verdict, Failure> {
     let specs: Vec<String> = a.scenario.iter().cloned().collect();
     let scenarios = load_scenarios(&specs)?;
-    if let Some(path) = &a.trace {
-        out_file("--trace", path)?;
-    }
+    let format = trace_format(&a.trace, a.trace_format, &a.trace_filter)?;
     let interleaving = if !a.explore {
         Interleaving::Script
     } else {
@@ -111,19 +107,15 @@ pub(crate) fn run_races(a: RunArgs) -> Result<Verdict, Failure> {
             playable(r)?;
         }
     }
-    if let Some(path) = &a.trace {
-        let mut text = String::new();
-        for (sc, runs) in &items {
-            for r in runs {
-                text.push_str(&format!("# {} under {}\n", sc.name, r.policy.name));
-                for l in &r.trace {
-                    text.push_str(l);
-                    text.push('\n');
-                }
-            }
-        }
-        reports::output::write_atomic(path, text.as_bytes())
-            .map_err(|e| Failure(format!("--trace {}: {e}", path.display())))?;
+    if let (Some(path), Some(format)) = (&a.trace, format) {
+        let runs: Vec<(String, &RunResult)> = items
+            .iter()
+            .flat_map(|(sc, runs)| {
+                runs.iter()
+                    .map(move |r| (format!("{} under {}", sc.name, r.policy.name), r))
+            })
+            .collect();
+        write_trace(path, format, &a.trace_filter, &runs)?;
     }
     if a.json {
         let v: Vec<serde_json::Value> = items
@@ -144,6 +136,78 @@ pub(crate) fn run_races(a: RunArgs) -> Result<Verdict, Failure> {
         }
     }
     Ok(verdict(items.iter().flat_map(|(_, runs)| runs)))
+}
+
+/// The format `--trace FILE` is written in (None without --trace), once the path and the
+/// filter are checked: `--trace-format`, else text for a `.txt` FILE, else Perfetto.
+fn trace_format(
+    path: &Option<PathBuf>,
+    format: Option<TraceFormat>,
+    filter: &Option<reports::perfetto::TraceFilter>,
+) -> Result<Option<TraceFormat>, Failure> {
+    let Some(path) = path else {
+        return match (format, filter) {
+            (None, None) => Ok(None),
+            (Some(_), _) => Err(Failure(
+                "--trace-format: expected --trace FILE with it".into(),
+            )),
+            (_, Some(_)) => Err(Failure(
+                "--trace-filter: expected --trace FILE with it".into(),
+            )),
+        };
+    };
+    out_file("--trace", path)?;
+    let text = path.extension().is_some_and(|e| e == "txt");
+    let format = format.unwrap_or(if text {
+        TraceFormat::Text
+    } else {
+        TraceFormat::Perfetto
+    });
+    match filter {
+        Some(_) if format == TraceFormat::Text => Err(Failure(
+            "--trace-filter: filters a Perfetto trace: expected no --trace-format text and a FILE not ending in .txt".into(),
+        )),
+        Some(f) if !f.ops.is_empty() => Err(Failure(
+            "--trace-filter: op= keeps a workload's operations (workload, compare): expected task=, from= or to= for a scenario run".into(),
+        )),
+        _ => Ok(Some(format)),
+    }
+}
+
+/// Writes the runs' trace to `path`: the text timeline (a `# TITLE` line before each run's
+/// events) or a Perfetto trace with one process per run.
+fn write_trace(
+    path: &std::path::Path,
+    format: TraceFormat,
+    filter: &Option<reports::perfetto::TraceFilter>,
+    runs: &[(String, &RunResult)],
+) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure(format!("--trace {}: {e}", path.display()));
+    if format == TraceFormat::Text {
+        let mut text = String::new();
+        for (title, r) in runs {
+            text.push_str(&format!("# {title}\n"));
+            for l in &r.trace {
+                text.push_str(l);
+                text.push('\n');
+            }
+        }
+        return reports::output::write_atomic(path, text.as_bytes()).map_err(fail);
+    }
+    let filter = filter
+        .clone()
+        .unwrap_or_else(reports::perfetto::TraceFilter::all);
+    let mut w = reports::perfetto::PerfettoTrace::create(path, filter, true).map_err(fail)?;
+    for (title, r) in runs {
+        w.begin_run(title).map_err(fail)?;
+        w.update_names(|n| *n = r.names.clone());
+        w.push(&r.records, &[]).map_err(fail)?;
+        w.end_run(r.end).map_err(fail)?;
+    }
+    if let Some(m) = w.unmatched() {
+        return Err(Failure(format!("--trace-filter: {m}")));
+    }
+    w.finish().map_err(fail)
 }
 
 /// Runs each scenario pre- and post-fix and compares with its expectations: Failed (exit 1)

@@ -970,7 +970,7 @@ impl Setup {
         if cx.spec.kind == Kind::Kbuild {
             let (h, probe, warmup) = (cx.h.clone(), self.probe.clone(), cx.spec.warmup);
             let window_dev = self.window_dev;
-            cx.h.spawn_daemon("iostat", async move {
+            cx.h.spawn_helper("iostat", async move {
                 h.sleep(warmup).await;
                 *window_dev.borrow_mut() =
                     Some((h.now(), crate::block::iostat::Snapshot::of(&probe)));
@@ -987,7 +987,7 @@ impl Setup {
         // Always there, so that a run with a progress bar is the same run as one without.
         let h = cx.h.clone();
         let progress = self.progress;
-        cx.h.spawn_daemon("progress", async move {
+        cx.h.spawn_helper("progress", async move {
             loop {
                 h.sleep(sim::S).await;
                 if let Some(tick) = &progress {
@@ -998,7 +998,7 @@ impl Setup {
         let h = cx.h.clone();
         let end = cx.spec.warmup + cx.spec.duration;
         // Clients may have queued CPU-only operations up to the end; let them finish.
-        cx.h.spawn_daemon("stopper", async move {
+        cx.h.spawn_helper("stopper", async move {
             h.sleep(end).await;
             h.stop();
         });
@@ -1040,7 +1040,7 @@ fn spawn_trace_drain(
     sink_error: &Rc<RefCell<Option<String>>>,
 ) {
     let (h2, rec2, sink2, err2) = (h.clone(), rec.clone(), sink.clone(), sink_error.clone());
-    sim.spawn_daemon("trace-drain", async move {
+    sim.spawn_helper("trace-drain", async move {
         let mut buf = Vec::new();
         loop {
             h2.sleep(TRACE_DRAIN).await;
