@@ -895,6 +895,41 @@ impl BarChart {
     }
 }
 
+impl BarChart {
+    /// The category names under their bars, in two staggered rows when one row would make
+    /// neighbouring names overlap.
+    fn draw_categories<DB, X>(
+        &self,
+        plot: &DrawingArea<DB, Shift>,
+        chart: &ChartContext<'_, DB, Cartesian2d<X, RangedCoordf64>>,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend,
+        X: Ranged<ValueType = f64>,
+    {
+        let n = self.categories.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let (x0, _) = chart.backend_coord(&(0.0, 0.0));
+        let (x1, _) = chart.backend_coord(&((n - 1) as f64 + 1.0, 0.0));
+        let slot = f64::from(x1 - x0) / n as f64;
+        let longest = self.categories.iter().map(|c| c.chars().count()).max();
+        // DejaVu Sans at 14 px: about 8 px per character.
+        let stagger = longest.unwrap_or(0) as f64 * 8.0 + 6.0 > slot;
+        let style = font(14.0).pos(Pos::new(HPos::Center, VPos::Top));
+        let base = plot.get_base_pixel();
+        for (j, c) in self.categories.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(j as f64, 0.0));
+            let dy = if stagger && j % 2 == 1 { 24 } else { 6 };
+            let at = (x - base.0, y - base.1 + dy);
+            plot.draw(&Text::new(c.clone(), at, style.clone()))
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+}
+
 impl Chart for BarChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let area = draw_title(root, &self.title)?;
@@ -919,11 +954,10 @@ impl Chart for BarChart {
         };
         let mut chart = ChartBuilder::on(&plot)
             .margin(8)
-            .x_label_area_size(56)
+            .x_label_area_size(72)
             .y_label_area_size(80)
             .build_cartesian_2d(x_axis, 0.0..y_hi)
             .map_err(err)?;
-        let categories = &self.categories;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -931,13 +965,7 @@ impl Chart for BarChart {
             .y_desc("mean time per operation")
             .axis_desc_style(font(18.0))
             .label_style(font(14.0))
-            .x_label_formatter(&|v| {
-                let j = v.round();
-                match categories.get(j as usize) {
-                    Some(c) if j >= 0.0 => c.clone(),
-                    _ => String::new(),
-                }
-            })
+            .x_label_formatter(&|_| String::new())
             .y_label_formatter(&|v| fmt_latency_ms(*v))
             .y_labels(8)
             .bold_line_style(RGBColor(200, 200, 200))
@@ -946,6 +974,7 @@ impl Chart for BarChart {
             .draw()
             .map_err(err)?;
         self.draw_bars(&mut chart, &totals, y_hi)?;
+        self.draw_categories(&plot, &chart)?;
         if n == 0 || totals.iter().all(|&t| t == 0.0) {
             no_data_note(&mut chart, ((slots as f64 - 1.0) / 2.0, y_hi / 2.0))?;
         }
@@ -1376,6 +1405,37 @@ mod tests {
             "{:?}",
             svg_texts(&svg)
         );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The distinct `y` attributes of the `<text>`s of `svg` whose content is in `names`.
+    fn text_rows(svg: &str, names: &[String]) -> Vec<String> {
+        let mut rows: Vec<String> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let (tag, rest) = t.split_once('>')?;
+                let body = rest.split("</text>").next()?.trim();
+                let y = tag.split(" y=\"").nth(1)?.split('"').next()?;
+                names.iter().any(|n| n == body).then(|| y.to_string())
+            })
+            .collect();
+        rows.sort();
+        rows.dedup();
+        rows
+    }
+
+    #[test]
+    fn crowded_category_names_are_staggered() {
+        let dir = scratch("stagger");
+        let p = dir.join("bars.svg");
+        for (n, rows) in [(3, 1), (16, 2)] {
+            let cats: Vec<String> = (0..n).map(|j| format!("Operation{j}")).collect();
+            let st = vec![("cpu".to_string(), vec![1.0; n])];
+            attribution_bars("t", &cats, &st, &p).unwrap();
+            let svg = std::fs::read_to_string(&p).unwrap();
+            assert_eq!(text_rows(&svg, &cats).len(), rows, "{n} categories");
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 
