@@ -341,11 +341,11 @@ pub fn marker_indices(n: usize, phase: usize) -> Vec<usize> {
 /// Width in pixels of the legend panel right of the plot for these labels (estimated from
 /// the label lengths, so it is the same for PNG and SVG), or 0 when nothing is labelled.
 pub fn legend_width(labels: &[&str]) -> u32 {
-    let longest = labels.iter().map(|l| l.chars().count()).max();
-    match longest {
-        None | Some(0) if labels.iter().all(|l| l.is_empty()) => 0,
-        _ => (60 + 9 * longest.unwrap_or(0) as u32).clamp(120, WIDTH * 2 / 5),
+    if labels.iter().all(|l| l.is_empty()) {
+        return 0;
     }
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    (60 + 9 * longest as u32).clamp(120, WIDTH * 2 / 5)
 }
 
 /// The x pixel where the legend panel begins in a chart with these series labels: the
