@@ -34,6 +34,7 @@ mod linux516;
 mod new_name;
 mod no_false_alarm;
 mod ops;
+mod plots;
 mod queueing;
 mod races;
 mod reflink;

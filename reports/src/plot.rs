@@ -5,6 +5,13 @@
 //! the fonts installed on the machine; SVG text names the `sans-serif` family and is laid
 //! out by the viewer. Output is deterministic: the same input gives the same bytes.
 //!
+//! Layout: the legend is a panel right of the plotting area (never over the data). Series
+//! `i` is drawn in [`series_style`]`(i)`: one of 20 colours, one of 5 hollow marker shapes,
+//! solid or dashed; series with more points are drawn first, so sparse ones stay on top.
+//! Log axes are fitted to the data ([`log_axis_range`]) with 1-2-5 or decade ticks, labelled
+//! as times ("100 µs", "2 ms", [`fmt_latency_ms`]). A CDF is drawn as a step function
+//! ([`cdf_steps`]): between two recorded values it is flat, however far apart they are.
+//!
 //! Files are written atomically (temp file in the same directory, then rename). Odd input
 //! never panics: points with non-finite values, and on log axes non-positive x, are skipped;
 //! a chart with nothing left to draw says "no data"; bar values that are negative or not
@@ -30,24 +37,42 @@ static FONT_BYTES: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 const WIDTH: u32 = 1024;
 const HEIGHT: u32 = 640;
-/// Distinct line/bar colours (Tableau 10), cycled when there are more series.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
+/// Twenty distinguishable series colours (RGB): Tableau 20 as matplotlib ships it (`tab20`,
+/// lib/matplotlib/_cm.py `_tab20_data`), its ten saturated colours first (Tableau 10), then
+/// the ten light companions in the same hue order.
+pub const PALETTE: [(u8, u8, u8); 20] = [
+    (0x1f, 0x77, 0xb4),
+    (0xff, 0x7f, 0x0e),
+    (0x2c, 0xa0, 0x2c),
+    (0xd6, 0x27, 0x28),
+    (0x94, 0x67, 0xbd),
+    (0x8c, 0x56, 0x4b),
+    (0xe3, 0x77, 0xc2),
+    (0x7f, 0x7f, 0x7f),
+    (0xbc, 0xbd, 0x22),
+    (0x17, 0xbe, 0xcf),
+    (0xae, 0xc7, 0xe8),
+    (0xff, 0xbb, 0x78),
+    (0x98, 0xdf, 0x8a),
+    (0xff, 0x98, 0x96),
+    (0xc5, 0xb0, 0xd5),
+    (0xc4, 0x9c, 0x94),
+    (0xf7, 0xb6, 0xd2),
+    (0xc7, 0xc7, 0xc7),
+    (0xdb, 0xdb, 0x8d),
+    (0x9e, 0xda, 0xe5),
 ];
 /// Log axes never extend beyond these, so ln() stays finite.
 const LOG_MIN: f64 = 1e-300;
 const LOG_MAX: f64 = 1e300;
 /// Linear axes never extend beyond +-this, so spans stay finite.
 const LIN_MAX: f64 = 1e300;
+/// A fitted log axis extends this factor beyond the data at each end ...
+const LOG_MARGIN: f64 = 1.15;
+/// ... and spans at least this factor overall (a single value gets room either side).
+const LOG_MIN_SPAN: f64 = 3.0;
+/// Markers drawn per series at most (evenly spread over its points).
+const MAX_MARKERS: usize = 24;
 
 /// One line or bar group of a chart.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +104,56 @@ impl Format {
     }
 }
 
+/// Hollow marker shape drawn on a line series' points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Marker {
+    /// A circle (12-gon).
+    Circle,
+    /// An axis-aligned square.
+    Square,
+    /// A triangle pointing up.
+    Triangle,
+    /// A square on its corner.
+    Diamond,
+    /// An x-shaped cross.
+    Cross,
+}
+
+const MARKERS: [Marker; 5] = [
+    Marker::Circle,
+    Marker::Square,
+    Marker::Triangle,
+    Marker::Diamond,
+    Marker::Cross,
+];
+
+/// How one series is drawn: colour, marker shape, dashed or solid line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SeriesStyle {
+    /// RGB colour, from [`PALETTE`].
+    pub colour: (u8, u8, u8),
+    /// Marker on (some of) its points.
+    pub marker: Marker,
+    /// Whether its line is dashed (series 10..20, the light colours) or solid.
+    pub dashed: bool,
+}
+
+/// The style of series `i`: colour `i mod 20`, marker `i mod 5`, dashed for `i mod 20 >= 10`;
+/// series 0..20 all differ in colour (and in the colour/marker/dash triple).
+pub fn series_style(i: usize) -> SeriesStyle {
+    SeriesStyle {
+        colour: PALETTE[i % PALETTE.len()],
+        marker: MARKERS[i % MARKERS.len()],
+        dashed: i % PALETTE.len() >= 10,
+    }
+}
+
+impl SeriesStyle {
+    fn rgb(&self) -> RGBColor {
+        RGBColor(self.colour.0, self.colour.1, self.colour.2)
+    }
+}
+
 /// Latency distribution: x = latency in ms on a LOG scale, y = share of operations in % ; one line per series (e.g. per operation kind, or baseline vs current). Points are (latency_ms, percent).
 pub fn latency_distribution(title: &str, series: &[Series], path: &Path) -> Result<(), String> {
     let chart = LogXChart {
@@ -86,19 +161,23 @@ pub fn latency_distribution(title: &str, series: &[Series], path: &Path) -> Resu
         series: clean_series(series),
         y_desc: "share of operations (%)",
         y_floor: None,
-        legend_at: SeriesLabelPosition::UpperRight,
     };
     write_chart(&chart, path)
 }
 
-/// CDF overlay: x = latency in ms, LOG scale; y = fraction of operations <= x (0..1); one line per series (baseline vs current).
+/// CDF overlay: x = latency in ms, LOG scale; y = fraction of operations <= x (0..1); one
+/// line per series (baseline vs current). Points are (recorded value, cumulative fraction
+/// up to it); each is drawn as a vertical step, with flat segments between ([`cdf_steps`]).
 pub fn cdf_overlay(title: &str, series: &[Series], path: &Path) -> Result<(), String> {
+    let mut series = clean_series(series);
+    for s in &mut series {
+        s.points = cdf_steps(&s.points);
+    }
     let chart = LogXChart {
         title: clean_text(title),
-        series: clean_series(series),
+        series,
         y_desc: "fraction of operations \u{2264} x",
         y_floor: Some((0.0, 1.02)),
-        legend_at: SeriesLabelPosition::LowerRight,
     };
     write_chart(&chart, path)
 }
@@ -142,6 +221,137 @@ pub fn attribution_bars(
             .collect(),
     };
     write_chart(&chart, path)
+}
+
+// ---------------------------------------------------------------------------------------
+// Data preparation: pure functions, tested without rendering.
+
+/// The step function of a CDF given as (recorded value, cumulative fraction) points sorted
+/// by value: it starts at (first value, 0), rises vertically at each value and runs flat to
+/// the next, so consecutive points share x or y (never a diagonal).
+pub fn cdf_steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::with_capacity(points.len() * 2 + 1);
+    let mut level = 0.0;
+    for &(x, y) in points {
+        match out.last() {
+            None => out.push((x, level)),
+            Some(&(px, _)) if px != x => out.push((x, level)),
+            Some(_) => {}
+        }
+        if y != level {
+            out.push((x, y));
+            level = y;
+        }
+    }
+    out
+}
+
+/// The log axis range for data spanning `lo..=hi` (both > 0): [`LOG_MARGIN`] beyond each
+/// end, widened evenly to span at least [`LOG_MIN_SPAN`]; never past 1e-300..1e300.
+pub fn log_axis_range(lo: f64, hi: f64) -> (f64, f64) {
+    let (lo, hi) = (
+        lo.clamp(LOG_MIN, LOG_MAX),
+        hi.clamp(LOG_MIN, LOG_MAX).max(lo),
+    );
+    let (mut a, mut b) = (lo / LOG_MARGIN, hi * LOG_MARGIN);
+    if b / a < LOG_MIN_SPAN {
+        let widen = (LOG_MIN_SPAN / (b / a)).sqrt();
+        a /= widen;
+        b *= widen;
+    }
+    (a.max(LOG_MIN), b.min(LOG_MAX))
+}
+
+/// Labelled ticks and grid-only ticks of a log axis over `lo..hi`: 1-2-5 per decade when
+/// the range spans at most 3 decades, else whole decades (every k-th one, at most ~10
+/// labels); 1..9 per decade when that would give fewer than two labels.
+pub fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    let decades = (hi / lo).log10();
+    let stride = ((decades / 10.0).ceil() as i32).max(1);
+    let sets: [&[u32]; 3] = [&[1], &[1, 2, 5], &[1, 2, 3, 4, 5, 6, 7, 8, 9]];
+    let mut choice = if decades <= 3.0 { sets[1] } else { sets[0] };
+    if decades <= 3.0 && ticks_in(lo, hi, sets[1], 1).len() < 2 {
+        choice = sets[2];
+    }
+    let bold = ticks_in(lo, hi, choice, stride);
+    let light = if decades <= 12.0 {
+        let all = ticks_in(lo, hi, sets[2], 1);
+        all.into_iter().filter(|v| !bold.contains(v)).collect()
+    } else {
+        Vec::new()
+    };
+    (bold, light)
+}
+
+/// Values m·10^e inside `lo..=hi` for m in `mults`, every `stride`-th decade.
+fn ticks_in(lo: f64, hi: f64, mults: &[u32], stride: i32) -> Vec<f64> {
+    let (e0, e1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let mut out = Vec::new();
+    for e in (e0..=e1).filter(|e| e.rem_euclid(stride) == 0) {
+        for &m in mults {
+            let v = f64::from(m) * 10f64.powi(e);
+            if v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// A latency given in ms as text with an SI time unit and up to 3 significant digits:
+/// 0.0001 → "100 ns", 0.25 → "250 µs", 2 → "2 ms", 1500 → "1.5 s".
+pub fn fmt_latency_ms(ms: f64) -> String {
+    if !ms.is_finite() {
+        return String::new();
+    }
+    if ms == 0.0 {
+        return "0".to_string();
+    }
+    let ns = ms.abs() * 1e6;
+    let (div, unit) = if ns < 999.5 {
+        (1.0, "ns")
+    } else if ns < 999_500.0 {
+        (1e3, "\u{b5}s")
+    } else if ns < 999_500_000.0 {
+        (1e6, "ms")
+    } else {
+        (1e9, "s")
+    };
+    format!("{} {unit}", fmt_num(ms.signum() * ns / div))
+}
+
+/// Order to draw series in: more points first (stable), so a sparse series is drawn on top
+/// of a dense one instead of under it.
+pub fn drawing_order(counts: &[usize]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..counts.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(counts[i]));
+    order
+}
+
+/// Indices of at most [`MAX_MARKERS`] of `n` points, evenly spread, shifted by `phase` so
+/// that series sharing x values put their markers at different points.
+pub fn marker_indices(n: usize, phase: usize) -> Vec<usize> {
+    if n <= MAX_MARKERS {
+        return (0..n).collect();
+    }
+    let step = n.div_ceil(MAX_MARKERS);
+    (phase % step..n).step_by(step).collect()
+}
+
+/// Width in pixels of the legend panel right of the plot for these labels (estimated from
+/// the label lengths, so it is the same for PNG and SVG), or 0 when nothing is labelled.
+pub fn legend_width(labels: &[&str]) -> u32 {
+    if labels.iter().all(|l| l.is_empty()) {
+        return 0;
+    }
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    (60 + 9 * longest as u32).clamp(120, WIDTH * 2 / 5)
+}
+
+/// The x pixel where the legend panel begins in a chart with these series labels: the
+/// plotting area (axes, ticks, data) lies entirely left of it.
+pub fn legend_left(labels: &[&str]) -> u32 {
+    WIDTH - legend_width(labels)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -249,10 +459,6 @@ fn err<E: std::fmt::Display>(e: E) -> String {
 // ---------------------------------------------------------------------------------------
 // Shared styling helpers.
 
-fn colour(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
-}
-
 fn font(size: f64) -> TextStyle<'static> {
     TextStyle::from((FAMILY, size).into_font()).color(&BLACK)
 }
@@ -314,19 +520,123 @@ where
     Ok(())
 }
 
-fn draw_legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+// ---------------------------------------------------------------------------------------
+// Series drawing and the legend panel.
+
+/// Polylines (pixel offsets from the point) outlining marker `m` of radius `r`.
+fn marker_paths(m: Marker, r: i32) -> Vec<Vec<(i32, i32)>> {
+    match m {
+        Marker::Circle => vec![(0..=12)
+            .map(|k| {
+                let a = f64::from(k) * std::f64::consts::PI / 6.0;
+                let rf = f64::from(r);
+                ((rf * a.cos()).round() as i32, (rf * a.sin()).round() as i32)
+            })
+            .collect()],
+        Marker::Square => vec![vec![(-r, -r), (r, -r), (r, r), (-r, r), (-r, -r)]],
+        Marker::Triangle => vec![vec![(0, -r), (r, r), (-r, r), (0, -r)]],
+        Marker::Diamond => vec![vec![(0, -r), (r, 0), (0, r), (-r, 0), (0, -r)]],
+        Marker::Cross => vec![vec![(-r, -r), (r, r)], vec![(-r, r), (r, -r)]],
+    }
+}
+
+/// Draws one line series (solid or dashed) with hollow markers on up to
+/// [`MAX_MARKERS`] of its points.
+fn draw_line<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    at: SeriesLabelPosition,
-) -> Result<(), String> {
+    points: &[(f64, f64)],
+    i: usize,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let st = series_style(i);
+    let line: ShapeStyle = st.rgb().stroke_width(2);
+    if st.dashed {
+        chart
+            .draw_series(DashedLineSeries::new(points.iter().copied(), 9, 5, line))
+            .map_err(err)?;
+    } else {
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), line))
+            .map_err(err)?;
+    }
+    let paths = marker_paths(st.marker, if points.len() <= 3 { 6 } else { 4 });
+    let marks = marker_indices(points.len(), i);
     chart
-        .configure_series_labels()
-        .position(at)
-        .margin(12)
-        .background_style(WHITE)
-        .border_style(RGBColor(90, 90, 90))
-        .label_font(font(16.0))
-        .draw()
-        .map_err(err)
+        .draw_series(marks.iter().flat_map(|&k| {
+            paths
+                .iter()
+                .map(move |p| EmptyElement::at(points[k]) + PathElement::new(p.clone(), line))
+        }))
+        .map_err(err)?;
+    Ok(())
+}
+
+/// One legend row: its text, its series' style, and whether its key is a bar swatch.
+struct LegendEntry {
+    text: String,
+    style: SeriesStyle,
+    bar: bool,
+}
+
+/// Splits `area` into the plotting area and, when anything is labelled, the legend panel
+/// starting at [`legend_left`] (in root pixels).
+fn split_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    labels: &[&str],
+) -> (DrawingArea<DB, Shift>, Option<DrawingArea<DB, Shift>>) {
+    if legend_width(labels) == 0 {
+        return (area.clone(), None);
+    }
+    let at = legend_left(labels) as i32 - area.get_base_pixel().0;
+    let (plot, legend) = area.split_horizontally(at);
+    (plot, Some(legend))
+}
+
+/// Draws the legend rows top-down in `panel`: a key (line with its dash and marker, or a
+/// bar swatch) and the text, rows squeezed to fit the panel's height.
+fn draw_legend_panel<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    entries: &[LegendEntry],
+) -> Result<(), String> {
+    let n = entries.iter().filter(|e| !e.text.is_empty()).count().max(1) as i32;
+    let (_, h) = panel.dim_in_pixel();
+    let row = ((h as i32 - 60) / n).clamp(8, 24);
+    let size = f64::from(row.min(22) - 6).max(7.0);
+    let text_style = font(size).pos(Pos::new(HPos::Left, VPos::Center));
+    let labelled = entries.iter().filter(|e| !e.text.is_empty());
+    for (k, e) in labelled.enumerate() {
+        let y = 50 + row * k as i32 + row / 2;
+        let c = e.style.rgb();
+        if e.bar {
+            let swatch = Rectangle::new([(14, y - row / 3), (34, y + row / 3)], c.filled());
+            panel.draw(&swatch).map_err(err)?;
+        } else {
+            let line = c.stroke_width(2);
+            if e.style.dashed {
+                for x in [6, 20, 34] {
+                    panel
+                        .draw(&PathElement::new(vec![(x, y), (x + 9, y)], line))
+                        .map_err(err)?;
+                }
+            } else {
+                panel
+                    .draw(&PathElement::new(vec![(6, y), (42, y)], line))
+                    .map_err(err)?;
+            }
+            for p in marker_paths(e.style.marker, 4) {
+                let p: Vec<(i32, i32)> = p.iter().map(|&(dx, dy)| (24 + dx, y + dy)).collect();
+                panel.draw(&PathElement::new(p, line)).map_err(err)?;
+            }
+        }
+        panel
+            .draw(&Text::new(e.text.clone(), (50, y), text_style.clone()))
+            .map_err(err)?;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -355,53 +665,6 @@ fn clean_series(series: &[Series]) -> Vec<CleanSeries> {
             }
         })
         .collect()
-}
-
-struct LogXChart<'a> {
-    title: String,
-    series: Vec<CleanSeries>,
-    y_desc: &'a str,
-    /// Range the y axis always covers (CDFs: 0..1); otherwise 0..max plus headroom.
-    y_floor: Option<(f64, f64)>,
-    legend_at: SeriesLabelPosition,
-}
-
-/// Whole decades bracketing `lo..hi` (both > 0), at least one decade wide.
-fn decade_range(lo: f64, hi: f64) -> (f64, f64) {
-    let lo_exp = lo.log10().floor().clamp(-300.0, 299.0);
-    let hi_exp = hi.log10().ceil().clamp(lo_exp + 1.0, 300.0);
-    (10f64.powf(lo_exp), 10f64.powf(hi_exp))
-}
-
-/// Labelled ticks (bold) and grid-only ticks (light) for a log axis over whole decades.
-fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
-    let lo_exp = lo.log10().round() as i32;
-    let hi_exp = hi.log10().round() as i32;
-    let decades = (hi_exp - lo_exp).max(1);
-    let stride = (decades + 9) / 10; // at most ~11 decade labels
-    let label_mults: &[f64] = if decades <= 2 {
-        &[1.0, 2.0, 5.0]
-    } else {
-        &[1.0]
-    };
-    let mut bold = Vec::new();
-    let mut light = Vec::new();
-    for e in lo_exp..=hi_exp {
-        let base = 10f64.powi(e);
-        for m in 1..10 {
-            let v = base * f64::from(m);
-            if v > hi * (1.0 + 1e-9) {
-                break;
-            }
-            let is_label = label_mults.contains(&f64::from(m)) && (e - lo_exp) % stride == 0;
-            if is_label {
-                bold.push(v);
-            } else if decades <= 12 {
-                light.push(v);
-            }
-        }
-    }
-    (bold, light)
 }
 
 /// An axis with explicit labelled (bold) and grid-only (light) tick positions.
@@ -460,66 +723,75 @@ fn linear_range(values: impl Iterator<Item = f64>, floor: (f64, f64), headroom: 
     (lo, hi)
 }
 
-impl Chart for LogXChart<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let area = draw_title(root, &self.title)?;
+struct LogXChart<'a> {
+    title: String,
+    series: Vec<CleanSeries>,
+    y_desc: &'a str,
+    /// Range the y axis always covers (CDFs: 0..1); otherwise 0..max plus headroom.
+    y_floor: Option<(f64, f64)>,
+}
+
+impl LogXChart<'_> {
+    /// The (x, y) axis ranges: x fitted to the data on a log scale, y linear.
+    fn ranges(&self) -> ((f64, f64), (f64, f64)) {
         let all = || self.series.iter().flat_map(|s| s.points.iter());
-        let has_data = all().next().is_some();
-        let (x_lo, x_hi) = if has_data {
+        let x = if all().next().is_some() {
             let lo = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
             let hi = all().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
-            decade_range(lo, hi)
+            log_axis_range(lo, hi)
         } else {
             (0.1, 100.0)
         };
-        let (y_lo, y_hi) = match self.y_floor {
+        let y = match self.y_floor {
             Some(floor) => linear_range(all().map(|p| p.1), floor, 0.0),
-            None => linear_range(all().map(|p| p.1), (0.0, 0.0), 0.12),
+            None => linear_range(all().map(|p| p.1), (0.0, 0.0), 0.06),
         };
+        (x, y)
+    }
+
+    fn legend_entries(&self) -> Vec<LegendEntry> {
+        let entries = self.series.iter().enumerate().map(|(i, s)| LegendEntry {
+            text: match (s.label.is_empty(), s.points.is_empty()) {
+                (false, true) => format!("{} (no data)", s.label),
+                _ => s.label.clone(),
+            },
+            style: series_style(i),
+            bar: false,
+        });
+        entries.collect()
+    }
+}
+
+impl Chart for LogXChart<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        let area = draw_title(root, &self.title)?;
+        let entries = self.legend_entries();
+        let labels: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
+        let (plot, legend) = split_legend(&area, &labels);
+        let ((x_lo, x_hi), (y_lo, y_hi)) = self.ranges();
         let (bold, light) = log_ticks(x_lo, x_hi);
         let x_axis: Ticked<LogCoord<f64>> = Ticked {
             inner: (x_lo..x_hi).log_scale().into(),
             bold,
             light,
         };
-        let mut chart = ChartBuilder::on(&area)
+        let mut chart = ChartBuilder::on(&plot)
             .margin(8)
             .x_label_area_size(56)
             .y_label_area_size(80)
             .build_cartesian_2d(x_axis, y_lo..y_hi)
             .map_err(err)?;
-        configure_mesh(&mut chart, "latency (ms, log scale)", self.y_desc)?;
-
-        let mut labelled = false;
-        for (i, s) in self.series.iter().enumerate() {
-            let c = colour(i);
-            let line = chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), c.stroke_width(2)))
-                .map_err(err)?;
-            if !s.label.is_empty() {
-                labelled = true;
-                let text = if s.points.is_empty() {
-                    format!("{} (no data)", s.label)
-                } else {
-                    s.label.clone()
-                };
-                line.label(text).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
-                });
-            }
-            // Markers keep sparse series (even a single point) visible.
-            if s.points.len() <= 50 {
-                let r = if s.points.len() <= 3 { 5 } else { 3 };
-                chart
-                    .draw_series(s.points.iter().map(|&p| Circle::new(p, r, c.filled())))
-                    .map_err(err)?;
-            }
+        let x_fmt = |v: &f64| fmt_latency_ms(*v);
+        configure_mesh(&mut chart, "latency (log scale)", self.y_desc, &x_fmt)?;
+        let counts: Vec<usize> = self.series.iter().map(|s| s.points.len()).collect();
+        for i in drawing_order(&counts) {
+            draw_line(&mut chart, &self.series[i].points, i)?;
         }
-        if !has_data {
+        if counts.iter().all(|&n| n == 0) {
             no_data_note(&mut chart, ((x_lo * x_hi).sqrt(), (y_lo + y_hi) / 2.0))?;
         }
-        if labelled {
-            draw_legend(&mut chart, self.legend_at.clone())?;
+        if let Some(panel) = legend {
+            draw_legend_panel(&panel, &entries)?;
         }
         Ok(())
     }
@@ -529,6 +801,7 @@ fn configure_mesh<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     x_desc: &str,
     y_desc: &str,
+    x_fmt: &dyn Fn(&f64) -> String,
 ) -> Result<(), String>
 where
     DB: DrawingBackend + 'a,
@@ -541,7 +814,7 @@ where
         .y_desc(y_desc)
         .axis_desc_style(font(18.0))
         .label_style(font(14.0))
-        .x_label_formatter(&|v| fmt_num(*v))
+        .x_label_formatter(x_fmt)
         .y_label_formatter(&|v| fmt_num(*v))
         .y_labels(8)
         .bold_line_style(RGBColor(200, 200, 200))
@@ -561,110 +834,152 @@ struct BarChart {
     stacks: Vec<(String, Vec<f64>)>,
 }
 
+const BAR_HALF: f64 = 0.35;
+
+impl BarChart {
+    /// Each category's total (the bar's height).
+    fn totals(&self) -> Vec<f64> {
+        (0..self.categories.len())
+            .map(|j| {
+                let sum: f64 = self.stacks.iter().map(|(_, v)| v[j]).sum();
+                sum.min(LIN_MAX)
+            })
+            .collect()
+    }
+
+    /// The stacked components bottom-up, an outline round each bar, its total above it.
+    fn draw_bars<'a, DB, X>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
+        totals: &[f64],
+        y_hi: f64,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged<ValueType = f64>,
+    {
+        let n = self.categories.len();
+        let mut base = vec![0.0f64; n];
+        for (i, (_, values)) in self.stacks.iter().enumerate() {
+            let c = series_style(i).rgb();
+            let bars: Vec<Rectangle<(f64, f64)>> = (0..n)
+                .filter(|&j| values[j] > 0.0)
+                .map(|j| {
+                    let (x, top) = (j as f64, (base[j] + values[j]).min(LIN_MAX));
+                    Rectangle::new([(x - BAR_HALF, base[j]), (x + BAR_HALF, top)], c.filled())
+                })
+                .collect();
+            for j in 0..n {
+                base[j] = (base[j] + values[j]).min(LIN_MAX);
+            }
+            chart.draw_series(bars).map_err(err)?;
+        }
+        // Thin outline so adjacent components stay distinguishable, then the totals.
+        let outlined = (0..n).filter(|&j| totals[j] > 0.0).map(|j| {
+            let x = j as f64;
+            Rectangle::new(
+                [(x - BAR_HALF, 0.0), (x + BAR_HALF, totals[j])],
+                BLACK.stroke_width(1),
+            )
+        });
+        chart.draw_series(outlined).map_err(err)?;
+        // Totals above the bars, smaller when bars get narrow, dropped when too narrow.
+        let size = if n <= 12 { 14.0 } else { 11.0 };
+        let style = font(size).pos(Pos::new(HPos::Center, VPos::Bottom));
+        let texts = (0..n).filter(|_| n <= 30).map(|j| {
+            let at = (j as f64, totals[j] + y_hi * 0.01);
+            Text::new(fmt_latency_ms(totals[j]), at, style.clone())
+        });
+        chart.draw_series(texts).map_err(err)?;
+        Ok(())
+    }
+}
+
+impl BarChart {
+    /// The category names under their bars, in two staggered rows when one row would make
+    /// neighbouring names overlap.
+    fn draw_categories<DB, X>(
+        &self,
+        plot: &DrawingArea<DB, Shift>,
+        chart: &ChartContext<'_, DB, Cartesian2d<X, RangedCoordf64>>,
+    ) -> Result<(), String>
+    where
+        DB: DrawingBackend,
+        X: Ranged<ValueType = f64>,
+    {
+        let n = self.categories.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let (x0, _) = chart.backend_coord(&(0.0, 0.0));
+        let (x1, _) = chart.backend_coord(&((n - 1) as f64 + 1.0, 0.0));
+        let slot = f64::from(x1 - x0) / n as f64;
+        let longest = self.categories.iter().map(|c| c.chars().count()).max();
+        // DejaVu Sans at 14 px: about 8 px per character.
+        let stagger = longest.unwrap_or(0) as f64 * 8.0 + 6.0 > slot;
+        let style = font(14.0).pos(Pos::new(HPos::Center, VPos::Top));
+        let base = plot.get_base_pixel();
+        for (j, c) in self.categories.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(j as f64, 0.0));
+            let dy = if stagger && j % 2 == 1 { 24 } else { 6 };
+            let at = (x - base.0, y - base.1 + dy);
+            plot.draw(&Text::new(c.clone(), at, style.clone()))
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+}
+
 impl Chart for BarChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let area = draw_title(root, &self.title)?;
-        let n = self.categories.len();
-        let totals: Vec<f64> = (0..n)
-            .map(|j| {
-                self.stacks
-                    .iter()
-                    .map(|(_, v)| v[j])
-                    .sum::<f64>()
-                    .min(LIN_MAX)
+        let entries: Vec<LegendEntry> = (self.stacks.iter().enumerate())
+            .map(|(i, (name, _))| LegendEntry {
+                text: name.clone(),
+                style: series_style(i),
+                bar: true,
             })
             .collect();
-        // Headroom above the tallest bar for its total and for the legend box.
-        let headroom = 0.15 + 0.1 * self.stacks.len().min(12) as f64;
-        let (_, y_hi) = linear_range(totals.iter().copied(), (0.0, 0.0), headroom);
+        let labels: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
+        let (plot, legend) = split_legend(&area, &labels);
+        let n = self.categories.len();
+        let totals = self.totals();
+        // Headroom above the tallest bar for its total.
+        let (_, y_hi) = linear_range(totals.iter().copied(), (0.0, 0.0), 0.08);
         let slots = n.max(1);
         let x_axis: Ticked<RangedCoordf64> = Ticked {
             inner: (-0.5..slots as f64 - 0.5).into(),
             bold: (0..n).map(|j| j as f64).collect(),
             light: Vec::new(),
         };
-        let mut chart = ChartBuilder::on(&area)
+        let mut chart = ChartBuilder::on(&plot)
             .margin(8)
-            .x_label_area_size(56)
+            .x_label_area_size(72)
             .y_label_area_size(80)
             .build_cartesian_2d(x_axis, 0.0..y_hi)
             .map_err(err)?;
-        let categories = &self.categories;
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_desc("operation kind")
-            .y_desc("mean time per operation (ms)")
+            .y_desc("mean time per operation")
             .axis_desc_style(font(18.0))
             .label_style(font(14.0))
-            .x_label_formatter(&|v| {
-                let j = v.round();
-                if j >= 0.0 && (j as usize) < categories.len() {
-                    categories[j as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .y_label_formatter(&|v| fmt_num(*v))
+            .x_label_formatter(&|_| String::new())
+            .y_label_formatter(&|v| fmt_latency_ms(*v))
             .y_labels(8)
             .bold_line_style(RGBColor(200, 200, 200))
             .light_line_style(RGBColor(238, 238, 238))
             .axis_style(RGBColor(60, 60, 60))
             .draw()
             .map_err(err)?;
-
-        let half = 0.35;
-        let mut base = vec![0.0f64; n];
-        let mut labelled = false;
-        for (i, (name, values)) in self.stacks.iter().enumerate() {
-            let c = colour(i);
-            let bars: Vec<Rectangle<(f64, f64)>> = (0..n)
-                .filter(|&j| values[j] > 0.0)
-                .map(|j| {
-                    let x = j as f64;
-                    let top = (base[j] + values[j]).min(LIN_MAX);
-                    Rectangle::new([(x - half, base[j]), (x + half, top)], c.filled())
-                })
-                .collect();
-            for j in 0..n {
-                base[j] = (base[j] + values[j]).min(LIN_MAX);
-            }
-            let drawn = chart.draw_series(bars).map_err(err)?;
-            if !name.is_empty() {
-                labelled = true;
-                drawn.label(name.clone()).legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled())
-                });
-            }
-        }
-        // Thin outline so adjacent components stay distinguishable, then the totals.
-        chart
-            .draw_series((0..n).filter(|&j| totals[j] > 0.0).map(|j| {
-                let x = j as f64;
-                Rectangle::new(
-                    [(x - half, 0.0), (x + half, totals[j])],
-                    BLACK.stroke_width(1),
-                )
-            }))
-            .map_err(err)?;
-        // Totals above the bars, shortened when bars get narrow, dropped when too narrow.
-        let (size, unit) = if n <= 12 { (14.0, " ms") } else { (11.0, "") };
-        let total_style = font(size).pos(Pos::new(HPos::Center, VPos::Bottom));
-        chart
-            .draw_series((0..n).filter(|_| n <= 30).map(|j| {
-                let text = format!("{}{unit}", fmt_num(totals[j]));
-                Text::new(
-                    text,
-                    (j as f64, totals[j] + y_hi * 0.01),
-                    total_style.clone(),
-                )
-            }))
-            .map_err(err)?;
+        self.draw_bars(&mut chart, &totals, y_hi)?;
+        self.draw_categories(&plot, &chart)?;
         if n == 0 || totals.iter().all(|&t| t == 0.0) {
             no_data_note(&mut chart, ((slots as f64 - 1.0) / 2.0, y_hi / 2.0))?;
         }
-        if labelled {
-            draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        if let Some(panel) = legend {
+            draw_legend_panel(&panel, &entries)?;
         }
         Ok(())
     }
@@ -815,14 +1130,14 @@ mod tests {
                 "fsync latency distribution",
                 "baseline",
                 "current",
-                "latency (ms, log scale)",
+                "latency (log scale)",
                 "share of operations (%)",
             ],
             &[
                 "fsync latency CDF",
                 "baseline",
                 "current",
-                "latency (ms, log scale)",
+                "latency (log scale)",
                 "fraction of operations \u{2264} x",
             ],
             &[
@@ -833,7 +1148,7 @@ mod tests {
                 "fsync",
                 "rename",
                 "operation kind",
-                "mean time per operation (ms)",
+                "mean time per operation",
             ],
         ];
         for (t, want) in text.iter().zip(expect) {
@@ -1090,6 +1405,37 @@ mod tests {
             "{:?}",
             svg_texts(&svg)
         );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The distinct `y` attributes of the `<text>`s of `svg` whose content is in `names`.
+    fn text_rows(svg: &str, names: &[String]) -> Vec<String> {
+        let mut rows: Vec<String> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let (tag, rest) = t.split_once('>')?;
+                let body = rest.split("</text>").next()?.trim();
+                let y = tag.split(" y=\"").nth(1)?.split('"').next()?;
+                names.iter().any(|n| n == body).then(|| y.to_string())
+            })
+            .collect();
+        rows.sort();
+        rows.dedup();
+        rows
+    }
+
+    #[test]
+    fn crowded_category_names_are_staggered() {
+        let dir = scratch("stagger");
+        let p = dir.join("bars.svg");
+        for (n, rows) in [(3, 1), (16, 2)] {
+            let cats: Vec<String> = (0..n).map(|j| format!("Operation{j}")).collect();
+            let st = vec![("cpu".to_string(), vec![1.0; n])];
+            attribution_bars("t", &cats, &st, &p).unwrap();
+            let svg = std::fs::read_to_string(&p).unwrap();
+            assert_eq!(text_rows(&svg, &cats).len(), rows, "{n} categories");
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 

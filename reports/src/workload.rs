@@ -755,13 +755,27 @@ pub fn main_op(kind: Kind) -> &'static str {
     }
 }
 
-/// (latency ms, share %) points of a histogram in log-2 buckets from 1 µs.
-fn distribution(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
+/// The operation a comparison's CDF shows: [`main_op`] when `r` measured it, else the
+/// operation `r` measured most often (fio's filecreate job has creates, no fsync).
+pub fn plot_op(r: &WorkloadResult) -> String {
+    let main = main_op(r.kind);
+    if r.op(main).is_some_and(|o| !o.hist.is_empty()) {
+        return main.to_string();
+    }
+    let most = r.ops.iter().filter(|o| !o.hist.is_empty());
+    most.max_by_key(|o| o.hist.len())
+        .map_or(main, |o| o.name)
+        .to_string()
+}
+
+/// (latency ms, share %) points of a histogram in buckets of a fifth of a decade from 1 µs
+/// (a value v lands in the bucket ending at the first 1 µs·10^(k/5) >= v).
+pub fn distribution(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
     if h.is_empty() {
         return Vec::new();
     }
     let n = h.len() as f64;
-    h.iter_log(1000, 2.0)
+    h.iter_log(1000, 10f64.powf(0.2))
         .map(|v| {
             (
                 v.value_iterated_to() as f64 / MS,
@@ -771,20 +785,117 @@ fn distribution(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// (latency ms, cumulative fraction) points of a histogram.
-fn cdf(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
+/// (latency ms, cumulative fraction) at each distinct recorded value of a histogram, for
+/// [`crate::plot::cdf_overlay`]'s step function. Operations that return at once (an fsync
+/// with nothing to do) are drawn at 1 µs, so a log axis can show them.
+pub fn cdf(h: &hdrhistogram::Histogram<u64>) -> Vec<(f64, f64)> {
     if h.is_empty() {
         return Vec::new();
     }
-    // Operations that return at once (an fsync with nothing to do) are drawn at 1 µs.
-    h.iter_quantiles(4)
+    let n = h.len() as f64;
+    let mut seen = 0u64;
+    h.iter_recorded()
         .map(|v| {
-            (
-                v.value_iterated_to().max(1000) as f64 / MS,
-                v.quantile_iterated_to(),
-            )
+            seen += v.count_since_last_iteration();
+            (v.value_iterated_to().max(1000) as f64 / MS, seen as f64 / n)
         })
         .collect()
+}
+
+/// What a comparison's plots show, before rendering.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlotData {
+    /// The operation of the CDF ([`plot_op`]).
+    pub op: String,
+    /// Latency distribution per plotted operation of the current run.
+    pub latency: Vec<crate::plot::Series>,
+    /// The CDF of `op`, baseline then current.
+    pub cdf: Vec<crate::plot::Series>,
+    /// Attribution bars: the plotted operations ...
+    pub categories: Vec<String>,
+    /// ... and per attribution group its mean ms for each of them.
+    pub stacks: Vec<(String, Vec<f64>)>,
+}
+
+/// The operations a comparison plots: those that wait for something besides the CPU, or
+/// when none does, every measured one.
+fn plotted_ops(r: &WorkloadResult) -> Vec<&models::workload::fsload::OpResult> {
+    let measured = || r.ops.iter().filter(|o| !o.hist.is_empty());
+    let waits = measured()
+        .filter(|o| {
+            let classes = o.attribution.iter().enumerate();
+            classes
+                .into_iter()
+                .any(|(i, &ns)| ns > 0 && r.classes.get(i).is_some_and(|c| c != "cpu"))
+        })
+        .collect::<Vec<_>>();
+    if waits.is_empty() {
+        measured().collect()
+    } else {
+        waits
+    }
+}
+
+/// Per attribution group (in first-seen order), its mean ms for each of `cats` in `r`.
+fn attribution_stacks(r: &WorkloadResult, cats: &[String]) -> Vec<(String, Vec<f64>)> {
+    let att = attribution(r);
+    let att: Vec<&OpAttribution> = cats
+        .iter()
+        .filter_map(|c| att.iter().find(|(op, ..)| op == c))
+        .collect();
+    let mut groups: Vec<String> = Vec::new();
+    for (_, _, _, gs) in &att {
+        for (g, _) in gs {
+            if !groups.contains(g) {
+                groups.push(g.clone());
+            }
+        }
+    }
+    let mean = |a: &OpAttribution, g: &str| {
+        let found = a.3.iter().find(|(k, _)| k == g);
+        found.map_or(0.0, |(_, v)| v / MS)
+    };
+    let stacks = groups.into_iter().map(|g| {
+        let vals = att.iter().map(|a| mean(a, &g)).collect();
+        (g, vals)
+    });
+    stacks.collect()
+}
+
+/// The data of a comparison's plots (distribution, CDF, attribution), not yet rendered.
+pub fn plot_data(baseline: &WorkloadResult, current: &WorkloadResult) -> PlotData {
+    use crate::plot::Series;
+    let ops = plotted_ops(current);
+    let latency = ops
+        .iter()
+        .map(|o| Series {
+            label: o.name.to_string(),
+            points: distribution(&o.hist),
+        })
+        .collect();
+    let op = plot_op(current);
+    let cdf = [baseline, current]
+        .iter()
+        .filter_map(|r| {
+            r.op(&op).map(|o| Series {
+                label: format!("{} ({op})", r.policy.name),
+                points: cdf(&o.hist),
+            })
+        })
+        .collect();
+    let measured: Vec<String> = attribution(current).into_iter().map(|a| a.0).collect();
+    let categories: Vec<String> = measured
+        .into_iter()
+        .filter(|c| ops.iter().any(|o| o.name == c))
+        .collect();
+    let stacks = attribution_stacks(current, &categories);
+    PlotData {
+        op,
+        latency,
+        cdf,
+        categories,
+        stacks,
+    }
 }
 
 /// Writes `latency`, `cdf` and `attribution` plots (PNG and SVG) of a comparison into `dir`;
@@ -794,101 +905,23 @@ pub fn write_plots(
     current: &WorkloadResult,
     dir: &std::path::Path,
 ) -> Result<Vec<std::path::PathBuf>, String> {
-    use crate::plot::{attribution_bars, cdf_overlay, latency_distribution, Series};
+    use crate::plot::{attribution_bars, cdf_overlay, latency_distribution};
+    let d = plot_data(baseline, current);
+    let (w, policy) = (&current.workload, &current.policy.name);
+    let clients = count_of(current.clients as u64, "client");
     let mut files = Vec::new();
-    // Operations that reach the filesystem: they wait for something besides the CPU.
-    let varied: Vec<&models::workload::fsload::OpResult> = current
-        .ops
-        .iter()
-        .filter(|o| {
-            !o.hist.is_empty()
-                && o.attribution
-                    .iter()
-                    .enumerate()
-                    .any(|(i, &ns)| ns > 0 && current.classes.get(i).is_some_and(|c| c != "cpu"))
-        })
-        .collect();
-    let dist: Vec<Series> = varied
-        .iter()
-        .map(|o| Series {
-            label: o.name.to_string(),
-            points: distribution(&o.hist),
-        })
-        .collect();
-    let main = main_op(current.kind);
-    let cdfs: Vec<Series> = [baseline, current]
-        .iter()
-        .filter_map(|r| {
-            r.op(main).map(|o| Series {
-                label: format!("{} ({})", r.policy.name, main),
-                points: cdf(&o.hist),
-            })
-        })
-        .collect();
-    let att = attribution(current);
-    let cats: Vec<String> = att
-        .iter()
-        .filter(|(op, ..)| varied.iter().any(|o| o.name == op))
-        .map(|(op, ..)| op.clone())
-        .collect();
-    let mut groups: Vec<String> = Vec::new();
-    for (op, _, _, gs) in &att {
-        if cats.contains(op) {
-            for (g, _) in gs {
-                if !groups.contains(g) {
-                    groups.push(g.clone());
-                }
-            }
-        }
-    }
-    let stacks: Vec<(String, Vec<f64>)> = groups
-        .iter()
-        .map(|g| {
-            let vals = cats
-                .iter()
-                .map(|c| {
-                    att.iter()
-                        .find(|(op, ..)| op == c)
-                        .and_then(|(_, _, _, gs)| gs.iter().find(|(k, _)| k == g))
-                        .map_or(0.0, |(_, v)| v / MS)
-                })
-                .collect();
-            (g.clone(), vals)
-        })
-        .collect();
     for ext in ["png", "svg"] {
         let p = dir.join(format!("latency.{ext}"));
-        latency_distribution(
-            &format!(
-                "{}: latency distribution per operation ({}, {})",
-                current.workload,
-                current.policy.name,
-                count_of(current.clients as u64, "client")
-            ),
-            &dist,
-            &p,
-        )?;
+        let title = format!("{w}: latency distribution per operation ({policy}, {clients})");
+        latency_distribution(&title, &d.latency, &p)?;
         files.push(p);
         let p = dir.join(format!("cdf.{ext}"));
-        cdf_overlay(
-            &format!(
-                "{}: {main} latency CDF, baseline vs current",
-                current.workload
-            ),
-            &cdfs,
-            &p,
-        )?;
+        let title = format!("{w}: {} latency CDF, baseline vs current", d.op);
+        cdf_overlay(&title, &d.cdf, &p)?;
         files.push(p);
         let p = dir.join(format!("attribution.{ext}"));
-        attribution_bars(
-            &format!(
-                "{}: where the time goes, mean ms per operation ({})",
-                current.workload, current.policy.name
-            ),
-            &cats,
-            &stacks,
-            &p,
-        )?;
+        let title = format!("{w}: where the time goes, mean time per operation ({policy})");
+        attribution_bars(&title, &d.categories, &d.stacks, &p)?;
         files.push(p);
     }
     Ok(files)
