@@ -163,8 +163,8 @@ fn compare_kbuild_sets_the_seeds_iostat_beside_the_models() {
         String::from_utf8_lossy(&o.stderr)
     );
     for want in [
-        "seed -15.00% (#0)",
-        "seed reverted",
+        "thread -15.00% (#0)",
+        "thread reverted",
         "model linux-2.6.36",
         "model linux-2.6.37",
         "units_per_s",

@@ -1174,7 +1174,7 @@ pub fn kbuild_seed_text(
         .map(|(at, _, _, v)| format!("{} ({at})", pct(*v)))
         .collect();
     t.push_str(&format!(
-        "units/s change {} → {}: model {}; seed {}\n",
+        "units/s change {} → {}: model {}; thread {}\n",
         baseline.name,
         current.name,
         model.map_or("n/a".to_string(), |r| pct(r.diff_pct)),
@@ -1184,13 +1184,13 @@ pub fn kbuild_seed_text(
             seed.join(", ")
         }
     ));
-    t.push_str("iostat -x (seed: #0/#34, mean over runs, device unnamed; model: the ccache disk over the window, mean over seeds)\n");
+    t.push_str("iostat -x (thread: #0/#34, mean over runs, device unnamed; model: the ccache disk over the window, mean over seeds)\n");
     let mut lines = vec![std::iter::once("kernel".to_string())
         .chain(models::block::iostat::COLUMNS.iter().map(|c| c.to_string()))
         .collect::<Vec<_>>()];
     for (label, _, v) in SEED_IOSTAT {
         lines.push(
-            std::iter::once(format!("seed {label}"))
+            std::iter::once(format!("thread {label}"))
                 .chain(v.iter().map(|x| format!("{x:.2}")))
                 .collect(),
         );
