@@ -30,13 +30,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size '{t}' too large"))
 }
 
-/// FNV-1a, 64 bits, of `bytes`: the stable hash of everything fsyncsim persists (sweep
-/// checkpoints' checksums, sweep identities); never std's `DefaultHasher`, which may change.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
+/// FNV-1a 64 (the engine's one stable hash): of everything fsyncsim persists (sweep
+/// checkpoints' checksums, sweep identities).
+pub use sim::rng::fnv1a64;
 
 /// The largest input file fsyncsim reads (scenario, workload and device TOML, sweep
 /// checkpoints and shard JSON): 16 MiB. Larger files, and anything that is not a regular

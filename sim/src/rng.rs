@@ -19,14 +19,18 @@ pub struct RngStreams {
     taken: BTreeSet<String>,
 }
 
-/// FNV-1a 64: a stable (platform- and version-independent) hash of a stream name.
+/// FNV-1a, 64 bits, of `bytes`: the one stable (platform- and version-independent) hash
+/// of the project (stream names, sweep checkpoints and identities, b-tree name keys); never
+/// std's `DefaultHasher`, which may change.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// FNV-1a 64 of a stream name.
 pub fn stable_hash(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    fnv1a64(s.as_bytes())
 }
 
 impl RngStreams {

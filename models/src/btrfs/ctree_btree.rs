@@ -583,9 +583,7 @@ impl Default for Trees {
 
 /// btrfs_name_hash's stand-in: FNV-1a of the name (see the module comment).
 pub fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
+    sim::rng::fnv1a64(name.as_bytes())
 }
 
 impl Trees {
