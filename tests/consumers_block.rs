@@ -7,9 +7,8 @@ use crate::common;
 
 use common::{fsyncsim_in, stderr, temp_dir};
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The `jc` of the consumers' venv (or next to `$FSYNCSIM_CONSUMERS_PYTHON`), if it runs.
 fn jc() -> Option<PathBuf> {
@@ -40,19 +39,7 @@ fn parsed(jc: &Path, extra: &[&str]) -> Value {
         .take(2)
         .map(|l| format!("{l}\n"))
         .collect();
-    let mut child = Command::new(jc)
-        .arg("--iostat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(rows.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = common::fed(Command::new(jc).arg("--iostat"), rows.as_bytes());
     assert!(o.status.success(), "{rows}");
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v.as_array().map(Vec::len), Some(1), "{rows}\n{v}");

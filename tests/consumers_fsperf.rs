@@ -58,20 +58,11 @@ fn texttable_draws(py: &Path, rows: &[CompareRow]) -> String {
         .iter()
         .map(|r| serde_json::json!([r.metric, r.baseline, r.current, r.baseline_stdev]))
         .collect();
-    let mut child = Command::new(py)
-        .args(["-c", FSPERF_TABLE_PY])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(&input).unwrap().as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let json = serde_json::to_string(&input).unwrap();
+    let o = common::fed(
+        Command::new(py).args(["-c", FSPERF_TABLE_PY]),
+        json.as_bytes(),
+    );
     assert!(o.status.success());
     String::from_utf8(o.stdout).unwrap()
 }

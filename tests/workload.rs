@@ -125,18 +125,9 @@ fn fsperf_table_and_paired_statistics() {
         parse_policy("linux-5.10").unwrap(),
         parse_policy("linux-5.11").unwrap(),
     );
-    let pairs = compare(
-        &s,
-        &d,
-        &b,
-        &c,
-        1,
-        3,
-        None,
-        2,
-        &models::workload::compare::no_progress(),
-    )
-    .unwrap();
+    let no = models::workload::compare::no_progress();
+    let on_threads = |jobs| compare(&s, &d, &b, &c, 1, 3, None, jobs, &no).unwrap();
+    let pairs = on_threads(2);
     let rows = reports::workload::compare_rows(&pairs[0].baseline, &pairs[0].current);
     let tp = &rows[0];
     assert_eq!(tp.metric, "throughput");
@@ -174,18 +165,7 @@ fn fsperf_table_and_paired_statistics() {
     let head: Vec<&str> = t1.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(head, ["metric", "baseline", "current", "stdev", "diff"]);
     // Results do not depend on the number of threads.
-    let serial = compare(
-        &s,
-        &d,
-        &b,
-        &c,
-        1,
-        3,
-        None,
-        1,
-        &models::workload::compare::no_progress(),
-    )
-    .unwrap();
+    let serial = on_threads(1);
     for (x, y) in serial[0].current.iter().zip(&pairs[0].current) {
         assert_eq!(x.trace_hash, y.trace_hash);
     }

@@ -361,7 +361,6 @@ impl Core {
         self.resources[r as usize].note_grant(waited);
     }
 
-    /// Renders a trace record as a text line, with task, class, resource and point names.
     /// Appends the names added since `names` was last brought up to date.
     pub(crate) fn update_names(&self, names: &mut crate::trace::TraceNames) {
         for t in &self.tasks[names.tasks.len().min(self.tasks.len())..] {
@@ -382,6 +381,7 @@ impl Core {
         names.points.extend(points);
     }
 
+    /// Renders a trace record as a text line, with task, class, resource and point names.
     pub(crate) fn render(&self, r: &TraceRecord) -> String {
         crate::trace::render(
             r,

@@ -160,3 +160,15 @@ pub fn consumer_python(module: &str) -> Option<PathBuf> {
 pub fn skip(test: &str, what: &str) {
     println!("SKIP {test}: {what} is not installed (.ci/run installs it)");
 }
+
+/// Runs `cmd` with `input` on its standard input and returns what it printed.
+pub fn fed(cmd: &mut Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the consumer");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
