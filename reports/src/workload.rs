@@ -706,6 +706,11 @@ pub fn json(r: &WorkloadResult) -> Value {
     for (k, v) in r.metrics.scalars() {
         metrics.insert(k.to_string(), json!(v));
     }
+    for f in &r.metrics.families {
+        if let Some(name) = f.report {
+            metrics.insert(name.into(), json!(f.counts));
+        }
+    }
     for (k, v) in r.metrics.prefixed_rows() {
         metrics.insert(k.clone(), json!(v));
     }

@@ -71,7 +71,12 @@ impl Btrfs {
             self.meta_items(u64::from(new_range))
         };
         if rsv > 0 {
-            self.reserve_metadata(rsv).await?;
+            // btrfs_delalloc_reserve_space (delalloc-space.c@v5.10): when the metadata
+            // cannot be reserved, the data reservation is freed again.
+            if let Err(e) = self.reserve_metadata(rsv).await {
+                self.st_mut().data.may_use -= bytes;
+                return Err(e);
+            }
             *self.st_mut().meta.delalloc_rsv.entry(ino).or_default() += rsv;
         }
         self.st_mut().meta.delalloc_bytes += bytes;
@@ -988,7 +993,14 @@ impl Btrfs {
             self.reserve_data(bytes).await?;
         }
         // insert_prealloc_file_extent: the inode, the removed range, the new extent (3).
-        let th = self.start_transaction_items(3).await?;
+        // btrfs_fallocate (file.c@v5.10) frees the data reservation when this fails.
+        let th = match self.start_transaction_items(3).await {
+            Ok(th) => th,
+            Err(e) => {
+                self.st_mut().data.may_use -= bytes;
+                return Err(e);
+            }
+        };
         let t = th.id;
         let cpu = {
             let mut st = self.st_mut();

@@ -438,11 +438,21 @@ impl Btrfs {
 
     /// The final iput's truncation of a file with no names (btrfs_evict_inode →
     /// btrfs_truncate_inode_items, inode.c@v5.10): its data extents freed in `t` (pinned),
-    /// its dirty pages dropped with their delalloc reservation.
+    /// its dirty pages dropped with their delalloc reservations, data and metadata:
+    /// truncate_inode_pages_final → btrfs_invalidatepage clears EXTENT_DELALLOC with
+    /// EXTENT_DO_ACCOUNTING, and btrfs_clear_delalloc_extent (inode.c@v5.10) gives the
+    /// range's data space back (btrfs_free_reserved_data_space_noquota: bytes_may_use).
     pub(super) fn drop_unlinked_data(st: &mut FsState, ino: Ino, t: TransId) {
         Self::free_data_extents(st, ino, t);
         let dirty = std::mem::take(&mut st.inodes.get_mut(&ino).unwrap().dirty_bytes);
         st.meta.delalloc_bytes -= dirty;
+        sim::check!(
+            st.data.may_use >= dirty,
+            "dropped dirty pages were reserved"
+        );
+        st.data.may_use -= dirty;
+        st.meta.range_dirty.remove(&ino);
+        st.meta.range_at.remove(&ino);
         let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
         st.meta.may_use -= rsv;
     }
@@ -711,5 +721,35 @@ fn drop_gone<L>(map: &mut FastMap<Ino, L>, st: &FsState) {
     gone.sort_unstable();
     for ino in gone {
         map.remove(&ino);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btrfs::state::Transaction;
+
+    /// dbench's pattern: a file written (its pages dirty, data space reserved) and unlinked
+    /// before writeback. Evicting it gives the reservation back; otherwise bytes_may_use
+    /// grows with every such file and each reservation that no longer fits allocates a new
+    /// data chunk (and forces that transaction's fsyncs to a full commit).
+    #[test]
+    fn an_evicted_files_dirty_pages_return_their_data_reservation() {
+        let mut st = FsState::mkfs();
+        let t = st.last_trans_committed + 1;
+        st.trans.insert(t, Transaction::running(t, 0, 0));
+        let mut i = st.inodes.get(&ROOT_INO).unwrap().clone();
+        i.ino = 300;
+        i.is_dir = false;
+        i.extents.clear();
+        i.dirty_bytes = 65536;
+        st.inodes.insert(300, i);
+        st.data.may_use += 65536;
+        st.meta.delalloc_bytes += 65536;
+        let before = st.data.in_use();
+        Btrfs::drop_unlinked_data(&mut st, 300, t);
+        assert_eq!(st.data.may_use, 0);
+        assert_eq!(st.meta.delalloc_bytes, 0);
+        assert_eq!(st.data.in_use(), before - 65536);
     }
 }
