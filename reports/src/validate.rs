@@ -1,7 +1,9 @@
 //! `fsyncsim validate`: the one table of seed figures beside the model's, and the curves.
 
 use models::validate::{Ablation, Validation};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// A number as the table prints it (4 significant digits, fixed point).
 fn num(x: f64) -> String {
@@ -138,53 +140,180 @@ fn ablation_text(a: &Ablation) -> String {
     t
 }
 
+/// A finite number, or JSON null.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// `validate --json`'s document.
+#[derive(Serialize)]
+struct ValidateJson<'a> {
+    quick: bool,
+    setup: &'a str,
+    rows: Vec<RowJson<'a>>,
+    score: ScoreJson,
+    curves: Vec<CurveJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ablation: Option<AblationJson<'a>>,
+}
+
+/// One row of the table.
+#[derive(Serialize)]
+struct RowJson<'a> {
+    id: &'a str,
+    thread: &'a str,
+    figure: &'a str,
+    thread_value: Option<f64>,
+    model_value: Option<f64>,
+    model_ci: Option<[Option<f64>; 2]>,
+    unit: &'a str,
+    direction_match: Option<bool>,
+    ci_excludes_zero: Option<bool>,
+    ratio: Option<f64>,
+}
+
+/// The score line's counts.
+#[derive(Serialize)]
+struct ScoreJson {
+    deltas: usize,
+    same_direction: usize,
+    with_interval: usize,
+    same_direction_ci_excludes_zero: usize,
+    within_half_of_thread: usize,
+    levels: usize,
+    levels_within_2x: usize,
+}
+
+/// One curve with its points and the thread's point.
+#[derive(Serialize)]
+struct CurveJson<'a> {
+    id: &'a str,
+    x: &'a str,
+    y: &'a str,
+    points: Vec<PointJson<'a>>,
+    thread_point: Option<ThreadPointJson<'a>>,
+}
+
+/// One point of a curve.
+#[derive(Serialize)]
+struct PointJson<'a> {
+    param: &'a str,
+    x: Option<f64>,
+    y: Option<f64>,
+}
+
+/// The thread's point on a curve and how its x was derived.
+#[derive(Serialize)]
+struct ThreadPointJson<'a> {
+    x: Option<f64>,
+    y: Option<f64>,
+    derived: &'a str,
+}
+
+/// `--ablate`'s table.
+#[derive(Serialize)]
+struct AblationJson<'a> {
+    mechanisms: Vec<MechanismJson<'a>>,
+    rows: Vec<AblationRowJson<'a>>,
+}
+
+/// A mechanism the ablation switches off.
+#[derive(Serialize)]
+struct MechanismJson<'a> {
+    name: &'a str,
+    what: &'a str,
+}
+
+/// One delta row with each mechanism off.
+#[derive(Serialize)]
+struct AblationRowJson<'a> {
+    id: &'a str,
+    thread_value: Option<f64>,
+    all_on: Option<f64>,
+    off: BTreeMap<&'a str, Option<f64>>,
+}
+
 /// `--json`: `{rows: [{id, thread, figure, thread_value, model_value, unit, direction_match,
 /// ci_excludes_zero, ratio, model_ci}], score: {…}, curves: [{id, x, y, points: [{param, x, y}], thread_point}]}`.
 pub fn json(v: &Validation) -> Value {
-    let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
     let sc = v.score();
-    let mut j = json!({
-        "quick": v.quick,
-        "setup": v.setup,
-        "rows": v.rows.iter().map(|r| json!({
-            "id": r.id,
-            "thread": r.seed,
-            "figure": r.figure,
-            "thread_value": f(r.seed_value),
-            "model_value": f(r.model_value),
-            "model_ci": r.model_ci.map(|(a, b)| json!([f(a), f(b)])),
-            "unit": r.unit,
-            "direction_match": r.direction_match,
-            "ci_excludes_zero": r.ci_excludes_zero(),
-            "ratio": f(r.ratio),
-        })).collect::<Vec<_>>(),
-        "score": json!({
-                "deltas": sc.deltas,
-                "same_direction": sc.same_direction,
-                "with_interval": sc.with_interval,
-                "same_direction_ci_excludes_zero": sc.same_direction_ci,
-                "within_half_of_thread": sc.within_half,
-                "levels": sc.levels,
-                "levels_within_2x": sc.levels_within_2x,
-            }),
-        "curves": v.curves.iter().map(|c| json!({
-            "id": c.id,
-            "x": c.x,
-            "y": c.y,
-            "points": c.points.iter().map(|p| json!({"param": p.param, "x": f(p.x), "y": f(p.y)})).collect::<Vec<_>>(),
-            "thread_point": c.seed_point.as_ref().map(|(x, y, how)| json!({"x": f(*x), "y": f(*y), "derived": how})),
-        })).collect::<Vec<_>>(),
-    });
-    if let Some(a) = &v.ablation {
-        j["ablation"] = json!({
-            "mechanisms": a.mechanisms.iter().map(|(n, w)| json!({"name": n, "what": w})).collect::<Vec<_>>(),
-            "rows": a.rows.iter().map(|r| json!({
-                "id": r.id,
-                "thread_value": f(r.seed_value),
-                "all_on": f(r.all_on),
-                "off": a.mechanisms.iter().zip(&r.off).map(|((n, _), &x)| (n.clone(), f(x))).collect::<serde_json::Map<_, _>>(),
-            })).collect::<Vec<_>>(),
-        });
+    let doc = ValidateJson {
+        quick: v.quick,
+        setup: &v.setup,
+        rows: v
+            .rows
+            .iter()
+            .map(|r| RowJson {
+                id: &r.id,
+                thread: &r.seed,
+                figure: &r.figure,
+                thread_value: finite(r.seed_value),
+                model_value: finite(r.model_value),
+                model_ci: r.model_ci.map(|(a, b)| [finite(a), finite(b)]),
+                unit: &r.unit,
+                direction_match: r.direction_match,
+                ci_excludes_zero: r.ci_excludes_zero(),
+                ratio: finite(r.ratio),
+            })
+            .collect(),
+        score: ScoreJson {
+            deltas: sc.deltas,
+            same_direction: sc.same_direction,
+            with_interval: sc.with_interval,
+            same_direction_ci_excludes_zero: sc.same_direction_ci,
+            within_half_of_thread: sc.within_half,
+            levels: sc.levels,
+            levels_within_2x: sc.levels_within_2x,
+        },
+        curves: v.curves.iter().map(curve_json).collect(),
+        ablation: v.ablation.as_ref().map(ablation_json),
+    };
+    serde_json::to_value(doc).expect("plain data serialises")
+}
+
+fn curve_json(c: &models::validate::Curve) -> CurveJson<'_> {
+    CurveJson {
+        id: &c.id,
+        x: &c.x,
+        y: &c.y,
+        points: c
+            .points
+            .iter()
+            .map(|p| PointJson {
+                param: &p.param,
+                x: finite(p.x),
+                y: finite(p.y),
+            })
+            .collect(),
+        thread_point: c.seed_point.as_ref().map(|(x, y, how)| ThreadPointJson {
+            x: finite(*x),
+            y: finite(*y),
+            derived: how,
+        }),
     }
-    j
+}
+
+fn ablation_json(a: &Ablation) -> AblationJson<'_> {
+    AblationJson {
+        mechanisms: a
+            .mechanisms
+            .iter()
+            .map(|(n, w)| MechanismJson { name: n, what: w })
+            .collect(),
+        rows: a
+            .rows
+            .iter()
+            .map(|r| AblationRowJson {
+                id: &r.id,
+                thread_value: finite(r.seed_value),
+                all_on: finite(r.all_on),
+                off: a
+                    .mechanisms
+                    .iter()
+                    .zip(&r.off)
+                    .map(|((n, _), &x)| (n.as_str(), finite(x)))
+                    .collect(),
+            })
+            .collect(),
+    }
 }

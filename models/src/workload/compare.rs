@@ -11,17 +11,13 @@ use sim::Nanos;
 use std::cell::Cell;
 use std::rc::Rc;
 
-/// Two-sided 97.5 % quantile of Student's t for `df` degrees of freedom.
+/// The 97.5 % quantile of Student's t for `df` degrees of freedom (the half-width factor
+/// of a two-sided 95 % interval); NaN for 0.
 pub fn t975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::NAN,
-        d if d <= 30 => T[d - 1],
-        _ => 1.96,
+    use statrs::distribution::{ContinuousCDF, StudentsT};
+    match StudentsT::new(0.0, 1.0, df as f64) {
+        Ok(t) if df > 0 => t.inverse_cdf(0.975),
+        _ => f64::NAN,
     }
 }
 
@@ -196,6 +192,19 @@ mod tests {
     use super::*;
     use crate::btrfs::Fix;
     use crate::kernel::parse_policy;
+
+    #[test]
+    fn t_quantiles_are_students_not_the_normals() {
+        // 0.975 quantiles as printed in the standard tables of Student's t:
+        // df 1 12.706, 2 4.303, 40 2.021, 120 1.980; the normal's 1.960 only as df grows.
+        for (df, want) in [(1, 12.7062), (2, 4.3027), (40, 2.0211), (120, 1.9799)] {
+            let t = t975(df);
+            assert!((t - want).abs() < 1e-3, "df {df}: {t} against {want}");
+        }
+        assert!(t975(40) > 1.96 * 1.03, "df 40 is 3 % wider than the normal");
+        assert!((t975(1_000_000) - 1.95996).abs() < 1e-3);
+        assert!(t975(0).is_nan());
+    }
 
     #[test]
     fn policy_specs_parse_and_reject() {
