@@ -10,6 +10,7 @@ mod cli;
 mod consumers_block;
 mod consumers_fio;
 mod consumers_fsperf;
+mod consumers_html;
 mod coverage;
 mod crash_locks;
 mod crash_state;

@@ -9,6 +9,7 @@ pub mod devices;
 pub mod fio;
 pub mod fio_json;
 pub mod hdrlog;
+pub mod html;
 pub mod latency;
 pub mod output;
 pub mod perfetto;

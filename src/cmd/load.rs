@@ -221,8 +221,18 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
     .map_err(Failure)?;
     bar.finish_and_clear();
     let json = reports::workload::compare_json(&spec, &baseline, &current, &pairs, a.vary.as_ref());
+    let text = reports::workload::compare_text(&spec, &baseline, &current, &pairs, a.vary.as_ref());
     if let (Some(d), Some(results)) = (&a.out, &staged_results) {
-        write_compare_out(d, results, &json, &pairs, &mut staging)?;
+        let title = format!(
+            "fsyncsim compare {}: {} vs {}",
+            spec.name, baseline.name, current.name
+        );
+        let out = CompareOut {
+            json: &json,
+            text: &text,
+            title: &title,
+        };
+        write_compare_out(d, results, &out, &pairs, &mut staging)?;
     }
     if let (Some(path), Some(staged)) = (&trace_path, &staged_trace) {
         write_compare_trace(&a, &spec, &dev, &current, seed, (path, staged))?;
@@ -270,10 +280,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
     if a.json {
         outln!("{json:#}");
     } else {
-        out!(
-            "{}",
-            reports::workload::compare_text(&spec, &baseline, &current, &pairs, a.vary.as_ref())
-        );
+        out!("{text}");
         if let Some(d) = &a.out {
             outln!("wrote {}", d.display());
         }
@@ -362,22 +369,51 @@ fn stage_compare_outputs(
     Ok((staged_trace, staged_results))
 }
 
-/// --out DIR: results.json (staged at `results`) and the first point's plots.
+/// What --out DIR writes besides the plots: results.json, and the tables and title of
+/// index.html.
+struct CompareOut<'a> {
+    json: &'a serde_json::Value,
+    text: &'a str,
+    title: &'a str,
+}
+
+/// The plots index.html shows (the SVGs; the PNGs are beside them) and their captions.
+const REPORT_FIGURES: [reports::html::Figure; 3] = [
+    reports::html::Figure {
+        file: "latency.svg",
+        caption: "Latency distribution per operation under the current policy",
+    },
+    reports::html::Figure {
+        file: "cdf.svg",
+        caption: "Latency CDF of the headline operation, baseline against current",
+    },
+    reports::html::Figure {
+        file: "attribution.svg",
+        caption: "Where the time goes: mean time per operation by wait class, current policy",
+    },
+];
+
+/// --out DIR: results.json (staged at `results`), the first point's plots and index.html
+/// (the tables compare prints and the plots).
 fn write_compare_out(
     d: &std::path::Path,
     results: &std::path::Path,
-    json: &serde_json::Value,
+    out: &CompareOut,
     pairs: &[models::workload::compare::Pair],
     staging: &mut reports::output::Staging,
 ) -> Result<(), Failure> {
     let fail = |e: String| Failure(format!("--out {}: {e}", d.display()));
-    reports::output::write_atomic(results, format!("{json:#}\n").as_bytes())
+    reports::output::write_atomic(results, format!("{:#}\n", out.json).as_bytes())
         .map_err(|e| fail(e.to_string()))?;
     let first = &pairs[0];
     let plots = staging.dir_for(d).map_err(|e| fail(e.to_string()))?;
-    for f in reports::workload::write_plots(&first.baseline[0], &first.current[0], &plots)
-        .map_err(fail)?
-    {
+    let mut files = reports::workload::write_plots(&first.baseline[0], &first.current[0], &plots)
+        .map_err(fail)?;
+    let index = plots.join("index.html");
+    let page = reports::html::report(out.title, out.text, &REPORT_FIGURES);
+    reports::output::write_atomic(&index, page.as_bytes()).map_err(|e| fail(e.to_string()))?;
+    files.push(index);
+    for f in files {
         staging.adopt(&f, d).map_err(|e| fail(e.to_string()))?;
     }
     Ok(())
