@@ -49,6 +49,9 @@ struct Decoded {
     children: BTreeMap<u64, (u64, String)>,
     /// Counter tracks: uuid → name.
     counters: BTreeMap<u64, String>,
+    /// Counter tracks' units (CounterDescriptor.unit) and values in time order.
+    counter_units: BTreeMap<u64, i32>,
+    counter_values: BTreeMap<u64, Vec<i64>>,
     /// (track uuid, time, type, name) in each sequence's order.
     events: Vec<(u64, u64, i32, Option<String>)>,
 }
@@ -83,8 +86,9 @@ fn decode(path: &Path) -> Decoded {
                 let name = th.thread_name.clone().unwrap();
                 d.threads
                     .insert(uuid, (th.pid.unwrap(), th.tid.unwrap(), name));
-            } else if t.counter.is_some() {
+            } else if let Some(c) = &t.counter {
                 d.counters.insert(uuid, t.name.clone().unwrap());
+                d.counter_units.insert(uuid, c.unit.unwrap_or(0));
             } else if let Some(n) = &t.name {
                 d.children.insert(uuid, (t.parent_uuid.unwrap(), n.clone()));
             }
@@ -98,8 +102,11 @@ fn decode(path: &Path) -> Decoded {
         let name = e
             .name_iid
             .map(|i| s.2.get(&i).expect("interned before use").clone());
-        d.events
-            .push((e.track_uuid.unwrap_or(s.1), s.0, e.r#type.unwrap(), name));
+        let track = e.track_uuid.unwrap_or(s.1);
+        if let Some(v) = e.counter_value {
+            d.counter_values.entry(track).or_default().push(v);
+        }
+        d.events.push((track, s.0, e.r#type.unwrap(), name));
     }
     d
 }
@@ -177,7 +184,8 @@ fn run_trace_has_a_track_per_task_in_the_run_span() {
     assert!(last <= end, "an event at {last} after the run's end {end}");
     // Full detail: named points as instants.
     assert!(tr.events.iter().any(|e| e.2 == INSTANT));
-    assert_eq!(tr.counters.len(), 6, "three counters per run");
+    let waits = tr.counters.values().filter(|n| !n.starts_with("btrfs "));
+    assert_eq!(waits.count(), 6, "three wait counters per run");
     std::fs::remove_dir_all(d).unwrap();
 }
 
@@ -263,6 +271,55 @@ fn workload_trace_shows_the_transaction_kthread_and_no_helper() {
         .events
         .iter()
         .any(|e| e.2 == INSTANT));
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn btrfs_space_counters_are_counter_tracks_in_bytes() {
+    // Two clients committing every second: dirty data comes and goes, freed extents are
+    // pinned until a commit unpins them.
+    let d = temp_dir("trace-space");
+    let toml = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/workloads/dbench.toml"),
+    )
+    .unwrap()
+    .replace("clients = 64", "clients = 2")
+    .replace("duration = \"300s\"", "duration = \"1500ms\"")
+    .replace("warmup = \"60s\"", "warmup = \"0s\"")
+    .replace("commit_interval = \"30s\"", "commit_interval = \"1s\"");
+    std::fs::write(d.join("kt.toml"), toml).unwrap();
+    let o = fsyncsim_in(&d, &["workload", "kt.toml", "--trace", "s.pftrace"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let tr = decode(&d.join("s.pftrace"));
+    let track = |name: &str| {
+        let (&uuid, _) = tr
+            .counters
+            .iter()
+            .find(|(_, n)| *n == name)
+            .unwrap_or_else(|| panic!("no counter track {name}: {:?}", tr.counters));
+        (tr.counter_units[&uuid], tr.counter_values[&uuid].clone())
+    };
+    for name in [
+        "btrfs delalloc_bytes",
+        "btrfs data bytes_may_use",
+        "btrfs data bytes_pinned",
+        "btrfs metadata bytes_may_use",
+    ] {
+        let (unit, values) = track(name);
+        assert_eq!(unit, 3, "{name}: UNIT_SIZE_BYTES");
+        assert!(values.iter().all(|&v| v >= 0), "{name}: {values:?}");
+        let distinct: BTreeSet<i64> = values.iter().copied().collect();
+        assert!(distinct.len() > 2, "{name} moves: {distinct:?}");
+    }
+    // Written when they change: no two equal values in a row.
+    let (_, v) = track("btrfs delalloc_bytes");
+    assert!(v.windows(2).all(|w| w[0] != w[1]), "{v:?}");
+    // The commit unpins what was freed before it.
+    let (_, pinned) = track("btrfs data bytes_pinned");
+    assert!(
+        pinned.iter().any(|&p| p > 0) && pinned.contains(&0),
+        "{pinned:?}"
+    );
     std::fs::remove_dir_all(d).unwrap();
 }
 

@@ -131,6 +131,20 @@ impl Handle {
         c.record(cur, TraceKind::Mark(label), arg);
     }
 
+    /// Whether trace records are kept (a trace is being written): what only a trace shows
+    /// need not be computed otherwise.
+    pub fn tracing(&self) -> bool {
+        self.core.borrow().trace.keep
+    }
+
+    /// Logs a model-defined counter's value at this instant for the trace (not hashed, so
+    /// a traced run keeps its hash; nothing when no trace is kept).
+    pub fn value(&self, label: PointId, value: u64) {
+        let mut c = self.core();
+        let (now, cur) = (c.now, c.current);
+        c.trace.log_value(now, cur, label, value);
+    }
+
     /// The last `n` kept trace records, rendered (empty unless the trace is kept).
     pub fn recent_trace(&self, n: usize) -> Vec<String> {
         let c = self.core.borrow();

@@ -36,6 +36,8 @@ pub enum TraceKind {
     Point(PointId),
     /// A model-defined mark with an argument.
     Mark(PointId),
+    /// A model-defined counter's new value (`arg`): kept in the log, not hashed.
+    Value(PointId),
 }
 
 impl TraceKind {
@@ -53,6 +55,7 @@ impl TraceKind {
             TraceKind::Notify(r) => (10, u64::from(r)),
             TraceKind::Point(p) => (11, u64::from(p)),
             TraceKind::Mark(p) => (12, u64::from(p)),
+            TraceKind::Value(p) => (13, u64::from(p)),
         };
         (x << 8) | tag
     }
@@ -125,6 +128,20 @@ impl Trace {
         }
     }
 
+    /// Keeps a counter's value in the log without hashing it: what the model measures
+    /// along a run is no event of it, and tracing must not change the run's hash.
+    #[inline]
+    pub(crate) fn log_value(&mut self, time: Nanos, task: TaskId, label: PointId, value: u64) {
+        if self.keep {
+            self.records.push(TraceRecord {
+                time,
+                task,
+                kind: TraceKind::Value(label),
+                arg: value,
+            });
+        }
+    }
+
     /// The run's 64-bit hash of every recorded event.
     pub(crate) fn hash(&self) -> u64 {
         // Final avalanche so that near-identical sequences give unrelated hashes.
@@ -167,6 +184,7 @@ pub(crate) fn render(
         TraceKind::Notify(id) => format!("notify {} ({} woken)", res(id), r.arg),
         TraceKind::Point(p) => format!("point {}", point(p)),
         TraceKind::Mark(p) => format!("mark {} {}", point(p), r.arg),
+        TraceKind::Value(p) => format!("value {} {}", point(p), r.arg),
     };
     format!(
         "{:>14} {:<16} {}",

@@ -93,6 +93,8 @@ pub(super) struct Inner {
     pub(super) delayed_idle: WaitQueue,
     /// The delayed-meta workqueue.
     pub(super) delayed_wq: RefCell<super::delayed_inode::DelayedWq>,
+    /// The space counters a trace shows, as last logged (made at the first traced op).
+    pub(super) space_values: RefCell<Option<super::space_info::SpaceValues>>,
 }
 
 /// A simulated btrfs filesystem on one device; clone it into every task.
@@ -180,6 +182,7 @@ impl Btrfs {
                 delayed_wait: WaitQueue::new(h, "delayed_root.wait"),
                 delayed_idle: WaitQueue::new(h, "delayed_meta_idle"),
                 delayed_wq: RefCell::new(Default::default()),
+                space_values: RefCell::new(None),
             }),
         }
     }
@@ -394,6 +397,7 @@ impl Btrfs {
             }
         }
         self.finish_op(op).await;
+        self.trace_space();
         self.point(done_label).await;
         if self.inner.record_latency.get() {
             let ns = self.inner.h.now() - start;

@@ -57,6 +57,62 @@ impl Btrfs {
     }
 }
 
+/// The space counters a trace shows as counter tracks, named after the kernel's fields
+/// (fs_info->delalloc_bytes and ordered_bytes, the data and metadata space_infos' bytes_*),
+/// and the metadata tickets waiting (tickets + priority_tickets).
+const SPACE_VALUES: [&str; 8] = [
+    "btrfs delalloc_bytes",
+    "btrfs ordered_bytes",
+    "btrfs data bytes_used",
+    "btrfs data bytes_pinned",
+    "btrfs data bytes_may_use",
+    "btrfs metadata bytes_may_use",
+    "btrfs metadata bytes_pinned",
+    "btrfs metadata tickets",
+];
+
+/// The trace's space counters: their point ids and the values last logged.
+pub(super) struct SpaceValues {
+    ids: [sim::PointId; SPACE_VALUES.len()],
+    last: [u64; SPACE_VALUES.len()],
+}
+
+impl Btrfs {
+    /// Logs the space counters that changed since the last call, for a trace's counter
+    /// tracks (`Handle::value`: not hashed); nothing unless a trace is kept.
+    pub(super) fn trace_space(&self) {
+        let h = &self.inner.h;
+        if !h.tracing() {
+            return;
+        }
+        let now = {
+            let st = self.inner.st.borrow();
+            let tickets = st.meta.tickets.len() + st.meta.priority_tickets.len();
+            [
+                st.meta.delalloc_bytes,
+                st.meta.ordered_bytes,
+                st.data.used(),
+                st.data.pinned(),
+                st.data.may_use,
+                st.meta.may_use,
+                st.meta.pinned,
+                tickets as u64,
+            ]
+        };
+        let mut values = self.inner.space_values.borrow_mut();
+        let v = values.get_or_insert_with(|| SpaceValues {
+            ids: SPACE_VALUES.map(|n| h.point_id_static(n)),
+            last: [u64::MAX; SPACE_VALUES.len()],
+        });
+        for (i, &x) in now.iter().enumerate() {
+            if v.last[i] != x {
+                v.last[i] = x;
+                h.value(v.ids[i], x);
+            }
+        }
+    }
+}
+
 /// A flush_space state (enum btrfs_flush_state, fs/btrfs/ctree.h@v5.12), in the order the
 /// async reclaim walks them; FORCE_COMMIT_TRANS is the preemptive worker's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -520,6 +520,13 @@ impl DataSpace {
         self.used_sum + self.pinned_sum + self.may_use
     }
 
+    /// `bytes_used`: allocated to extents.
+    #[inline]
+    pub fn used(&self) -> u64 {
+        self.check_sums();
+        self.used_sum
+    }
+
     /// `bytes_pinned`: freed in uncommitted transactions.
     #[inline]
     pub fn pinned(&self) -> u64 {

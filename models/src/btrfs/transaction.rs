@@ -392,6 +392,7 @@ impl Btrfs {
         self.inner.commit_wait.notify_all();
         self.inner.writers_wait.notify_all();
         self.judge_preempt(Some(t));
+        self.trace_space();
         self.point("trans:completed").await;
     }
 

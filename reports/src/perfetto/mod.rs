@@ -2,7 +2,8 @@
 //! one process per run; one thread track per simulated task (helpers of the harness left
 //! out) with its lock waits, parks, I/O and named waits as slices, and a child track
 //! "operations" with a workload task's operations; counter tracks of the tasks waiting for a
-//! core, a lock or I/O; at full detail also named points as instants and flows from a task
+//! core, a lock or I/O, and one per counter the model logs (`Handle::value`: btrfs's space
+//! accounting); at full detail also named points as instants and flows from a task
 //! that hands over a lock or unparks another to the wait it ends. Each task has its own
 //! writer sequence (interned names, delta timestamps), and the packets are stored deflated in
 //! `compressed_packets`, as Perfetto's service writes compressed traces. Slices end at the
@@ -59,6 +60,8 @@ struct Counters {
     now: [i64; 3],
     written: [i64; 3],
     next: Nanos,
+    /// The model's own counter tracks (`Handle::value`), by point id: their uuids.
+    values: BTreeMap<sim::PointId, u64>,
 }
 
 /// A finished slice or instant held back until the operation around it is known
@@ -384,6 +387,9 @@ impl PerfettoTrace {
     }
 
     fn record(&mut self, r: &TraceRecord) -> std::io::Result<()> {
+        if let TraceKind::Value(p) = r.kind {
+            return self.value(p, r.time, r.arg);
+        }
         self.discover(r.task)?;
         self.count(r)?;
         if !matches!(self.tasks.get(r.task as usize), Some(Some(_))) {
@@ -423,6 +429,45 @@ impl PerfettoTrace {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A model counter's new value (`Handle::value`): a counter track of its own, named as
+    /// the model names it (in bytes when the name says `bytes`), made at its first value.
+    fn value(&mut self, p: sim::PointId, at: Nanos, v: u64) -> std::io::Result<()> {
+        self.sample(at)?;
+        if self.filter.clip(at, at).is_none() || self.counters.seq.is_none() {
+            return Ok(());
+        }
+        let uuid = match self.counters.values.get(&p) {
+            Some(&u) => u,
+            None => {
+                let u = self.uuid();
+                self.counters.values.insert(p, u);
+                let name = self.names.points[p as usize].to_string();
+                // CounterDescriptor.Unit: UNIT_COUNT 2, UNIT_SIZE_BYTES 3.
+                let unit = if name.contains("bytes") { 3 } else { 2 };
+                let seq = self.counters.seq.as_ref().map(|s| s.id);
+                self.packet(&TracePacket {
+                    trusted_packet_sequence_id: seq,
+                    track_descriptor: Some(TrackDescriptor {
+                        uuid: Some(u),
+                        parent_uuid: Some(self.process_uuid),
+                        name: Some(name),
+                        counter: Some(CounterDescriptor { unit: Some(unit) }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })?;
+                u
+            }
+        };
+        let seq = self.counters.seq.as_mut().expect("checked above");
+        let mut pk = event(seq, at, COUNTER, None, (vec![], vec![]));
+        if let Some(e) = pk.track_event.as_mut() {
+            e.track_uuid = Some(uuid);
+            e.counter_value = Some(i64::try_from(v).unwrap_or(i64::MAX));
+        }
+        self.packet(&pk)
     }
 
     /// Samples the counters up to `r`'s time, then applies what `r` changes.

@@ -193,7 +193,7 @@ pub struct ThreadDescriptor {
 /// `perfetto.protos.CounterDescriptor`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct CounterDescriptor {
-    /// `UNIT_COUNT` = 2.
+    /// `UNIT_COUNT` = 2, `UNIT_SIZE_BYTES` = 3.
     #[prost(int32, optional, tag = "3")]
     pub unit: Option<i32>,
 }
