@@ -67,6 +67,8 @@ pub(crate) struct Core {
     free: Vec<Vec<ResId>>,
     pub(crate) classes: Interner,
     pub(crate) points: Interner,
+    /// Names of the model counters logged with `Handle::value`.
+    pub(crate) values: Interner,
     pub(crate) paused: Vec<PausedTask>,
     /// Points released so far, in order (kept with the trace log only).
     pub(crate) released: Vec<(TaskId, PointId)>,
@@ -113,6 +115,7 @@ impl Core {
             free: Vec::new(),
             classes,
             points: Interner::default(),
+            values: Interner::default(),
             paused: Vec::new(),
             released: Vec::new(),
             pauses_at_points: false,
@@ -379,6 +382,8 @@ impl Core {
         names.classes.extend(classes);
         let points = rest(names.points.len(), &self.points.names);
         names.points.extend(points);
+        let values = rest(names.values.len(), &self.values.names);
+        names.values.extend(values);
     }
 
     /// Renders a trace record as a text line, with task, class, resource and point names.
@@ -388,7 +393,7 @@ impl Core {
             &self.tasks,
             &self.resources,
             &self.classes.names,
-            &self.points.names,
+            (&self.points.names, &self.values.names),
         )
     }
 }

@@ -137,9 +137,14 @@ impl Handle {
         self.core.borrow().trace.keep
     }
 
+    /// Interns a model counter's name for `value` (apart from points: no point id moves).
+    pub fn value_id_static(&self, name: &'static str) -> crate::task::ValueId {
+        self.core().values.intern_static(name)
+    }
+
     /// Logs a model-defined counter's value at this instant for the trace (not hashed, so
     /// a traced run keeps its hash; nothing when no trace is kept).
-    pub fn value(&self, label: PointId, value: u64) {
+    pub fn value(&self, label: crate::task::ValueId, value: u64) {
         let mut c = self.core();
         let (now, cur) = (c.now, c.current);
         c.trace.log_value(now, cur, label, value);
@@ -148,11 +153,15 @@ impl Handle {
     /// The last `n` kept trace records, rendered (empty unless the trace is kept).
     pub fn recent_trace(&self, n: usize) -> Vec<String> {
         let c = self.core.borrow();
-        let recs = &c.trace.records;
-        recs[recs.len().saturating_sub(n)..]
+        let recs: Vec<&crate::trace::TraceRecord> = c
+            .trace
+            .records
             .iter()
-            .map(|r| c.render(r))
-            .collect()
+            .rev()
+            .filter(|r| !matches!(r.kind, TraceKind::Value(_)))
+            .take(n)
+            .collect();
+        recs.iter().rev().map(|r| c.render(r)).collect()
     }
 
     /// Copies task `t`'s waits per class (index = class id) into `out`, reusing its buffer.

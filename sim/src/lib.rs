@@ -35,7 +35,8 @@ pub mod runtime;
 pub use error::SimError;
 pub use rng::{RngStreams, Stream};
 pub use runtime::{
-    ClassId, Handle, HeldCore, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim, TaskId,
+    ClassId, Handle, HeldCore, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim,
+    TaskId, ValueId,
 };
 pub use sched::{
     ChoiceView, Dfs, Fifo, PausedTask, Pct, Pick, RandomWalk, Replay, Scheduler, Script,

@@ -18,7 +18,9 @@ pub use crate::cpu::{Cpu, HeldCore};
 pub use crate::futures::{Delay, Park, Point};
 pub use crate::handle::Handle;
 pub use crate::resource::{ResourceKind, ResourceStats};
-pub use crate::task::{ClassId, PointId, ResId, TaskId, CLASS_CPU, CLASS_POINT, CLASS_SLEEP};
+pub use crate::task::{
+    ClassId, PointId, ResId, TaskId, ValueId, CLASS_CPU, CLASS_POINT, CLASS_SLEEP,
+};
 
 use crate::core::Core;
 use crate::error::SimError;
@@ -141,10 +143,16 @@ impl Sim {
         self.handle.core.borrow().trace.records.clone()
     }
 
-    /// Renders trace records as text lines, with task, class, resource and point names.
+    /// Renders trace records as text lines, with task, class, resource and point names
+    /// (the model's counter values left out: they are a trace's counter tracks).
     pub fn render_trace(&self) -> Vec<String> {
         let c = self.handle.core.borrow();
-        c.trace.records.iter().map(|r| c.render(r)).collect()
+        c.trace
+            .records
+            .iter()
+            .filter(|r| !matches!(r.kind, TraceKind::Value(_)))
+            .map(|r| c.render(r))
+            .collect()
     }
 
     /// Starts a task at t=0 (or at the current time, between runs).

@@ -14,6 +14,9 @@ pub type ResId = u32;
 pub type ClassId = u16;
 /// Index of a named point label.
 pub type PointId = u32;
+/// Index of a model counter's name (`Handle::value`), interned apart from points so that
+/// logging values never shifts point ids (which the trace hash folds in).
+pub type ValueId = u32;
 
 /// Bits of a task id (`Core::register` refuses more tasks).
 pub(crate) const TASK_BITS: u32 = 24;

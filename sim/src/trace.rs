@@ -37,7 +37,7 @@ pub enum TraceKind {
     /// A model-defined mark with an argument.
     Mark(PointId),
     /// A model-defined counter's new value (`arg`): kept in the log, not hashed.
-    Value(PointId),
+    Value(crate::task::ValueId),
 }
 
 impl TraceKind {
@@ -86,6 +86,8 @@ pub struct TraceNames {
     pub resources: Vec<Rc<str>>,
     /// Named points and mark labels.
     pub points: Vec<Rc<str>>,
+    /// Model counters' names (`Handle::value`).
+    pub values: Vec<Rc<str>>,
 }
 
 /// Hash state and optional log.
@@ -131,7 +133,13 @@ impl Trace {
     /// Keeps a counter's value in the log without hashing it: what the model measures
     /// along a run is no event of it, and tracing must not change the run's hash.
     #[inline]
-    pub(crate) fn log_value(&mut self, time: Nanos, task: TaskId, label: PointId, value: u64) {
+    pub(crate) fn log_value(
+        &mut self,
+        time: Nanos,
+        task: TaskId,
+        label: crate::task::ValueId,
+        value: u64,
+    ) {
         if self.keep {
             self.records.push(TraceRecord {
                 time,
@@ -158,7 +166,7 @@ pub(crate) fn render(
     tasks: &[Task],
     resources: &[Resource],
     classes: &[Label],
-    points: &[Label],
+    (points, values): (&[Label], &[Label]),
 ) -> String {
     let res = |id: ResId| resources[id as usize].name.to_string();
     let class = |id: ClassId| classes[id as usize].to_string();
@@ -184,7 +192,7 @@ pub(crate) fn render(
         TraceKind::Notify(id) => format!("notify {} ({} woken)", res(id), r.arg),
         TraceKind::Point(p) => format!("point {}", point(p)),
         TraceKind::Mark(p) => format!("mark {} {}", point(p), r.arg),
-        TraceKind::Value(p) => format!("value {} {}", point(p), r.arg),
+        TraceKind::Value(v) => format!("value {} {}", values[v as usize], r.arg),
     };
     format!(
         "{:>14} {:<16} {}",

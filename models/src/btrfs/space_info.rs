@@ -73,7 +73,7 @@ const SPACE_VALUES: [&str; 8] = [
 
 /// The trace's space counters: their point ids and the values last logged.
 pub(super) struct SpaceValues {
-    ids: [sim::PointId; SPACE_VALUES.len()],
+    ids: [sim::ValueId; SPACE_VALUES.len()],
     last: [u64; SPACE_VALUES.len()],
 }
 
@@ -101,7 +101,7 @@ impl Btrfs {
         };
         let mut values = self.inner.space_values.borrow_mut();
         let v = values.get_or_insert_with(|| SpaceValues {
-            ids: SPACE_VALUES.map(|n| h.point_id_static(n)),
+            ids: SPACE_VALUES.map(|n| h.value_id_static(n)),
             last: [u64::MAX; SPACE_VALUES.len()],
         });
         for (i, &x) in now.iter().enumerate() {

@@ -61,7 +61,7 @@ struct Counters {
     written: [i64; 3],
     next: Nanos,
     /// The model's own counter tracks (`Handle::value`), by point id: their uuids.
-    values: BTreeMap<sim::PointId, u64>,
+    values: BTreeMap<sim::ValueId, u64>,
 }
 
 /// A finished slice or instant held back until the operation around it is known
@@ -433,7 +433,7 @@ impl PerfettoTrace {
 
     /// A model counter's new value (`Handle::value`): a counter track of its own, named as
     /// the model names it (in bytes when the name says `bytes`), made at its first value.
-    fn value(&mut self, p: sim::PointId, at: Nanos, v: u64) -> std::io::Result<()> {
+    fn value(&mut self, p: sim::ValueId, at: Nanos, v: u64) -> std::io::Result<()> {
         self.sample(at)?;
         if self.filter.clip(at, at).is_none() || self.counters.seq.is_none() {
             return Ok(());
@@ -443,7 +443,7 @@ impl PerfettoTrace {
             None => {
                 let u = self.uuid();
                 self.counters.values.insert(p, u);
-                let name = self.names.points[p as usize].to_string();
+                let name = self.names.values[p as usize].to_string();
                 // CounterDescriptor.Unit: UNIT_COUNT 2, UNIT_SIZE_BYTES 3.
                 let unit = if name.contains("bytes") { 3 } else { 2 };
                 let seq = self.counters.seq.as_ref().map(|s| s.id);
