@@ -60,8 +60,9 @@ struct Counters {
     now: [i64; 3],
     written: [i64; 3],
     next: Nanos,
-    /// The model's own counter tracks (`Handle::value`), by point id: their uuids.
-    values: BTreeMap<sim::ValueId, u64>,
+    /// The model's own counter tracks (`Handle::value`), by value id: (uuid, latest value,
+    /// value last written).
+    values: BTreeMap<sim::ValueId, (u64, u64, Option<u64>)>,
 }
 
 /// A finished slice or instant held back until the operation around it is known
@@ -432,42 +433,34 @@ impl PerfettoTrace {
     }
 
     /// A model counter's new value (`Handle::value`): a counter track of its own, named as
-    /// the model names it (in bytes when the name says `bytes`), made at its first value.
+    /// the model names it (in bytes when the name says `bytes`), made at its first value,
+    /// and sampled with the other counters (a value shows at the next sampling instant).
     fn value(&mut self, p: sim::ValueId, at: Nanos, v: u64) -> std::io::Result<()> {
         self.sample(at)?;
-        if self.filter.clip(at, at).is_none() || self.counters.seq.is_none() {
+        if self.counters.seq.is_none() {
             return Ok(());
         }
-        let uuid = match self.counters.values.get(&p) {
-            Some(&u) => u,
-            None => {
-                let u = self.uuid();
-                self.counters.values.insert(p, u);
-                let name = self.names.values[p as usize].to_string();
-                // CounterDescriptor.Unit: UNIT_COUNT 2, UNIT_SIZE_BYTES 3.
-                let unit = if name.contains("bytes") { 3 } else { 2 };
-                let seq = self.counters.seq.as_ref().map(|s| s.id);
-                self.packet(&TracePacket {
-                    trusted_packet_sequence_id: seq,
-                    track_descriptor: Some(TrackDescriptor {
-                        uuid: Some(u),
-                        parent_uuid: Some(self.process_uuid),
-                        name: Some(name),
-                        counter: Some(CounterDescriptor { unit: Some(unit) }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })?;
-                u
-            }
-        };
-        let seq = self.counters.seq.as_mut().expect("checked above");
-        let mut pk = event(seq, at, COUNTER, None, (vec![], vec![]));
-        if let Some(e) = pk.track_event.as_mut() {
-            e.track_uuid = Some(uuid);
-            e.counter_value = Some(i64::try_from(v).unwrap_or(i64::MAX));
+        if let Some(e) = self.counters.values.get_mut(&p) {
+            e.1 = v;
+            return Ok(());
         }
-        self.packet(&pk)
+        let u = self.uuid();
+        self.counters.values.insert(p, (u, v, None));
+        let name = self.names.values[p as usize].to_string();
+        // CounterDescriptor.Unit: UNIT_COUNT 2, UNIT_SIZE_BYTES 3.
+        let unit = if name.contains("bytes") { 3 } else { 2 };
+        let seq = self.counters.seq.as_ref().map(|s| s.id);
+        self.packet(&TracePacket {
+            trusted_packet_sequence_id: seq,
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(u),
+                parent_uuid: Some(self.process_uuid),
+                name: Some(name),
+                counter: Some(CounterDescriptor { unit: Some(unit) }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
     }
 
     /// Samples the counters up to `r`'s time, then applies what `r` changes.
@@ -526,6 +519,18 @@ impl PerfettoTrace {
             if let Some(e) = p.track_event.as_mut() {
                 e.track_uuid = Some(c.uuids[i]);
                 e.counter_value = Some(c.now[i]);
+            }
+            packets.push(p);
+        }
+        for (uuid, now, written) in c.values.values_mut() {
+            if *written == Some(*now) {
+                continue;
+            }
+            *written = Some(*now);
+            let mut p = event(seq, when, COUNTER, None, (vec![], vec![]));
+            if let Some(e) = p.track_event.as_mut() {
+                e.track_uuid = Some(*uuid);
+                e.counter_value = Some(i64::try_from(*now).unwrap_or(i64::MAX));
             }
             packets.push(p);
         }
