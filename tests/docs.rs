@@ -401,3 +401,47 @@ fn score_counts_rows(
         "{at}: the score line does not count the rows ({want})"
     );
 }
+
+/// The whole pasted `validate --quick` block is what the tool prints today, line for line
+/// (the table, the score, every curve). Minutes of simulation, so the README's test
+/// command skips it and `.ci/run` runs it on its own.
+#[test]
+#[ignore = "re-runs the whole validate --quick (minutes); .ci/run runs it"]
+fn the_pasted_validate_quick_block_is_what_the_tool_prints() {
+    let args: Vec<String> = ["validate", "--quick"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let o = fsyncsim(&args);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let fresh: Vec<&str> = out.lines().map(str::trim_end).collect();
+    let mut pasted = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (_, body, at) in blocks(&text) {
+            if body.first().map(String::as_str) != Some(VALIDATE_PASTE) {
+                continue;
+            }
+            let mut want: Vec<&str> = body[1..].iter().map(|l| l.trim_end()).collect();
+            while want.last().is_some_and(|l| l.is_empty()) {
+                want.pop();
+            }
+            let mut got = fresh.clone();
+            while got.last().is_some_and(|l| l.is_empty()) {
+                got.pop();
+            }
+            if let Some(i) = (0..want.len().max(got.len())).find(|&i| want.get(i) != got.get(i)) {
+                panic!(
+                    "{}:{at}: line {} of the pasted block differs from `fsyncsim validate --quick`:\n  pasted: {:?}\n  prints: {:?}",
+                    page.display(),
+                    i + 2,
+                    want.get(i),
+                    got.get(i)
+                );
+            }
+            pasted += 1;
+        }
+    }
+    assert!(pasted >= 1, "no block opens with {VALIDATE_PASTE}");
+}
