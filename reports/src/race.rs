@@ -4,6 +4,7 @@
 
 use models::scenario::{RunResult, Scenario};
 use models::vfs::Metrics;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -28,41 +29,89 @@ pub fn metrics_json(m: &Metrics) -> Value {
     Value::Object(o)
 }
 
+/// One run of `run --json` / `replay --json`.
+#[derive(Serialize)]
+struct RunJson<'a> {
+    policy: &'a str,
+    fixes: Vec<String>,
+    mutants: Vec<&'static str>,
+    metrics: Value,
+    latency_ns: BTreeMap<&'a str, Value>,
+    invariant_violations: Vec<ViolationJson<'a>>,
+    trace_hash: String,
+    end_ns: sim::Nanos,
+    decisions: &'a [u32],
+}
+
+/// An invariant violation with its timeline.
+#[derive(Serialize)]
+struct ViolationJson<'a> {
+    invariant: &'a str,
+    at_ns: sim::Nanos,
+    message: &'a str,
+    timeline: &'a [String],
+}
+
+/// A scenario with its runs.
+#[derive(Serialize)]
+struct ScenarioJson<'a> {
+    scenario: &'a str,
+    race: &'a str,
+    title: &'a str,
+    patch: &'a str,
+    runs: Vec<RunJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+}
+
+fn run_doc(r: &RunResult) -> RunJson<'_> {
+    RunJson {
+        policy: &r.policy.name,
+        fixes: r.policy.fix_list(),
+        mutants: r.policy.btrfs.mutants.iter().map(|m| m.name()).collect(),
+        metrics: metrics_json(&r.metrics),
+        latency_ns: r
+            .latency
+            .by_op
+            .iter()
+            .map(|(op, h)| (op.as_str(), crate::latency::stats_json(h)))
+            .collect(),
+        invariant_violations: r
+            .violations
+            .iter()
+            .map(|v| ViolationJson {
+                invariant: &v.invariant,
+                at_ns: v.at,
+                message: &v.message,
+                timeline: &v.timeline,
+            })
+            .collect(),
+        trace_hash: format!("{:#018x}", r.trace_hash),
+        end_ns: r.end,
+        decisions: &r.decisions,
+    }
+}
+
+fn scenario_doc<'a>(sc: &'a Scenario, runs: &'a [RunResult], seed: Option<u64>) -> Value {
+    let doc = ScenarioJson {
+        scenario: &sc.name,
+        race: &sc.race,
+        title: &sc.title,
+        patch: sc.patch_title(),
+        runs: runs.iter().map(run_doc).collect(),
+        seed,
+    };
+    serde_json::to_value(doc).expect("plain data serialises")
+}
+
 /// One run as JSON.
 pub fn run_json(r: &RunResult) -> Value {
-    let latency: Map<String, Value> = r
-        .latency
-        .by_op
-        .iter()
-        .map(|(op, h)| (op.clone(), crate::latency::stats_json(h)))
-        .collect();
-    json!({
-        "policy": r.policy.name,
-        "fixes": r.policy.fix_list(),
-        "mutants": r.policy.btrfs.mutants.iter().map(|m| m.name()).collect::<Vec<_>>(),
-        "metrics": metrics_json(&r.metrics),
-        "latency_ns": latency,
-        "invariant_violations": r.violations.iter().map(|v| json!({
-            "invariant": v.invariant,
-            "at_ns": v.at,
-            "message": v.message,
-            "timeline": v.timeline,
-        })).collect::<Vec<_>>(),
-        "trace_hash": format!("{:#018x}", r.trace_hash),
-        "end_ns": r.end,
-        "decisions": r.decisions,
-    })
+    serde_json::to_value(run_doc(r)).expect("plain data serialises")
 }
 
 /// A scenario's runs as JSON.
 pub fn json(sc: &Scenario, runs: &[RunResult]) -> Value {
-    json!({
-        "scenario": sc.name,
-        "race": sc.race,
-        "title": sc.title,
-        "patch": sc.patch_title(),
-        "runs": runs.iter().map(run_json).collect::<Vec<_>>(),
-    })
+    scenario_doc(sc, runs, None)
 }
 
 fn ms(ns: f64) -> String {
@@ -312,42 +361,79 @@ pub fn shrink_summary(s: &models::shrink::Shrunk, target: &str) -> String {
 
 /// `fsyncsim replay --json`: the scenario's one run (as `run --json` prints it) and the seed.
 pub fn replay_json(sc: &Scenario, r: &RunResult, seed: u64) -> Value {
-    let mut v = json(sc, std::slice::from_ref(r));
-    v["seed"] = json!(seed);
-    v
+    scenario_doc(sc, std::slice::from_ref(r), Some(seed))
+}
+
+/// A scenario's size as `shrink --json` prints it.
+#[derive(Serialize)]
+struct SizeJson {
+    tasks: usize,
+    operations: usize,
+    decisions: usize,
+}
+
+impl From<&models::shrink::Size> for SizeJson {
+    fn from(z: &models::shrink::Size) -> Self {
+        SizeJson {
+            tasks: z.tasks,
+            operations: z.ops,
+            decisions: z.decisions,
+        }
+    }
+}
+
+/// `shrink --json`'s document.
+#[derive(Serialize)]
+struct ShrinkJson<'a> {
+    scenario: &'a str,
+    target: &'a str,
+    explored_value: u64,
+    scripted_value: u64,
+    candidate_runs: u64,
+    before: SizeJson,
+    after: SizeJson,
+    full_script: usize,
+    toml: &'a str,
 }
 
 /// `fsyncsim shrink --json`: the sizes before and after, the target's values and the
 /// scenario file.
 pub fn shrink_json(s: &models::shrink::Shrunk, target: &str) -> Value {
-    let size = |z: &models::shrink::Size| json!({"tasks": z.tasks, "operations": z.ops, "decisions": z.decisions});
-    json!({
-        "scenario": s.scenario.name,
-        "target": target,
-        "explored_value": s.value.0,
-        "scripted_value": s.value.1,
-        "candidate_runs": s.runs,
-        "before": size(&s.before),
-        "after": size(&s.after),
-        "full_script": s.full_script,
-        "toml": s.toml,
-    })
+    let doc = ShrinkJson {
+        scenario: &s.scenario.name,
+        target,
+        explored_value: s.value.0,
+        scripted_value: s.value.1,
+        candidate_runs: s.runs,
+        before: (&s.before).into(),
+        after: (&s.after).into(),
+        full_script: s.full_script,
+        toml: &s.toml,
+    };
+    serde_json::to_value(doc).expect("plain data serialises")
+}
+
+/// One scenario's verdict in `check --json`.
+#[derive(Serialize)]
+struct CheckJson<'a> {
+    scenario: &'a str,
+    race: &'a str,
+    origin: &'a str,
+    pass: bool,
+    problems: &'a [String],
 }
 
 /// `fsyncsim check --json`: per scenario, whether it passed and the mismatches.
 pub fn check_json(results: &[(Scenario, Vec<String>)]) -> Value {
-    Value::Array(
-        results
-            .iter()
-            .map(|(sc, problems)| {
-                json!({
-                    "scenario": sc.name,
-                    "race": sc.race,
-                    "origin": sc.origin,
-                    "pass": problems.is_empty(),
-                    "problems": problems,
-                })
-            })
-            .collect(),
-    )
+    let docs: Vec<CheckJson> = results
+        .iter()
+        .map(|(sc, problems)| CheckJson {
+            scenario: &sc.name,
+            race: &sc.race,
+            origin: &sc.origin,
+            pass: problems.is_empty(),
+            problems,
+        })
+        .collect();
+    serde_json::to_value(docs).expect("plain data serialises")
 }

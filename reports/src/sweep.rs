@@ -7,6 +7,7 @@
 use models::kernel::Policy;
 use models::scenario::Scenario;
 use models::sweep::{wilson95, Coverage, Interleavings, Shard, SweepResult, TargetStats};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -372,42 +373,43 @@ impl SweepReport {
     /// The JSON object of an exhaustive sweep (it does not merge: no shards, no seeds).
     fn json_exhaustive(&self, cov: &Coverage) -> Value {
         let r = &self.result;
-        let targets: serde_json::Map<String, Value> = r
+        let targets = r
             .targets
             .iter()
             .map(|(name, t)| {
                 let (len, run) = t.shortest.unwrap_or((0, 0));
-                let v = json!({
-                    "hits": t.hits,
-                    "share": t.hits as f64 / r.runs.max(1) as f64,
-                    "first_run": t.first_seed,
-                    "shortest_run": run,
-                    "shortest_decisions": len,
-                    "decisions": cov.decisions.get(&run),
-                    "replay": self.replay_run(cov, run),
-                });
-                (name.clone(), v)
+                let v = ExhaustiveTargetJson {
+                    hits: t.hits,
+                    share: t.hits as f64 / r.runs.max(1) as f64,
+                    first_run: t.first_seed,
+                    shortest_run: run,
+                    shortest_decisions: len,
+                    decisions: cov.decisions.get(&run),
+                    replay: self.replay_run(cov, run),
+                };
+                (name.as_str(), v)
             })
             .collect();
-        json!({
-            "scenario": self.scenario,
-            "race": self.race,
-            "scenario_ref": self.scenario_ref,
-            "policy": self.policy,
-            "fixes": self.fixes,
-            "policy_flags": self.policy_flags,
-            "strategy": self.strategy,
-            "seed": cov.seed,
-            "version": self.version,
-            "runs": r.runs,
-            "exhaustive_runs": cov.runs,
-            "exhaustive_complete": cov.complete,
-            "max_runs": cov.max_runs,
-            "targets": targets,
-            "distinct_interleavings": r.interleavings.count(),
-            "interleavings_capped": r.interleavings.capped,
-            "identity": self.identity.json(),
-        })
+        let doc = ExhaustiveJson {
+            scenario: &self.scenario,
+            race: &self.race,
+            scenario_ref: &self.scenario_ref,
+            policy: &self.policy,
+            fixes: &self.fixes,
+            policy_flags: &self.policy_flags,
+            strategy: &self.strategy,
+            seed: cov.seed,
+            version: &self.version,
+            runs: r.runs,
+            exhaustive_runs: cov.runs,
+            exhaustive_complete: cov.complete,
+            max_runs: cov.max_runs,
+            targets,
+            distinct_interleavings: r.interleavings.count(),
+            interleavings_capped: r.interleavings.capped,
+            identity: self.identity.json(),
+        };
+        serde_json::to_value(doc).expect("plain data serialises")
     }
 
     /// The JSON object.
@@ -416,50 +418,47 @@ impl SweepReport {
             return self.json_exhaustive(cov);
         }
         let r = &self.result;
-        let targets: serde_json::Map<String, Value> = r
+        let targets = r
             .targets
             .iter()
             .map(|(name, t)| {
                 let (lo, hi) = wilson95(t.hits, r.runs);
                 let (len, seed) = t.shortest.unwrap_or((0, 0));
-                (
-                    name.clone(),
-                    json!({
-                        "hits": t.hits,
-                        "rate": t.hits as f64 / r.runs.max(1) as f64,
-                        "ci95": [lo, hi],
-                        "first_seed": t.first_seed,
-                        "shortest_seed": seed,
-                        "shortest_decisions": len,
-                        "replay": self.replay_command(seed),
-                    }),
-                )
+                let v = TargetJson {
+                    hits: t.hits,
+                    rate: t.hits as f64 / r.runs.max(1) as f64,
+                    ci95: [lo, hi],
+                    first_seed: t.first_seed,
+                    shortest_seed: seed,
+                    shortest_decisions: len,
+                    replay: self.replay_command(seed),
+                };
+                (name.as_str(), v)
             })
             .collect();
-        let mut v = json!({
-            "scenario": self.scenario,
-            "race": self.race,
-            "scenario_ref": self.scenario_ref,
-            "policy": self.policy,
-            "fixes": self.fixes,
-            "policy_flags": self.policy_flags,
-            "strategy": self.strategy,
-            "seeds": {"start": self.seeds.start, "end": self.seeds.end},
-            "version": self.version,
-            "runs": r.runs,
-            "targets": targets,
-            "distinct_interleavings": r.interleavings.count(),
-            "interleavings_capped": r.interleavings.capped,
-            "interleaving_fingerprints": fingerprints_hex(&r.interleavings),
-            "identity": self.identity.json(),
-        });
-        if let Some(s) = self.shard {
-            v["shard"] = json!(format!("{}/{}", s.k, s.n));
-        }
-        if self.partial {
-            v["partial"] = json!(true);
-        }
-        v
+        let doc = SweepJson {
+            scenario: &self.scenario,
+            race: &self.race,
+            scenario_ref: &self.scenario_ref,
+            policy: &self.policy,
+            fixes: &self.fixes,
+            policy_flags: &self.policy_flags,
+            strategy: &self.strategy,
+            seeds: SeedsJson {
+                start: self.seeds.start,
+                end: self.seeds.end,
+            },
+            version: &self.version,
+            runs: r.runs,
+            targets,
+            distinct_interleavings: r.interleavings.count(),
+            interleavings_capped: r.interleavings.capped,
+            interleaving_fingerprints: fingerprints_hex(&r.interleavings),
+            identity: self.identity.json(),
+            shard: self.shard.map(|s| format!("{}/{}", s.k, s.n)),
+            partial: self.partial.then_some(true),
+        };
+        serde_json::to_value(doc).expect("plain data serialises")
     }
 
     /// Reads a report back from its JSON (for `merge`).
@@ -881,4 +880,81 @@ fn interleavings_line(r: &SweepResult, unit: &str) -> String {
         r.interleavings.shown(),
         r.runs
     )
+}
+
+/// A seeded sweep's JSON (`sweep --json`, the shards `merge` reads back).
+#[derive(Serialize)]
+struct SweepJson<'a> {
+    scenario: &'a str,
+    race: &'a str,
+    scenario_ref: &'a str,
+    policy: &'a str,
+    fixes: &'a [String],
+    policy_flags: &'a str,
+    strategy: &'a str,
+    seeds: SeedsJson,
+    version: &'a str,
+    runs: u64,
+    targets: BTreeMap<&'a str, TargetJson>,
+    distinct_interleavings: u64,
+    interleavings_capped: bool,
+    interleaving_fingerprints: String,
+    identity: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partial: Option<bool>,
+}
+
+/// The seed range of a sweep.
+#[derive(Serialize)]
+struct SeedsJson {
+    start: u64,
+    end: u64,
+}
+
+/// One target's hits over the seeds, with its Wilson interval and the shortest hit.
+#[derive(Serialize)]
+struct TargetJson {
+    hits: u64,
+    rate: f64,
+    ci95: [f64; 2],
+    first_seed: Option<u64>,
+    shortest_seed: u64,
+    shortest_decisions: usize,
+    replay: String,
+}
+
+/// An exhaustive sweep's JSON.
+#[derive(Serialize)]
+struct ExhaustiveJson<'a> {
+    scenario: &'a str,
+    race: &'a str,
+    scenario_ref: &'a str,
+    policy: &'a str,
+    fixes: &'a [String],
+    policy_flags: &'a str,
+    strategy: &'a str,
+    seed: u64,
+    version: &'a str,
+    runs: u64,
+    exhaustive_runs: u64,
+    exhaustive_complete: bool,
+    max_runs: u64,
+    targets: BTreeMap<&'a str, ExhaustiveTargetJson<'a>>,
+    distinct_interleavings: u64,
+    interleavings_capped: bool,
+    identity: Value,
+}
+
+/// One target's hits over an exhaustive sweep's runs, with the shortest hit's decisions.
+#[derive(Serialize)]
+struct ExhaustiveTargetJson<'a> {
+    hits: u64,
+    share: f64,
+    first_run: Option<u64>,
+    shortest_run: u64,
+    shortest_decisions: usize,
+    decisions: Option<&'a Vec<u32>>,
+    replay: String,
 }
