@@ -5,7 +5,9 @@
 use crate::latency::stats_json_with_percentiles;
 use models::workload::fsload::WorkloadResult;
 use models::workload::spec::Kind;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 
 const MS: f64 = 1e6;
 
@@ -675,79 +677,150 @@ pub(crate) fn pipe_table(lines: &[Vec<String>]) -> String {
     t
 }
 
+/// One operation's figures in a run's JSON.
+#[derive(Serialize)]
+struct OpJson {
+    count: u64,
+    bytes: u64,
+    clat_ns: Value,
+    attribution_ns: BTreeMap<String, u64>,
+}
+
+/// One of the slowest operations, with where its time went.
+#[derive(Serialize)]
+struct SlowJson<'a> {
+    latency_ns: u64,
+    op: &'a str,
+    task: &'a str,
+    at_ns: u64,
+    attribution_ns: &'a [(String, u64)],
+}
+
+/// An invariant violation of a workload run.
+#[derive(Serialize)]
+struct WorkloadViolationJson<'a> {
+    invariant: &'a str,
+    at_ns: u64,
+    message: &'a str,
+}
+
+/// `workload --json`'s document (and each run of compare's).
+#[derive(Serialize)]
+struct WorkloadJson<'a> {
+    workload: &'a str,
+    kind: &'static str,
+    clients: u32,
+    sync_open: bool,
+    policy: &'a str,
+    device: &'a str,
+    seed: u64,
+    measured_ns: u64,
+    throughput_mb_s: f64,
+    per_s: f64,
+    max_latency_ns: u64,
+    files_done: u64,
+    ops: BTreeMap<&'static str, OpJson>,
+    slowest: Vec<SlowJson<'a>>,
+    metrics: Map<String, Value>,
+    violations: Vec<WorkloadViolationJson<'a>>,
+    trace_hash: String,
+    events: u64,
+    jobs: Vec<crate::fio_json::Job>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iostat: Option<BTreeMap<&'static str, f64>>,
+}
+
 /// One run as JSON: per operation a fio-style `clat_ns` object, bytes, attribution; the
 /// slowest operations; throughput; the btrfs counters.
 pub fn json(r: &WorkloadResult) -> Value {
-    let mut ops = Map::new();
-    for o in &r.ops {
-        let mut attr = Map::new();
-        for (i, &ns) in o.attribution.iter().enumerate() {
-            if ns > 0 {
-                attr.insert(
-                    r.classes
-                        .get(i)
-                        .cloned()
-                        .unwrap_or_else(|| format!("class{i}")),
-                    json!(ns),
-                );
-            }
-        }
-        ops.insert(
-            o.name.to_string(),
-            json!({
-                "count": o.hist.len(),
-                "bytes": o.bytes,
-                "clat_ns": stats_json_with_percentiles(&o.hist),
-                "attribution_ns": Value::Object(attr),
-            }),
-        );
-    }
+    let ops = r
+        .ops
+        .iter()
+        .map(|o| {
+            let attribution_ns = o
+                .attribution
+                .iter()
+                .enumerate()
+                .filter(|(_, &ns)| ns > 0)
+                .map(|(i, &ns)| {
+                    let class = r.classes.get(i).cloned();
+                    (class.unwrap_or_else(|| format!("class{i}")), ns)
+                })
+                .collect();
+            let op = OpJson {
+                count: o.hist.len(),
+                bytes: o.bytes,
+                clat_ns: stats_json_with_percentiles(&o.hist),
+                attribution_ns,
+            };
+            (o.name, op)
+        })
+        .collect();
+    let doc = WorkloadJson {
+        workload: &r.workload,
+        kind: r.kind.name(),
+        clients: r.clients,
+        sync_open: r.sync_open,
+        policy: &r.policy.name,
+        device: &r.device,
+        seed: r.seed,
+        measured_ns: r.measured,
+        throughput_mb_s: r.mb_per_s(),
+        per_s: r.per_s(),
+        max_latency_ns: r.max_latency(),
+        files_done: r.files_done,
+        ops,
+        slowest: r
+            .slowest
+            .iter()
+            .map(|s| SlowJson {
+                latency_ns: s.latency,
+                op: s.op,
+                task: &s.task,
+                at_ns: s.at,
+                attribution_ns: &s.attribution,
+            })
+            .collect(),
+        metrics: workload_metrics(&r.metrics),
+        violations: r
+            .violations
+            .iter()
+            .map(|v| WorkloadViolationJson {
+                invariant: &v.invariant,
+                at_ns: v.at,
+                message: &v.message,
+            })
+            .collect(),
+        trace_hash: format!("{:#018x}", r.trace_hash),
+        events: r.events,
+        jobs: crate::fio_json::workload_jobs(r, 0, &[]),
+        iostat: r.iostat.as_ref().map(|io| {
+            models::block::iostat::COLUMNS
+                .iter()
+                .copied()
+                .zip(io.values())
+                .collect()
+        }),
+    };
+    serde_json::to_value(doc).expect("plain data serialises")
+}
+
+/// A workload run's metrics object: the scalars, each reported family, the prefixed rows
+/// (keys the model names, so a map).
+fn workload_metrics(m: &models::vfs::Metrics) -> Map<String, Value> {
     let mut metrics = Map::new();
-    for (k, v) in r.metrics.scalars() {
+    for (k, v) in m.scalars() {
         metrics.insert(k.to_string(), json!(v));
     }
-    for f in &r.metrics.families {
+    for f in &m.families {
         if let Some(name) = f.report {
             metrics.insert(name.into(), json!(f.counts));
         }
     }
-    for (k, v) in r.metrics.prefixed_rows() {
+    for (k, v) in m.prefixed_rows() {
         metrics.insert(k.clone(), json!(v));
     }
-    let mut v = json!({
-        "workload": r.workload,
-        "kind": r.kind.name(),
-        "clients": r.clients,
-        "sync_open": r.sync_open,
-        "policy": r.policy.name,
-        "device": r.device,
-        "seed": r.seed,
-        "measured_ns": r.measured,
-        "throughput_mb_s": r.mb_per_s(),
-        "per_s": r.per_s(),
-        "max_latency_ns": r.max_latency(),
-        "files_done": r.files_done,
-        "ops": Value::Object(ops),
-        "slowest": r.slowest.iter().map(|s| json!({
-            "latency_ns": s.latency, "op": s.op, "task": s.task, "at_ns": s.at,
-            "attribution_ns": s.attribution.iter().map(|(c, ns)| json!([c, ns])).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "metrics": Value::Object(metrics),
-        "violations": r.violations.iter().map(|v| json!({
-            "invariant": v.invariant, "at_ns": v.at, "message": v.message})).collect::<Vec<_>>(),
-        "trace_hash": format!("{:#018x}", r.trace_hash),
-        "events": r.events,
-        "jobs": crate::fio_json::workload_jobs(r, 0, &[]),
-    });
-    if let (Some(io), Some(o)) = (&r.iostat, v.as_object_mut()) {
-        let cols: Map<String, Value> = models::block::iostat::COLUMNS
-            .iter()
-            .zip(io.values())
-            .map(|(c, v)| (c.to_string(), json!(v)))
-            .collect();
-        o.insert("iostat".into(), Value::Object(cols));
-    }
-    v
+    metrics
 }
 
 /// The operation whose latency a comparison plots: dbench's Flush, else fsync.
@@ -948,6 +1021,40 @@ pub fn headline(r: &WorkloadResult) -> (&'static str, f64) {
     }
 }
 
+/// One paired metric row of a comparison.
+#[derive(Serialize)]
+struct CompareRowJson<'a> {
+    metric: &'a str,
+    baseline: f64,
+    current: f64,
+    baseline_stdev: f64,
+    diff_pct: f64,
+    stdev_pct: Option<f64>,
+    ci95_pct: Option<(f64, f64)>,
+    significant: bool,
+}
+
+/// One point of a comparison (a value of the varied parameter): both sides' runs and rows.
+#[derive(Serialize)]
+struct PointJson<'a> {
+    value: &'a Option<String>,
+    baseline: Vec<Value>,
+    current: Vec<Value>,
+    compare: Vec<CompareRowJson<'a>>,
+}
+
+/// compare's `results.json` / `--json`.
+#[derive(Serialize)]
+struct CompareJson<'a> {
+    workload: &'a str,
+    kind: &'static str,
+    baseline_policy: &'a str,
+    current_policy: &'a str,
+    vary: Option<&'a str>,
+    points: Vec<Value>,
+    jobs: Vec<crate::fio_json::Job>,
+}
+
 /// A comparison as JSON: per point (value of the varied parameter) both sides' runs and the
 /// paired metric rows.
 pub fn compare_json(
@@ -960,36 +1067,38 @@ pub fn compare_json(
     let points: Vec<Value> = pairs
         .iter()
         .map(|p| {
-            let rows: Vec<Value> = compare_rows(&p.baseline, &p.current)
-                .iter()
-                .map(|r| {
-                    json!({
-                        "metric": r.metric, "baseline": r.baseline, "current": r.current,
-                        "baseline_stdev": r.baseline_stdev,
-                        "diff_pct": if r.diff_pct.is_nan() { Value::Null } else { json!(r.diff_pct) },
-                        "stdev_pct": r.stdev_pct,
-                        "ci95_pct": r.ci_pct.map(|(a, b)| json!([a, b])),
-                        "significant": r.significant(),
+            let rows = compare_rows(&p.baseline, &p.current);
+            let point = PointJson {
+                value: &p.value,
+                baseline: p.baseline.iter().map(json).collect(),
+                current: p.current.iter().map(json).collect(),
+                compare: rows
+                    .iter()
+                    .map(|r| CompareRowJson {
+                        metric: &r.metric,
+                        baseline: r.baseline,
+                        current: r.current,
+                        baseline_stdev: r.baseline_stdev,
+                        diff_pct: r.diff_pct,
+                        stdev_pct: r.stdev_pct,
+                        ci95_pct: r.ci_pct,
+                        significant: r.significant(),
                     })
-                })
-                .collect();
-            json!({
-                "value": p.value,
-                "baseline": p.baseline.iter().map(json).collect::<Vec<_>>(),
-                "current": p.current.iter().map(json).collect::<Vec<_>>(),
-                "compare": rows,
-            })
+                    .collect(),
+            };
+            serde_json::to_value(point).expect("plain data serialises")
         })
         .collect();
-    json!({
-        "workload": spec.name,
-        "kind": spec.kind.name(),
-        "baseline_policy": baseline.name,
-        "current_policy": current.name,
-        "vary": vary.map(|(n, _)| n.clone()),
-        "points": points,
-        "jobs": compare_jobs(pairs, vary),
-    })
+    let doc = CompareJson {
+        workload: &spec.name,
+        kind: spec.kind.name(),
+        baseline_policy: &baseline.name,
+        current_policy: &current.name,
+        vary: vary.map(|(n, _)| n.as_str()),
+        points,
+        jobs: compare_jobs(pairs, vary),
+    };
+    serde_json::to_value(doc).expect("plain data serialises")
 }
 
 /// Every run of a comparison as fio jobs (fsperf's `FioResultDecoder` reads a top-level
