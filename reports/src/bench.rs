@@ -1,7 +1,8 @@
 //! Output of `fsyncsim bench`.
 
 use models::workload::bench::{BenchParams, BenchResult, LoopResult};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 /// Wall-clock figures measured around a benchmark run (outside the simulation).
 #[derive(Clone, Copy, Debug)]
@@ -84,35 +85,70 @@ pub fn text(p: &BenchParams, r: &BenchResult, w: Wall, vs: Option<&Versus>) -> S
     s
 }
 
+/// The bench model's parameters in the report.
+#[derive(Serialize)]
+struct ModelJson {
+    clients: u32,
+    slots: u64,
+    think_mean_ns: f64,
+    service_mean_ns: f64,
+    lock: bool,
+    seed: u64,
+}
+
+/// The hand-written loop's figures beside the engine's (`--versus-loop`).
+#[derive(Serialize)]
+struct HandLoopJson {
+    wall_seconds: f64,
+    events_per_second: f64,
+    same_results: bool,
+    engine_speedup: f64,
+}
+
+/// `bench --json`'s document.
+#[derive(Serialize)]
+struct BenchJson {
+    model: ModelJson,
+    requests: u64,
+    events: u64,
+    dispatches: u64,
+    wall_seconds: f64,
+    requests_per_second: f64,
+    events_per_second: f64,
+    sim_seconds: f64,
+    sim_iops: f64,
+    mean_latency_ns: f64,
+    trace_hash: String,
+    hand_loop: Option<HandLoopJson>,
+}
+
 /// The JSON report.
 pub fn json(p: &BenchParams, r: &BenchResult, w: Wall, vs: Option<&Versus>) -> Value {
-    let hand_loop = vs.map(|v| {
-        json!({
-            "wall_seconds": v.seconds,
-            "events_per_second": r.events as f64 / v.seconds,
-            "same_results": v.same_results(r),
-            "engine_speedup": v.seconds / w.seconds,
-        })
-    });
-    json!({
-        "model": {
-            "clients": p.clients,
-            "slots": p.slots,
-            "think_mean_ns": p.think_mean_ns,
-            "service_mean_ns": p.service_mean_ns,
-            "lock": p.lock,
-            "seed": p.seed,
+    let doc = BenchJson {
+        model: ModelJson {
+            clients: p.clients,
+            slots: p.slots,
+            think_mean_ns: p.think_mean_ns,
+            service_mean_ns: p.service_mean_ns,
+            lock: p.lock,
+            seed: p.seed,
         },
-        "requests": r.requests,
-        "events": r.events,
-        "dispatches": r.dispatches,
-        "wall_seconds": w.seconds,
-        "requests_per_second": r.requests as f64 / w.seconds,
-        "events_per_second": r.events as f64 / w.seconds,
-        "sim_seconds": r.sim_ns as f64 / 1e9,
-        "sim_iops": r.sim_iops,
-        "mean_latency_ns": r.mean_latency_ns,
-        "trace_hash": format!("{:#018x}", r.trace_hash),
-        "hand_loop": hand_loop,
-    })
+        requests: r.requests,
+        events: r.events,
+        dispatches: r.dispatches,
+        wall_seconds: w.seconds,
+        requests_per_second: r.requests as f64 / w.seconds,
+        events_per_second: r.events as f64 / w.seconds,
+        sim_seconds: r.sim_ns as f64 / 1e9,
+        sim_iops: r.sim_iops,
+        mean_latency_ns: r.mean_latency_ns,
+        trace_hash: format!("{:#018x}", r.trace_hash),
+        hand_loop: vs.map(|v| HandLoopJson {
+            wall_seconds: v.seconds,
+            events_per_second: r.events as f64 / v.seconds,
+            same_results: v.same_results(r),
+            engine_speedup: v.seconds / w.seconds,
+        }),
+    };
+    serde_json::to_value(doc).expect("plain data serialises")
 }

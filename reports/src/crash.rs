@@ -4,7 +4,7 @@ use models::kernel::Policy;
 use models::scenario::Scenario;
 use models::vfs::recovered::CrashPoint;
 use models::vfs::Recovered;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// The heading line: where the power failed, under which policy, in which run.
 fn heading(sc: &Scenario, p: &Policy, at: &CrashPoint, seed: u64) -> String {
@@ -39,16 +39,27 @@ pub fn json(
     seed: u64,
     state: &Result<Recovered, String>,
 ) -> Value {
-    let mut v = json!({
-        "scenario": sc.name,
-        "origin": sc.origin,
-        "policy": p.name,
-        "at": at.to_string(),
-        "seed": seed,
-    });
-    match state {
-        Ok(r) => v["recovered"] = serde_json::to_value(r).expect("plain data"),
-        Err(e) => v["error"] = json!(e),
+    /// `crash --json`'s document: the recovered state, or why recovery fails.
+    #[derive(serde::Serialize)]
+    struct CrashJson<'a> {
+        scenario: &'a str,
+        origin: &'a str,
+        policy: &'a str,
+        at: String,
+        seed: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        recovered: Option<&'a Recovered>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a str>,
     }
-    v
+    let doc = CrashJson {
+        scenario: &sc.name,
+        origin: &sc.origin,
+        policy: &p.name,
+        at: at.to_string(),
+        seed,
+        recovered: state.as_ref().ok(),
+        error: state.as_ref().err().map(String::as_str),
+    };
+    serde_json::to_value(doc).expect("plain data serialises")
 }

@@ -1,7 +1,9 @@
 //! Latency objects in fio's JSON shape and fio-style text percentiles.
 
 use hdrhistogram::Histogram;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// fio's default completion-latency percentiles.
 pub const FIO_PERCENTILES: [f64; 17] = [
@@ -9,34 +11,50 @@ pub const FIO_PERCENTILES: [f64; 17] = [
     99.99,
 ];
 
+/// fio's latency object: `{min, max, mean, stddev, N}` and, where asked, `percentile`.
+#[derive(Serialize)]
+struct StatsJson {
+    min: u64,
+    max: u64,
+    mean: f64,
+    stddev: f64,
+    #[serde(rename = "N")]
+    n: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    percentile: Option<BTreeMap<String, u64>>,
+}
+
+fn stats(h: &Histogram<u64>) -> StatsJson {
+    let empty = h.is_empty();
+    let pick = |x: u64| if empty { 0 } else { x };
+    StatsJson {
+        min: pick(h.min()),
+        max: pick(h.max()),
+        mean: if empty { 0.0 } else { h.mean() },
+        stddev: if empty { 0.0 } else { h.stdev() },
+        n: h.len(),
+        percentile: None,
+    }
+}
+
 /// `{min, max, mean, stddev, N}` of a histogram (all 0 when empty), values in ns.
 pub fn stats_json(h: &Histogram<u64>) -> Value {
-    if h.is_empty() {
-        return json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0});
-    }
-    json!({
-        "min": h.min(),
-        "max": h.max(),
-        "mean": h.mean(),
-        "stddev": h.stdev(),
-        "N": h.len(),
-    })
+    serde_json::to_value(stats(h)).expect("plain data serialises")
 }
 
 /// As `stats_json` plus fio's `percentile` map (`"99.000000": v`).
 pub fn stats_json_with_percentiles(h: &Histogram<u64>) -> Value {
-    let mut v = stats_json(h);
-    let mut p = Map::new();
-    for q in FIO_PERCENTILES {
+    let mut s = stats(h);
+    let p = FIO_PERCENTILES.iter().map(|&q| {
         let val = if h.is_empty() {
             0
         } else {
             h.value_at_quantile(q / 100.0)
         };
-        p.insert(format!("{q:.6}"), json!(val));
-    }
-    v["percentile"] = Value::Object(p);
-    v
+        (format!("{q:.6}"), val)
+    });
+    s.percentile = Some(p.collect());
+    serde_json::to_value(s).expect("plain data serialises")
 }
 
 /// The unit fio would print a latency set in, with its divisor from ns.

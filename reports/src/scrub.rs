@@ -2,7 +2,8 @@
 //! counters, and the side-by-side comparison with seed 002's figures.
 
 use models::btrfs::scrub::{seed002, ScrubResult};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 const GIB: f64 = (1u64 << 30) as f64;
 
@@ -145,49 +146,113 @@ pub fn compare_text(runs: &[ScrubResult]) -> String {
     s
 }
 
+/// The metadata reads of a scrub run.
+#[derive(Serialize)]
+struct MetaJson {
+    sync_reads: u64,
+    path_reada: u64,
+    framework_reads: u64,
+    blocked_ns: u64,
+}
+
+/// The disk's figures of a scrub run on an HDD.
+#[derive(Serialize)]
+struct HddJson {
+    misses: u64,
+    long_seeks: u64,
+    seek_ns: u64,
+    rotation_ns: u64,
+    stream_hits: u64,
+    cache_hits: u64,
+}
+
+/// One scrub run.
+#[derive(Serialize)]
+struct RunJson<'a> {
+    policy: &'static str,
+    kernel: &'static str,
+    device: &'a str,
+    seed: u64,
+    duration_ns: u64,
+    duration: String,
+    total_to_scrub_bytes: u64,
+    bytes_scrubbed: u64,
+    data_bytes: u64,
+    rate_mib_s: f64,
+    progs_rate_mib_s: f64,
+    data_extents: u64,
+    tree_blocks: u64,
+    extent_leaves: u64,
+    csum_leaves: u64,
+    bios: u64,
+    meta: MetaJson,
+    hdd: Option<HddJson>,
+}
+
+/// The btrfs scrub thread's figures, beside the runs.
+#[derive(Serialize)]
+struct ThreadJson {
+    rate_before_mib_s: f64,
+    rate_after_mib_s: f64,
+    duration_before_s: f64,
+    duration_after_s: f64,
+    bytes_mib: f64,
+}
+
+/// `scrub --json`'s document.
+#[derive(Serialize)]
+struct ScrubJson<'a> {
+    runs: Vec<RunJson<'a>>,
+    seed002: ThreadJson,
+}
+
 /// `--json`: one object per run.
 pub fn json(runs: &[ScrubResult]) -> Value {
-    json!({
-        "runs": runs.iter().map(|r| json!({
-            "policy": r.policy.name(),
-            "kernel": r.policy.kernel(),
-            "device": r.device,
-            "seed": r.seed,
-            "duration_ns": r.duration,
-            "duration": hms(r.whole_seconds()),
-            "total_to_scrub_bytes": r.total_to_scrub,
-            "bytes_scrubbed": r.bytes_scrubbed,
-            "data_bytes": r.data_bytes,
-            "rate_mib_s": r.rate_mib_s(),
-            "progs_rate_mib_s": r.progs_rate_mib_s(),
-            "data_extents": r.data_extents,
-            "tree_blocks": r.tree_blocks,
-            "extent_leaves": r.extent_leaves,
-            "csum_leaves": r.csum_leaves,
-            "bios": r.bios,
-            "meta": {
-                "sync_reads": r.meta.sync_reads,
-                "path_reada": r.meta.path_reada,
-                "framework_reads": r.meta.framework_reads,
-                "blocked_ns": r.meta.blocked_ns,
-            },
-            "hdd": r.hdd.map(|h| json!({
-                "misses": h.misses,
-                "long_seeks": h.long_seeks,
-                "seek_ns": h.seek_ns as u64,
-                "rotation_ns": h.rotation_ns as u64,
-                "stream_hits": h.stream_hits,
-                "cache_hits": h.cache_hits,
-            })),
-        })).collect::<Vec<_>>(),
-        "seed002": {
-            "rate_before_mib_s": seed002::RATE_BEFORE,
-            "rate_after_mib_s": seed002::RATE_AFTER,
-            "duration_before_s": seed002::DURATION_BEFORE,
-            "duration_after_s": seed002::DURATION_AFTER,
-            "bytes_mib": seed002::BYTES_MIB,
+    let doc = ScrubJson {
+        runs: runs
+            .iter()
+            .map(|r| RunJson {
+                policy: r.policy.name(),
+                kernel: r.policy.kernel(),
+                device: &r.device,
+                seed: r.seed,
+                duration_ns: r.duration,
+                duration: hms(r.whole_seconds()),
+                total_to_scrub_bytes: r.total_to_scrub,
+                bytes_scrubbed: r.bytes_scrubbed,
+                data_bytes: r.data_bytes,
+                rate_mib_s: r.rate_mib_s(),
+                progs_rate_mib_s: r.progs_rate_mib_s(),
+                data_extents: r.data_extents,
+                tree_blocks: r.tree_blocks,
+                extent_leaves: r.extent_leaves,
+                csum_leaves: r.csum_leaves,
+                bios: r.bios,
+                meta: MetaJson {
+                    sync_reads: r.meta.sync_reads,
+                    path_reada: r.meta.path_reada,
+                    framework_reads: r.meta.framework_reads,
+                    blocked_ns: r.meta.blocked_ns,
+                },
+                hdd: r.hdd.map(|h| HddJson {
+                    misses: h.misses,
+                    long_seeks: h.long_seeks,
+                    seek_ns: h.seek_ns as u64,
+                    rotation_ns: h.rotation_ns as u64,
+                    stream_hits: h.stream_hits,
+                    cache_hits: h.cache_hits,
+                }),
+            })
+            .collect(),
+        seed002: ThreadJson {
+            rate_before_mib_s: seed002::RATE_BEFORE,
+            rate_after_mib_s: seed002::RATE_AFTER,
+            duration_before_s: seed002::DURATION_BEFORE,
+            duration_after_s: seed002::DURATION_AFTER,
+            bytes_mib: seed002::BYTES_MIB,
         },
-    })
+    };
+    serde_json::to_value(doc).expect("plain data serialises")
 }
 
 #[cfg(test)]

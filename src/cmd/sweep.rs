@@ -210,15 +210,36 @@ fn sweep_meta(
     pols: &[Policy],
     ids: &[reports::sweep::Identity],
 ) -> serde_json::Value {
-    serde_json::json!({
-        "version": reports::sweep::VERSION,
-        "scenario": scenario,
-        "seeds": {"start": a.seeds.start, "end": a.seeds.end},
-        "shard": a.shard.map(|s| format!("{}/{}", s.k, s.n)),
-        "strategy": flags,
-        "policies": pols.iter().map(|p| p.name.clone()).collect::<Vec<_>>(),
-        "identity": ids.iter().map(|id| id.json()).collect::<Vec<_>>(),
-    })
+    /// A seed range as the checkpoint records it.
+    #[derive(serde::Serialize)]
+    struct Seeds {
+        start: u64,
+        end: u64,
+    }
+    /// The checkpoint's `meta`: what --resume must find unchanged.
+    #[derive(serde::Serialize)]
+    struct Meta<'a> {
+        version: &'a str,
+        scenario: &'a str,
+        seeds: Seeds,
+        shard: Option<String>,
+        strategy: &'a str,
+        policies: Vec<&'a str>,
+        identity: Vec<serde_json::Value>,
+    }
+    let meta = Meta {
+        version: reports::sweep::VERSION,
+        scenario,
+        seeds: Seeds {
+            start: a.seeds.start,
+            end: a.seeds.end,
+        },
+        shard: a.shard.map(|s| format!("{}/{}", s.k, s.n)),
+        strategy: flags,
+        policies: pols.iter().map(|p| p.name.as_str()).collect(),
+        identity: ids.iter().map(|id| id.json()).collect(),
+    };
+    serde_json::to_value(meta).expect("plain data serialises")
 }
 
 /// --resume: reads the checkpoint in `d` into `progress`, refusing one of a sweep with
@@ -487,7 +508,17 @@ pub(crate) fn write_state(
             // A checkpoint holds the counts of the chunks done so far.
             rep.partial = true;
             add_device_flag(&mut rep, a);
-            serde_json::json!({"done_chunks": done, "report": rep.json()})
+            /// One policy's finished chunks and their counts.
+            #[derive(serde::Serialize)]
+            struct Progress {
+                done_chunks: u64,
+                report: serde_json::Value,
+            }
+            let p = Progress {
+                done_chunks: *done,
+                report: rep.json(),
+            };
+            serde_json::to_value(p).expect("plain data serialises")
         })
         .collect();
     let state = reports::checkpoint::seal(meta, serde_json::Value::Array(per));
