@@ -11,6 +11,7 @@ mod consumers_block;
 mod consumers_fio;
 mod consumers_fsperf;
 mod consumers_html;
+mod consumers_shell;
 mod coverage;
 mod crash_locks;
 mod crash_state;
