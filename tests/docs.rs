@@ -402,46 +402,90 @@ fn score_counts_rows(
     );
 }
 
-/// The whole pasted `validate --quick` block is what the tool prints today, line for line
-/// (the table, the score, every curve). Minutes of simulation, so the README's test
-/// command skips it and `.ci/run` runs it on its own.
+/// The command of a long paste's marker line (`# pasted from \`fsyncsim ARGS\`` and an
+/// optional note), unless the note says it is not re-run (an earlier tree's measurement).
+fn long_paste_command(marker: &str) -> Option<Vec<String>> {
+    let rest = marker.strip_prefix("# pasted from `fsyncsim ")?;
+    let (args, note) = rest.split_once('`')?;
+    if note.contains("not re-run") {
+        return None;
+    }
+    Some(args.split_whitespace().map(str::to_string).collect())
+}
+
+/// Every long paste — `validate --quick`'s whole block, `compare fsperf`, the queue-depth
+/// sweep — is what the tool prints today, line for line (trailing blanks aside). Minutes of
+/// simulation, so the README's test command skips it and `.ci/run` runs it on its own.
 #[test]
-#[ignore = "re-runs the whole validate --quick (minutes); .ci/run runs it"]
-fn the_pasted_validate_quick_block_is_what_the_tool_prints() {
-    let args: Vec<String> = ["validate", "--quick"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let o = fsyncsim(&args);
-    assert_eq!(o.status.code(), Some(0));
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    let fresh: Vec<&str> = out.lines().map(str::trim_end).collect();
-    let mut pasted = 0;
+#[ignore = "re-runs the long pastes (minutes); .ci/run runs it"]
+fn the_long_pastes_are_what_the_tool_prints() {
+    let mut checked = Vec::new();
     for page in pages() {
         let text = std::fs::read_to_string(&page).unwrap();
         for (_, body, at) in blocks(&text) {
-            if body.first().map(String::as_str) != Some(VALIDATE_PASTE) {
+            let Some(args) = body.first().and_then(|m| long_paste_command(m)) else {
                 continue;
-            }
+            };
+            let o = fsyncsim(&args);
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{}:{at}: {args:?}",
+                page.display()
+            );
+            let out = String::from_utf8_lossy(&o.stdout).to_string();
+            let mut got: Vec<&str> = out.lines().map(str::trim_end).collect();
             let mut want: Vec<&str> = body[1..].iter().map(|l| l.trim_end()).collect();
-            while want.last().is_some_and(|l| l.is_empty()) {
-                want.pop();
-            }
-            let mut got = fresh.clone();
-            while got.last().is_some_and(|l| l.is_empty()) {
-                got.pop();
+            for v in [&mut got, &mut want] {
+                while v.last().is_some_and(|l| l.is_empty()) {
+                    v.pop();
+                }
             }
             if let Some(i) = (0..want.len().max(got.len())).find(|&i| want.get(i) != got.get(i)) {
                 panic!(
-                    "{}:{at}: line {} of the pasted block differs from `fsyncsim validate --quick`:\n  pasted: {:?}\n  prints: {:?}",
+                    "{}:{at}: line {} of the paste differs from `fsyncsim {}`:\n  pasted: {:?}\n  prints: {:?}",
                     page.display(),
                     i + 2,
+                    args.join(" "),
                     want.get(i),
                     got.get(i)
                 );
             }
-            pasted += 1;
+            checked.push(args.join(" "));
         }
     }
-    assert!(pasted >= 1, "no block opens with {VALIDATE_PASTE}");
+    assert!(
+        checked.iter().any(|c| c == "validate --quick"),
+        "the validate --quick block is among them: {checked:?}"
+    );
+    assert!(checked.len() >= 3, "{checked:?}");
+}
+
+#[test]
+fn long_paste_markers_name_their_command_or_say_they_are_not_re_run() {
+    assert_eq!(
+        long_paste_command("# pasted from `fsyncsim validate --quick`"),
+        Some(vec!["validate".to_string(), "--quick".to_string()])
+    );
+    assert_eq!(
+        long_paste_command(
+            "# pasted from `fsyncsim validate` (the full run: not re-run by the tests)"
+        ),
+        None
+    );
+    assert_eq!(long_paste_command("# pasted from the command above"), None);
+    // Every marker in the docs is one or the other: a paste of no command cannot be checked.
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (_, body, at) in blocks(&text) {
+            let Some(m) = body.first().filter(|m| m.starts_with("# pasted from")) else {
+                continue;
+            };
+            assert!(
+                long_paste_command(m).is_some() || m.contains("not re-run"),
+                "{}:{at}: {m}: name the command in backticks, or say it is not re-run",
+                page.display()
+            );
+        }
+    }
 }
