@@ -200,6 +200,22 @@ const DBENCH: [&str; 8] = [
     "0s",
 ];
 
+/// The trace `trace` (in `d`) of 2 dbench clients for 1.5 s committing every second.
+fn committing_dbench(d: &Path, trace: &str) -> Decoded {
+    let toml = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/workloads/dbench.toml"),
+    )
+    .unwrap()
+    .replace("clients = 64", "clients = 2")
+    .replace("duration = \"300s\"", "duration = \"1500ms\"")
+    .replace("warmup = \"60s\"", "warmup = \"0s\"")
+    .replace("commit_interval = \"30s\"", "commit_interval = \"1s\"");
+    std::fs::write(d.join("kt.toml"), toml).unwrap();
+    let o = fsyncsim_in(d, &["workload", "kt.toml", "--trace", trace]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    decode(&d.join(trace))
+}
+
 #[test]
 fn workload_trace_shows_the_transaction_kthread_and_no_helper() {
     let d = temp_dir("trace-workload");
@@ -221,18 +237,7 @@ fn workload_trace_shows_the_transaction_kthread_and_no_helper() {
     }
     // With a 1 s commit interval the transaction kthread commits: its I/O waits are slices
     // on its own track (they once landed on the track of `setup`).
-    let toml = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/workloads/dbench.toml"),
-    )
-    .unwrap()
-    .replace("clients = 64", "clients = 2")
-    .replace("duration = \"300s\"", "duration = \"1500ms\"")
-    .replace("warmup = \"60s\"", "warmup = \"0s\"")
-    .replace("commit_interval = \"30s\"", "commit_interval = \"1s\"");
-    std::fs::write(d.join("kt.toml"), toml).unwrap();
-    let o = fsyncsim_in(&d, &["workload", "kt.toml", "--trace", "k.pftrace"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let k = decode(&d.join("k.pftrace"));
+    let k = committing_dbench(&d, "k.pftrace");
     let (&kt, _) = k
         .threads
         .iter()
@@ -279,18 +284,7 @@ fn btrfs_space_counters_are_counter_tracks_in_bytes() {
     // Two clients committing every second: dirty data comes and goes, freed extents are
     // pinned until a commit unpins them.
     let d = temp_dir("trace-space");
-    let toml = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/workloads/dbench.toml"),
-    )
-    .unwrap()
-    .replace("clients = 64", "clients = 2")
-    .replace("duration = \"300s\"", "duration = \"1500ms\"")
-    .replace("warmup = \"60s\"", "warmup = \"0s\"")
-    .replace("commit_interval = \"30s\"", "commit_interval = \"1s\"");
-    std::fs::write(d.join("kt.toml"), toml).unwrap();
-    let o = fsyncsim_in(&d, &["workload", "kt.toml", "--trace", "s.pftrace"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let tr = decode(&d.join("s.pftrace"));
+    let tr = committing_dbench(&d, "s.pftrace");
     let track = |name: &str| {
         let (&uuid, _) = tr
             .counters

@@ -11,6 +11,12 @@ use std::collections::BTreeMap;
 /// Metrics as a JSON object: the scalars, each reported family as an object, the waits and
 /// the prefixed rows.
 pub fn metrics_json(m: &Metrics) -> Value {
+    Value::Object(metrics_object(m, true))
+}
+
+/// The metrics object (keys the model names, so a map): the scalars, each reported family,
+/// the waits when `waits`, the prefixed rows.
+pub fn metrics_object(m: &Metrics, waits: bool) -> Map<String, Value> {
     let mut o = Map::new();
     for &(k, v) in m.scalars() {
         o.insert(k.to_string(), json!(v));
@@ -20,13 +26,15 @@ pub fn metrics_json(m: &Metrics) -> Value {
             o.insert(name.into(), json!(f.counts));
         }
     }
-    for (k, v) in m.wait_rows() {
-        o.insert(k, json!(v));
+    if waits {
+        for (k, v) in m.wait_rows() {
+            o.insert(k, json!(v));
+        }
     }
     for (k, v) in m.prefixed_rows() {
         o.insert(k.clone(), json!(v));
     }
-    Value::Object(o)
+    o
 }
 
 /// One run of `run --json` / `replay --json`.

@@ -370,6 +370,25 @@ impl SweepReport {
         out
     }
 
+    /// What a seeded and an exhaustive sweep's JSON both hold.
+    fn common_json(&self) -> CommonJson<'_> {
+        let r = &self.result;
+        CommonJson {
+            scenario: &self.scenario,
+            race: &self.race,
+            scenario_ref: &self.scenario_ref,
+            policy: &self.policy,
+            fixes: &self.fixes,
+            policy_flags: &self.policy_flags,
+            strategy: &self.strategy,
+            version: &self.version,
+            runs: r.runs,
+            distinct_interleavings: r.interleavings.count(),
+            interleavings_capped: r.interleavings.capped,
+            identity: self.identity.json(),
+        }
+    }
+
     /// The JSON object of an exhaustive sweep (it does not merge: no shards, no seeds).
     fn json_exhaustive(&self, cov: &Coverage) -> Value {
         let r = &self.result;
@@ -391,23 +410,12 @@ impl SweepReport {
             })
             .collect();
         let doc = ExhaustiveJson {
-            scenario: &self.scenario,
-            race: &self.race,
-            scenario_ref: &self.scenario_ref,
-            policy: &self.policy,
-            fixes: &self.fixes,
-            policy_flags: &self.policy_flags,
-            strategy: &self.strategy,
+            common: self.common_json(),
             seed: cov.seed,
-            version: &self.version,
-            runs: r.runs,
             exhaustive_runs: cov.runs,
             exhaustive_complete: cov.complete,
             max_runs: cov.max_runs,
             targets,
-            distinct_interleavings: r.interleavings.count(),
-            interleavings_capped: r.interleavings.capped,
-            identity: self.identity.json(),
         };
         serde_json::to_value(doc).expect("plain data serialises")
     }
@@ -437,24 +445,13 @@ impl SweepReport {
             })
             .collect();
         let doc = SweepJson {
-            scenario: &self.scenario,
-            race: &self.race,
-            scenario_ref: &self.scenario_ref,
-            policy: &self.policy,
-            fixes: &self.fixes,
-            policy_flags: &self.policy_flags,
-            strategy: &self.strategy,
+            common: self.common_json(),
             seeds: SeedsJson {
                 start: self.seeds.start,
                 end: self.seeds.end,
             },
-            version: &self.version,
-            runs: r.runs,
             targets,
-            distinct_interleavings: r.interleavings.count(),
-            interleavings_capped: r.interleavings.capped,
             interleaving_fingerprints: fingerprints_hex(&r.interleavings),
-            identity: self.identity.json(),
             shard: self.shard.map(|s| format!("{}/{}", s.k, s.n)),
             partial: self.partial.then_some(true),
         };
@@ -882,9 +879,10 @@ fn interleavings_line(r: &SweepResult, unit: &str) -> String {
     )
 }
 
-/// A seeded sweep's JSON (`sweep --json`, the shards `merge` reads back).
+/// The fields of a seeded and of an exhaustive sweep's JSON: the scenario, the policy and
+/// strategy, the runs and interleavings, the identity.
 #[derive(Serialize)]
-struct SweepJson<'a> {
+struct CommonJson<'a> {
     scenario: &'a str,
     race: &'a str,
     scenario_ref: &'a str,
@@ -892,14 +890,21 @@ struct SweepJson<'a> {
     fixes: &'a [String],
     policy_flags: &'a str,
     strategy: &'a str,
-    seeds: SeedsJson,
     version: &'a str,
     runs: u64,
-    targets: BTreeMap<&'a str, TargetJson>,
     distinct_interleavings: u64,
     interleavings_capped: bool,
-    interleaving_fingerprints: String,
     identity: Value,
+}
+
+/// A seeded sweep's JSON (`sweep --json`, the shards `merge` reads back).
+#[derive(Serialize)]
+struct SweepJson<'a> {
+    #[serde(flatten)]
+    common: CommonJson<'a>,
+    seeds: SeedsJson,
+    targets: BTreeMap<&'a str, TargetJson>,
+    interleaving_fingerprints: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     shard: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -928,23 +933,13 @@ struct TargetJson {
 /// An exhaustive sweep's JSON.
 #[derive(Serialize)]
 struct ExhaustiveJson<'a> {
-    scenario: &'a str,
-    race: &'a str,
-    scenario_ref: &'a str,
-    policy: &'a str,
-    fixes: &'a [String],
-    policy_flags: &'a str,
-    strategy: &'a str,
+    #[serde(flatten)]
+    common: CommonJson<'a>,
     seed: u64,
-    version: &'a str,
-    runs: u64,
     exhaustive_runs: u64,
     exhaustive_complete: bool,
     max_runs: u64,
     targets: BTreeMap<&'a str, ExhaustiveTargetJson<'a>>,
-    distinct_interleavings: u64,
-    interleavings_capped: bool,
-    identity: Value,
 }
 
 /// One target's hits over an exhaustive sweep's runs, with the shortest hit's decisions.

@@ -6,7 +6,7 @@ use crate::latency::stats_json_with_percentiles;
 use models::workload::fsload::WorkloadResult;
 use models::workload::spec::Kind;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 const MS: f64 = 1e6;
@@ -781,7 +781,8 @@ pub fn json(r: &WorkloadResult) -> Value {
                 attribution_ns: &s.attribution,
             })
             .collect(),
-        metrics: workload_metrics(&r.metrics),
+        // No wait rows: a workload's waits are its operations' attribution.
+        metrics: crate::race::metrics_object(&r.metrics, false),
         violations: r
             .violations
             .iter()
@@ -803,24 +804,6 @@ pub fn json(r: &WorkloadResult) -> Value {
         }),
     };
     serde_json::to_value(doc).expect("plain data serialises")
-}
-
-/// A workload run's metrics object: the scalars, each reported family, the prefixed rows
-/// (keys the model names, so a map).
-fn workload_metrics(m: &models::vfs::Metrics) -> Map<String, Value> {
-    let mut metrics = Map::new();
-    for (k, v) in m.scalars() {
-        metrics.insert(k.to_string(), json!(v));
-    }
-    for f in &m.families {
-        if let Some(name) = f.report {
-            metrics.insert(name.into(), json!(f.counts));
-        }
-    }
-    for (k, v) in m.prefixed_rows() {
-        metrics.insert(k.clone(), json!(v));
-    }
-    metrics
 }
 
 /// The operation whose latency a comparison plots: dbench's Flush, else fsync.
@@ -975,6 +958,23 @@ pub fn plot_data(baseline: &WorkloadResult, current: &WorkloadResult) -> PlotDat
         stacks,
     }
 }
+
+/// The plots `write_plots` makes, as compare's index.html shows them (the SVGs; the PNGs
+/// are beside them), with their captions.
+pub const PLOT_FIGURES: [crate::html::Figure; 3] = [
+    crate::html::Figure {
+        file: "latency.svg",
+        caption: "Latency distribution per operation under the current policy",
+    },
+    crate::html::Figure {
+        file: "cdf.svg",
+        caption: "Latency CDF of the headline operation, baseline against current",
+    },
+    crate::html::Figure {
+        file: "attribution.svg",
+        caption: "Where the time goes: mean time per operation by wait class, current policy",
+    },
+];
 
 /// Writes `latency`, `cdf` and `attribution` plots (PNG and SVG) of a comparison into `dir`;
 /// returns the files written.

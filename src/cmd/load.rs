@@ -377,22 +377,6 @@ struct CompareOut<'a> {
     title: &'a str,
 }
 
-/// The plots index.html shows (the SVGs; the PNGs are beside them) and their captions.
-const REPORT_FIGURES: [reports::html::Figure; 3] = [
-    reports::html::Figure {
-        file: "latency.svg",
-        caption: "Latency distribution per operation under the current policy",
-    },
-    reports::html::Figure {
-        file: "cdf.svg",
-        caption: "Latency CDF of the headline operation, baseline against current",
-    },
-    reports::html::Figure {
-        file: "attribution.svg",
-        caption: "Where the time goes: mean time per operation by wait class, current policy",
-    },
-];
-
 /// --out DIR: results.json (staged at `results`), the first point's plots and index.html
 /// (the tables compare prints and the plots).
 fn write_compare_out(
@@ -410,7 +394,7 @@ fn write_compare_out(
     let mut files = reports::workload::write_plots(&first.baseline[0], &first.current[0], &plots)
         .map_err(fail)?;
     let index = plots.join("index.html");
-    let page = reports::html::report(out.title, out.text, &REPORT_FIGURES);
+    let page = reports::html::report(out.title, out.text, &reports::workload::PLOT_FIGURES);
     reports::output::write_atomic(&index, page.as_bytes()).map_err(|e| fail(e.to_string()))?;
     files.push(index);
     for f in files {
