@@ -128,7 +128,8 @@ pub struct Counters {
     pub space_commits: u64,
     /// Inodes written back by a space flusher (shrink_delalloc).
     pub delalloc_flushed_inodes: u64,
-    /// Metadata block groups made by a space flusher's ALLOC_CHUNK.
+    /// Metadata block groups made by a space flusher's ALLOC_CHUNK or forced by a tree block
+    /// allocation.
     pub meta_block_groups_created: u64,
     /// Metadata reservations that waited in a priority ticket (BTRFS_RESERVE_FLUSH_EVICT /
     /// FLUSH_LIMIT: the caller flushes itself, served before the normal tickets).
@@ -362,7 +363,7 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "unnecessary_preempt_flushes" => "preemptive passes in a transaction in which no reservation had to wait (judged at its commit)",
         "space_commits" => "transaction commits made by a space flusher (COMMIT_TRANS, FORCE_COMMIT_TRANS)",
         "delalloc_flushed_inodes" => "inodes written back by shrink_delalloc",
-        "meta_block_groups_created" => "metadata block groups made by ALLOC_CHUNK",
+        "meta_block_groups_created" => "metadata block groups made by ALLOC_CHUNK or forced by a tree block allocation that found no room",
         "priority_tickets" => "metadata reservations that waited in a priority ticket (evict: the caller flushes, served first)",
         "metadata_ticket_wait_p50_ns" => "median wait of a metadata reservation ticket, ns (normal and priority)",
         "metadata_ticket_wait_p99_ns" => "99th percentile wait of a metadata reservation ticket, ns",

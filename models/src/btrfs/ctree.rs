@@ -119,6 +119,7 @@ impl Btrfs {
         let sub_trans_stamp = policy.log(LogPatch::SubTransStamp);
         let (mkfs_data, fs_size) = (costs.mkfs_data_chunk.min(costs.fs_size), costs.fs_size);
         let costs_age = costs.clone();
+        let meta_chunk = costs.meta_chunk_size;
         let (meta, meta_used, nodesize, item, rsv_max) = (
             costs.mkfs_meta_chunk,
             costs.mkfs_meta_used,
@@ -143,6 +144,8 @@ impl Btrfs {
                     st.meta.nodesize = nodesize;
                     st.trees = super::ctree_btree::Trees::new(nodesize);
                     st.meta.used = meta_used;
+                    st.meta.tree_blocks = st.trees.blocks();
+                    st.meta.chunk_size = meta_chunk;
                     st.meta.clamp = 1;
                     Btrfs::age(&mut st, &costs_age);
                     Btrfs::update_global_rsv(&mut st, item * 13, rsv_max);
@@ -219,6 +222,7 @@ impl Btrfs {
         let mut m = self.inner.m.borrow().clone();
         (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
         m.delayed_items = self.inner.st.borrow().delayed.queued;
+        m.meta_block_groups_created += self.inner.st.borrow().meta.forced_chunks;
         self.ticket_wait_metrics(&mut m);
         m.to_metrics()
     }

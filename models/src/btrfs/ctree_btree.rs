@@ -213,6 +213,8 @@ pub struct Tree {
     fanout: u64,
     height: u32,
     node_compares: u64,
+    /// Extent buffers: the leaves and the internal nodes above them.
+    blocks: u64,
 }
 
 impl Tree {
@@ -231,6 +233,7 @@ impl Tree {
             fanout: (u64::from(data) / u64::from(size::KEY_PTR)).max(2),
             height: 1,
             node_compares: 0,
+            blocks: 1,
         };
         t.index.insert(Key::default(), 0);
         t
@@ -239,6 +242,11 @@ impl Tree {
     /// Levels from the root to the leaves (1: the root is a leaf).
     pub fn height(&self) -> u32 {
         self.height
+    }
+
+    /// Extent buffers the tree occupies: its leaves and the internal nodes above them.
+    pub fn blocks(&self) -> u64 {
+        self.blocks
     }
 
     /// BTRFS_NODEPTRS_PER_BLOCK: key pointers per internal node.
@@ -325,15 +333,17 @@ impl Tree {
     /// changed.
     fn reshape(&mut self) {
         let mut below = self.index.len() as u64;
-        let (mut h, mut cmp) = (1, 0);
+        let (mut h, mut cmp, mut blocks) = (1, 0, below);
         while below > 1 {
             let nodes = below.div_ceil(self.fanout);
             cmp += bin_search_compares(below.div_ceil(nodes));
             below = nodes;
+            blocks += nodes;
             h += 1;
         }
         self.height = h;
         self.node_compares = cmp;
+        self.blocks = blocks;
     }
 
     /// btrfs_search_slot's work down to a leaf of `n` items.
@@ -626,6 +636,14 @@ impl Trees {
     /// Height of the tree of a `tree_id`.
     pub fn height(&mut self, id: u8) -> u32 {
         self.get_mut(id).height()
+    }
+
+    /// Extent buffers of every modelled tree, the log tree included.
+    pub fn blocks(&self) -> u64 {
+        [&self.fs, &self.extent, &self.csum, &self.root, &self.log]
+            .iter()
+            .map(|t| t.blocks())
+            .sum()
     }
 
     /// Frees the log tree (commit_fs_roots → btrfs_free_log).

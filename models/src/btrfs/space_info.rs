@@ -774,7 +774,8 @@ impl Btrfs {
                 self.shrink_delalloc(to_reclaim, for_preempt).await;
             }
             FlushState::AllocChunk | FlushState::AllocChunkForce => {
-                self.alloc_meta_chunk().await;
+                self.alloc_meta_chunk(state == FlushState::AllocChunkForce)
+                    .await;
             }
             FlushState::RunDelayedIputs => {}
             FlushState::CommitTrans | FlushState::ForceCommitTrans => {
@@ -842,14 +843,23 @@ impl Btrfs {
         }
     }
 
-    /// ALLOC_CHUNK for metadata: a DUP chunk of `meta_chunk_size` from the unallocated
-    /// space (two copies), made under the running transaction like a data chunk
-    /// (btrfs_make_block_group marks it for full commits).
-    async fn alloc_meta_chunk(&self) {
+    /// ALLOC_CHUNK (`force` false: CHUNK_ALLOC_NO_FORCE) or ALLOC_CHUNK_FORCE for metadata:
+    /// a DUP chunk of `meta_chunk_size` from the unallocated space (two copies), made under
+    /// the running transaction like a data chunk (btrfs_make_block_group marks it for full
+    /// commits). Without force, should_alloc_chunk (block-group.c@v5.12) allocates only when
+    /// the space info's bytes other than may_use reach 80 % of its total, less 2 MiB.
+    async fn alloc_meta_chunk(&self, force: bool) {
         let size = self.inner.costs.meta_chunk_size;
         if self.inner.st.borrow().data.unallocated < 2 * size {
             self.inner.h.sleep(self.inner.costs.jiffy).await;
             return;
+        }
+        if !force {
+            let st = self.inner.st.borrow();
+            let m = &st.meta;
+            if m.used + m.reserved + m.pinned + m.readonly + (2 << 20) < m.total * 8 / 10 {
+                return;
+            }
         }
         let th = self.join_transaction().await;
         self.inner.h.cpu(self.inner.costs.btree_item * 4).await;

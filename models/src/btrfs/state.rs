@@ -719,6 +719,12 @@ pub struct MetaSpace {
     pub preempt_flushes_in: BTreeMap<TransId, u64>,
     /// Tickets served: id → granted (true) or failed with ENOSPC (false).
     pub done: BTreeMap<u64, bool>,
+    /// Tree blocks (`Trees::blocks`) counted in `used`.
+    pub tree_blocks: u64,
+    /// Size of the chunk a tree block allocation forces when no block group has room.
+    pub chunk_size: u64,
+    /// Metadata chunks forced by tree block allocations (find_free_extent).
+    pub forced_chunks: u64,
     /// Delalloc metadata reserved per inode (one outstanding extent and its inode update).
     /// Ordered: the flusher walks it in inode order and stops once it has enough (sorting a
     /// hashed map on every flush made dbench with 1,536+ clients spend 80% of its time there).

@@ -181,7 +181,39 @@ impl Btrfs {
         st.meta.pinned += new;
         // btrfs_alloc_tree_block and btrfs_free_tree_block: a delayed ref head each.
         Self::add_ref_heads(st, t, 2 * blocks);
+        Self::account_tree_blocks(st, t);
         blocks
+    }
+
+    /// The trees' growth in metadata `bytes_used` (btrfs_alloc_tree_block, then
+    /// alloc_reserved_tree_block → btrfs_update_block_group, extent-tree.c@v5.10) and their
+    /// shrinkage into `bytes_pinned` until the commit (btrfs_free_tree_block). A new block
+    /// that finds no metadata block group with room makes find_free_extent force a chunk
+    /// (find_free_extent_update_loop, LOOP_ALLOC_CHUNK: btrfs_chunk_alloc with
+    /// CHUNK_ALLOC_FORCE), which btrfs_make_block_group marks for full commits.
+    pub(super) fn account_tree_blocks(st: &mut FsState, t: TransId) {
+        let now = st.trees.blocks();
+        let was = std::mem::replace(&mut st.meta.tree_blocks, now);
+        let ns = st.meta.nodesize;
+        if now >= was {
+            st.meta.used += (now - was) * ns;
+        } else {
+            let freed = ((was - now) * ns).min(st.meta.used);
+            st.meta.used -= freed;
+            st.meta.pinned += freed;
+            st.trans.get_mut(&t).expect("transaction").meta_pinned += freed;
+        }
+        let m = &st.meta;
+        let size = m.chunk_size;
+        if m.used + m.reserved + m.pinned + m.readonly > m.total
+            && size > 0
+            && st.data.unallocated >= 2 * size
+        {
+            st.data.unallocated -= 2 * size;
+            st.meta.total += size;
+            st.meta.forced_chunks += 1;
+            Self::mark_new_block_group(st, t);
+        }
     }
 
     /// btrfs_commit_transaction, called with a handle on `th.id`.
@@ -316,6 +348,7 @@ impl Btrfs {
         }
         st.log_dirty_bytes = 0;
         st.trees.free_log();
+        Self::account_tree_blocks(&mut st, t);
         st.super_generation = t;
     }
 
@@ -481,5 +514,52 @@ mod tests {
             off.spinlock_ps,
         ) = (0, 0, 0, 0);
         assert_eq!(commit_roots_cpu(&mut st, &dirty, &off), 0);
+    }
+    /// A growing tree's new blocks are metadata `bytes_used`; once they no longer fit the
+    /// block groups a chunk is forced and the transaction marked for full commits; a
+    /// shrinking tree's freed blocks stay pinned until the commit.
+    #[test]
+    fn tree_blocks_are_metadata_used_and_force_a_chunk_when_they_do_not_fit() {
+        use crate::btrfs::ctree_btree::{key_type, Key, Work};
+        use crate::btrfs::state::Transaction;
+        let mut st = FsState::mkfs();
+        let t = st.last_trans_committed + 1;
+        st.trans.insert(t, Transaction::running(t, 0, 0));
+        let ns = 16 << 10;
+        st.meta.nodesize = ns;
+        (st.meta.total, st.meta.used, st.meta.chunk_size) = (64 * ns, 0, 1 << 30);
+        st.meta.tree_blocks = st.trees.blocks();
+        st.data.unallocated = 4 << 30;
+        let mut w = Work::default();
+        for i in 0..4000 {
+            let key = Key::new(1000 + i, key_type::INODE_ITEM, 0);
+            st.trees.fs.insert(key, 160, &mut w);
+        }
+        let grown = st.trees.blocks() - st.meta.tree_blocks;
+        assert!(grown > 32, "{grown} blocks");
+        Btrfs::account_tree_blocks(&mut st, t);
+        assert_eq!(st.meta.used, grown * ns);
+        assert_eq!(st.meta.forced_chunks, 0, "{grown} blocks fit 64");
+        for i in 4000..12000 {
+            let key = Key::new(1000 + i, key_type::INODE_ITEM, 0);
+            st.trees.fs.insert(key, 160, &mut w);
+        }
+        Btrfs::account_tree_blocks(&mut st, t);
+        assert!(st.meta.used > 64 * ns);
+        assert_eq!(st.meta.forced_chunks, 1);
+        assert_eq!(st.meta.total, 64 * ns + (1 << 30));
+        assert_eq!(st.data.unallocated, 2 << 30);
+        assert_eq!(st.last_trans_log_full_commit, t);
+        let (used, pinned) = (st.meta.used, st.meta.pinned);
+        for i in 0..12000 {
+            st.trees
+                .fs
+                .delete(Key::new(1000 + i, key_type::INODE_ITEM, 0), &mut w);
+        }
+        Btrfs::account_tree_blocks(&mut st, t);
+        let freed = used - st.meta.used;
+        assert!(freed > 0);
+        assert_eq!(st.meta.pinned - pinned, freed);
+        assert_eq!(st.trans[&t].meta_pinned, freed);
     }
 }
