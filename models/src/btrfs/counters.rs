@@ -116,6 +116,8 @@ pub struct Counters {
     pub delayed_nodes_run_fsync: u64,
     /// Delayed nodes run by transaction commits.
     pub delayed_nodes_run_commit: u64,
+    /// Delayed nodes written by a metadata space flush.
+    pub delayed_nodes_run_flush: u64,
     /// Operations that waited in btrfs_balance_delayed_items (512 items pending).
     pub delayed_balance_waits: u64,
     /// Time they waited.
@@ -249,6 +251,7 @@ impl Counters {
             ("delayed_nodes_run_async", self.delayed_nodes_run_async),
             ("delayed_nodes_run_fsync", self.delayed_nodes_run_fsync),
             ("delayed_nodes_run_commit", self.delayed_nodes_run_commit),
+            ("delayed_nodes_run_flush", self.delayed_nodes_run_flush),
             ("delayed_balance_waits", self.delayed_balance_waits),
             ("delayed_balance_wait_ns", self.delayed_balance_wait_ns),
             ("delayed_refs_run", self.delayed_refs_run),
@@ -357,6 +360,7 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "delayed_nodes_run_async" => "delayed nodes written into the fs tree by the delayed-meta workers",
         "delayed_nodes_run_fsync" => "delayed nodes written by btrfs_log_inode (a directory's items, a full sync's inode item)",
         "delayed_nodes_run_commit" => "delayed nodes written by transaction commits",
+        "delayed_nodes_run_flush" => "delayed nodes written by a metadata space flush (FLUSH_DELAYED_ITEMS_NR, FLUSH_DELAYED_ITEMS)",
         "delayed_balance_waits" => "operations that waited in btrfs_balance_delayed_items (512 items pending)",
         "delayed_balance_wait_ns" => "time operations waited in btrfs_balance_delayed_items",
         "delayed_refs_run" => "extent and csum tree changes of delayed data refs run by commits (delayed-ref.c)",

@@ -820,6 +820,8 @@ impl super::ctree::Btrfs {
         }
         let mut work = Self::apply_tree_ops(st, c, t, &direct);
         work.path_cpu += queued * c.delayed_item_cpu(st.delayed.items);
+        // A cancelled insertion's release grants tickets at the next grant (no wake here).
+        Self::sync_delayed_rsv(st, c.meta_item());
         work
     }
 

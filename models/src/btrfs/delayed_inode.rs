@@ -236,6 +236,8 @@ pub enum RunBy {
     Fsync,
     /// btrfs_commit_transaction.
     Commit,
+    /// A metadata space flush (FLUSH_DELAYED_ITEMS_NR, FLUSH_DELAYED_ITEMS).
+    Flush,
 }
 
 impl Btrfs {
@@ -263,7 +265,11 @@ impl Btrfs {
             let Some(ops) = take(&mut st.delayed) else {
                 return false;
             };
-            Self::apply_tree_ops(&mut st, &self.inner.costs, t, &ops)
+            let work = Self::apply_tree_ops(&mut st, &self.inner.costs, t, &ops);
+            if Self::sync_delayed_rsv(&mut st, self.inner.costs.meta_item()) {
+                self.inner.ticket_wait.notify_all();
+            }
+            work
         };
         self.count_delayed_run(by);
         self.run_tree_work(work).await;
@@ -277,7 +283,40 @@ impl Btrfs {
             RunBy::Worker => m.delayed_nodes_run_async += 1,
             RunBy::Fsync => m.delayed_nodes_run_fsync += 1,
             RunBy::Commit => m.delayed_nodes_run_commit += 1,
+            RunBy::Flush => m.delayed_nodes_run_flush += 1,
         }
+    }
+
+    /// `delayed_block_rsv` (delayed-inode.c@v5.10): each pending delayed item holds
+    /// btrfs_calc_insert_metadata_size(1) (`item`) until it runs or is cancelled — a dir
+    /// index insertion or deletion migrated from the handle's reservation
+    /// (btrfs_delayed_item_reserve_metadata), the inode item migrated or reserved with
+    /// NO_FLUSH (btrfs_delayed_inode_reserve_metadata), released by
+    /// btrfs_delayed_item_release_metadata / btrfs_delayed_inode_release_metadata. Moves
+    /// `may_use` by the change; true when the release granted a ticket. The handle's own
+    /// reservation is given back whole when it ends, so while it lives the migrated bytes
+    /// count twice (one operation's items, for microseconds).
+    pub(super) fn sync_delayed_rsv(st: &mut super::state::FsState, item: u64) -> bool {
+        let want = st.delayed.items * item;
+        let have = std::mem::replace(&mut st.meta.delayed_block, want);
+        if want >= have {
+            st.meta.may_use += want - have;
+            return false;
+        }
+        st.meta.may_use = st.meta.may_use.saturating_sub(have - want);
+        Self::grant_tickets(st)
+    }
+
+    /// FLUSH_DELAYED_ITEMS_NR / FLUSH_DELAYED_ITEMS (flush_space@v5.12): join the running
+    /// transaction and run up to `nodes` queued delayed nodes (btrfs_run_delayed_items_nr;
+    /// all of them for FLUSH_DELAYED_ITEMS), releasing their items' reservations.
+    pub(super) async fn flush_delayed_items(&self, nodes: u64) {
+        let th = self.join_transaction().await;
+        let mut n = 0;
+        while n < nodes && self.run_first_delayed_node(th.id, RunBy::Flush).await {
+            n += 1;
+        }
+        self.end(th);
     }
 
     /// btrfs_run_delayed_items: every queued node, in queue order, by the committer.
@@ -451,6 +490,37 @@ mod tests {
 
     fn index(dir: u64, idx: u64) -> Key {
         Key::new(dir, key_type::DIR_INDEX, idx)
+    }
+
+    /// Each pending delayed item holds an insert's reservation in `may_use`; running items
+    /// gives theirs back and a ticket that then fits is granted.
+    #[test]
+    fn pending_delayed_items_hold_a_reservation_each_until_they_run() {
+        use crate::btrfs::state::{FsState, Ticket};
+        let item = 256 << 10;
+        let mut st = FsState::mkfs();
+        st.data.unallocated = 0; // no overcommit: a ticket is granted only within `total`
+        let base = st.meta.may_use;
+        st.delayed.items = 3;
+        assert!(!Btrfs::sync_delayed_rsv(&mut st, item));
+        assert_eq!(st.meta.delayed_block, 3 * item);
+        assert_eq!(st.meta.may_use, base + 3 * item);
+        st.meta.total = st.meta.in_use();
+        st.meta.tickets.push_back(Ticket {
+            id: 7,
+            bytes: 2 * item,
+        });
+        st.meta.reclaim_size += 2 * item;
+        st.delayed.items = 2;
+        assert!(
+            !Btrfs::sync_delayed_rsv(&mut st, item),
+            "one item's bytes do not fit 2"
+        );
+        st.delayed.items = 0;
+        assert!(Btrfs::sync_delayed_rsv(&mut st, item));
+        assert_eq!(st.meta.delayed_block, 0);
+        assert_eq!(st.meta.may_use, base + 2 * item);
+        assert_eq!(st.meta.done.get(&7), Some(&true));
     }
 
     #[test]

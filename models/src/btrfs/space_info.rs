@@ -728,20 +728,13 @@ impl Btrfs {
         }
         match state {
             FlushState::DelayedItemsNr | FlushState::DelayedItems => {
-                let bytes = {
-                    let st = self.inner.st.borrow();
-                    if state == FlushState::DelayedItemsNr {
-                        st.meta.delayed_block.min(2 * to_reclaim)
-                    } else {
-                        st.meta.delayed_block
-                    }
+                // flush_space@v5.12: nr = calc_reclaim_items_nr(to_reclaim) * 2 nodes.
+                let nodes = if state == FlushState::DelayedItemsNr {
+                    2 * (to_reclaim / item).max(1)
+                } else {
+                    u64::MAX
                 };
-                self.inner
-                    .h
-                    .cpu(bytes.div_ceil(item) * self.inner.costs.btree_item)
-                    .await;
-                self.st_mut().meta.delayed_block -= bytes;
-                self.release_metadata(bytes);
+                self.flush_delayed_items(nodes).await;
             }
             FlushState::DelayedRefsNr | FlushState::DelayedRefs => {
                 // flush_space@v5.13: btrfs_run_delayed_refs(trans, nr) with nr =
