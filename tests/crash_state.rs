@@ -38,6 +38,7 @@ const GUARDS: &[(&str, Mutant)] = &[
     ("generic-501", Mutant::CloneNoFullSync),
     ("generic-588", Mutant::CloneNoFullSync),
     ("btrfs-098", Mutant::CloneNoFullSync),
+    ("generic-348", Mutant::SymlinkLoggedExists),
 ];
 
 /// Scenarios reproducing a kernel bug on the presets without the switch that fixed it (as
