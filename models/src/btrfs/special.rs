@@ -102,7 +102,9 @@ impl Btrfs {
         self.create(path, false).await?;
         // No await since create changed the state: the name still names the new inode.
         let mut st = self.st_mut();
-        let ino = st.lookup(path).expect("just created");
+        let ino = st
+            .lookup(path)
+            .ok_or_else(|| OpError(format!("no such file or directory: {path}")))?;
         st.special.entry(ino).or_default().kind = Some(kind);
         Ok(())
     }
