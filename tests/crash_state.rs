@@ -38,6 +38,7 @@ const GUARDS: &[(&str, Mutant)] = &[
     ("generic-501", Mutant::CloneNoFullSync),
     ("generic-588", Mutant::CloneNoFullSync),
     ("btrfs-098", Mutant::CloneNoFullSync),
+    ("generic-348", Mutant::SymlinkLoggedExists),
 ];
 
 /// Scenarios reproducing a kernel bug on the presets without the switch that fixed it (as
@@ -330,7 +331,15 @@ fn bad_crash_tables_name_the_file_and_line() {
             "at = \"A fsync:done\"\nextents = { \"/f\" = [\"0 4k lots\"] }\n",
             ":20: invalid extent '0 4k lots'",
         ),
-        ("at = \"A fsync:done\"\nmode = 1\n", "mode"),
+        ("at = \"A fsync:done\"\nmtime = 1\n", "mtime"),
+        (
+            "at = \"A fsync:done\"\nmode = { \"/f\" = 0o17777 }\n",
+            ":20: invalid mode 8191",
+        ),
+        (
+            "at = \"A fsync:done\"\nkind = { \"/f\" = \"socket\" }\n",
+            ":20: invalid kind 'socket'",
+        ),
     ];
     for (body, want) in cases {
         let e = Scenario::parse(&scenario_with(body), "t.toml")

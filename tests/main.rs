@@ -43,6 +43,7 @@ mod reflink;
 mod scrub;
 mod shrink;
 mod space;
+mod special;
 mod trace;
 mod tree_locks;
 mod validate;

@@ -34,6 +34,7 @@ const GUARDS: &[(&str, Mutant)] = &[
     ("generic-065", Mutant::SkipLogWhenLoggedBefore),
     ("generic-588", Mutant::CloneNoFullSync),
     ("btrfs-098", Mutant::CloneNoFullSync),
+    ("generic-348", Mutant::SymlinkLoggedExists),
 ];
 
 /// Scenarios no mutant guards (no mutant removes the mechanism they check, or the one
@@ -90,6 +91,10 @@ const NO_MUTANT: &[(&str, &str)] = &[
     (
         "generic-501",
         "clone-no-full-sync fails the scripted run (S2 and the stated state, tests/crash_state.rs), but in the sweeps' orders bar's O_SYNC fsync falls back to a commit (the 20 MiB allocate a data chunk) and leaves its NEEDS_FULL_SYNC from the create set, so the fsync after the clone is full anyway",
+    ),
+    (
+        "generic-509",
+        "f2d72f42d5fa's skip of an inode with i_nlink 0 guards a replay WARN that left the recovered state unchanged: no mutant can show it",
     ),
     (
         "btrfs-231",

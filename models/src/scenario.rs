@@ -187,6 +187,12 @@ struct CrashFile {
     extents: BTreeMap<String, Spanned<Vec<String>>>,
     #[serde(default)]
     shared: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    kind: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    target: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    mode: BTreeMap<String, Spanned<i64>>,
 }
 
 /// `[expect.crash]` as `to_toml` writes it (what the parser reads back to the same table).
@@ -234,7 +240,32 @@ fn crash_toml(e: &CrashExpect) -> String {
         )
     });
     table(&mut t, "shared", shared.collect());
+    let kinds = e.kind.iter().map(|(p, k)| (p.clone(), q(k.name())));
+    table(&mut t, "kind", kinds.collect());
+    let targets = e.target.iter().map(|(p, v)| (p.clone(), q(v)));
+    table(&mut t, "target", targets.collect());
+    let modes = e.mode.iter().map(|(p, m)| (p.clone(), format!("0o{m:o}")));
+    table(&mut t, "mode", modes.collect());
     t
+}
+
+/// One `kind` of `[expect.crash]`.
+fn crash_kind(s: &str) -> Result<crate::vfs::recovered::InodeKind, String> {
+    use crate::vfs::recovered::InodeKind;
+    InodeKind::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = InodeKind::ALL.iter().map(|k| k.name()).collect();
+        format!(
+            "invalid kind '{s}' in [expect.crash]: expected one of {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// One `mode` of `[expect.crash]`: permission bits, at most 0o7777 (write them `0o640`).
+fn crash_mode(m: i64) -> Result<u32, String> {
+    u32::try_from(m).ok().filter(|m| *m <= 0o7777).ok_or_else(|| {
+        format!("invalid mode {m} in [expect.crash]: expected permission bits, at most 0o7777 (write 0o640)")
+    })
 }
 
 /// One `shared` entry of `[expect.crash]`: `"PATH OFFSET LEN" = "SRC SRC_OFFSET"`.
@@ -494,6 +525,9 @@ fn crash_expect(
             .iter()
             .map(|(k, v)| crash_shared(k, v.get_ref()).map_err(|m| (v.span().start, m)))
             .collect::<Result<_, _>>()?,
+        kind: map(&c.kind, |v| crash_kind(v))?,
+        target: map(&c.target, |v| Ok(v.clone()))?,
+        mode: map(&c.mode, |v| crash_mode(*v))?,
     })
 }
 
@@ -649,7 +683,12 @@ impl Cx<'_> {
                 | Op::Mkdir(p)
                 | Op::Link(_, p)
                 | Op::Rename(_, p)
-                | Op::Open(_, p) => Some(p.trim_end_matches('/').to_string()),
+                | Op::Open(_, p)
+                | Op::Symlink(_, p)
+                | Op::Mknod(p, _)
+                | Op::Mkfifo(p)
+                | Op::Tmpfile(_, p)
+                | Op::LinkFd(_, p) => Some(p.trim_end_matches('/').to_string()),
                 _ => None,
             })
             .collect();
@@ -903,6 +942,8 @@ impl Cx<'_> {
 fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
     match o {
         Op::Create(p) | Op::Mkdir(p) => (vec![], vec![p]),
+        Op::Symlink(_, p) | Op::Mknod(p, _) | Op::Mkfifo(p) | Op::LinkFd(_, p) => (vec![], vec![p]),
+        Op::Tmpfile(dir, _) => (vec![dir], vec![]),
         Op::Link(a, b) | Op::Rename(a, b) => (vec![a], vec![b]),
         Op::Open(p, _) => (vec![p], vec![]),
         Op::Clone { src, dst, .. } => (vec![src, dst], vec![]),
@@ -922,6 +963,7 @@ fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
         | Op::Evict(p)
         | Op::Removexattr(p, _)
         | Op::Unlink(p)
+        | Op::Chmod(p, _)
         | Op::Rmdir(p) => (vec![p], vec![]),
         _ => (vec![], vec![]),
     }

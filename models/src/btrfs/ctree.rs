@@ -324,6 +324,7 @@ impl Btrfs {
             // Entering and leaving the kernel.
             self.inner.h.cpu(syscall).await;
         }
+        self.refuse_special(op)?;
         match op {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
@@ -399,6 +400,25 @@ impl Btrfs {
             Op::Read(..) | Op::Populate(..) => {
                 return Err(OpError(format!("'{kind}' is not modelled on btrfs")))
             }
+            Op::Symlink(target, p) => {
+                let k = super::special::SpecialKind::Symlink(target.to_string());
+                self.make_special(p, k).await?
+            }
+            Op::Mknod(p, block) => {
+                let k = if *block {
+                    super::special::SpecialKind::BlockDev
+                } else {
+                    super::special::SpecialKind::CharDev
+                };
+                self.make_special(p, k).await?
+            }
+            Op::Mkfifo(p) => {
+                self.make_special(p, super::special::SpecialKind::Fifo)
+                    .await?
+            }
+            Op::Tmpfile(dir, fd) => self.tmpfile(dir, fd).await?,
+            Op::LinkFd(fd, p) => self.link_fd(fd, p).await?,
+            Op::Chmod(p, mode) => self.chmod(p, *mode).await?,
         }
         self.finish_op(op).await;
         self.trace_space();
@@ -546,7 +566,7 @@ pub fn points_of(op: &Op) -> Vec<String> {
             );
             v.extend(commit.map(String::from));
         }
-        Op::Link(..) => v.push("link:joined".into()),
+        Op::Link(..) | Op::LinkFd(..) => v.push("link:joined".into()),
         Op::MmapWrite(..) | Op::MmapWriteAt(..) => v.push("page_mkwrite:last_sub_trans_set".into()),
         Op::Rename(..) => v.push("rename:joined".into()),
         Op::Commit | Op::Sync | Op::Syncfs => v.extend(commit.map(String::from)),

@@ -224,6 +224,12 @@ pub fn balances(op: &crate::vfs::Op) -> bool {
             | Op::WriteAt(..)
             | Op::WriteRange(..)
             | Op::WriteOsync(..)
+            | Op::Symlink(..)
+            | Op::Mknod(..)
+            | Op::Mkfifo(_)
+            | Op::Tmpfile(..)
+            | Op::LinkFd(..)
+            | Op::Chmod(..)
     )
 }
 

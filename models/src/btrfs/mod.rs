@@ -26,6 +26,7 @@ pub mod recovery;
 pub mod reflink;
 pub mod scrub;
 pub mod space_info;
+pub mod special;
 pub mod state;
 pub mod switches;
 pub mod transaction;

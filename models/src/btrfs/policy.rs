@@ -125,11 +125,17 @@ pub enum Mutant {
     /// fsync takes the fast path over the modified list, where no cloned extent is, and
     /// the cloned range is lost (breaks S2; xfstests generic/501, 588, btrfs/098).
     CloneNoFullSync,
+    /// log_new_dir_dentries logs a new symlink LOG_INODE_EXISTS like any other
+    /// non-directory (its `type == BTRFS_FT_SYMLINK` clause dropped, the fix "Btrfs: fix
+    /// empty symlink after creating symlink and fsync parent dir", 4.7): a directory's
+    /// fsync logs the symlink's inode item without its inline extent and replay leaves it
+    /// empty (breaks S2; xfstests generic/348).
+    SymlinkLoggedExists,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 16] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -145,6 +151,7 @@ impl Mutant {
         Mutant::UnlinkNoInodeUpdate,
         Mutant::EvictNoFullSync,
         Mutant::CloneNoFullSync,
+        Mutant::SymlinkLoggedExists,
     ];
 
     /// Kebab-case name used on the command line.
@@ -165,6 +172,7 @@ impl Mutant {
             Mutant::UnlinkNoInodeUpdate => "unlink-no-inode-update",
             Mutant::EvictNoFullSync => "evict-no-full-sync",
             Mutant::CloneNoFullSync => "clone-no-full-sync",
+            Mutant::SymlinkLoggedExists => "symlink-logged-exists",
         }
     }
 
@@ -186,6 +194,7 @@ impl Mutant {
             Mutant::UnlinkNoInodeUpdate => "unlinking a hard link does not update the remaining inode (no btrfs_update_inode): its fsync is skipped and the removed name comes back (S2)",
             Mutant::EvictNoFullSync => "an inode evicted and read back in the transaction that changed it gets no NEEDS_FULL_SYNC: its fsync logs none of the extents written before the eviction (S2)",
             Mutant::CloneNoFullSync => "a clone does not set NEEDS_FULL_SYNC on the destination: its fast fsync logs none of the cloned extents (S2)",
+            Mutant::SymlinkLoggedExists => "a directory's fsync logs a new symlink LOG_INODE_EXISTS (no inline extent): it comes back empty (S2)",
         }
     }
 

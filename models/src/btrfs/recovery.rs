@@ -18,6 +18,7 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
         files,
         from_log,
         log_sync_at,
+        special,
     } = replay(st, image)?;
     let file_of = |ino: Ino| -> FileImage { FileImage::at_base(st, ino, base) };
     check_fsyncs(
@@ -28,7 +29,8 @@ pub fn check_recovery(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Resu
         log_sync_at,
         &file_of,
         &durable,
-    )
+    )?;
+    special.check_symlinks(st, &names)
 }
 
 /// Whether device write `tok` is on the durable image.
@@ -46,6 +48,8 @@ struct Replayed {
     files: BTreeMap<Ino, FileImage>,
     from_log: BTreeSet<(Ino, String)>,
     log_sync_at: Option<sim::Nanos>,
+    /// Symlink contents and modes (special.rs).
+    special: super::special::SpecialImage,
 }
 
 /// Recovery from `image` (open_ctree + btrfs_recover_log_trees): the superblock's
@@ -67,6 +71,11 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
     let mut from_log: BTreeSet<(Ino, String)> = BTreeSet::new();
     // Inodes whose extent items the replay has put back so far.
     let mut logged_extents: BTreeSet<Ino> = BTreeSet::new();
+    let log_facts = log
+        .into_iter()
+        .flat_map(|(t, k)| st.log_facts.range((t, 0)..=(t, k)))
+        .flat_map(|(_, v)| v.iter());
+    let special = super::special::SpecialImage::replay(st, base, log_facts);
     if let Some((t, k)) = log {
         log_sync_at = st.writes.iter().rev().find_map(|(w, _)| match *w {
             WriteKind::LogSuper {
@@ -104,6 +113,7 @@ fn replay(st: &FsState, image: &BTreeMap<u64, DurableWrite>) -> Result<Replayed,
         files,
         from_log,
         log_sync_at,
+        special,
     })
 }
 
@@ -161,6 +171,7 @@ fn replay_file_fact(
             fi.drop_range(*start, *end);
         }
         LogFact::DirEntries { .. } | LogFact::DelEntry { .. } | LogFact::DelRef { .. } => {}
+        LogFact::Special { .. } => {}
     }
 }
 
@@ -529,7 +540,7 @@ impl LogItems {
                         refs.remove(&(*dir, name.clone()));
                     }
                 }
-                LogFact::Extent { .. } | LogFact::Hole { .. } => {}
+                LogFact::Extent { .. } | LogFact::Hole { .. } | LogFact::Special { .. } => {}
             }
         }
         items
@@ -867,22 +878,24 @@ pub fn recovered_state(
                 disk: if e.prealloc { 0 } else { e.data_offset },
             })
             .collect();
+        let (special, target, special_size, mode) = r.special.describe(st, ino);
         RecoveredInode {
-            kind: if is_dir {
+            kind: special.unwrap_or(if is_dir {
                 InodeKind::Dir
             } else {
                 InodeKind::File
-            },
+            }),
             ino,
             nlink: if is_dir { 1 } else { nlink },
-            size: (!is_dir).then_some(fi.size),
+            size: (!is_dir).then_some(special_size.unwrap_or(fi.size)),
             extents: if is_dir {
                 Vec::new()
             } else {
                 with_holes(extents, fi.size)
             },
             xattrs: fi.xattrs.iter().map(|x| (x.clone(), None)).collect(),
-            mode: None,
+            mode,
+            target,
         }
     };
     Ok(Recovered::from_names(ROOT_INO, &r.names, inode))

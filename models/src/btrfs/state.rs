@@ -938,6 +938,20 @@ pub enum LogFact {
         /// Its entries when logged.
         entries: Vec<(String, Ino)>,
     },
+    /// What an inode item logged for a special or chmod'ed inode carries besides
+    /// `Inode` (special.rs): its mode and, for a symlink, whether its inline extent item
+    /// was copied too.
+    Special {
+        /// Inode.
+        ino: Ino,
+        /// The permission bits when logged (None: never chmod'ed).
+        mode: Option<u32>,
+        /// A symlink's inline file extent item was copied (LOG_INODE_ALL).
+        inline: bool,
+        /// The inode item was copied with generation 0 (LOG_INODE_EXISTS of an item
+        /// changed in this transaction): replay keeps an existing inode's item.
+        gen_zero: bool,
+    },
 }
 
 /// An fsync that returned success: what must survive a crash.
@@ -1066,6 +1080,9 @@ pub struct FsState {
     /// After a clone: the inodes whose data `free_data_extents` freed (their extent
     /// versions stay as history but refer to nothing any more).
     pub data_freed: BTreeSet<Ino>,
+    /// Symlinks, fifos, device nodes, O_TMPFILE files and chmod'ed inodes: what the model
+    /// keeps of them beyond `Inode` (special.rs).
+    pub special: BTreeMap<Ino, crate::btrfs::special::Special>,
 }
 
 /// An xattr removed from an inode: its name, the transaction that set it and the one that
@@ -1169,6 +1186,7 @@ impl FsState {
             fds: BTreeMap::new(),
             shared_data: false,
             data_freed: BTreeSet::new(),
+            special: BTreeMap::new(),
         }
     }
 

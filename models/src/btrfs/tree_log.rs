@@ -289,7 +289,16 @@ impl Btrfs {
         while let Some(dir) = dirs.pop_front() {
             for (c, is_dir) in self.new_dentry_inodes(t, dir) {
                 if !is_dir {
-                    self.log_inode(t, c, log_transid, LogKind::DirDentry).await;
+                    // `if (type == BTRFS_FT_DIR || type == BTRFS_FT_SYMLINK) log_mode =
+                    // LOG_INODE_ALL;` (log_new_dir_dentries@v5.10..v5.16): a symlink's
+                    // inline extent is logged with it (special.rs).
+                    let all = self.is_symlink(c) && !self.mutant(Mutant::SymlinkLoggedExists);
+                    let kind = if all {
+                        LogKind::DirDentryAll
+                    } else {
+                        LogKind::DirDentry
+                    };
+                    self.log_inode(t, c, log_transid, kind).await;
                     continue;
                 }
                 if let Some(necessary) = self.new_dir_forces_commit(t, fsynced, c, true) {
@@ -601,6 +610,9 @@ impl Btrfs {
                 xattrs,
                 drops_logged: plan.full_sync && kind.logs_all(),
             });
+            let st = self.inner.st.borrow();
+            acc.facts
+                .extend(Self::special_fact(&st, t, ino, kind.logs_all()));
         }
         self.copy_inode_items(ino, kind, plan.is_dir, &copy, &mut acc);
         self.log_changed_extents(t, ino, log_transid, &mut plan, &mut acc);

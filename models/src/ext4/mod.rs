@@ -387,6 +387,12 @@ impl Ext4 {
         match op {
             Op::Create(p) => self.create(p, false).await?,
             Op::Mkdir(p) => self.create(p, true).await?,
+            // ext4_symlink (a fast symlink: the target in the inode) and ext4_mknod journal
+            // the new inode and its directory entry as ext4_create does; the journal replay
+            // model keeps transaction ids only, so a create is what it can say.
+            Op::Symlink(_, p) | Op::Mknod(p, _) | Op::Mkfifo(p) => self.create(p, false).await?,
+            // ext4_setattr with ATTR_MODE: an inode update, as setattr.
+            Op::Chmod(p, _) => self.setattr(p).await?,
             Op::Write(p, n)
             | Op::MmapWrite(p, n)
             | Op::MmapWriteAt(p, _, n)
@@ -435,6 +441,8 @@ impl Ext4 {
             | Op::Open(..)
             | Op::Close(_)
             | Op::Clone { .. }
+            | Op::Tmpfile(..)
+            | Op::LinkFd(..)
             | Op::Evict(_) => {
                 return Err(OpError(format!(
                     "'{}' is not modelled on ext3/ext4",

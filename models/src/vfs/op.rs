@@ -115,6 +115,22 @@ pub enum Op {
     },
     /// Sleep.
     Sleep(Nanos),
+    /// symlink(2): a symbolic link at the path (second) whose content is the target
+    /// (first), kept as written (btrfs_symlink: an inline file extent item).
+    Symlink(OpPath, OpPath),
+    /// mknod(2) of a device node: a block device when the flag is set, else a character
+    /// device (btrfs_mknod: an inode with i_rdev and no data).
+    Mknod(OpPath, bool),
+    /// mkfifo(3), mknod(2) with S_IFIFO (btrfs_mknod).
+    Mkfifo(OpPath),
+    /// open(2) of a directory (first) with O_TMPFILE: a new file with no name
+    /// (btrfs_tmpfile), held by the descriptor (second, `@NAME`).
+    Tmpfile(OpPath, OpPath),
+    /// linkat(2) of a descriptor (first, `@NAME`) with AT_EMPTY_PATH: a name (second) for
+    /// the inode it holds, an O_TMPFILE one included (btrfs_link).
+    LinkFd(OpPath, OpPath),
+    /// chmod(2): btrfs_setattr with ATTR_MODE, the permission bits (at most 0o7777).
+    Chmod(OpPath, u32),
 }
 
 impl Op {
@@ -147,7 +163,9 @@ impl Op {
             | Op::Setxattr(p, _)
             | Op::Removexattr(p, _)
             | Op::SyncFileRange(p)
-            | Op::Close(p) => Some(p),
+            | Op::Close(p)
+            | Op::Chmod(p, _)
+            | Op::LinkFd(p, _) => Some(p),
             _ => None,
         }
     }
@@ -205,6 +223,12 @@ impl Op {
             Op::Close(_) => "close",
             Op::Clone { .. } => "clone",
             Op::Sleep(_) => "sleep",
+            Op::Symlink(..) => "symlink",
+            Op::Mknod(..) => "mknod",
+            Op::Mkfifo(_) => "mkfifo",
+            Op::Tmpfile(..) => "tmpfile",
+            Op::LinkFd(..) => "link",
+            Op::Chmod(..) => "chmod",
         )
     }
 }
@@ -284,6 +308,11 @@ impl std::fmt::Display for Op {
                 size_text(*len)
             ),
             Op::Sleep(d) => write!(f, "{k} {d}ns"),
+            Op::Symlink(target, p) | Op::LinkFd(target, p) => write!(f, "{k} {target} {p}"),
+            Op::Mknod(p, block) => write!(f, "{k} {p} {}", if *block { "b" } else { "c" }),
+            Op::Mkfifo(p) => write!(f, "{k} {p}"),
+            Op::Tmpfile(dir, fd) => write!(f, "{k} {dir} as {}", &fd[1..]),
+            Op::Chmod(p, mode) => write!(f, "{k} {p} {mode:04o}"),
         }
     }
 }
@@ -314,6 +343,8 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             want(words, 1, "sync")?;
             Ok(Op::Sync)
         }
+        Some("link") if words.get(1).is_some_and(|w| w.starts_with('@')) => link_fd_op(words),
+        Some(w @ ("symlink" | "mknod" | "mkfifo" | "tmpfile" | "chmod")) => special_op(w, words),
         Some("link") => {
             want(words, 3, "link SRC DST")?;
             Ok(Op::Link(op_path(words[1])?, op_path(words[2])?))
@@ -396,6 +427,80 @@ fn fd_name(name: &str) -> Result<OpPath, String> {
         ));
     }
     Ok(format!("@{name}").into())
+}
+
+/// The longest symlink target: PATH_MAX (4096, include/uapi/linux/limits.h) with its NUL;
+/// symlink(2) of a longer one is ENAMETOOLONG (fs/namei.c: getname), of an empty one ENOENT.
+pub const SYMLINK_MAX: usize = 4095;
+
+/// symlink, mknod, mkfifo, tmpfile and chmod: the new inode kinds and modes.
+fn special_op(w: &str, words: &[&str]) -> Result<Op, String> {
+    match w {
+        "symlink" => {
+            want(words, 3, "symlink TARGET PATH")?;
+            if words[1].len() > SYMLINK_MAX {
+                return Err(format!(
+                    "expected a TARGET of at most {SYMLINK_MAX} bytes in 'symlink TARGET PATH' (ENAMETOOLONG), got {}",
+                    words[1].len()
+                ));
+            }
+            Ok(Op::Symlink(words[1].into(), op_path(words[2])?))
+        }
+        "mknod" => {
+            let block = match words.get(2).copied() {
+                None | Some("c") => false,
+                Some("b") => true,
+                Some(other) => {
+                    return Err(format!(
+                        "expected 'mknod PATH [c|b]' (a character or block device), got '{other}'"
+                    ))
+                }
+            };
+            if words.len() > 3 {
+                return Err("expected 'mknod PATH [c|b]'".into());
+            }
+            Ok(Op::Mknod(op_path(words[1])?, block))
+        }
+        "mkfifo" => {
+            want(words, 2, "mkfifo PATH")?;
+            Ok(Op::Mkfifo(op_path(words[1])?))
+        }
+        "tmpfile" => {
+            want(words, 4, "tmpfile DIR as NAME")?;
+            if words[2] != "as" {
+                return Err(format!(
+                    "expected 'tmpfile DIR as NAME', got '{}'",
+                    words[2]
+                ));
+            }
+            let name = words[3].strip_prefix('@').unwrap_or(words[3]);
+            Ok(Op::Tmpfile(op_path(words[1])?, fd_name(name)?))
+        }
+        _ => chmod_op(words),
+    }
+}
+
+/// `chmod PATH MODE`: MODE in octal (`644`, `0640`), at most 7777.
+fn chmod_op(words: &[&str]) -> Result<Op, String> {
+    want(words, 3, "chmod PATH MODE")?;
+    let octal = words[2].bytes().all(|b| (b'0'..=b'7').contains(&b));
+    let mode = u32::from_str_radix(words[2], 8)
+        .ok()
+        .filter(|_| octal)
+        .filter(|m| *m <= 0o7777)
+        .ok_or_else(|| {
+            format!(
+                "expected an octal MODE of at most 7777 in 'chmod PATH MODE' (0640), got '{}'",
+                words[2]
+            )
+        })?;
+    Ok(Op::Chmod(file_arg(words[1])?, mode))
+}
+
+/// `link @NAME PATH`: linkat(2) of a descriptor (AT_EMPTY_PATH).
+fn link_fd_op(words: &[&str]) -> Result<Op, String> {
+    want(words, 3, "link @NAME PATH")?;
+    Ok(Op::LinkFd(file_arg(words[1])?, op_path(words[2])?))
 }
 
 /// `open PATH as NAME`.
@@ -639,7 +744,7 @@ fn sleep_op(words: &[&str]) -> Result<Op, String> {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 34] = [
+pub const OPS: [(&str, &str, &str); 40] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -674,4 +779,10 @@ pub const OPS: [(&str, &str, &str); 34] = [
     ("close @F", "close @NAME", "btrfs only: close(2) of the descriptor; the last reference on an unlinked inode is the final iput (btrfs_evict_inode: data, inode and orphan items dropped in the running transaction)"),
     ("clone /f 0 /g 0 4k", "clone SRC SRC_OFF DST DST_OFF LEN", "btrfs only: FICLONERANGE (btrfs_remap_file_range → btrfs_clone_files → btrfs_clone): both files' dirty pages written back and ordered extents waited for, then DST's range gets file extent items referring to SRC's extents (the same data, one more reference each; the data lives while any file refers to it), its old extents dropped (btrfs_punch_hole_range / btrfs_replace_file_extents), i_size grown to the range's end, and DST marked NEEDS_FULL_SYNC (its next fsync copies every item changed in the transaction). Offsets must be 4 KiB aligned, LEN too unless the source range ends at SRC's EOF; ranges past either file's EOF (the destination may start at it) and overlapping ranges of one file are EINVAL"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
+    ("symlink /foo /d/bar", "symlink TARGET PATH", "btrfs_symlink: a new inode whose content, TARGET (at most 4095 bytes), is an inline file extent item written with it; i_size is its length. An fsync of its directory logs it in full through log_new_dir_dentries (BTRFS_FT_SYMLINK: LOG_INODE_ALL, xfstests generic/348). Data operations and fsync on it are refused (open(2) follows a symlink). ext3/ext4: a create"),
+    ("mknod /d/dev", "mknod PATH [c|b]", "btrfs_mknod: a character (c, the default) or block (b) device node, an inode with i_rdev and no data; a directory fsync logs it LOG_INODE_EXISTS (its kind is in the inode item). Data operations and fsync on it are refused. ext3/ext4: a create"),
+    ("mkfifo /d/fifo", "mkfifo PATH", "btrfs_mknod with S_IFIFO: a fifo, an inode with no data, as mknod. ext3/ext4: a create"),
+    ("tmpfile /d as T", "tmpfile DIR as NAME", "btrfs only: open(2) of DIR with O_TMPFILE (btrfs_tmpfile): a new regular file with no name (i_nlink 0) and an orphan item, held by the descriptor @NAME; its fsync logs nothing (btrfs_log_inode_parent: i_nlink == 0), its last close deletes it (final iput)"),
+    ("link @T /d/f", "link @NAME PATH", "btrfs only: linkat(2) of the descriptor with AT_EMPTY_PATH (btrfs_link): PATH names its inode; for an O_TMPFILE inode (i_nlink 0 before) the orphan item is deleted in the same transaction (btrfs_orphan_del), then btrfs_log_new_name"),
+    ("chmod /f 0640", "chmod PATH MODE", "btrfs_setattr with ATTR_MODE: the permission bits (octal, at most 7777) in the inode item, through btrfs_dirty_inode as setattr; logged with the inode item and recovered (ext3/ext4: an inode update, as setattr)"),
 ];

@@ -14,7 +14,7 @@ pub struct Recovered {
     pub paths: BTreeMap<String, RecoveredInode>,
 }
 
-/// A directory or a regular file.
+/// A directory, a regular file, a symlink, a fifo or a device node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InodeKind {
@@ -22,6 +22,46 @@ pub enum InodeKind {
     Dir,
     /// A regular file.
     File,
+    /// A symbolic link (its target in `RecoveredInode::target`).
+    Symlink,
+    /// A fifo (S_IFIFO).
+    Fifo,
+    /// A character device node (S_IFCHR).
+    #[serde(rename = "char")]
+    CharDev,
+    /// A block device node (S_IFBLK).
+    #[serde(rename = "block")]
+    BlockDev,
+}
+
+impl InodeKind {
+    /// Every kind.
+    pub const ALL: [InodeKind; 6] = [
+        InodeKind::Dir,
+        InodeKind::File,
+        InodeKind::Symlink,
+        InodeKind::Fifo,
+        InodeKind::CharDev,
+        InodeKind::BlockDev,
+    ];
+
+    /// The spelling in renderings and `[expect.crash]` (`dir`, `file`, `symlink`, `fifo`,
+    /// `char`, `block`).
+    pub fn name(self) -> &'static str {
+        match self {
+            InodeKind::Dir => "dir",
+            InodeKind::File => "file",
+            InodeKind::Symlink => "symlink",
+            InodeKind::Fifo => "fifo",
+            InodeKind::CharDev => "char",
+            InodeKind::BlockDev => "block",
+        }
+    }
+
+    /// The kind spelled `s`.
+    pub fn parse(s: &str) -> Option<InodeKind> {
+        InodeKind::ALL.into_iter().find(|k| k.name() == s)
+    }
 }
 
 /// What one recovered path names.
@@ -39,8 +79,12 @@ pub struct RecoveredInode {
     pub extents: Vec<RecoveredExtent>,
     /// xattr name → value (None: the model keeps names only).
     pub xattrs: BTreeMap<String, Option<String>>,
-    /// The mode bits (None: not modelled).
+    /// The permission bits a chmod set (None: never chmod'ed, the creation mode, which
+    /// is not modelled).
     pub mode: Option<u32>,
+    /// A symlink's target ("" when its content was lost); None for other kinds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// What a file range holds after recovery.
@@ -119,16 +163,16 @@ impl Recovered {
     pub fn render(&self) -> String {
         let mut t = String::new();
         for (path, i) in &self.paths {
-            let kind = match i.kind {
-                InodeKind::Dir => "dir",
-                InodeKind::File => "file",
-            };
+            let kind = i.kind.name();
             let _ = write!(t, "{path}  {kind} ino {} nlink {}", i.ino, i.nlink);
             if let Some(s) = i.size {
                 let _ = write!(t, " size {s}");
             }
             if let Some(m) = i.mode {
                 let _ = write!(t, " mode {m:o}");
+            }
+            if let Some(target) = &i.target {
+                let _ = write!(t, " -> {target:?}");
             }
             t.push('\n');
             for e in &i.extents {
@@ -262,6 +306,12 @@ pub struct CrashExpect {
     /// Ranges that must hold the same durable bytes as a range of another file (or of the
     /// same file elsewhere): a clone's destination and its source.
     pub shared: Vec<SharedBytes>,
+    /// The kind per path (`symlink`, `fifo`, `char`, `block`, `file`, `dir`).
+    pub kind: BTreeMap<String, InodeKind>,
+    /// A symlink's target per path (what readlink prints).
+    pub target: BTreeMap<String, String>,
+    /// The permission bits per path (a chmod's MODE).
+    pub mode: BTreeMap<String, u32>,
 }
 
 /// `shared = { "PATH OFFSET LEN" = "SRC SRC_OFFSET" }`: after recovery PATH's bytes
@@ -383,8 +433,37 @@ impl CrashExpect {
             let have = p.get(path).map(|i| extents_text(&i.merged_extents()));
             field(path, "extents", extents_text(want), have);
         }
+        self.special_diffs(got, &mut out);
         self.shared_diffs(got, &mut out);
         out
+    }
+
+    /// The `kind`, `target` and `mode` entries that do not hold, one line each.
+    fn special_diffs(&self, got: &Recovered, out: &mut Vec<String>) {
+        let p = &got.paths;
+        let mut field = |path: &str, what: &str, want: String, have: Option<String>| match have {
+            None => out.push(format!("{path}: expected {what} {want}, absent")),
+            Some(h) if h != want => out.push(format!("{path}: expected {what} {want}, got {h}")),
+            Some(_) => {}
+        };
+        for (path, want) in &self.kind {
+            let have = p.get(path).map(|i| i.kind.name().to_string());
+            field(path, "kind", want.name().to_string(), have);
+        }
+        for (path, want) in &self.target {
+            let have = p.get(path).map(|i| match &i.target {
+                Some(t) => format!("{t:?}"),
+                None => format!("no target (a {})", i.kind.name()),
+            });
+            field(path, "target", format!("{want:?}"), have);
+        }
+        for (path, want) in &self.mode {
+            let have = p.get(path).map(|i| match i.mode {
+                Some(m) => format!("{m:04o}"),
+                None => "the creation mode (no chmod recovered)".to_string(),
+            });
+            field(path, "mode", format!("{want:04o}"), have);
+        }
     }
 
     /// The `shared` ranges that do not hold their source's durable bytes, one line each.
@@ -467,6 +546,7 @@ mod tests {
             extents: v,
             xattrs: BTreeMap::new(),
             mode: None,
+            target: None,
         };
         assert_eq!(
             extents_text(&i.merged_extents()),
@@ -497,6 +577,7 @@ mod tests {
             extents: Vec::new(),
             xattrs: BTreeMap::new(),
             mode: None,
+            target: None,
         });
         let paths: Vec<(&str, u64, u64)> = r
             .paths
