@@ -115,6 +115,11 @@ pub enum Op {
     },
     /// Sleep.
     Sleep(Nanos),
+    /// A power failure and the mount after it (xfstests' `_flakey_drop_and_remount`):
+    /// every write not yet durable is dropped, and the run goes on on the filesystem
+    /// recovered from the device. A barrier: it waits until every other task has finished
+    /// or reached its own `power-fail`.
+    PowerFail,
 }
 
 impl Op {
@@ -205,6 +210,7 @@ impl Op {
             Op::Close(_) => "close",
             Op::Clone { .. } => "clone",
             Op::Sleep(_) => "sleep",
+            Op::PowerFail => "power-fail",
         )
     }
 }
@@ -269,7 +275,9 @@ impl std::fmt::Display for Op {
                 write!(f, "{k} {p} {}", size_text(*n))
             }
             Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
-            Op::NewBlockGroup | Op::Commit | Op::Sync | Op::Syncfs => write!(f, "{k}"),
+            Op::NewBlockGroup | Op::Commit | Op::Sync | Op::Syncfs | Op::PowerFail => {
+                write!(f, "{k}")
+            }
             Op::Clone {
                 src,
                 src_off,
@@ -331,6 +339,10 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             Ok(Op::Commit)
         }
         Some("sleep") => sleep_op(words),
+        Some("power-fail") => {
+            want(words, 1, "power-fail")?;
+            Ok(Op::PowerFail)
+        }
         Some("clone") => clone_op(words),
         Some("open") => open_op(words),
         Some("close") => {
@@ -639,7 +651,7 @@ fn sleep_op(words: &[&str]) -> Result<Op, String> {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 34] = [
+pub const OPS: [(&str, &str, &str); 35] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -674,4 +686,5 @@ pub const OPS: [(&str, &str, &str); 34] = [
     ("close @F", "close @NAME", "btrfs only: close(2) of the descriptor; the last reference on an unlinked inode is the final iput (btrfs_evict_inode: data, inode and orphan items dropped in the running transaction)"),
     ("clone /f 0 /g 0 4k", "clone SRC SRC_OFF DST DST_OFF LEN", "btrfs only: FICLONERANGE (btrfs_remap_file_range → btrfs_clone_files → btrfs_clone): both files' dirty pages written back and ordered extents waited for, then DST's range gets file extent items referring to SRC's extents (the same data, one more reference each; the data lives while any file refers to it), its old extents dropped (btrfs_punch_hole_range / btrfs_replace_file_extents), i_size grown to the range's end, and DST marked NEEDS_FULL_SYNC (its next fsync copies every item changed in the transaction). Offsets must be 4 KiB aligned, LEN too unless the source range ends at SRC's EOF; ranges past either file's EOF (the destination may start at it) and overlapping ranges of one file are EINVAL"),
     ("sleep 1ms", "sleep DURATION", "nothing for a while"),
+    ("power-fail", "power-fail", "btrfs only: a power failure and the mount after it (xfstests' _flakey_drop_and_remount): a barrier (it waits until every other task has finished or reached its own power-fail), then every fsync that returned is judged (S2), the device drops what is not durable, the unmount waits for background work (its writes dropped), and the mount recovers the durable image (open_ctree, btrfs_recover_log_trees and its commit): the recovered names, extents, sizes and xattrs are the committed tree of a new generation, every inode read back from disk, no dirty page, no log, descriptors closed; later operations act on the recovered files"),
 ];
