@@ -78,6 +78,10 @@ const NO_MUTANT: &[(&str, &str)] = &[
         "no mutant removes replay_xattr_deletes; fsync-skips-xattrs leaves the committed xattrs (a log without xattr items gives the model's replay nothing to compare)",
     ),
     (
+        "generic-520",
+        "no mutant drops a link's logged ref or link count; the stated link counts check each workload",
+    ),
+    (
         "generic-321",
         "no mutant removes the replay of a logged ref with its dir index; fsync-skips-xattrs and skip-log-when-logged-before make S2 fire on subtest 3's xattr, which the golden ls -l does not show",
     ),

@@ -13,8 +13,13 @@ use super::state::*;
 use crate::vfs::OpError;
 use std::collections::BTreeMap;
 
-/// How often the unmount looks again for background work to finish (virtual time).
+/// How soon the unmount first looks again for background work to finish (virtual time);
+/// the wait doubles up to `QUIESCE_POLL_MAX`.
 const QUIESCE_POLL: sim::Nanos = 10 * sim::US;
+/// The longest wait between two looks.
+const QUIESCE_POLL_MAX: sim::Nanos = 10 * sim::MS;
+/// How long the unmount waits for background work before it gives up (virtual time).
+const QUIESCE_LIMIT: sim::Nanos = 60 * sim::S;
 
 impl Btrfs {
     /// `power-fail`: the power fails now, the filesystem is unmounted with its writes
@@ -52,9 +57,7 @@ impl Btrfs {
             })
             .map_err(|m| OpError(format!("the mount after the power failure fails: {m}")))?;
         self.inner.dev.power_fail();
-        while !self.quiescent() {
-            self.inner.h.sleep(QUIESCE_POLL).await;
-        }
+        self.wait_quiescent().await?;
         let (no_holes, replayed_log, base) =
             (self.inner.no_holes.get(), img.replayed_log, img.base);
         let now = self.inner.h.now();
@@ -74,6 +77,25 @@ impl Btrfs {
             self.note("power-fail: log replayed over generation", base);
         }
         self.note("power-fail: mounted from the durable image, generation", r);
+        Ok(())
+    }
+
+    /// The unmount's wait for background work (close_ctree, disk-io.c@v5.10: the cleaner
+    /// and transaction kthreads stopped, ordered extents and delayed work flushed). Err:
+    /// it still runs after `QUIESCE_LIMIT` (a reservation that can never be served).
+    async fn wait_quiescent(&self) -> Result<(), OpError> {
+        let (start, mut poll) = (self.inner.h.now(), QUIESCE_POLL);
+        while !self.quiescent() {
+            if self.inner.h.now() - start > QUIESCE_LIMIT {
+                self.inner.dev.restore_power();
+                return Err(OpError(format!(
+                    "the unmount after the power failure waited {}s for background work that never finished (a transaction handle, a log sync, a space reservation or I/O still pending)",
+                    QUIESCE_LIMIT / sim::S
+                )));
+            }
+            self.inner.h.sleep(poll).await;
+            poll = (poll * 2).min(QUIESCE_POLL_MAX);
+        }
         Ok(())
     }
 
@@ -156,11 +178,9 @@ fn mounted_state(mut old: FsState, img: MountImage, no_holes: bool, now: sim::Na
     }
     // btrfs_init_root_free_objectid: the highest inode number in the tree, plus one.
     st.next_ino = img.files.keys().max().map_or(ROOT_INO, |m| *m) + 1;
+    // Entries created in the mount's transaction: a committed generation from here on.
     for ((dir, name), ino) in &img.names {
         st.add_dentry(*dir, name, *ino, r);
-    }
-    for i in st.inodes.values_mut_unordered() {
-        i.change_seq = 0;
     }
     st
 }
