@@ -420,3 +420,30 @@ fn xattr_names_are_stated_and_compared_as_a_set() {
         ["/f: expected xattrs [user.a], got [user.a, user.b]"]
     );
 }
+
+/// Each `[expect.crash-N]` table (one per earlier power failure of a file with several
+/// `power-fail`s) holds on every release preset, as `[expect.crash]` does.
+#[test]
+fn every_per_failure_crash_table_holds_on_every_preset() {
+    let mut tables = 0;
+    for sc in corpus() {
+        let dev = DiskConfig::resolve(&sc.device).unwrap();
+        for (n, e) in &sc.expect_crash_more {
+            tables += 1;
+            for name in preset_names() {
+                let p = Policy::preset(name).unwrap();
+                let (r, state) = crash_state(&sc, &p, &dev, sc.seed, &e.at);
+                assert!(
+                    r.violations.is_empty(),
+                    "{} {name}: {:?}",
+                    sc.name,
+                    r.violations
+                );
+                let got = state.expect("reached").expect("recovers");
+                let diffs = e.compare(&got);
+                assert!(diffs.is_empty(), "{} crash-{n} {name}: {diffs:?}", sc.name);
+            }
+        }
+    }
+    assert!(tables >= 3, "the corpus states {tables} per-failure tables");
+}

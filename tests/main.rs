@@ -40,6 +40,7 @@ mod plots;
 mod queueing;
 mod races;
 mod reflink;
+mod remount;
 mod scrub;
 mod shrink;
 mod space;

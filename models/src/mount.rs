@@ -261,6 +261,9 @@ impl Filesystem for Mounted {
     async fn run_op(&self, op: &Op) -> Result<(), OpError> {
         dispatch!(self, fs => fs.run_op(op).await)
     }
+    async fn power_fail(&self) -> Result<(), OpError> {
+        dispatch!(self, fs => fs.power_fail().await)
+    }
     fn spawn_committer(&self, h: &Handle, interval: Nanos) {
         dispatch!(self, fs => fs.spawn_committer(h, interval))
     }

@@ -135,6 +135,8 @@ struct ScenarioFile {
 struct ExpectFile {
     metrics: BTreeMap<String, BTreeMap<String, Spanned<u64>>>,
     crash: Option<CrashFile>,
+    /// `[expect.crash-N]`: the Nth of several power failures (`power-fail`).
+    crash_more: BTreeMap<u32, CrashFile>,
 }
 
 impl<'de> Deserialize<'de> for ExpectFile {
@@ -153,6 +155,8 @@ impl<'de> Deserialize<'de> for ExpectFile {
                 while let Some(k) = m.next_key::<String>()? {
                     if k == CRASH_TABLE {
                         out.crash = Some(m.next_value()?);
+                    } else if let Some(n) = crash_table_number(&k) {
+                        out.crash_more.insert(n, m.next_value()?);
                     } else {
                         let v = m.next_value()?;
                         out.metrics.insert(k, v);
@@ -167,6 +171,13 @@ impl<'de> Deserialize<'de> for ExpectFile {
 
 /// The name of the crash table under `[expect]` (never a policy label).
 const CRASH_TABLE: &str = "crash";
+
+/// N of a `crash-N` table name (N from 1; never a policy label).
+fn crash_table_number(k: &str) -> Option<u32> {
+    k.strip_prefix("crash-")
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|&n| n >= 1)
+}
 
 /// `[expect.crash]` as written.
 #[derive(Deserialize)]
@@ -197,13 +208,14 @@ struct CrashFile {
 
 /// `[expect.crash]` as `to_toml` writes it (what the parser reads back to the same table).
 fn crash_toml(e: &CrashExpect) -> String {
+    crash_toml_named(e, CRASH_TABLE)
+}
+
+/// `[expect.<table>]` of a crash expectation.
+fn crash_toml_named(e: &CrashExpect, table: &str) -> String {
     let q = |v: &str| toml::Value::String(v.to_string()).to_string();
     let names = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
-    let mut t = format!(
-        "\n[{}.{CRASH_TABLE}]\nat = {}\n",
-        "expect",
-        q(&e.at.to_string())
-    );
+    let mut t = format!("\n[{}.{table}]\nat = {}\n", "expect", q(&e.at.to_string()));
     if !e.exists.is_empty() {
         t.push_str(&format!("exists = [{}]\n", names(&e.exists)));
     }
@@ -347,6 +359,10 @@ pub struct Scenario {
     pub expect_post: BTreeMap<String, u64>,
     /// What a power failure at a point must leave, under both policies (`[expect.crash]`).
     pub expect_crash: Option<CrashExpect>,
+    /// `[expect.crash-N]`, by N: what a power failure at each table's own point must leave
+    /// (with several `power-fail` operations, one table per failure; `[expect.crash]` is
+    /// the last), checked as `[expect.crash]` is.
+    pub expect_crash_more: Vec<(u32, CrashExpect)>,
     /// Where it came from (file name or path).
     pub origin: String,
     /// File line of each setup operation (empty for scenarios not read from text).
@@ -730,6 +746,38 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// `power-fail` where it can be honest: the mount closes every descriptor, so a
+    /// `power-fail` while a descriptor the same list opened is still open is refused at its
+    /// line (a later `@NAME` would name a file the mounted filesystem never opened).
+    fn check_power_fail(&self, f: &ScenarioFile) -> Result<(), ScenarioError> {
+        let lists = std::iter::once(&f.setup).chain(f.task.iter().map(|t| &t.ops));
+        for list in lists {
+            let mut open: BTreeSet<String> = BTreeSet::new();
+            for s in list {
+                match parse_op(s.get_ref()) {
+                    Ok(Op::Open(_, fd)) => {
+                        open.insert(fd.to_string());
+                    }
+                    Ok(Op::Close(fd)) => {
+                        open.remove(fd.as_ref());
+                    }
+                    Ok(Op::PowerFail) if !open.is_empty() => {
+                        let fds: Vec<&str> = open.iter().map(String::as_str).collect();
+                        return Err(self.err(
+                            s.span().start,
+                            format!(
+                                "power-fail while {} is open: expected a 'close' of it before (the mount after the power failure closes every descriptor)",
+                                fds.join(", ")
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The `[[task]]` tables: names unique ("setup" reserved), operations parsed.
     fn tasks(&self, f: &ScenarioFile) -> Result<Vec<(String, Vec<Op>)>, ScenarioError> {
         let mut tasks = Vec::new();
@@ -1025,6 +1073,14 @@ impl Scenario {
             Some(c) => Some(crash_expect(c, &tasks, fs).map_err(|(at, m)| cx.err(at, m))?),
             None => None,
         };
+        let expect_crash_more = f
+            .expect
+            .iter()
+            .flat_map(|e| e.crash_more.iter())
+            .map(|(n, c)| Ok((*n, crash_expect(c, &tasks, fs)?)))
+            .collect::<Result<Vec<_>, (usize, String)>>()
+            .map_err(|(at, m)| cx.err(at, m))?;
+        cx.check_power_fail(&f)?;
         let device = cx.device(&f)?;
         let (commit_interval, mount) = cx.mount(&f, fs)?;
         let costs = cx.costs(&f)?;
@@ -1048,6 +1104,7 @@ impl Scenario {
             expect_pre,
             expect_post,
             expect_crash,
+            expect_crash_more,
             origin: origin.to_string(),
             source_digest: crate::units::fnv1a64(text.as_bytes()),
             setup_lines,
@@ -1192,10 +1249,28 @@ impl Scenario {
                 }
             }
         }
+        for (n, e) in &self.expect_crash_more {
+            t.push_str(&crash_toml_named(e, &format!("crash-{n}")));
+        }
         if let Some(e) = &self.expect_crash {
             t.push_str(&crash_toml(e));
         }
         t
+    }
+
+    /// Every crash expectation: the `[expect.crash-N]` tables by N, then `[expect.crash]`,
+    /// each with its table's name.
+    pub fn crash_expectations(&self) -> Vec<(String, &CrashExpect)> {
+        let more = self
+            .expect_crash_more
+            .iter()
+            .map(|(n, e)| (format!("crash-{n}"), e));
+        more.chain(
+            self.expect_crash
+                .iter()
+                .map(|e| (CRASH_TABLE.to_string(), e)),
+        )
+        .collect()
     }
 
     /// The metric that measures the race's waste: the file's `key_metric`, else the
@@ -1573,18 +1648,23 @@ fn spawn_setup(
         errors.clone(),
     );
     let (setup_at, task_at) = op_locations(sc);
+    let barrier = PowerBarrier::for_scenario(h, sc);
     sim.spawn("setup", async move {
         for (i, op) in setup.iter().enumerate() {
-            if let Err(e) = fs.run_op(op).await {
+            if let Err(e) = task_op(&fs, &h2, op, barrier.as_deref()).await {
                 errors
                     .borrow_mut()
                     .push(format!("{}: setup: {}: {}", setup_at[i], op.kind(), e.0));
+                PowerBarrier::leave(barrier.as_deref());
                 return;
             }
         }
+        if let Some(b) = &barrier {
+            b.state.borrow_mut().live += tasks.len();
+        }
         for ((name, ops), lines) in tasks.into_iter().zip(task_at) {
             let (fs, errors, task) = (fs.clone(), errors.clone(), name.clone());
-            let h3 = h2.clone();
+            let (h3, barrier) = (h2.clone(), barrier.clone());
             h2.spawn(&name, async move {
                 // Remaining steps, for URW: the named points the rest of the ops reach.
                 let steps: Vec<u32> = ops
@@ -1593,19 +1673,123 @@ fn spawn_setup(
                     .collect();
                 for (i, op) in ops.iter().enumerate() {
                     h3.set_remaining(h3.current(), steps[i..].iter().sum());
-                    if let Err(e) = fs.run_op(op).await {
+                    if let Err(e) = task_op(&fs, &h3, op, barrier.as_deref()).await {
                         errors.borrow_mut().push(format!(
                             "{}: task {task}: {}: {}",
                             lines[i],
                             op.kind(),
                             e.0
                         ));
-                        return;
+                        break;
                     }
                 }
+                PowerBarrier::leave(barrier.as_deref());
             });
         }
+        PowerBarrier::leave(barrier.as_deref());
     });
+}
+
+/// Runs one operation of a scenario task; `power-fail` goes through the barrier (its
+/// `power-fail:start` and `power-fail:done` points around it).
+async fn task_op(
+    fs: &Mounted,
+    h: &sim::Handle,
+    op: &Op,
+    barrier: Option<&PowerBarrier>,
+) -> Result<(), crate::vfs::OpError> {
+    match (op, barrier) {
+        (Op::PowerFail, Some(b)) => {
+            let (start, done) = op.labels();
+            h.point(h.point_id_static(start)).await;
+            b.power_fail(fs).await?;
+            h.point(h.point_id_static(done)).await;
+            Ok(())
+        }
+        _ => fs.run_op(op).await,
+    }
+}
+
+/// The barrier a `power-fail` is (xfstests' remount happens with nothing running): the
+/// setup task and the scenario's tasks each wait at their `power-fail` until every task
+/// still running waits at one too (a finished task no longer counts); the last to arrive
+/// takes the power failure and the mount, then all go on. Made only for a scenario with a
+/// `power-fail`, so other runs are unchanged.
+struct PowerBarrier {
+    state: std::cell::RefCell<BarrierState>,
+    wq: sim::WaitQueue,
+}
+
+/// See `PowerBarrier`.
+struct BarrierState {
+    /// Tasks started and not finished (setup included).
+    live: usize,
+    /// Tasks waiting at a `power-fail` in this round.
+    waiting: usize,
+    /// Power failures taken so far.
+    round: u64,
+    /// A task is taking this round's failure.
+    performing: bool,
+}
+
+impl PowerBarrier {
+    /// The barrier of `sc`'s run, if it has a `power-fail` (setup counted as live).
+    fn for_scenario(h: &sim::Handle, sc: &Scenario) -> Option<std::rc::Rc<PowerBarrier>> {
+        let any = sc
+            .setup
+            .iter()
+            .chain(sc.tasks.iter().flat_map(|(_, ops)| ops.iter()))
+            .any(|o| matches!(o, Op::PowerFail));
+        any.then(|| {
+            std::rc::Rc::new(PowerBarrier {
+                state: std::cell::RefCell::new(BarrierState {
+                    live: 1,
+                    waiting: 0,
+                    round: 0,
+                    performing: false,
+                }),
+                wq: sim::WaitQueue::new(h, "power_fail_barrier"),
+            })
+        })
+    }
+
+    /// A task arrives at a `power-fail`: waits for the others, takes the failure when it is
+    /// the last, and returns once it is taken (the taker's error, if any, is its own).
+    async fn power_fail(&self, fs: &Mounted) -> Result<(), crate::vfs::OpError> {
+        let round = {
+            let mut s = self.state.borrow_mut();
+            s.waiting += 1;
+            s.round
+        };
+        loop {
+            let take = {
+                let s = self.state.borrow();
+                if s.round != round {
+                    return Ok(());
+                }
+                s.waiting == s.live && !s.performing
+            };
+            if take {
+                self.state.borrow_mut().performing = true;
+                let r = fs.power_fail().await;
+                {
+                    let mut s = self.state.borrow_mut();
+                    (s.performing, s.waiting, s.round) = (false, 0, s.round + 1);
+                }
+                self.wq.notify_all();
+                return r;
+            }
+            self.wq.wait().await;
+        }
+    }
+
+    /// A task finished: the others need not wait for it.
+    fn leave(b: Option<&PowerBarrier>) {
+        if let Some(b) = b {
+            b.state.borrow_mut().live -= 1;
+            b.wq.notify_all();
+        }
+    }
 }
 
 /// Where each operation is written ("file:line", or the file's name when the scenario was

@@ -221,6 +221,7 @@ pub(crate) fn check(specs: &[String], allow_empty: bool, json: bool) -> Result<V
         if sc.expect_pre.is_empty()
             && sc.expect_post.is_empty()
             && sc.expect_crash.is_none()
+            && sc.expect_crash_more.is_empty()
             && !allow_empty
         {
             problems.push(format!(
@@ -266,22 +267,34 @@ pub(crate) fn check(specs: &[String], allow_empty: bool, json: bool) -> Result<V
     Ok(verdict)
 }
 
-/// What differs from the scenario's `[expect.crash]` after a power failure at its point in
-/// the scripted run under `policy` (none without the table). A point the run never
-/// reaches is bad input, as a stuck script is.
+/// What differs from the scenario's `[expect.crash]` (and `[expect.crash-N]`) after a
+/// power failure at each table's point in the scripted run under `policy` (none without
+/// the tables). A point the run never reaches is bad input, as a stuck script is.
 fn crash_problems(
     sc: &Scenario,
     policy: &Policy,
     dev: &DiskConfig,
 ) -> Result<Vec<String>, Failure> {
-    let Some(e) = &sc.expect_crash else {
-        return Ok(Vec::new());
-    };
+    let mut out = Vec::new();
+    for (table, e) in sc.crash_expectations() {
+        out.extend(crash_table_problems(sc, policy, dev, &table, e)?);
+    }
+    Ok(out)
+}
+
+/// `crash_problems` of one table (`crash`, `crash-N`).
+fn crash_table_problems(
+    sc: &Scenario,
+    policy: &Policy,
+    dev: &DiskConfig,
+    table: &str,
+    e: &models::vfs::recovered::CrashExpect,
+) -> Result<Vec<String>, Failure> {
     let (r, state) = scenario::crash_state(sc, policy, dev, sc.seed, &e.at);
     playable(&r)?;
     let Some(state) = state else {
         return Err(Failure(format!(
-            "{}: [expect.crash] at '{}': the scripted run under {} never reached it",
+            "{}: [expect.{table}] at '{}': the scripted run under {} never reached it",
             sc.origin, e.at, policy.name
         )));
     };

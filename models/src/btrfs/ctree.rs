@@ -385,6 +385,8 @@ impl Btrfs {
             Op::Syncfs => self.sync_fs().await,
             Op::FillMetadata(n) => self.fill_metadata(*n),
             Op::Sleep(d) => self.inner.h.sleep(*d).await,
+            // The caller quiesces the other tasks (scenario.rs: a barrier).
+            Op::PowerFail => self.power_fail().await?,
             Op::Open(p, fd) => self.open_fd(p, fd)?,
             Op::Close(fd) => self.close_fd(fd).await?,
             Op::Clone {
@@ -500,6 +502,9 @@ pub fn timeline(h: &Handle) -> Vec<String> {
 impl crate::vfs::Filesystem for Btrfs {
     async fn run_op(&self, op: &Op) -> Result<(), OpError> {
         Btrfs::run_op(self, op).await
+    }
+    async fn power_fail(&self) -> Result<(), OpError> {
+        Btrfs::power_fail(self).await
     }
     fn spawn_committer(&self, h: &Handle, interval: sim::Nanos) {
         Btrfs::spawn_committer(self, h, interval)

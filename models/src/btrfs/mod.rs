@@ -24,6 +24,7 @@ pub mod policy;
 pub mod reada;
 pub mod recovery;
 pub mod reflink;
+pub mod remount;
 pub mod scrub;
 pub mod space_info;
 pub mod special;

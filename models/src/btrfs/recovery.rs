@@ -795,6 +795,84 @@ fn find_extent(st: &FsState, ino: Ino, id: u64) -> Option<&Extent> {
         .or_else(|| i.dead_extents.iter().map(|d| &d.ext).find(|e| e.id == id))
 }
 
+/// What a mount after a power failure starts from (remount.rs): the same recovery as
+/// `check_recovery` and `recovered_state` (the durable superblock's committed tree, then
+/// log replay), per inode.
+pub(super) struct MountImage {
+    /// The durable superblock's committed generation.
+    pub base: TransId,
+    /// Whether a log was replayed (btrfs_recover_log_trees then commits).
+    pub replayed_log: bool,
+    /// The recovered namespace: (directory, name) → inode.
+    pub names: Names,
+    /// Per recovered inode (the top directory too): its data and prealloc extents by
+    /// offset, i_size, xattr names, and whether the replayed log held its inode item.
+    pub files: BTreeMap<Ino, MountedFile>,
+}
+
+/// One inode of a `MountImage`.
+pub(super) struct MountedFile {
+    /// Data and prealloc extents (pieces of one version keep its id), by offset.
+    pub extents: Vec<Extent>,
+    /// i_size.
+    pub size: u64,
+    /// xattr names.
+    pub xattrs: BTreeSet<String>,
+    /// The replayed log held its inode item (replay wrote it in the mount's transaction).
+    pub from_log: bool,
+}
+
+/// The recovery of `image` as a mount reads it (open_ctree → btrfs_recover_log_trees,
+/// disk-io.c / tree-log.c@v5.10). Err: recovery fails (the image is corrupt).
+pub(super) fn mount_image(
+    st: &FsState,
+    image: &BTreeMap<u64, DurableWrite>,
+) -> Result<MountImage, String> {
+    let r = replay(st, image)?;
+    let log = durable_root(st, image)?.1;
+    let logged: BTreeSet<Ino> = log
+        .map(|(t, k)| {
+            st.log_facts
+                .range((t, 0)..=(t, k))
+                .flat_map(|(_, v)| v.iter())
+                .filter_map(|f| match f {
+                    LogFact::Inode { ino, .. } => Some(*ino),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let inos: BTreeSet<Ino> = r
+        .names
+        .values()
+        .copied()
+        .chain(std::iter::once(ROOT_INO))
+        .collect();
+    let files = inos
+        .into_iter()
+        .map(|ino| {
+            let fi = r
+                .files
+                .get(&ino)
+                .cloned()
+                .unwrap_or_else(|| FileImage::at_base(st, ino, r.base));
+            let f = MountedFile {
+                extents: fi.segs.into_values().collect(),
+                size: fi.size,
+                xattrs: fi.xattrs,
+                from_log: logged.contains(&ino),
+            };
+            (ino, f)
+        })
+        .collect();
+    Ok(MountImage {
+        base: r.base,
+        replayed_log: log.is_some(),
+        names: r.names,
+        files,
+    })
+}
+
 impl Btrfs {
     /// What recovery keeps after a power failure now (`recovered_state` of the durable
     /// image). Err: recovery fails, or the run keeps no history (long workload runs).

@@ -872,6 +872,10 @@ pub enum WriteKind {
         /// names whose removal ended before it must not come back from this log.
         at: sim::Nanos,
     },
+    /// A tree, log or superblock write made before a power failure the filesystem was
+    /// remounted from (remount.rs): the mount's commit replaced what it pointed at, so
+    /// recovery no longer reads it.
+    BeforeRemount,
 }
 
 /// Something a log contains.

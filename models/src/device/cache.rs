@@ -50,6 +50,9 @@ pub struct WriteCache {
     image_version: u64,
     /// Bytes destaged in the background because the cache was full.
     pub background_bytes: u64,
+    /// The power is off (dm-flakey's drop_writes after a power failure): completed writes
+    /// reach neither the cache nor the medium.
+    dropping: bool,
 }
 
 impl WriteCache {
@@ -66,6 +69,7 @@ impl WriteCache {
             image: track_image.then(BTreeMap::new),
             image_version: 0,
             background_bytes: 0,
+            dropping: false,
         }
     }
 
@@ -78,6 +82,9 @@ impl WriteCache {
     pub fn complete_write(&mut self, offset: u64, len: u64, token: u64, fua: bool) {
         let wseq = self.next_wseq;
         self.next_wseq += 1;
+        if self.dropping {
+            return;
+        }
         if fua || !self.enabled {
             self.make_durable(offset, len, token, wseq);
             return;
@@ -156,6 +163,29 @@ impl WriteCache {
                 *e = DurableWrite { len, token, wseq };
             }
         }
+    }
+
+    /// A power failure: every write still in the cache is lost, and writes completing from
+    /// now on are dropped until `restore_power` (xfstests' `_flakey_drop_and_remount` loads
+    /// dm-flakey's drop_writes table before it unmounts).
+    pub fn power_fail(&mut self) {
+        self.volatile.clear();
+        self.dirty_bytes = 0;
+        self.claimed_upto = self.next_cidx;
+        self.dropping = true;
+    }
+
+    /// The power is back (dm-flakey's table allows writes again).
+    pub fn restore_power(&mut self) {
+        self.dropping = false;
+    }
+
+    /// Puts a write straight onto the medium, newest at its offset: what a mount's commit
+    /// leaves durable when the model does not time it.
+    pub fn write_durable(&mut self, offset: u64, len: u64, token: u64) {
+        let wseq = self.next_wseq;
+        self.next_wseq += 1;
+        self.make_durable(offset, len, token, wseq);
     }
 
     /// What survives a power loss now: offset → newest durable write (None if untracked).
@@ -241,6 +271,23 @@ mod tests {
         assert_eq!(c.dirty_bytes(), 8192);
         assert_eq!(tokens(&c), vec![0, 1]);
         assert_eq!(c.background_bytes, 8192);
+    }
+
+    #[test]
+    fn a_power_failure_drops_the_cache_and_later_writes() {
+        let mut c = WriteCache::new(true, 1 << 20, true);
+        c.complete_write(0, 4096, 1, true);
+        c.complete_write(4096, 4096, 2, false);
+        c.power_fail();
+        assert_eq!(c.dirty_bytes(), 0);
+        c.complete_write(8192, 4096, 3, true);
+        let cover = c.issue_flush();
+        c.complete_flush(cover);
+        assert_eq!(tokens(&c), [1]);
+        c.restore_power();
+        c.write_durable(0, 4096, 4);
+        c.complete_write(8192, 4096, 5, true);
+        assert_eq!(tokens(&c), [4, 5]);
     }
 
     #[test]

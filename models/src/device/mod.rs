@@ -1081,6 +1081,31 @@ impl Device {
         self.inner.state.borrow().cache.image_version()
     }
 
+    /// A power failure: the volatile cache is lost and writes completing from now on are
+    /// dropped until `restore_power` (dm-flakey drop_writes).
+    pub fn power_fail(&self) {
+        self.inner.state.borrow_mut().cache.power_fail();
+    }
+
+    /// Writes reach the device again after `power_fail`.
+    pub fn restore_power(&self) {
+        self.inner.state.borrow_mut().cache.restore_power();
+    }
+
+    /// Puts a write carrying `token` onto the durable image at once (no service time).
+    pub fn write_durable(&self, offset: u64, len: u64, token: u64) {
+        self.inner
+            .state
+            .borrow_mut()
+            .cache
+            .write_durable(offset, len, token);
+    }
+
+    /// Requests in the system: queued, in service or waiting for their completion.
+    pub fn in_flight(&self) -> u64 {
+        self.inner.state.borrow().in_system
+    }
+
     /// Tokens of completed writes a power loss now would drop.
     pub fn volatile_tokens(&self) -> Vec<u64> {
         self.inner.state.borrow().cache.volatile_tokens()

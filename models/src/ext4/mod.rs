@@ -443,7 +443,8 @@ impl Ext4 {
             | Op::Clone { .. }
             | Op::Tmpfile(..)
             | Op::LinkFd(..)
-            | Op::Evict(_) => {
+            | Op::Evict(_)
+            | Op::PowerFail => {
                 return Err(OpError(format!(
                     "'{}' is not modelled on ext3/ext4",
                     op.kind()
@@ -487,6 +488,14 @@ impl Ext4 {
 impl crate::vfs::Filesystem for Ext4 {
     async fn run_op(&self, op: &Op) -> Result<(), OpError> {
         Ext4::run_op(self, op).await
+    }
+    /// Refused as the other btrfs-only operations are: the journal replay model keeps
+    /// transaction ids, not the names, sizes and data a mount would go on from.
+    async fn power_fail(&self) -> Result<(), OpError> {
+        Err(OpError(format!(
+            "'{}' is not modelled on ext3/ext4",
+            Op::PowerFail.kind()
+        )))
     }
     fn spawn_committer(&self, h: &Handle, interval: Nanos) {
         Ext4::spawn_committer(self, h, interval)

@@ -38,6 +38,9 @@ pub trait Filesystem: Clone + 'static {
     fn set_latency(&self, on: bool);
     /// Keeps or drops the history crash checks need (off for long workload runs).
     fn set_history(&self, keep: bool);
+    /// A power failure and the mount after it (`power-fail`), without the operation's
+    /// points: the caller has quiesced every task (Err: not modelled, or the mount fails).
+    fn power_fail(&self) -> impl Future<Output = Result<(), OpError>>;
 }
 
 /// Splits a path into its directory part and last name (`"/d/f"` → `("/d", "f")`; the

@@ -131,6 +131,11 @@ pub enum Op {
     LinkFd(OpPath, OpPath),
     /// chmod(2): btrfs_setattr with ATTR_MODE, the permission bits (at most 0o7777).
     Chmod(OpPath, u32),
+    /// A power failure and the mount after it (xfstests' `_flakey_drop_and_remount`):
+    /// every write not yet durable is dropped, and the run goes on on the filesystem
+    /// recovered from the device. A barrier: it waits until every other task has finished
+    /// or reached its own `power-fail`.
+    PowerFail,
 }
 
 impl Op {
@@ -229,6 +234,7 @@ impl Op {
             Op::Tmpfile(..) => "tmpfile",
             Op::LinkFd(..) => "link",
             Op::Chmod(..) => "chmod",
+            Op::PowerFail => "power-fail",
         )
     }
 }
@@ -293,7 +299,9 @@ impl std::fmt::Display for Op {
                 write!(f, "{k} {p} {}", size_text(*n))
             }
             Op::Link(a, b) | Op::Rename(a, b) => write!(f, "{k} {a} {b}"),
-            Op::NewBlockGroup | Op::Commit | Op::Sync | Op::Syncfs => write!(f, "{k}"),
+            Op::NewBlockGroup | Op::Commit | Op::Sync | Op::Syncfs | Op::PowerFail => {
+                write!(f, "{k}")
+            }
             Op::Clone {
                 src,
                 src_off,
@@ -362,6 +370,10 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
             Ok(Op::Commit)
         }
         Some("sleep") => sleep_op(words),
+        Some("power-fail") => {
+            want(words, 1, "power-fail")?;
+            Ok(Op::PowerFail)
+        }
         Some("clone") => clone_op(words),
         Some("open") => open_op(words),
         Some("close") => {
@@ -744,7 +756,7 @@ fn sleep_op(words: &[&str]) -> Result<Op, String> {
 pub struct OpError(pub String);
 
 /// Every operation a scenario file can name: (an example line, usage, what it models).
-pub const OPS: [(&str, &str, &str); 40] = [
+pub const OPS: [(&str, &str, &str); 41] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
     ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
@@ -785,4 +797,5 @@ pub const OPS: [(&str, &str, &str); 40] = [
     ("tmpfile /d as T", "tmpfile DIR as NAME", "btrfs only: open(2) of DIR with O_TMPFILE (btrfs_tmpfile): a new regular file with no name (i_nlink 0) and an orphan item, held by the descriptor @NAME; its fsync logs nothing (btrfs_log_inode_parent: i_nlink == 0), its last close deletes it (final iput)"),
     ("link @T /d/f", "link @NAME PATH", "btrfs only: linkat(2) of the descriptor with AT_EMPTY_PATH (btrfs_link): PATH names its inode; for an O_TMPFILE inode (i_nlink 0 before) the orphan item is deleted in the same transaction (btrfs_orphan_del), then btrfs_log_new_name"),
     ("chmod /f 0640", "chmod PATH MODE", "btrfs_setattr with ATTR_MODE: the permission bits (octal, at most 7777) in the inode item, through btrfs_dirty_inode as setattr; logged with the inode item and recovered (ext3/ext4: an inode update, as setattr)"),
+    ("power-fail", "power-fail", "btrfs only: a power failure and the mount after it (xfstests' _flakey_drop_and_remount): a barrier (it waits until every other task has finished or reached its own power-fail), then every fsync that returned is judged (S2), the device drops what is not durable, the unmount waits for background work (its writes dropped), and the mount recovers the durable image (open_ctree, btrfs_recover_log_trees and its commit): the recovered names, extents, sizes and xattrs are the committed tree of a new generation, every inode read back from disk, no dirty page, no log, descriptors closed; later operations act on the recovered files"),
 ];
