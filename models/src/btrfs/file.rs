@@ -863,18 +863,7 @@ impl Btrfs {
         let id = st.next_extent;
         st.next_extent += 1;
         let i = st.inodes.get_mut(&ino).unwrap();
-        i.extents.push(Extent {
-            id,
-            offset: start,
-            len: end - start,
-            generation: t,
-            item_trans: t,
-            hole: true,
-            prealloc: false,
-            data_token: 0,
-            data_offset: 0,
-            pieces: Vec::new(),
-        });
+        i.extents.push(Extent::hole(id, start, end, t));
         i.extents.sort_by_key(|e| e.offset);
         i.modified_extents.push(id);
     }

@@ -166,15 +166,7 @@ impl Btrfs {
                     dirty_bytes: 0,
                     disk_size: 0,
                     size_hist: Vec::new(),
-                    dead_extents: Vec::new(),
-                    xattrs: Default::default(),
-                    change_seq: 0,
-                    logged_full: None,
-                    logged_any: None,
-                    copy_everything: false,
-                    xattr_seq: 0,
-                    xattrs_logged: None,
-                    full_sync_needless: false,
+                    ..Default::default()
                 },
             );
             st.add_dentry(dir, name, ino, t);

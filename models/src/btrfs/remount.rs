@@ -288,16 +288,5 @@ fn read_inode(
 fn hole_item(st: &mut FsState, start: u64, end: u64, t: TransId) -> Extent {
     let id = st.next_extent;
     st.next_extent += 1;
-    Extent {
-        id,
-        offset: start,
-        len: end - start,
-        generation: t,
-        item_trans: t,
-        hole: true,
-        prealloc: false,
-        data_token: 0,
-        data_offset: 0,
-        pieces: Vec::new(),
-    }
+    Extent::hole(id, start, end, t)
 }

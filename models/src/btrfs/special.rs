@@ -79,15 +79,7 @@ fn new_file_inode(ino: Ino, t: TransId) -> Inode {
         dirty_bytes: 0,
         disk_size: 0,
         size_hist: Vec::new(),
-        dead_extents: Vec::new(),
-        xattrs: Default::default(),
-        change_seq: 0,
-        logged_full: None,
-        logged_any: None,
-        copy_everything: false,
-        xattr_seq: 0,
-        xattrs_logged: None,
-        full_sync_needless: false,
+        ..Default::default()
     }
 }
 

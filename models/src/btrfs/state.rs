@@ -452,6 +452,22 @@ pub struct Extent {
 }
 
 impl Extent {
+    /// An explicit hole item `id` over [start, end), made in transaction `t`.
+    pub fn hole(id: u64, start: u64, end: u64, t: TransId) -> Extent {
+        Extent {
+            id,
+            offset: start,
+            len: end - start,
+            generation: t,
+            item_trans: t,
+            hole: true,
+            prealloc: false,
+            data_token: 0,
+            data_offset: 0,
+            pieces: Vec::new(),
+        }
+    }
+
     /// One past the last byte it covers.
     pub fn end(&self) -> u64 {
         self.offset + self.len
@@ -745,7 +761,7 @@ impl MetaSpace {
 }
 
 /// An inode (`struct btrfs_inode`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Inode {
     /// Inode number.
     pub ino: Ino,
@@ -1126,15 +1142,7 @@ impl FsState {
                 dirty_bytes: 0,
                 disk_size: 0,
                 size_hist: Vec::new(),
-                dead_extents: Vec::new(),
-                xattrs: BTreeMap::new(),
-                change_seq: 0,
-                logged_full: None,
-                logged_any: None,
-                copy_everything: false,
-                xattr_seq: 0,
-                xattrs_logged: None,
-                full_sync_needless: false,
+                ..Default::default()
             },
         );
         let mut trans = BTreeMap::new();
