@@ -148,27 +148,7 @@ impl Btrfs {
             let mut st = self.st_mut();
             let ino = st.next_ino;
             st.next_ino += 1;
-            st.inodes.insert(
-                ino,
-                Inode {
-                    ino,
-                    is_dir,
-                    generation: t,
-                    logged_trans: 0,
-                    last_trans: t,
-                    last_unlink_trans: 0,
-                    last_sub_trans: 0,
-                    last_log_commit: 0,
-                    needs_full_sync: true,
-                    item_trans: t,
-                    extents: Vec::new(),
-                    modified_extents: Vec::new(),
-                    dirty_bytes: 0,
-                    disk_size: 0,
-                    size_hist: Vec::new(),
-                    ..Default::default()
-                },
-            );
+            st.inodes.insert(ino, Inode::new(ino, is_dir, t));
             st.add_dentry(dir, name, ino, t);
             Self::set_inode_last_trans(&mut st, ino, t);
             Self::set_inode_last_trans(&mut st, dir, t);

@@ -850,7 +850,7 @@ impl Btrfs {
         if !force {
             let st = self.inner.st.borrow();
             let m = &st.meta;
-            if m.used + m.reserved + m.pinned + m.readonly + (2 << 20) < m.total * 8 / 10 {
+            if m.allocated() + (2 << 20) < m.total * 8 / 10 {
                 return;
             }
         }

@@ -60,29 +60,6 @@ pub fn inode_kind(k: &SpecialKind) -> InodeKind {
     }
 }
 
-/// A regular file's new inode in transaction `t` (btrfs_new_inode, inode.c@v5.10:
-/// generation = transid, BTRFS_INODE_NEEDS_FULL_SYNC set).
-fn new_file_inode(ino: Ino, t: TransId) -> Inode {
-    Inode {
-        ino,
-        is_dir: false,
-        generation: t,
-        logged_trans: 0,
-        last_trans: t,
-        last_unlink_trans: 0,
-        last_sub_trans: 0,
-        last_log_commit: 0,
-        needs_full_sync: true,
-        item_trans: t,
-        extents: Vec::new(),
-        modified_extents: Vec::new(),
-        dirty_bytes: 0,
-        disk_size: 0,
-        size_hist: Vec::new(),
-        ..Default::default()
-    }
-}
-
 impl Btrfs {
     /// symlink, mknod and mkfifo: btrfs_symlink / btrfs_mknod (inode.c@v5.10..v5.16) make
     /// the inode, its ref and dir items as btrfs_create does, in one transaction; a
@@ -174,7 +151,7 @@ impl Btrfs {
             let mut st = self.st_mut();
             let ino = st.next_ino;
             st.next_ino += 1;
-            st.inodes.insert(ino, new_file_inode(ino, t));
+            st.inodes.insert(ino, Inode::new(ino, false, t));
             Self::set_inode_last_trans(&mut st, ino, t);
             st.special.entry(ino).or_default().linkable = true;
             st.fds.insert(fd.clone(), ino);

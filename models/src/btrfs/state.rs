@@ -754,9 +754,14 @@ pub struct MetaSpace {
 }
 
 impl MetaSpace {
+    /// btrfs_space_info_used(s, false): bytes in extents, reserved, pinned or read-only.
+    pub fn allocated(&self) -> u64 {
+        self.used + self.reserved + self.pinned + self.readonly
+    }
+
     /// btrfs_space_info_used(s, true).
     pub fn in_use(&self) -> u64 {
-        self.used + self.reserved + self.pinned + self.readonly + self.may_use
+        self.allocated() + self.may_use
     }
 }
 
@@ -819,6 +824,22 @@ pub struct Inode {
     /// The oracle: `needs_full_sync` was set only by truncates that removed or trimmed no
     /// file extent item (a full sync then re-copies items for nothing).
     pub full_sync_needless: bool,
+}
+
+impl Inode {
+    /// A new inode made in transaction `t` (btrfs_new_inode, inode.c@v5.10: generation =
+    /// transid, BTRFS_INODE_NEEDS_FULL_SYNC set).
+    pub fn new(ino: Ino, is_dir: bool, t: TransId) -> Inode {
+        Inode {
+            ino,
+            is_dir,
+            generation: t,
+            last_trans: t,
+            needs_full_sync: true,
+            item_trans: t,
+            ..Default::default()
+        }
+    }
 }
 
 /// The versions of one (directory, name) entry, oldest first (inline for the usual one).
@@ -1124,27 +1145,12 @@ impl FsState {
     pub fn mkfs() -> Self {
         // Sized for a small scenario's state: growing from empty rehashes at every doubling.
         let mut inodes = InodeMap(FastMap::with_capacity_and_hasher(16, Default::default()));
-        inodes.insert(
-            ROOT_INO,
-            Inode {
-                ino: ROOT_INO,
-                is_dir: true,
-                generation: MKFS_GENERATION,
-                logged_trans: 0,
-                last_trans: MKFS_GENERATION,
-                last_unlink_trans: 0,
-                last_sub_trans: 0,
-                last_log_commit: 0,
-                needs_full_sync: false,
-                item_trans: MKFS_GENERATION,
-                extents: Vec::new(),
-                modified_extents: Vec::new(),
-                dirty_bytes: 0,
-                disk_size: 0,
-                size_hist: Vec::new(),
-                ..Default::default()
-            },
-        );
+        // mkfs's top directory: committed, no full sync pending.
+        let root = Inode {
+            needs_full_sync: false,
+            ..Inode::new(ROOT_INO, true, MKFS_GENERATION)
+        };
+        inodes.insert(ROOT_INO, root);
         let mut trans = BTreeMap::new();
         trans.insert(
             MKFS_GENERATION,

@@ -205,10 +205,7 @@ impl Btrfs {
         }
         let m = &st.meta;
         let size = m.chunk_size;
-        if m.used + m.reserved + m.pinned + m.readonly > m.total
-            && size > 0
-            && st.data.unallocated >= 2 * size
-        {
+        if m.allocated() > m.total && size > 0 && st.data.unallocated >= 2 * size {
             st.data.unallocated -= 2 * size;
             st.meta.total += size;
             st.meta.forced_chunks += 1;
