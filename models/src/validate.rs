@@ -766,7 +766,7 @@ pub type Mechanism = (
 );
 
 /// The mechanisms of the btrfs model that `validate --ablate` switches off one at a time.
-pub const ABLATIONS: [Mechanism; 7] = [
+pub const ABLATIONS: [Mechanism; 8] = [
     (
         "tree_locks",
         &[("costs.tree_locks", "0")],
@@ -800,6 +800,11 @@ pub const ABLATIONS: [Mechanism; 7] = [
         "csum_cpu",
         &[("costs.crc32c_ps_per_byte", "0")],
         "crc32c of metadata blocks written and of data at writeback (costs.rs)",
+    ),
+    (
+        "global_rsv",
+        &[("costs.global_rsv_resize", "0")],
+        "the global reserve resized from the extent, csum and root trees (space_info.rs)",
     ),
     (
         "cpu_contention",

@@ -55,6 +55,10 @@ impl Btrfs {
             Self::mark_new_block_group(&mut st, t);
             Self::dirty(&mut st, t, &CHUNK_LEAVES);
         }
+        // btrfs_make_block_group (block-group.c@v5.10) → btrfs_update_global_block_rsv.
+        if self.inner.costs.global_rsv_resize != 0 {
+            self.resize_global_rsv();
+        }
         self.inner.m.borrow_mut().data_block_groups_created += 1;
         self.end(th);
         true

@@ -153,6 +153,10 @@ pub struct Costs {
     /// a freed extent's csums changed by the commit (delayed_ref.rs) instead of inside the
     /// operation. A model switch for ablation, not a kernel parameter.
     pub delayed_refs: u64,
+    /// The global block reserve resized from the extent, csum and root trees at each commit
+    /// and new block group (1) or kept at its mount size (0). A model switch for ablation,
+    /// not a kernel parameter.
+    pub global_rsv_resize: u64,
     /// Bytes of file data an aged filesystem already holds when it is mounted (0: freshly
     /// made): data chunks allocated and full, their checksums in the csum tree. Set by
     /// `for_device` from a workload's `fill`; not a kernel constant.
@@ -201,6 +205,7 @@ impl Default for Costs {
             crc32c_ps_per_byte: 45,
             tree_locks: 1,
             delayed_items: 1,
+            global_rsv_resize: 1,
             delayed_refs: 1,
             aged_data: 0,
         }
@@ -262,7 +267,7 @@ impl Costs {
     }
 
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 40] = [
+    pub const FIELDS: [&'static str; 41] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -303,20 +308,21 @@ impl Costs {
         "tree_locks",
         "delayed_items",
         "delayed_refs",
+        "global_rsv_resize",
     ];
 
     /// Sets one field by name to a value in its range, or says what was expected.
     pub fn set_checked(&mut self, name: &str, x: u64) -> Result<(), String> {
         let ok = match name {
             "nodesize" | "sectorsize" => (512..=1 << 20).contains(&x),
-            "tree_locks" | "delayed_items" | "delayed_refs" => x <= 1,
+            "tree_locks" | "delayed_items" | "delayed_refs" | "global_rsv_resize" => x <= 1,
             _ => x <= 1_000_000_000_000,
         };
         if ok && self.set(name, x) {
             return Ok(());
         }
         Err(format!(
-            "unknown or invalid cost '{name}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M; tree_locks, delayed_items and delayed_refs 0 or 1)",
+            "unknown or invalid cost '{name}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M; tree_locks, delayed_items, delayed_refs and global_rsv_resize 0 or 1)",
             Costs::FIELDS.join(", ")
         ))
     }
@@ -379,6 +385,7 @@ impl Costs {
             "tree_locks" => &mut self.tree_locks,
             "delayed_items" => &mut self.delayed_items,
             "delayed_refs" => &mut self.delayed_refs,
+            "global_rsv_resize" => &mut self.global_rsv_resize,
             _ => return None,
         };
         Some(f)
@@ -441,6 +448,9 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "tree_locks" => "1 or 0: extent buffer tree locks modelled (ablation switch)",
         "delayed_items" => "1 or 0: delayed items modelled (ablation switch)",
         "delayed_refs" => "1 or 0: delayed data refs modelled (ablation switch)",
+        "global_rsv_resize" => {
+            "1 or 0: the global reserve follows the extent, csum and root trees (ablation switch)"
+        }
         _ => return None,
     })
 }

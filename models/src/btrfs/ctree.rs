@@ -148,7 +148,7 @@ impl Btrfs {
                     st.meta.chunk_size = meta_chunk;
                     st.meta.clamp = 1;
                     Btrfs::age(&mut st, &costs_age);
-                    Btrfs::update_global_rsv(&mut st, item * 13, rsv_max);
+                    Btrfs::set_global_rsv_base(&mut st, item * 13, rsv_max);
                     st.sub_trans_stamp = sub_trans_stamp;
                     st
                 }),

@@ -646,6 +646,12 @@ impl Trees {
             .sum()
     }
 
+    /// Extent buffers of the trees the global reserve is sized from: extent, csum and root
+    /// (btrfs_update_global_block_rsv@v5.10..v5.16 sums their root items' bytes_used).
+    pub fn global_rsv_blocks(&self) -> u64 {
+        self.extent.blocks() + self.csum.blocks() + self.root.blocks()
+    }
+
     /// Frees the log tree (commit_fs_roots → btrfs_free_log).
     pub fn free_log(&mut self) {
         self.log = Tree::new(self.nodesize);

@@ -865,6 +865,10 @@ impl Btrfs {
                 Self::grant_tickets(&mut st);
             }
         }
+        // btrfs_make_block_group → btrfs_update_global_block_rsv (block-group.c@v5.10).
+        if self.inner.costs.global_rsv_resize != 0 {
+            self.resize_global_rsv();
+        }
         self.inner.m.borrow_mut().meta_block_groups_created += 1;
         self.end(th);
         self.inner.ticket_wait.notify_all();
@@ -888,11 +892,8 @@ impl Btrfs {
             st.data.add_group(left);
             st.data.unallocated = 0;
         }
-        Self::update_global_rsv(
-            &mut st,
-            self.meta_items(13),
-            self.inner.costs.global_rsv_max,
-        );
+        let min = self.meta_items(13);
+        Self::set_global_rsv_base(&mut st, min, self.inner.costs.global_rsv_max);
     }
 
     /// An aged filesystem (`Costs::aged_data`): data chunks allocated and full while the
@@ -925,12 +926,98 @@ impl Btrfs {
         }
     }
 
-    /// btrfs_update_global_block_rsv (block-rsv.c@v5.12): size = the trees' bytes, at least
-    /// 13 items, at most 512 MiB; kept full, so its bytes are in may_use.
-    pub(super) fn update_global_rsv(st: &mut FsState, min: u64, max: u64) {
-        let size = st.meta.used.clamp(min, max);
-        let old = st.meta.global_rsv;
-        st.meta.may_use = st.meta.may_use - old + size;
-        st.meta.global_rsv = size;
+    /// Sets the global reserve's base so its size is the metadata `used` now (mkfs, an
+    /// aged filesystem and `fill-metadata` count their trees there), its floor (13 items)
+    /// and cap, and resizes it.
+    pub(super) fn set_global_rsv_base(st: &mut FsState, min: u64, max: u64) {
+        let blocks = st.trees.global_rsv_blocks();
+        let m = &mut st.meta;
+        m.global_blocks0 = blocks;
+        m.global_base = m.used;
+        m.global_min_max = (min, max);
+        Self::update_global_rsv(st);
+    }
+
+    /// btrfs_update_global_block_rsv (block-rsv.c@v5.12): size = the extent, csum and root
+    /// trees' bytes (the base plus what the modelled trees grew by since it was set), at
+    /// least 13 items, at most 512 MiB; always full since "btrfs: always reserve our entire
+    /// size for the global reserve" (5.4), so its bytes are in may_use. A shrink gives the
+    /// difference back and grants what waits; returns whether it granted a ticket.
+    pub(super) fn update_global_rsv(st: &mut FsState) -> bool {
+        let grown = st
+            .trees
+            .global_rsv_blocks()
+            .saturating_sub(st.meta.global_blocks0);
+        let m = &mut st.meta;
+        let (min, max) = m.global_min_max;
+        let size = (m.global_base + grown * m.nodesize).clamp(min, max);
+        let old = std::mem::replace(&mut m.global_rsv, size);
+        if size >= old {
+            m.may_use += size - old;
+            return false;
+        }
+        m.may_use -= old - size;
+        Self::grant_tickets(st)
+    }
+
+    /// update_global_rsv from a task: wakes what a shrink granted.
+    pub(super) fn resize_global_rsv(&self) {
+        let granted = Self::update_global_rsv(&mut self.st_mut());
+        if granted {
+            self.inner.ticket_wait.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btrfs::ctree_btree::{key_type, Key, Work};
+
+    /// The global reserve follows the extent tree's growth (its size, in may_use), stays
+    /// between its floor and cap, and gives back what a shrink frees.
+    #[test]
+    fn the_global_reserve_follows_the_extent_csum_and_root_trees() {
+        let mut st = FsState::mkfs();
+        let ns = 16 << 10;
+        st.meta.nodesize = ns;
+        st.meta.used = 4 * ns;
+        Btrfs::set_global_rsv_base(&mut st, 2 * ns, 1 << 30);
+        assert_eq!((st.meta.global_rsv, st.meta.may_use), (4 * ns, 4 * ns));
+        let before = st.trees.global_rsv_blocks();
+        let mut w = Work::default();
+        for i in 0..6000 {
+            let key = Key::new(1 << 20 | i << 12, key_type::EXTENT_ITEM, 4096);
+            st.trees.extent.insert(key, 53, &mut w);
+        }
+        // The fs tree does not count.
+        for i in 0..6000 {
+            let key = Key::new(1000 + i, key_type::INODE_ITEM, 0);
+            st.trees.fs.insert(key, 160, &mut w);
+        }
+        let grown = st.trees.global_rsv_blocks() - before;
+        assert!(grown > 8, "{grown} blocks");
+        assert!(!Btrfs::update_global_rsv(&mut st));
+        assert_eq!(st.meta.global_rsv, (4 + grown) * ns);
+        assert_eq!(st.meta.may_use, st.meta.global_rsv);
+        st.meta.global_min_max.1 = 6 * ns;
+        Btrfs::update_global_rsv(&mut st);
+        assert_eq!((st.meta.global_rsv, st.meta.may_use), (6 * ns, 6 * ns));
+        for i in 0..6000 {
+            let key = Key::new(1 << 20 | i << 12, key_type::EXTENT_ITEM, 4096);
+            st.trees.extent.delete(key, &mut w);
+        }
+        // A shrink gives its bytes back to a waiting ticket (no overcommit: only `total`).
+        st.meta.global_min_max = (2 * ns, 1 << 30);
+        st.data.unallocated = 0;
+        st.meta.total = st.meta.in_use();
+        st.meta
+            .tickets
+            .push_back(crate::btrfs::state::Ticket { id: 9, bytes: ns });
+        st.meta.reclaim_size += ns;
+        assert!(Btrfs::update_global_rsv(&mut st));
+        assert!(st.meta.global_rsv <= 5 * ns, "{}", st.meta.global_rsv);
+        assert_eq!(st.meta.may_use, st.meta.global_rsv + ns);
+        assert_eq!(st.meta.done.get(&9), Some(&true));
     }
 }

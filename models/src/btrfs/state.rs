@@ -698,6 +698,13 @@ pub struct MetaSpace {
     pub may_use: u64,
     /// The global block reserve's size (kept full, so also its reserved bytes).
     pub global_rsv: u64,
+    /// Bytes of the extent, csum and root trees outside the modelled trees (mkfs's, an
+    /// aged filesystem's csums, `fill-metadata`): the global reserve's base.
+    pub global_base: u64,
+    /// Blocks of the modelled extent, csum and root trees when `global_base` was set.
+    pub global_blocks0: u64,
+    /// The global reserve's floor and cap (btrfs_update_global_block_rsv).
+    pub global_min_max: (u64, u64),
     /// Reserved by delayed inode items (`delayed_block_rsv.reserved`).
     pub delayed_block: u64,
     /// Reserved for delayed refs (`delayed_refs_rsv.reserved`).

@@ -347,6 +347,12 @@ impl Btrfs {
         st.trees.free_log();
         Self::account_tree_blocks(&mut st, t);
         st.super_generation = t;
+        drop(st);
+        // btrfs_prepare_extent_commit (extent-tree.c@v5.10..v5.14; switch_commit_roots
+        // from 5.15) ends with btrfs_update_global_block_rsv.
+        if self.inner.costs.global_rsv_resize != 0 {
+            self.resize_global_rsv();
+        }
     }
 
     /// UNBLOCKED: `running_transaction` becomes NULL and blocked joiners are woken.
