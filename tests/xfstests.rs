@@ -88,6 +88,14 @@ const NO_MUTANT: &[(&str, &str)] = &[
     ),
     ("generic-498", "a new inode's fsync and a directory's"),
     (
+        "generic-479",
+        "the special files are committed before the rename and the link, which the model's btrfs_log_new_name does not log (nothing logged in the transaction names them); no mutant changes the recovered state but sync-log-no-preflush; the stated kinds check the mounts' carry-over",
+    ),
+    (
+        "generic-535",
+        "no mutant drops the mode from a logged inode item (dir-fsync-logs-item-only keeps the item); the stated modes check it",
+    ),
+    (
         "generic-502",
         "no-conflicting-inodes loses qwerty (the stated state fails) but S2 is quiet",
     ),

@@ -806,7 +806,8 @@ pub(super) struct MountImage {
     /// The recovered namespace: (directory, name) → inode.
     pub names: Names,
     /// Per recovered inode (the top directory too): its data and prealloc extents by
-    /// offset, i_size, xattr names, and whether the replayed log held its inode item.
+    /// offset, i_size, xattr names, whether the replayed log held its inode item, and its
+    /// special kind and mode.
     pub files: BTreeMap<Ino, MountedFile>,
 }
 
@@ -820,6 +821,11 @@ pub(super) struct MountedFile {
     pub xattrs: BTreeSet<String>,
     /// The replayed log held its inode item (replay wrote it in the mount's transaction).
     pub from_log: bool,
+    /// A symlink (with its recovered target), fifo or device node (None: a regular file
+    /// or directory).
+    pub kind: Option<super::special::SpecialKind>,
+    /// The recovered permission bits of a chmod'ed inode (None: the creation mode).
+    pub mode: Option<u32>,
 }
 
 /// The recovery of `image` as a mount reads it (open_ctree → btrfs_recover_log_trees,
@@ -856,11 +862,14 @@ pub(super) fn mount_image(
                 .get(&ino)
                 .cloned()
                 .unwrap_or_else(|| FileImage::at_base(st, ino, r.base));
+            let (kind, mode) = r.special.mounted(st, ino);
             let f = MountedFile {
                 extents: fi.segs.into_values().collect(),
                 size: fi.size,
                 xattrs: fi.xattrs,
                 from_log: logged.contains(&ino),
+                kind,
+                mode,
             };
             (ino, f)
         })

@@ -39,21 +39,14 @@ impl Btrfs {
     ///    the generation: no item differs). Every inode is as btrfs_iget reads it
     ///    (btrfs_alloc_inode + btrfs_read_locked_inode, as `evict` makes it), no page is
     ///    dirty, no log exists, descriptors are closed, and new transactions are R + 1 on.
+    ///    Symlinks, fifos, device nodes and chmod'ed modes keep what recovery gives them
+    ///    (`read_special`).
     ///
     /// The caller quiesces the scenario's tasks first (a barrier: no operation runs).
     pub(super) async fn power_fail(&self) -> Result<(), OpError> {
         if !self.inner.st.borrow().keep_history {
             return Err(OpError(
                 "a power failure needs the crash history, which this run does not keep".into(),
-            ));
-        }
-        if !self.inner.st.borrow().special.is_empty() {
-            // special.rs's kinds, targets and modes are not carried over the mount yet:
-            // refused rather than mounting them as regular files.
-            return Err(OpError(
-                "a power failure after a symlink, mknod, mkfifo or chmod is not modelled yet \
-                 (their kinds and modes would not survive the mount)"
-                    .into(),
             ));
         }
         self.check_crash("the power failed");
@@ -183,6 +176,9 @@ fn mounted_state(mut old: FsState, img: MountImage, no_holes: bool, now: sim::Na
             continue;
         };
         let inode = read_inode(&mut st, was, f, (img.base, r), no_holes);
+        if let Some(s) = read_special(f, inode.item_trans) {
+            st.special.insert(ino, s);
+        }
         st.inodes.insert(ino, inode);
     }
     // btrfs_init_root_free_objectid: the highest inode number in the tree, plus one.
@@ -281,6 +277,25 @@ fn read_inode(
         xattrs_logged: None,
         full_sync_needless: false,
     }
+}
+
+/// What the model keeps beyond `Inode` of an inode the mount reads whose item `f`
+/// recovered is a symlink, fifo or device node or has a chmod'ed mode, with its item's
+/// transid `item_t` (None for the others). btrfs_read_locked_inode (inode.c@v5.10) takes
+/// i_mode — the kind and the permission bits — from the recovered inode item and sets
+/// the operations by `i_mode & S_IFMT` (btrfs_symlink_inode_operations for S_IFLNK,
+/// init_special_inode for the others), and a symlink's target is its recovered inline
+/// item: what the crash check printed, also an empty target whose item the log lost. No
+/// inode is I_LINKABLE: an unlinked O_TMPFILE is not in the recovered namespace.
+fn read_special(f: &MountedFile, item_t: TransId) -> Option<super::special::Special> {
+    if f.kind.is_none() && f.mode.is_none() {
+        return None;
+    }
+    Some(super::special::Special {
+        kind: f.kind.clone(),
+        modes: f.mode.map(|m| vec![(item_t, m)]).unwrap_or_default(),
+        linkable: false,
+    })
 }
 
 /// An explicit hole item over [start, end) (a filesystem without NO_HOLES has one for

@@ -367,6 +367,24 @@ impl SpecialImage {
         }
     }
 
+    /// What the mount reads of `ino` (btrfs_read_locked_inode, inode.c@v5.10: i_mode, and
+    /// with it the kind, from the recovered inode item; a symlink's target from its inline
+    /// extent item): its kind, a symlink with the target recovery gives it ("" when its
+    /// content did not come back), and its permission bits (None: the creation mode).
+    pub(super) fn mounted(&self, st: &FsState, ino: Ino) -> (Option<SpecialKind>, Option<u32>) {
+        let Some(s) = st.special.get(&ino) else {
+            return (None, None);
+        };
+        let mode = self.modes.get(&ino).copied().flatten();
+        let kind = match &s.kind {
+            Some(SpecialKind::Symlink(_)) if !self.content.contains(&ino) => {
+                Some(SpecialKind::Symlink(String::new()))
+            }
+            k => k.clone(),
+        };
+        (kind, mode)
+    }
+
     /// S2's symlink rule: every symlink the recovered namespace names has the content it
     /// was created with. symlink(2) cannot make an empty one (ENOENT) and btrfs_symlink
     /// writes the inline extent in the inode's transaction, so an empty symlink after
