@@ -39,6 +39,8 @@ const GUARDS: &[(&str, Mutant)] = &[
     ("generic-588", Mutant::CloneNoFullSync),
     ("btrfs-098", Mutant::CloneNoFullSync),
     ("generic-348", Mutant::SymlinkLoggedExists),
+    ("generic-322", Mutant::EofWriteAppends),
+    ("generic-552", Mutant::DioNoSizeUpdate),
 ];
 
 /// Scenarios reproducing a kernel bug on the presets without the switch that fixed it (as

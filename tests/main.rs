@@ -20,6 +20,7 @@ mod descriptors;
 mod device;
 mod docs;
 mod engine;
+mod eof_writes;
 mod errors;
 mod exhaustive;
 mod ext4;

@@ -1319,7 +1319,7 @@ fn the_trace_says_what_each_fsync_logged_and_why_one_skipped_or_fell_back() {
 }
 
 #[test]
-fn a_write_at_an_offset_overwrites_in_place_appends_at_the_end_and_refuses_past_it() {
+fn a_write_at_an_offset_overwrites_in_place_appends_at_the_end_and_leaves_a_hole_past_it() {
     let text = |ops: &str| {
         format!(
             "name = \"w\"\nrace = \"W1\"\ntitle = \"w\"\nsummary = \"w\"\nsetup = [\"create /f\", \"write /f 64k\", \"sync\"]\n\n[[task]]\nname = \"A\"\nops = [{ops}, \"fsync /f\"]\n\n[policies]\nbefore = \"linux-5.13\"\nafter = \"linux-5.14\"\n\n[expect.crash]\nat = \"end\"\n"
@@ -1351,15 +1351,28 @@ fn a_write_at_an_offset_overwrites_in_place_appends_at_the_end_and_refuses_past_
     // At the end of the file it is an append.
     let app = Scenario::parse(&text("\"write /f 64k 4k\""), "w.toml").unwrap();
     assert_eq!(size(&app).0, Some(69632));
-    // Past the end (a hole in between) or over other dirty pages: the op fails, saying why.
+    // Past the end: btrfs_cont_expand's hole in between, the data at its offset
+    // (tests/eof_writes.rs has the rest).
+    let past = Scenario::parse(&text("\"write /f 68k 4k\""), "w.toml").unwrap();
+    assert_eq!(size(&past).0, Some(73728));
+    let shown = models::scenario::crash_state(&past, &p, &dev, past.seed, at)
+        .1
+        .unwrap()
+        .unwrap()
+        .render();
+    assert!(
+        shown.contains("65536..69632 hole") && shown.contains("69632..73728 data"),
+        "{shown}"
+    );
+    // Over other dirty pages, inside the file or past it: the op fails, saying why.
     for (ops, why) in [
-        (
-            "\"write /f 68k 4k\"",
-            "the range ends past the file's written size",
-        ),
         (
             "\"write /f 4k\", \"write /f 8k 4k\"",
             "the file has other dirty pages",
+        ),
+        (
+            "\"write /f 4k\", \"write /f 80k 4k\"",
+            "past EOF: the file has other dirty pages",
         ),
     ] {
         let sc = Scenario::parse(&text(ops), "w.toml").unwrap();

@@ -72,6 +72,12 @@ pub(super) struct Inner {
     pub(super) endio_wait: RefCell<Option<WaitQueue>>,
     /// See `endio`.
     pub(super) endio_workers: std::cell::Cell<u32>,
+    /// Direct writes past EOF whose ordered extents are not finished, per inode: how many,
+    /// and the in-memory i_size they set (btrfs_get_blocks_direct_write's i_size_write).
+    pub(super) dio_pending: RefCell<FastMap<Ino, (u32, u64)>>,
+    /// Tasks waiting for those ordered extents (btrfs_wait_ordered_range), made at the
+    /// first such write.
+    pub(super) dio_ordered_wait: RefCell<Option<WaitQueue>>,
     /// Each inode's i_rwsem (inode->i_rwsem, taken by inode_lock / btrfs_inode_lock), made
     /// at its first use; all of them report their waits as the one class `inode_lock`.
     pub(super) inode_locks: RefCell<FastMap<Ino, Mutex>>,
@@ -177,6 +183,8 @@ impl Btrfs {
                 endio: RefCell::new(Default::default()),
                 endio_wait: RefCell::new(None),
                 endio_workers: std::cell::Cell::new(0),
+                dio_pending: RefCell::new(FastMap::default()),
+                dio_ordered_wait: RefCell::new(None),
                 inode_locks: RefCell::new(FastMap::default()),
                 inode_log_mutexes: RefCell::new(FastMap::default()),
                 inode_mmap_locks: RefCell::new(FastMap::default()),

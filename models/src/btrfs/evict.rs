@@ -52,7 +52,8 @@ impl Btrfs {
         let st = self.inner.st.borrow();
         let dirty = st.inodes.get(&ino).is_some_and(|i| i.dirty_bytes > 0)
             || st.meta.delalloc_rsv.contains_key(&ino)
-            || self.inner.endio.borrow().iter().any(|j| j.ino == ino);
+            || self.inner.endio.borrow().iter().any(|j| j.ino == ino)
+            || self.inner.dio_pending.borrow().contains_key(&ino);
         if dirty {
             Some(EvictRefusal::Dirty)
         } else if st.is_open(ino)

@@ -31,6 +31,10 @@ pub struct DioDone {
     pub dev_offset: u64,
     /// Metadata reserved for it.
     pub rsv: u64,
+    /// The data write's device token.
+    pub tok: u64,
+    /// A write past EOF: a new extent at `offset` and i_size moved at completion.
+    pub past_eof: bool,
 }
 
 impl Btrfs {
@@ -94,20 +98,20 @@ impl Btrfs {
     }
 
     /// pwrite(2) of `bytes` at `at`, under the inode lock as `write`: at the file's end an
-    /// append (as `write`); else the range must lie inside the written file (the model's
-    /// dirty pages past i_size are one appended run) and the file have no other dirty pages
-    /// (they are written back as one extent), and writeback puts the extent exactly there.
+    /// append (as `write`); past it a write past EOF (`write_past_eof`); else the range
+    /// must lie inside the written file (the model's dirty pages past i_size are one
+    /// appended run) and the file have no other dirty pages (they are written back as one
+    /// extent), and writeback puts the extent exactly there.
     pub(super) async fn write_at(&self, path: &str, at: u64, bytes: u64) -> Result<(), OpError> {
         let ino = self.resolve(path)?;
-        let size = {
-            let st = self.inner.st.borrow();
-            let i = &st.inodes[&ino];
-            i.disk_size + i.dirty_bytes
-        };
+        let size = self.i_size(ino);
         if at == size {
             return self.buffered_write(path, bytes, false).await;
         }
         let (ino, _ilock) = self.lock_path(path).await?;
+        if at > self.i_size(ino) {
+            return self.write_past_eof(ino, path, at, bytes).await;
+        }
         self.check_range_inside("write", path, ino, at, bytes)?;
         self.dirty_pages_range(ino, path, bytes, true).await?;
         {
@@ -116,6 +120,94 @@ impl Btrfs {
             st.meta.range_at.insert(ino, at);
         }
         self.stamp_buffered_write(ino, bytes);
+        Ok(())
+    }
+
+    /// The in-memory i_size: the written size plus the dirty run after it, which starts at
+    /// `dirty_at` when a write past EOF put it there.
+    fn i_size(&self, ino: Ino) -> u64 {
+        let st = self.inner.st.borrow();
+        let i = &st.inodes[&ino];
+        let start = match st.meta.dirty_at.get(&ino) {
+            Some(&at) => at,
+            None => self.dio_i_size(ino).max(i.disk_size),
+        };
+        start + i.dirty_bytes
+    }
+
+    /// A buffered write at `at` past i_size (inode lock held): btrfs_write_check
+    /// (file.c@v5.12..v5.16; the same lines in btrfs_file_write_iter@v5.10/v5.11) runs
+    /// btrfs_cont_expand(inode, oldsize, round_up(pos + count)) when round_down(pos) is
+    /// past oldsize (`expand_for_write`), then btrfs_buffered_write dirties the pages at
+    /// `at` (i_size becomes at + bytes; disk_i_size at the ordered extent's completion).
+    /// The model writes a file's dirty pages back as one run: a file with other dirty
+    /// pages is refused.
+    async fn write_past_eof(
+        &self,
+        ino: Ino,
+        path: &str,
+        at: u64,
+        bytes: u64,
+    ) -> Result<(), OpError> {
+        if self.inner.st.borrow().inodes[&ino].dirty_bytes > 0 {
+            return Err(OpError(format!(
+                "write {path} {at} {bytes} past EOF: the file has other dirty pages (the model writes a file's dirty pages back as one extent): write them back first"
+            )));
+        }
+        if self.inner.st.borrow().inodes[&ino].is_dir {
+            return Err(OpError(format!("is a directory: {path}")));
+        }
+        let appends = self.mutant(Mutant::EofWriteAppends);
+        if !appends {
+            self.expand_for_write(ino, at).await?;
+        }
+        self.dirty_pages_range(ino, path, bytes, false).await?;
+        if !appends {
+            self.st_mut().meta.dirty_at.insert(ino, at);
+        }
+        self.stamp_buffered_write(ino, bytes);
+        Ok(())
+    }
+
+    /// btrfs_write_check's hole (file.c@v5.12; btrfs_file_write_iter@v5.10): `start_pos =
+    /// round_down(pos, sectorsize); if (start_pos > oldsize) btrfs_cont_expand(inode,
+    /// oldsize, end_pos)`. btrfs_cont_expand (inode.c@v5.10) gives each unmapped range a
+    /// hole through maybe_insert_hole — its own btrfs_start_transaction(root, 1), the hole
+    /// item and btrfs_update_inode; with NO_HOLES no transaction, only the inode's
+    /// last_trans = fs_info->generation — and a hole extent map on the modified list: the
+    /// growing truncate's `cont_expand`, over [ALIGN(oldsize), ALIGN(pos)) here (the
+    /// kernel's hole also covers the written range, which the ordered extent's
+    /// btrfs_drop_extents replaces at writeback).
+    pub(super) async fn expand_for_write(&self, ino: Ino, at: u64) -> Result<(), OpError> {
+        let sector = self.inner.costs.sectorsize;
+        let old = self.inner.st.borrow().inodes[&ino].disk_size;
+        // `growing-truncate-no-hole` removes btrfs_cont_expand's holes here too.
+        if at / sector * sector <= old || self.mutant(Mutant::GrowingTruncateNoHole) {
+            return Ok(());
+        }
+        if self.inner.no_holes.get() {
+            let mut st = self.st_mut();
+            let g = st.generation;
+            self.cont_expand(&mut st, ino, (old, at), g, &mut Vec::new());
+            Self::set_inode_last_trans(&mut st, ino, g);
+            return Ok(());
+        }
+        let th = self.start_transaction_items(1).await?;
+        let t = th.id;
+        let cpu = {
+            let mut st = self.st_mut();
+            let mut ops = vec![TreeOp::Update(
+                tree_id::FS,
+                inode_key(ino),
+                size::INODE_ITEM,
+            )];
+            self.cont_expand(&mut st, ino, (old, at), t, &mut ops);
+            st.inodes.get_mut(&ino).unwrap().item_trans = t;
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.run_tree_work(cpu).await;
+        Self::set_inode_last_trans(&mut self.st_mut(), ino, t);
+        self.end(th);
         Ok(())
     }
 
@@ -141,7 +233,7 @@ impl Btrfs {
             let mut st = self.st_mut();
             let inside = {
                 let i = &st.inodes[&ino];
-                i.disk_size >= i.dirty_bytes + bytes
+                i.disk_size >= i.dirty_bytes + bytes && !st.meta.dirty_at.contains_key(&ino)
             };
             if inside {
                 *st.meta.range_dirty.entry(ino).or_default() += bytes;
@@ -292,9 +384,13 @@ impl Btrfs {
     /// extent; btrfs_finish_ordered_io inserts the file extent item in the running transaction
     /// and sets the extent map's generation to it.
     pub(super) async fn writeback(&self, ino: Ino) {
+        if !self.inner.dio_pending.borrow().is_empty() {
+            self.wait_dio_ordered(ino).await;
+        }
         let bytes = std::mem::take(&mut self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
         let inside = self.st_mut().meta.range_dirty.remove(&ino).unwrap_or(0);
         let at = self.st_mut().meta.range_at.remove(&ino);
+        let eof_at = self.st_mut().meta.dirty_at.remove(&ino);
         if bytes == 0 {
             return;
         }
@@ -334,7 +430,10 @@ impl Btrfs {
             };
             // insert_reserved_file_extent: the file extent item (its extent item via the
             // delayed ref), the checksums (add_pending_csums), the inode item.
-            let (inside, mut ops) = self.insert_written(&mut st, ino, w, pieces, inside, t);
+            let (inside, mut ops) = match eof_at {
+                Some(e) => (0, self.insert_past_eof(&mut st, ino, w, e, pieces, t)),
+                None => self.insert_written(&mut st, ino, w, pieces, inside, t),
+            };
             ops.push(TreeOp::Update(
                 tree_id::FS,
                 inode_key(ino),
@@ -343,8 +442,11 @@ impl Btrfs {
             let i = st.inodes.get_mut(&ino).unwrap();
             i.item_trans = t;
             // btrfs_inode_safe_disk_i_size_write at ordered-extent completion (writes inside
-            // the file do not move it).
-            i.disk_size += bytes - inside;
+            // the file do not move it; a run past EOF ends the file).
+            i.disk_size = match eof_at {
+                Some(e) => i.disk_size.max(e + bytes),
+                None => i.disk_size + bytes - inside,
+            };
             if keep {
                 i.size_hist.push((t, i.disk_size));
             }
@@ -369,8 +471,9 @@ impl Btrfs {
     /// runs in the endio-write worker (a task of its own here): it joins the transaction,
     /// replaces the file extent item (the overwritten extent is freed and pinned until the
     /// commit), adds the checksums, updates the inode, and releases the metadata.
-    /// Simplification: the file's extent map is not split (the new data's durability is not
-    /// part of the crash check); writes into preallocated extents (NOCOW) are not modelled.
+    /// Simplification for a write inside the file: the file's extent map is not split (the
+    /// new data's durability is not part of the crash check); writes into preallocated
+    /// extents (NOCOW) are not modelled. A write that ends past EOF is `direct_write_past_eof`.
     pub(super) async fn direct_write(
         &self,
         path: &str,
@@ -384,12 +487,9 @@ impl Btrfs {
             if i.is_dir {
                 return Err(OpError(format!("is a directory: {path}")));
             }
-            if offset.saturating_add(bytes) > i.disk_size {
-                return Err(OpError(format!(
-                    "dio-write past the written part of {path} ({} bytes): only overwrites are modelled",
-                    i.disk_size
-                )));
-            }
+        }
+        if offset + bytes > self.dio_i_size(ino) {
+            return self.direct_write_past_eof(path, offset, bytes).await;
         }
         // Extent map lookup, lock_extent, the ordered extent (one btree-item's CPU).
         self.inner.h.cpu(self.inner.costs.btree_item).await;
@@ -421,9 +521,98 @@ impl Btrfs {
             id,
             dev_offset: off,
             rsv,
+            tok,
+            past_eof: false,
         });
         self.wake_endio_worker();
         Ok(())
+    }
+
+    /// The in-memory i_size a direct write compares with: disk_i_size, or what an
+    /// unfinished direct write past EOF set.
+    fn dio_i_size(&self, ino: Ino) -> u64 {
+        let size = self.inner.st.borrow().inodes[&ino].disk_size;
+        let pending = self.inner.dio_pending.borrow().get(&ino).map_or(0, |p| p.1);
+        size.max(pending)
+    }
+
+    /// A direct write that ends past EOF, under the inode lock (btrfs_file_write_iter@v5.10
+    /// takes inode_lock for every write; btrfs_direct_write@v5.15 exclusive past EOF):
+    /// btrfs_write_check's btrfs_cont_expand for a gap first (`expand_for_write`), then
+    /// btrfs_dio_iomap_begin → btrfs_get_blocks_direct_write → btrfs_new_extent_direct
+    /// (inode.c@v5.10): data and metadata reserved, a new extent allocated, an ordered
+    /// extent added, i_size_write(start + len) in memory. The bio completes and the call
+    /// returns; btrfs_finish_ordered_io in an endio-write worker inserts the file extent
+    /// item, puts the extent (map) on the modified list and moves disk_i_size
+    /// (btrfs_inode_safe_disk_i_size_write). An fsync, truncate or clone of the file waits
+    /// for it (btrfs_wait_ordered_range, `wait_dio_ordered`). A file with dirty pages is
+    /// refused (the model writes them back as one run after disk_i_size).
+    async fn direct_write_past_eof(
+        &self,
+        path: &str,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<(), OpError> {
+        let (ino, _ilock) = self.lock_path(path).await?;
+        if self.inner.st.borrow().inodes[&ino].dirty_bytes > 0 {
+            return Err(OpError(format!(
+                "dio-write {path} {offset} {bytes} past EOF: the file has dirty pages (the model writes them back as one run at i_size): write them back first"
+            )));
+        }
+        self.expand_for_write(ino, offset).await?;
+        self.inner.h.cpu(self.inner.costs.btree_item).await;
+        self.reserve_data(bytes).await?;
+        let rsv = self.delalloc_meta_size(bytes);
+        if let Err(e) = self.reserve_metadata(rsv).await {
+            self.st_mut().data.may_use -= bytes;
+            return Err(e);
+        }
+        let id = {
+            let mut st = self.st_mut();
+            st.meta.ordered_bytes += bytes;
+            st.next_extent += 1;
+            st.next_extent - 1
+        };
+        {
+            let mut p = self.inner.dio_pending.borrow_mut();
+            let e = p.entry(ino).or_default();
+            *e = (e.0 + 1, e.1.max(offset + bytes));
+        }
+        self.checksum(bytes).await;
+        let (tok, off) = self
+            .st_mut()
+            .new_write(WriteKind::Data { ino, extent: id }, bytes);
+        self.inner
+            .dev
+            .submit(Request::write(off, bytes).with_token(tok))
+            .await;
+        let j = DioDone {
+            ino,
+            offset,
+            bytes,
+            id,
+            dev_offset: off,
+            rsv,
+            tok,
+            past_eof: true,
+        };
+        self.inner.endio.borrow_mut().push_back(j);
+        self.wake_endio_worker();
+        Ok(())
+    }
+
+    /// btrfs_wait_ordered_range over the whole file (btrfs_sync_file, btrfs_truncate,
+    /// the clone's writeback; ordered-data.c@v5.10) for its direct writes past EOF.
+    async fn wait_dio_ordered(&self, ino: Ino) {
+        while self.inner.dio_pending.borrow().contains_key(&ino) {
+            let w = self
+                .inner
+                .dio_ordered_wait
+                .borrow_mut()
+                .get_or_insert_with(|| sim::WaitQueue::new(&self.inner.h, "wait_ordered_extent"))
+                .clone();
+            w.wait().await;
+        }
     }
 
     /// Hands a completed ordered extent to the endio-write workqueue: an idle worker, or a
@@ -471,6 +660,9 @@ impl Btrfs {
 
     /// btrfs_finish_ordered_io for a direct-I/O write (inode.c@v5.12), see `direct_write`.
     async fn finish_dio_ordered(&self, j: DioDone) {
+        if j.past_eof {
+            return self.finish_dio_past_eof(j).await;
+        }
         let DioDone {
             ino,
             offset,
@@ -478,6 +670,7 @@ impl Btrfs {
             id: _,
             dev_offset,
             rsv,
+            ..
         } = j;
         let th = self.join_transaction().await;
         let t = th.id;
@@ -512,6 +705,72 @@ impl Btrfs {
         // reserve fills delayed_refs_rsv first.
         self.release_to_delayed_refs(rsv);
         self.end(th);
+    }
+
+    /// btrfs_finish_ordered_io for a direct write past EOF (inode.c@v5.10):
+    /// insert_reserved_file_extent (btrfs_drop_extents over the range: the cont_expand
+    /// hole; the item, the extent's delayed ref, the checksums), unpin_extent_cache (the
+    /// map's generation, on the modified list), btrfs_inode_safe_disk_i_size_write (the
+    /// ordered extent's end) and btrfs_update_inode; then the waiters wake.
+    async fn finish_dio_past_eof(&self, j: DioDone) {
+        let th = self.join_transaction().await;
+        let t = th.id;
+        let cpu = {
+            let mut st = self.st_mut();
+            let pieces = Self::alloc_data_extent(&mut st, j.bytes);
+            st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+            Self::add_ref_heads(&mut st, t, pieces.len() as u64);
+            st.meta.ordered_bytes -= j.bytes;
+            let mut ops = Vec::new();
+            if st.inodes.contains_key(&j.ino) {
+                let w = Written {
+                    id: j.id,
+                    tok: j.tok,
+                    off: j.dev_offset,
+                    bytes: j.bytes,
+                    at: None,
+                };
+                ops = self.insert_past_eof(&mut st, j.ino, w, j.offset, pieces, t);
+                ops.push(TreeOp::Update(
+                    tree_id::FS,
+                    inode_key(j.ino),
+                    size::INODE_ITEM,
+                ));
+                let keep = st.keep_history;
+                let i = st.inodes.get_mut(&j.ino).unwrap();
+                i.item_trans = t;
+                let end = j.offset + j.bytes;
+                if end > i.disk_size && !self.mutant(Mutant::DioNoSizeUpdate) {
+                    i.disk_size = end;
+                    if keep {
+                        i.size_hist.push((t, end));
+                    }
+                }
+                Self::set_inode_last_trans(&mut st, j.ino, t);
+            } else {
+                Self::free_pieces(&mut st, pieces, t);
+            }
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.run_tree_work(cpu).await;
+        self.release_to_delayed_refs(j.rsv);
+        self.end(th);
+        self.dio_ordered_done(j.ino);
+    }
+
+    /// One direct write past EOF of `ino` finished: the count drops and waiters wake.
+    fn dio_ordered_done(&self, ino: Ino) {
+        let mut p = self.inner.dio_pending.borrow_mut();
+        if let Some(e) = p.get_mut(&ino) {
+            e.0 -= 1;
+            if e.0 == 0 {
+                p.remove(&ino);
+            }
+        }
+        drop(p);
+        if let Some(w) = self.inner.dio_ordered_wait.borrow().as_ref() {
+            w.notify_all();
+        }
     }
 
     /// btrfs_inode_in_log. The kernel's last_sub_trans and last_log_commit are `int`s, and
@@ -748,6 +1007,43 @@ impl Btrfs {
             i.modified_extents.push(eid);
         }
         (inside, ops)
+    }
+
+    /// The extent of a dirty run a write past EOF put at `at` (insert_reserved_file_extent,
+    /// inode.c@v5.10): btrfs_drop_extents over [at, at + bytes) drops or trims what is
+    /// there (btrfs_cont_expand's hole, extents preallocated past EOF), then the data
+    /// extent's items go in, the extent in file order and on the modified list.
+    fn insert_past_eof(
+        &self,
+        st: &mut FsState,
+        ino: Ino,
+        w: Written,
+        at: u64,
+        pieces: Pieces,
+        t: TransId,
+    ) -> Vec<TreeOp> {
+        let end = at + w.bytes;
+        let mut ops = drop_range_ops(st, ino, at, end);
+        self.drop_extents(st, ino, at, end, t);
+        let sector = self.inner.costs.sectorsize;
+        ops.extend(extent_ops(ino, at, w.off, w.bytes, sector));
+        let i = st.inodes.get_mut(&ino).unwrap();
+        let ext = Extent {
+            id: w.id,
+            offset: at,
+            len: w.bytes,
+            generation: t,
+            item_trans: t,
+            hole: false,
+            prealloc: false,
+            data_token: w.tok,
+            data_offset: w.off,
+            pieces,
+        };
+        let pos = i.extents.partition_point(|e| e.offset < at);
+        i.extents.insert(pos, ext);
+        i.modified_extents.push(w.id);
+        ops
     }
 
     /// insert_reserved_file_extent's btrfs_drop_extents over an appended range

@@ -425,6 +425,7 @@ impl Btrfs {
         st.data.may_use -= dirty;
         st.meta.range_dirty.remove(&ino);
         st.meta.range_at.remove(&ino);
+        st.meta.dirty_at.remove(&ino);
         let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
         st.meta.may_use -= rsv;
     }

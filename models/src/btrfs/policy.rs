@@ -106,9 +106,9 @@ pub enum Mutant {
     /// btrfs_log_prealloc_extents): replay's truncate to the logged size drops committed
     /// preallocated extents past EOF (breaks S2; xfstests generic/483).
     NoPreallocExtentLogging,
-    /// A growing truncate leaves the new range without a hole (no btrfs_cont_expand hole
-    /// item or extent map): the fsync logs no hole and replay keeps bytes truncated away
-    /// before (breaks S2; xfstests generic/101).
+    /// A growing truncate, or a write past EOF, leaves the new range without a hole (no
+    /// btrfs_cont_expand hole item or extent map): the fsync logs no hole and replay keeps
+    /// bytes truncated away before (breaks S2; xfstests generic/101).
     GrowingTruncateNoHole,
     /// Unlinking one name of a file with several hard links leaves the remaining inode
     /// untouched (no btrfs_update_inode in btrfs_unlink_inode): its last_trans stays
@@ -131,11 +131,20 @@ pub enum Mutant {
     /// fsync logs the symlink's inode item without its inline extent and replay leaves it
     /// empty (breaks S2; xfstests generic/348).
     SymlinkLoggedExists,
+    /// A buffered write past EOF neither expands the file (no btrfs_cont_expand hole) nor
+    /// lands at its offset: its pages are appended at i_size, as the model wrote such a
+    /// write before (the file comes back short; xfstests generic/322).
+    EofWriteAppends,
+    /// A direct write past EOF leaves disk_i_size where it was at ordered-extent
+    /// completion (no btrfs_inode_safe_disk_i_size_write in btrfs_finish_ordered_io): the
+    /// logged and committed inode keeps its old size and the new bytes read as past EOF
+    /// (xfstests generic/552).
+    DioNoSizeUpdate,
 }
 
 impl Mutant {
     /// All mutants.
-    pub const ALL: [Mutant; 16] = [
+    pub const ALL: [Mutant; 18] = [
         Mutant::SyncLogNoSuperWait,
         Mutant::SyncLogNoPreflush,
         Mutant::SkipLogWhenLoggedBefore,
@@ -152,6 +161,8 @@ impl Mutant {
         Mutant::EvictNoFullSync,
         Mutant::CloneNoFullSync,
         Mutant::SymlinkLoggedExists,
+        Mutant::EofWriteAppends,
+        Mutant::DioNoSizeUpdate,
     ];
 
     /// Kebab-case name used on the command line.
@@ -173,6 +184,8 @@ impl Mutant {
             Mutant::EvictNoFullSync => "evict-no-full-sync",
             Mutant::CloneNoFullSync => "clone-no-full-sync",
             Mutant::SymlinkLoggedExists => "symlink-logged-exists",
+            Mutant::EofWriteAppends => "eof-write-appends",
+            Mutant::DioNoSizeUpdate => "dio-no-size-update",
         }
     }
 
@@ -190,11 +203,13 @@ impl Mutant {
             Mutant::NoInodeLock => "no inode lock (i_rwsem) in write, fsync, setattr, truncate, fallocate, punch hole, setxattr: two fsyncers of one file log it at once (S2)",
             Mutant::NoConflictingInodes => "a new inode's names are logged without logging the inode that held them in the commit root (no log_conflicting_inodes): that inode loses its name (S2)",
             Mutant::NoPreallocExtentLogging => "a fast fsync copies no extent items past i_size but the changed ones (no btrfs_log_prealloc_extents): replay drops committed preallocated extents past EOF (S2)",
-            Mutant::GrowingTruncateNoHole => "a growing truncate makes no hole (no btrfs_cont_expand): bytes truncated away before come back after replay (S2)",
+            Mutant::GrowingTruncateNoHole => "a growing truncate or a write past EOF makes no hole (no btrfs_cont_expand): bytes truncated away before come back after replay (S2)",
             Mutant::UnlinkNoInodeUpdate => "unlinking a hard link does not update the remaining inode (no btrfs_update_inode): its fsync is skipped and the removed name comes back (S2)",
             Mutant::EvictNoFullSync => "an inode evicted and read back in the transaction that changed it gets no NEEDS_FULL_SYNC: its fsync logs none of the extents written before the eviction (S2)",
             Mutant::CloneNoFullSync => "a clone does not set NEEDS_FULL_SYNC on the destination: its fast fsync logs none of the cloned extents (S2)",
             Mutant::SymlinkLoggedExists => "a directory's fsync logs a new symlink LOG_INODE_EXISTS (no inline extent): it comes back empty (S2)",
+            Mutant::EofWriteAppends => "a buffered write past EOF makes no hole (no btrfs_cont_expand) and appends its pages at i_size: the file comes back short",
+            Mutant::DioNoSizeUpdate => "a direct write past EOF leaves disk_i_size unchanged at ordered-extent completion: the new bytes are past EOF after recovery",
         }
     }
 

@@ -758,6 +758,10 @@ pub struct MetaSpace {
     /// The file offset of those bytes when the op said it (`mmap-write PATH OFFSET SIZE`):
     /// writeback places them there instead of in the first gap that fits.
     pub range_at: FastMap<Ino, u64>,
+    /// The file offset where a file's dirty run starts when a write past EOF put it there
+    /// (`write PATH OFFSET SIZE` with OFFSET past i_size, after btrfs_cont_expand's hole):
+    /// writeback places the whole run there instead of at `disk_size`.
+    pub dirty_at: FastMap<Ino, u64>,
 }
 
 impl MetaSpace {

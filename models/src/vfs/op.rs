@@ -759,7 +759,7 @@ pub struct OpError(pub String);
 pub const OPS: [(&str, &str, &str); 41] = [
     ("create /f", "create PATH", "btrfs_create: a new inode (generation = running transaction, needs full sync)"),
     ("mkdir /d", "mkdir PATH", "btrfs_mkdir: a new directory"),
-    ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction"),
+    ("write /f 4k", "write PATH SIZE", "buffered write: data space reserved, pages dirtied, no transaction; `write PATH OFFSET SIZE` writes at OFFSET: an overwrite inside the file, or past EOF after btrfs_cont_expand's hole (btrfs)"),
     ("mmap-write /f 4k", "mmap-write PATH [OFFSET] SIZE", "a write through a shared mapping: btrfs_page_mkwrite stamps last_trans, last_sub_trans, then last_log_commit without the inode lock (point page_mkwrite:last_sub_trans_set between; from 5.13 under i_mmap_lock shared). Without OFFSET the pages are appended; with it they overwrite [OFFSET, OFFSET + SIZE), which must lie inside the written file (a mapping cannot extend it), and writeback puts one extent there (btrfs only; ext3/ext4 take it as a write)"),
     ("setattr /f", "setattr PATH", "btrfs_setattr without a size change (chmod, utimes): btrfs_dirty_inode joins the transaction"),
     ("writeback /f", "writeback PATH", "filemap write and wait: one ordered extent, its file extent item inserted in the running transaction"),
@@ -783,7 +783,7 @@ pub const OPS: [(&str, &str, &str); 41] = [
     ("sync-file-range /f", "sync-file-range PATH", "sync_file_range(WAIT_BEFORE|WRITE|WAIT_AFTER): writeback and wait, no log, no flush (fs/sync.c)"),
     ("syncfs", "syncfs", "syncfs(2) → sync_filesystem: writeback of every dirty file, then btrfs_sync_fs(wait = 1) commits"),
     ("fill-metadata 900m", "fill-metadata SIZE", "setup for space scenarios: SIZE of existing tree blocks counted as used metadata (chunks allocated for them), the rest of the device given to data, the global reserve resized (an aged, full filesystem)"),
-    ("dio-write /f 0 4k", "dio-write PATH OFFSET SIZE", "btrfs only: an O_DIRECT write (btrfs_direct_write): data and outstanding-extent metadata reserved, a new extent written, its ordered extent finished by an endio worker"),
+    ("dio-write /f 0 4k", "dio-write PATH OFFSET SIZE", "btrfs only: an O_DIRECT write (btrfs_direct_write): data and outstanding-extent metadata reserved, a new extent written, its ordered extent finished by an endio worker; past EOF (after btrfs_cont_expand's hole for a gap) the extent is placed at OFFSET and i_size moves at that completion, which fsync waits for"),
     ("write-range /f 4k", "write-range PATH SIZE", "btrfs only: a buffered write of a separate dirty range (one more outstanding extent to reserve metadata for), as fio's random buffered writes make; inside a file laid out to its size the bytes replace blocks inside i_size (at writeback: the first gap of the file's data that fits, else an overwrite from offset 0), otherwise they append"),
     ("read /f 128k", "read PATH SIZE", "ext3/ext4 only: a sequential buffered read from the file's position; missing pages come in 128 KiB readahead windows, one synchronous READ each from the reader's I/O context"),
     ("populate /f 1g", "populate PATH SIZE", "ext3/ext4 setup: a file of SIZE already on disk (laid out contiguously, committed, not cached), as a benchmark's layout phase and drop_caches leave it"),
