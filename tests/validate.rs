@@ -202,19 +202,35 @@ fn small_dbench() -> (models::workload::spec::Spec, models::block::DiskConfig) {
     (spec, dev)
 }
 
+/// fsperf's direct writes for 0.7 s under linux-5.13: metadata tickets from about 0.15 s
+/// and a commit, where the global reserve is resized.
+fn small_dio() -> (models::workload::spec::Spec, models::block::DiskConfig) {
+    let mut spec = models::workload::spec::Spec::load("dio4kbs16threads").unwrap();
+    spec.duration = 7 * sim::S / 10;
+    let dev = models::block::DiskConfig::resolve(&spec.device).unwrap();
+    (spec, dev)
+}
+
 #[test]
 fn each_ablation_switches_its_mechanism_off_in_a_workload_run() {
-    use models::workload::fsload::run;
-    let (spec, dev) = small_dbench();
-    let pol = models::kernel::parse_policy("linux-5.11").unwrap();
-    let base = run(&spec, &pol, &dev, 1, None).unwrap();
+    use models::block::DiskConfig;
+    use models::workload::{fsload::run, spec::Spec};
+    let with_base = |(spec, dev): (Spec, DiskConfig), kernel: &str| {
+        let pol = models::kernel::parse_policy(kernel).unwrap();
+        let base = run(&spec, &pol, &dev, 1, None).unwrap().trace_hash;
+        (spec, dev, pol, base)
+    };
+    let dbench = with_base(small_dbench(), "linux-5.11");
+    // The global reserve's size matters only under metadata space pressure.
+    let dio = with_base(small_dio(), "linux-5.13");
     for (name, sets, _) in models::validate::ABLATIONS {
+        let (spec, dev, pol, base) = if name == "global_rsv" { &dio } else { &dbench };
         let (mut s, mut d) = (spec.clone(), dev.clone());
         for (k, v) in sets {
             s.set(&mut d, k, v).unwrap();
         }
-        let r = run(&s, &pol, &d, 1, None).unwrap();
-        assert_ne!(r.trace_hash, base.trace_hash, "{name} off changed nothing");
+        let r = run(&s, pol, &d, 1, None).unwrap();
+        assert_ne!(r.trace_hash, *base, "{name} off changed nothing");
     }
 }
 
@@ -248,16 +264,17 @@ fn workload_costs_are_checked_like_a_scenarios_and_reach_the_run() {
 
 #[test]
 fn the_ablation_table_has_every_btrfs_delta_row_and_its_all_on_value() {
-    // Shorter than `tiny`: eight variants of each btrfs run, no curves. dbench runs long
+    // Shorter than `tiny`: nine variants of each btrfs run, no curves. dbench runs long
     // enough for a commit to race with the logging (data chunks fill at about 1 s), the
-    // direct writes for the first metadata tickets (about 0.2 s).
+    // direct writes for the first metadata tickets (about 0.2 s) and a commit that
+    // resizes the global reserve (0.7 s).
     let l = Lengths {
         dbench: sim::S,
         dbench_warmup: sim::S / 4,
         sysbench: sim::S,
         seeds: 1,
         curve: sim::S / 2,
-        fsperf: Some((3 * sim::S / 10, sim::S / 4)),
+        fsperf: Some((7 * sim::S / 10, sim::S / 4)),
         fsperf_sizes: &[],
     };
     // The btrfs experiments every mechanism acts in, and an ext one (which gets no row).
