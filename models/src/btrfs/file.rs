@@ -492,6 +492,20 @@ impl Btrfs {
             return self.direct_write_past_eof(path, offset, bytes).await;
         }
         // Extent map lookup, lock_extent, the ordered extent (one btree-item's CPU).
+        self.submit_dio(ino, offset, bytes, false).await
+    }
+
+    /// The common part of a direct write: the extent map work (one btree item's CPU), data
+    /// and metadata reserved, the ordered extent's id (for a write past EOF, the pending
+    /// in-memory i_size), the data's checksums, the bio submitted and waited for, and the
+    /// completion handed to the endio-write workers.
+    async fn submit_dio(
+        &self,
+        ino: Ino,
+        offset: u64,
+        bytes: u64,
+        past_eof: bool,
+    ) -> Result<(), OpError> {
         self.inner.h.cpu(self.inner.costs.btree_item).await;
         self.reserve_data(bytes).await?;
         let rsv = self.delalloc_meta_size(bytes);
@@ -506,6 +520,11 @@ impl Btrfs {
             st.next_extent += 1;
             id
         };
+        if past_eof {
+            let mut p = self.inner.dio_pending.borrow_mut();
+            let e = p.entry(ino).or_default();
+            *e = (e.0 + 1, e.1.max(offset + bytes));
+        }
         self.checksum(bytes).await;
         let (tok, off) = self
             .st_mut()
@@ -522,7 +541,7 @@ impl Btrfs {
             dev_offset: off,
             rsv,
             tok,
-            past_eof: false,
+            past_eof,
         });
         self.wake_endio_worker();
         Ok(())
@@ -560,45 +579,7 @@ impl Btrfs {
             )));
         }
         self.expand_for_write(ino, offset).await?;
-        self.inner.h.cpu(self.inner.costs.btree_item).await;
-        self.reserve_data(bytes).await?;
-        let rsv = self.delalloc_meta_size(bytes);
-        if let Err(e) = self.reserve_metadata(rsv).await {
-            self.st_mut().data.may_use -= bytes;
-            return Err(e);
-        }
-        let id = {
-            let mut st = self.st_mut();
-            st.meta.ordered_bytes += bytes;
-            st.next_extent += 1;
-            st.next_extent - 1
-        };
-        {
-            let mut p = self.inner.dio_pending.borrow_mut();
-            let e = p.entry(ino).or_default();
-            *e = (e.0 + 1, e.1.max(offset + bytes));
-        }
-        self.checksum(bytes).await;
-        let (tok, off) = self
-            .st_mut()
-            .new_write(WriteKind::Data { ino, extent: id }, bytes);
-        self.inner
-            .dev
-            .submit(Request::write(off, bytes).with_token(tok))
-            .await;
-        let j = DioDone {
-            ino,
-            offset,
-            bytes,
-            id,
-            dev_offset: off,
-            rsv,
-            tok,
-            past_eof: true,
-        };
-        self.inner.endio.borrow_mut().push_back(j);
-        self.wake_endio_worker();
-        Ok(())
+        self.submit_dio(ino, offset, bytes, true).await
     }
 
     /// btrfs_wait_ordered_range over the whole file (btrfs_sync_file, btrfs_truncate,
