@@ -570,6 +570,32 @@ fn random_scenario_text(
     t
 }
 
+/// A scenario text that parses plays under both policies, scripted and explored, with no
+/// panic and a message on every violation; with `repeat`, the same seed gives the same run.
+fn plays_cleanly(t: &str, seed: u64, repeat: bool) -> Result<(), TestCaseError> {
+    let Ok(sc) = Scenario::parse(t, "fuzz.toml") else {
+        return Ok(());
+    };
+    let dev = DiskConfig::resolve(&sc.device).unwrap();
+    for p in [sc.pre_policy(), sc.post_policy()] {
+        for how in [
+            models::scenario::Interleaving::Script,
+            models::scenario::Interleaving::Random,
+        ] {
+            // No panic; whatever fails is reported as a violation with a message.
+            let r = models::scenario::run(&sc, &p, &dev, seed, &how);
+            for v in &r.violations {
+                prop_assert!(!v.message.is_empty(), "{}: empty message\n{t}", v.invariant);
+            }
+            if repeat {
+                let again = models::scenario::run(&sc, &p, &dev, seed, &how);
+                prop_assert_eq!(r.trace_hash, again.trace_hash, "{}", t);
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn random_scenarios_play_or_fail_cleanly_under_both_policies() {
     let strategy = (
@@ -582,23 +608,7 @@ fn random_scenarios_play_or_fail_cleanly_under_both_policies() {
     runner(48)
         .run(&strategy, |(setup, tasks, seed, race, device)| {
             let t = random_scenario_text(&setup, &tasks, race, device);
-            let Ok(sc) = Scenario::parse(&t, "fuzz.toml") else {
-                return Ok(());
-            };
-            let dev = DiskConfig::resolve(&sc.device).unwrap();
-            for p in [sc.pre_policy(), sc.post_policy()] {
-                for how in [
-                    models::scenario::Interleaving::Script,
-                    models::scenario::Interleaving::Random,
-                ] {
-                    // No panic; whatever fails is reported as a violation with a message.
-                    let r = models::scenario::run(&sc, &p, &dev, seed, &how);
-                    for v in &r.violations {
-                        prop_assert!(!v.message.is_empty(), "{}: empty message\n{t}", v.invariant);
-                    }
-                }
-            }
-            Ok(())
+            plays_cleanly(&t, seed, false)
         })
         .unwrap();
 }
@@ -622,24 +632,7 @@ fn random_scenarios_with_power_failures_play_or_fail_cleanly() {
     runner(48)
         .run(&strategy, |(setup, tasks, seed)| {
             let t = random_scenario_text(&setup, &tasks, "X9", None);
-            let Ok(sc) = Scenario::parse(&t, "fuzz.toml") else {
-                return Ok(());
-            };
-            let dev = DiskConfig::resolve(&sc.device).unwrap();
-            for p in [sc.pre_policy(), sc.post_policy()] {
-                for how in [
-                    models::scenario::Interleaving::Script,
-                    models::scenario::Interleaving::Random,
-                ] {
-                    let r = models::scenario::run(&sc, &p, &dev, seed, &how);
-                    for v in &r.violations {
-                        prop_assert!(!v.message.is_empty(), "{}: empty message\n{t}", v.invariant);
-                    }
-                    let again = models::scenario::run(&sc, &p, &dev, seed, &how);
-                    prop_assert_eq!(r.trace_hash, again.trace_hash, "{}", t);
-                }
-            }
-            Ok(())
+            plays_cleanly(&t, seed, true)
         })
         .unwrap();
 }

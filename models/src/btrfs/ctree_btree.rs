@@ -715,6 +715,11 @@ pub fn inode_key(ino: u64) -> Key {
     Key::new(ino, key_type::INODE_ITEM, 0)
 }
 
+/// The inode item rewritten in place (btrfs_update_inode → btrfs_update_inode_item).
+pub fn inode_update(ino: u64) -> TreeOp {
+    TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM)
+}
+
 /// The orphan item of `ino` (BTRFS_ORPHAN_OBJECTID = -5ULL, ORPHAN_ITEM, ino:
 /// btrfs_insert_orphan_item, orphan.c@v5.10).
 pub fn orphan_key(ino: u64) -> Key {
@@ -742,7 +747,7 @@ pub fn link_ops(trees: &mut Trees, ino: u64, dir: u64, name: &str) -> [TreeOp; 4
             Key::new(dir, key_type::DIR_INDEX, idx),
             size::DIR_ITEM + len,
         ),
-        TreeOp::Update(tree_id::FS, inode_key(dir), size::INODE_ITEM),
+        inode_update(dir),
     ]
 }
 
@@ -757,7 +762,7 @@ pub fn unlink_ops(trees: &mut Trees, ino: u64, dir: u64, name: &str) -> [TreeOp;
         ),
         TreeOp::Delete(tree_id::FS, Key::new(dir, key_type::DIR_INDEX, idx)),
         TreeOp::Delete(tree_id::FS, Key::new(ino, key_type::INODE_REF, dir)),
-        TreeOp::Update(tree_id::FS, inode_key(dir), size::INODE_ITEM),
+        inode_update(dir),
     ]
 }
 

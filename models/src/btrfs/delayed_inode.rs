@@ -30,7 +30,7 @@
 //! (min(num_online_cpus() + 2, 8), disk-io.c@v5.10, for 6 CPUs or more).
 
 use super::ctree::Btrfs;
-use super::ctree_btree::{inode_key, key_type, size, tree_id, Key, TreeOp};
+use super::ctree_btree::{inode_update, key_type, tree_id, Key, TreeOp};
 use super::state::{Ino, TransId};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -177,11 +177,7 @@ impl DelayedRoot {
         );
         ops.extend(n.del.iter().map(|&k| TreeOp::Delete(tree_id::FS, k)));
         if n.inode_dirty {
-            ops.push(TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            ));
+            ops.push(inode_update(ino));
         }
         Some(ops)
     }
@@ -493,6 +489,7 @@ impl DelayedWq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::btrfs::ctree_btree::inode_key;
 
     fn index(dir: u64, idx: u64) -> Key {
         Key::new(dir, key_type::DIR_INDEX, idx)
@@ -536,8 +533,8 @@ mod tests {
         let ops = [
             TreeOp::Insert(tree_id::FS, index(256, 2), 40),
             TreeOp::Insert(tree_id::FS, Key::new(257, key_type::INODE_REF, 256), 13),
-            TreeOp::Update(tree_id::FS, inode_key(256), size::INODE_ITEM),
-            TreeOp::Update(tree_id::FS, inode_key(256), size::INODE_ITEM),
+            inode_update(256),
+            inode_update(256),
         ];
         assert_eq!(d.divert(&ops, &mut direct), 2);
         assert_eq!((d.items, direct.len()), (2, 1));

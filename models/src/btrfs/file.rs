@@ -2,7 +2,7 @@
 
 use super::ctree::{Btrfs, LogResult};
 use super::ctree_btree::{
-    drop_extent_ops, extent_ops, inode_key, key_type, size, tree_id, Key, TreeOp,
+    drop_extent_ops, extent_ops, inode_update, key_type, size, tree_id, Key, TreeOp,
 };
 use super::oracle;
 use super::policy::{Fix, LogPatch, Mutant};
@@ -130,7 +130,7 @@ impl Btrfs {
         let i = &st.inodes[&ino];
         let start = match st.meta.dirty_at.get(&ino) {
             Some(&at) => at,
-            None => self.dio_i_size(ino).max(i.disk_size),
+            None => self.dio_i_size(ino),
         };
         start + i.dirty_bytes
     }
@@ -149,13 +149,18 @@ impl Btrfs {
         at: u64,
         bytes: u64,
     ) -> Result<(), OpError> {
-        if self.inner.st.borrow().inodes[&ino].dirty_bytes > 0 {
+        let (dirty, is_dir) = {
+            let st = self.inner.st.borrow();
+            let i = &st.inodes[&ino];
+            (i.dirty_bytes > 0, i.is_dir)
+        };
+        if is_dir {
+            return Err(OpError(format!("is a directory: {path}")));
+        }
+        if dirty {
             return Err(OpError(format!(
                 "write {path} {at} {bytes} past EOF: the file has other dirty pages (the model writes a file's dirty pages back as one extent): write them back first"
             )));
-        }
-        if self.inner.st.borrow().inodes[&ino].is_dir {
-            return Err(OpError(format!("is a directory: {path}")));
         }
         let appends = self.mutant(Mutant::EofWriteAppends);
         if !appends {
@@ -196,11 +201,7 @@ impl Btrfs {
         let t = th.id;
         let cpu = {
             let mut st = self.st_mut();
-            let mut ops = vec![TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            )];
+            let mut ops = vec![inode_update(ino)];
             self.cont_expand(&mut st, ino, (old, at), t, &mut ops);
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
@@ -434,11 +435,7 @@ impl Btrfs {
                 Some(e) => (0, self.insert_past_eof(&mut st, ino, w, e, pieces, t)),
                 None => self.insert_written(&mut st, ino, w, pieces, inside, t),
             };
-            ops.push(TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            ));
+            ops.push(inode_update(ino));
             let i = st.inodes.get_mut(&ino).unwrap();
             i.item_trans = t;
             // btrfs_inode_safe_disk_i_size_write at ordered-extent completion (writes inside
@@ -673,11 +670,7 @@ impl Btrfs {
             // the new extent's item and checksums go in.
             let mut ops =
                 extent_ops(ino, offset, dev_offset, bytes, self.inner.costs.sectorsize).to_vec();
-            ops.push(TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            ));
+            ops.push(inode_update(ino));
             st.meta.ordered_bytes -= bytes;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
@@ -712,11 +705,7 @@ impl Btrfs {
                     at: None,
                 };
                 ops = self.insert_past_eof(&mut st, j.ino, w, j.offset, pieces, t);
-                ops.push(TreeOp::Update(
-                    tree_id::FS,
-                    inode_key(j.ino),
-                    size::INODE_ITEM,
-                ));
+                ops.push(inode_update(j.ino));
                 let keep = st.keep_history;
                 let i = st.inodes.get_mut(&j.ino).unwrap();
                 i.item_trans = t;
@@ -958,18 +947,7 @@ impl Btrfs {
                 st.next_extent - 1
             };
             let i = st.inodes.get_mut(&ino).unwrap();
-            let ext = Extent {
-                id: eid,
-                offset,
-                len,
-                generation: t,
-                item_trans: t,
-                hole: false,
-                prealloc: false,
-                data_token: tok,
-                data_offset,
-                pieces: mine,
-            };
+            let ext = Extent::data(eid, (offset, len), t, tok, data_offset, mine);
             ops.extend(extent_ops(
                 ino,
                 offset,
@@ -1009,18 +987,7 @@ impl Btrfs {
         let sector = self.inner.costs.sectorsize;
         ops.extend(extent_ops(ino, at, w.off, w.bytes, sector));
         let i = st.inodes.get_mut(&ino).unwrap();
-        let ext = Extent {
-            id: w.id,
-            offset: at,
-            len: w.bytes,
-            generation: t,
-            item_trans: t,
-            hole: false,
-            prealloc: false,
-            data_token: w.tok,
-            data_offset: w.off,
-            pieces,
-        };
+        let ext = Extent::data(w.id, (at, w.bytes), t, w.tok, w.off, pieces);
         let pos = i.extents.partition_point(|e| e.offset < at);
         i.extents.insert(pos, ext);
         i.modified_extents.push(w.id);
@@ -1270,11 +1237,7 @@ impl Btrfs {
         let t = th.id;
         let cpu = {
             let mut st = self.st_mut();
-            let mut ops = vec![TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            )];
+            let mut ops = vec![inode_update(ino)];
             for (off, l) in holes {
                 // Punched holes inside the range give way to the new extent.
                 ops.extend(drop_range_ops(&st, ino, off, off + l));
@@ -1360,11 +1323,7 @@ impl Btrfs {
             let mut st = self.st_mut();
             // btrfs_drop_extents: the items of the extents inside the range go (the ones
             // crossing its ends are trimmed: counted as rewrites of their items).
-            let mut ops = vec![TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            )];
+            let mut ops = vec![inode_update(ino)];
             ops.extend(drop_range_ops(&st, ino, offset, end));
             self.drop_extents(&mut st, ino, offset, end, t);
             if !self.mutant(Mutant::PunchHoleLogsNoHole) {

@@ -2,8 +2,8 @@
 
 use super::ctree::Btrfs;
 use super::ctree_btree::{
-    drop_extent_ops, inode_key, key_type, link_ops, orphan_key, size, tree_id, unlink_ops, Key,
-    TreeOp,
+    drop_extent_ops, inode_key, inode_update, key_type, link_ops, orphan_key, size, tree_id,
+    unlink_ops, Key, TreeOp,
 };
 use super::policy::{LogPatch, Mutant};
 use super::state::*;
@@ -272,11 +272,7 @@ impl Btrfs {
             ops.extend(Self::unlinked_inode_ops(&st, tg));
         }
         ops.extend(link_ops(&mut st.trees, ino, new_dir, new_name));
-        ops.push(TreeOp::Update(
-            tree_id::FS,
-            inode_key(ino),
-            size::INODE_ITEM,
-        ));
+        ops.push(inode_update(ino));
         let cpu = Self::tree_ops(&mut st, &self.inner.costs, t, &ops);
         if rename {
             st.remove_dentry(old_dir, old_name, t, self.inner.h.now());
@@ -380,11 +376,7 @@ impl Btrfs {
             ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
             return ops;
         }
-        ops.push(TreeOp::Update(
-            tree_id::FS,
-            inode_key(ino),
-            size::INODE_ITEM,
-        ));
+        ops.push(inode_update(ino));
         if last {
             ops.push(TreeOp::Insert(
                 tree_id::FS,
@@ -474,11 +466,7 @@ impl Btrfs {
                 ops.extend(Self::unlinked_inode_ops(&st, ino));
             } else {
                 // The inode item's nlink and ctime (btrfs_update_inode).
-                ops.push(TreeOp::Update(
-                    tree_id::FS,
-                    inode_key(ino),
-                    size::INODE_ITEM,
-                ));
+                ops.push(inode_update(ino));
             }
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
@@ -549,7 +537,7 @@ impl Btrfs {
         let cpu = {
             let mut st = self.st_mut();
             st.inodes.get_mut(&ino).unwrap().item_trans = t;
-            let op = TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM);
+            let op = inode_update(ino);
             Self::tree_ops(&mut st, &self.inner.costs, t, &[op])
         };
         self.run_tree_work(cpu).await;
@@ -630,11 +618,7 @@ impl Btrfs {
         let cpu = {
             let mut st = self.st_mut();
             let old = st.inodes[&ino].disk_size;
-            let mut ops = vec![TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            )];
+            let mut ops = vec![inode_update(ino)];
             if size <= old {
                 // btrfs_truncate_inode_items: the items of the extents past the new size.
                 let i = &st.inodes[&ino];

@@ -4,7 +4,7 @@
 //! stays allocated while any file extent item refers to it.
 
 use super::ctree::Btrfs;
-use super::ctree_btree::{inode_key, key_type, size, tree_id, Key, TreeOp};
+use super::ctree_btree::{inode_update, key_type, size, tree_id, Key, TreeOp};
 use super::policy::{LogPatch, Mutant};
 use super::state::*;
 use crate::vfs::op::CLONE_BLOCK;
@@ -69,7 +69,7 @@ impl Btrfs {
             let th = self.start_transaction_items(1).await?;
             let cpu = {
                 let mut st = self.st_mut();
-                let mut ops = vec![TreeOp::Update(tree_id::FS, inode_key(d), size::INODE_ITEM)];
+                let mut ops = vec![inode_update(d)];
                 self.cont_expand(&mut st, d, (dst_size, r.dst_off), th.id, &mut ops);
                 Self::tree_ops(&mut st, &self.inner.costs, th.id, &ops)
             };
@@ -168,11 +168,7 @@ impl Btrfs {
                 pieces.pop();
             }
             let copied = !pieces.is_empty();
-            let mut ops = vec![TreeOp::Update(
-                tree_id::FS,
-                inode_key(r.dst),
-                size::INODE_ITEM,
-            )];
+            let mut ops = vec![inode_update(r.dst)];
             ops.extend(super::file::drop_range_ops(&st, r.dst, dst_start, dst_end));
             self.drop_extents(&mut st, r.dst, dst_start, dst_end, t);
             let (refs, cloned_end) = self.insert_clone_pieces(&mut st, r.dst, pieces, t, &mut ops);

@@ -5,7 +5,7 @@
 //! recovery keeps.
 
 use super::ctree::Btrfs;
-use super::ctree_btree::{inode_key, link_ops, orphan_key, size, tree_id, TreeOp};
+use super::ctree_btree::{inode_key, inode_update, link_ops, orphan_key, size, tree_id, TreeOp};
 use super::state::*;
 use crate::vfs::recovered::InodeKind;
 use crate::vfs::{Op, OpError};
@@ -183,11 +183,7 @@ impl Btrfs {
         let cpu = {
             let mut st = self.st_mut();
             let mut ops: Vec<TreeOp> = link_ops(&mut st.trees, ino, dir, name).into();
-            ops.push(TreeOp::Update(
-                tree_id::FS,
-                inode_key(ino),
-                size::INODE_ITEM,
-            ));
+            ops.push(inode_update(ino));
             if first {
                 ops.push(TreeOp::Delete(tree_id::FS, orphan_key(ino)));
             }

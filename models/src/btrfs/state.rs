@@ -468,6 +468,30 @@ impl Extent {
         }
     }
 
+    /// A data extent `id` over [offset, offset + len), written in transaction `t` by device
+    /// write `token` at `data_offset`, holding `pieces` of the data space.
+    pub fn data(
+        id: u64,
+        (offset, len): (u64, u64),
+        t: TransId,
+        token: u64,
+        data_offset: u64,
+        pieces: Vec<(u64, u64)>,
+    ) -> Extent {
+        Extent {
+            id,
+            offset,
+            len,
+            generation: t,
+            item_trans: t,
+            hole: false,
+            prealloc: false,
+            data_token: token,
+            data_offset,
+            pieces,
+        }
+    }
+
     /// One past the last byte it covers.
     pub fn end(&self) -> u64 {
         self.offset + self.len

@@ -1,7 +1,7 @@
 //! fs/btrfs/xattr.c: setting an extended attribute.
 
 use super::ctree::Btrfs;
-use super::ctree_btree::{inode_key, key_type, name_hash, size, tree_id, Key, TreeOp};
+use super::ctree_btree::{inode_update, key_type, name_hash, size, tree_id, Key, TreeOp};
 use crate::vfs::OpError;
 
 impl Btrfs {
@@ -31,7 +31,7 @@ impl Btrfs {
             let key = Key::new(ino, key_type::XATTR_ITEM, name_hash(name));
             let ops = [
                 TreeOp::Insert(tree_id::FS, key, size::DIR_ITEM + name.len() as u32),
-                TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM),
+                inode_update(ino),
             ];
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
@@ -80,10 +80,7 @@ impl Btrfs {
                 });
             }
             let key = Key::new(ino, key_type::XATTR_ITEM, name_hash(name));
-            let ops = [
-                TreeOp::Delete(tree_id::FS, key),
-                TreeOp::Update(tree_id::FS, inode_key(ino), size::INODE_ITEM),
-            ];
+            let ops = [TreeOp::Delete(tree_id::FS, key), inode_update(ino)];
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
         self.run_tree_work(cpu).await;
