@@ -448,6 +448,37 @@ fn blocking_and_checksums_cost_an_fsync_cpu() {
     assert!(all - no_csum >= 738.0, "csum: {all} vs {no_csum}");
 }
 
+/// Mean CPU (class "cpu") per `op` of a 4-client dbench second under linux-5.11, with
+/// `[cpu]` flat times `flat`.
+fn op_cpu_ns(op: &str, flat: &[(&str, u64)]) -> f64 {
+    let (mut s, d) = small_dbench(4, 1);
+    for &(k, v) in flat {
+        s.cpu.insert(k.to_string(), v);
+    }
+    let r = run(&s, &Policy::preset("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    let cpu = r.classes.iter().position(|c| c == "cpu").unwrap();
+    let o = r.ops.iter().find(|o| o.name == op).unwrap();
+    o.attribution[cpu] as f64 / o.hist.len() as f64
+}
+
+#[test]
+fn dbench_calls_that_reach_the_filesystem_pay_their_vfs_work() {
+    use models::workload::vfs_work::VfsWork;
+    let w = VfsWork::default();
+    // A flat `[cpu]` time for an operation stands for its whole call: the VFS work around
+    // the filesystem operation is then not added, and the difference is that work.
+    let flat = [("Unlink", 1), ("Rename", 1)];
+    let unlink = op_cpu_ns("Unlink", &[]) - op_cpu_ns("Unlink", &flat);
+    let rename = op_cpu_ns("Rename", &[]) - op_cpu_ns("Rename", &flat);
+    // resolve_name's stat and the walk; for a rename also the missing name's scan of a
+    // directory of at least no entries.
+    assert!(unlink >= 0.8 * w.unlink_around() as f64, "unlink: {unlink}");
+    assert!(
+        rename >= 0.8 * w.rename_around(0) as f64,
+        "rename: {rename}"
+    );
+}
+
 /// compare tells its progress in simulated time: the batch's total once, then advances that
 /// add up to it, more than one per run (a run reports each simulated second); the runs are
 /// the same as without a progress display.

@@ -168,16 +168,40 @@ impl Client {
         f: usize,
         make: impl FnOnce(OpPath) -> Op,
     ) -> bool {
+        self.measure_file_after(op, bytes, 0, f, make).await
+    }
+
+    /// `measure_file`, the operation first spending `pre` of CPU (the VFS work of dbench's
+    /// call around the filesystem operation).
+    async fn measure_file_after(
+        &mut self,
+        op: usize,
+        bytes: u64,
+        pre: Nanos,
+        f: usize,
+        make: impl FnOnce(OpPath) -> Op,
+    ) -> bool {
         self.cx.flush_cpu(&mut self.pending).await
             && self
                 .cx
-                .measure_op(
+                .measure_op_after(
                     op,
                     bytes,
                     &mut self.before,
+                    pre,
                     file_op(&mut self.file_ops[f], make),
                 )
                 .await
+    }
+
+    /// The VFS work around filesystem operation `op` from `work`, unless the workload's
+    /// `[cpu]` gives flat times (the flat time then stands for the whole call).
+    fn around(&self, op: usize, work: impl FnOnce(&VfsWork) -> Nanos) -> Nanos {
+        if self.open_flat.is_some() || self.flat[op].is_some() {
+            0
+        } else {
+            work(&self.work)
+        }
     }
 
     /// Runs one operation of the mix; false when a filesystem operation failed.
@@ -201,7 +225,8 @@ impl Client {
                     if self.last == Some(f) {
                         self.last = None;
                     }
-                    self.measure_file(op, 0, f, Op::Unlink).await
+                    let pre = self.around(op, VfsWork::unlink_around);
+                    self.measure_file_after(op, 0, pre, f, Op::Unlink).await
                 }
                 None => {
                     let cost = self.failed_lookup_cost();
@@ -214,7 +239,10 @@ impl Client {
             MKDIR => self.cpu(op, self.open_cost(), 0),
             SFILEINFO => match self.open_file() {
                 // fio_sfileinfo: utime(2) → btrfs_setattr → btrfs_dirty_inode (TRANS_JOIN).
-                Some(f) => self.measure_file(op, 0, f, Op::Setattr).await,
+                Some(f) => {
+                    let pre = self.around(op, VfsWork::sfileinfo_around);
+                    self.measure_file_after(op, 0, pre, f, Op::Setattr).await
+                }
                 None => self.cpu(op, self.flat[op].unwrap_or(self.work.qfileinfo()), 0),
             },
             // Qpathinfo, Qfileinfo, Qfsinfo, Find, LockX, UnlockX, Close:
@@ -284,9 +312,12 @@ impl Client {
         let create = self.rng.random_range(0..DBENCH_CREATE.1) < DBENCH_CREATE.0;
         match (create, self.pick(!create)) {
             (true, Some(f)) => {
+                // resolve_name scans the directory as it is before the create.
+                let entries = self.dir_entries(f / DBENCH_FILES);
+                let pre = self.around(op, |w| w.create_around(entries));
                 self.exists.set(f, true);
                 self.last = Some(f);
-                self.measure_file(op, 0, f, Op::Create).await
+                self.measure_file_after(op, 0, pre, f, Op::Create).await
             }
             (false, Some(f)) => {
                 self.last = Some(f);
@@ -338,6 +369,8 @@ impl Client {
             let cost = self.failed_lookup_cost();
             return self.cpu(op, cost, 0);
         };
+        let entries = self.dir_entries(a / DBENCH_FILES);
+        let pre = self.around(op, |w| w.rename_around(entries));
         self.exists.set(a, false);
         self.exists.set(b, true);
         self.last = Some(b);
@@ -345,20 +378,29 @@ impl Client {
             return false;
         }
         let rename = Op::Rename(self.path(a), self.path(b));
-        self.cx.measure_op(op, 0, &mut self.before, &rename).await
+        self.cx
+            .measure_op_after(op, 0, &mut self.before, pre, &rename)
+            .await
     }
 
     /// Deltree: dbench's fio_deltree walks the client's tree and unlinks every file; it
     /// removes no directory (fileio.c:fio_deltree).
     async fn deltree(&mut self, op: usize) -> bool {
         let victims: Vec<usize> = (0..self.n).filter(|&f| self.exists.has(f)).collect();
+        let mut dirs = [0u64; DBENCH_DIRS.len()];
+        for (d, n) in dirs.iter_mut().enumerate() {
+            *n = self.dir_entries(d);
+        }
+        // The walk: every directory read, every name stat'ed and unlinked by path.
+        let pre = self.around(op, |w| w.deltree_around(&dirs));
         for &f in &victims {
             self.exists.set(f, false);
         }
         self.last = None;
         if victims.is_empty() {
-            // Nothing to delete: a directory walk, costed like Close.
-            return self.cpu(op, self.close_cost(), 0);
+            // Nothing to delete: the walk only (with `[cpu]`'s flat times, Close's).
+            let cost = if pre > 0 { pre } else { self.close_cost() };
+            return self.cpu(op, cost, 0);
         }
         let fs = self.cx.clone();
         let paths: Vec<OpPath> = victims.iter().map(|&f| self.path(f)).collect();
@@ -366,6 +408,9 @@ impl Client {
             && self
                 .cx
                 .measure(op, 0, &mut self.before, async move {
+                    if pre > 0 {
+                        fs.h.cpu(pre).await;
+                    }
                     for p in paths {
                         fs.fs(Op::Unlink(p)).await?;
                     }

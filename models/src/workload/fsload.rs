@@ -377,9 +377,25 @@ impl Ctx {
         before: &mut Vec<Nanos>,
         fs_op: &Op,
     ) -> bool {
+        self.measure_op_after(op, bytes, before, 0, fs_op).await
+    }
+
+    /// `measure_op`, the measured operation first spending `pre` of CPU: the work the
+    /// benchmark's call makes around the filesystem operation (its lookups, walks, stats).
+    pub(super) async fn measure_op_after(
+        &self,
+        op: usize,
+        bytes: u64,
+        before: &mut Vec<Nanos>,
+        pre: Nanos,
+        fs_op: &Op,
+    ) -> bool {
         let me = self.h.current();
         let start = self.h.now();
         self.h.account_into(me, before);
+        if pre > 0 {
+            self.h.cpu(pre).await;
+        }
         // Dispatched here rather than through `Mounted::run_op`: one future layer less on
         // every resumption of the operation.
         let done = crate::mount::dispatch!(&self.fs, fs => fs.run_op(fs_op).await);

@@ -1,7 +1,8 @@
 //! The CPU of the system calls dbench's fileio backend makes that never reach the filesystem
-//! model's write paths (stat, open, getdents, fstat, statvfs, pread, fcntl, close), from the
-//! work each does: path components walked, directory entries read, bytes copied, locks
-//! taken. Replaces the per-operation times once derived from the btrfs dbench thread's own
+//! model's write paths (stat, open, getdents, fstat, statvfs, pread, fcntl, close), and of
+//! the VFS work around those that do (a create's resolve_name and open walk, an unlink's
+//! or rename's walks), from the work each does: path components walked, directory entries
+//! read, bytes copied, locks taken. Replaces the per-operation times once derived from the btrfs dbench thread's own
 //! latencies (issue 27, item 6).
 //!
 //! Unit costs are for one core of a 2019-20 server part, the Xeon Gold 6248 at its 2.5 GHz
@@ -157,6 +158,49 @@ impl VfsWork {
         ns(self.resolve_ps(false, dir_entries) + self.stat_ps(FILE_COMPONENTS, false))
     }
 
+    /// The work of an NTCreateX that creates (fio_createx, FILE_CREATE) other than the
+    /// create itself (the filesystem model's, with its system call): resolve_name's failing
+    /// stat and scan of the directory of `dir_entries` names, open(2)'s walk and file
+    /// object, then fstat. The dentry of the missing name is taken as cached (negative):
+    /// every name of dbench's loop has existed before, so no filesystem lookup runs.
+    pub fn create_around(&self, dir_entries: u64) -> Nanos {
+        let open = FILE_COMPONENTS * self.component_ps + self.open_file_ps;
+        ns(self.resolve_ps(false, dir_entries) + open + self.syscall_ps + self.getattr_ps)
+    }
+
+    /// The work of an Unlink (fio_unlink) other than the unlink itself: resolve_name (the
+    /// stat succeeds) and unlink(2)'s walk to the parent (do_unlinkat: the last component
+    /// is looked up under the parent's lock, a dcache hit).
+    pub fn unlink_around(&self) -> Nanos {
+        ns(self.resolve_ps(true, 0) + FILE_COMPONENTS * self.component_ps)
+    }
+
+    /// The work of a Rename (fio_rename) other than the rename itself: resolve_name of the
+    /// old name (found) and of the new one (missing: its directory of `dir_entries` names
+    /// is scanned), then rename(2)'s walks of both paths.
+    pub fn rename_around(&self, dir_entries: u64) -> Nanos {
+        let walks = 2 * FILE_COMPONENTS * self.component_ps;
+        ns(self.resolve_ps(true, 0) + self.resolve_ps(false, dir_entries) + walks)
+    }
+
+    /// The work of an Sfileinfo (fio_sfileinfo) other than utime's change: fstat of the
+    /// open file and utime(2)'s walk of its path.
+    pub fn sfileinfo_around(&self) -> Nanos {
+        ns(self.syscall_ps + self.getattr_ps + FILE_COMPONENTS * self.component_ps)
+    }
+
+    /// The work of a Deltree (fio_deltree) other than its unlinks: each directory of
+    /// `dirs` (names in each) opened and read to the end, each name stat'ed by its path
+    /// and unlink(2)'s walk of it.
+    pub fn deltree_around(&self, dirs: &[u64]) -> Nanos {
+        let per_name = self.stat_ps(FILE_COMPONENTS, true) + FILE_COMPONENTS * self.component_ps;
+        let ps = dirs
+            .iter()
+            .map(|&n| self.scan_dir_ps(FILE_COMPONENTS - 1, n, false) + n * per_name)
+            .sum::<u64>();
+        ns(ps)
+    }
+
     /// QUERY_FILE_INFORMATION (fio_qfileinfo): fstat(2).
     pub fn qfileinfo(&self) -> Nanos {
         ns(self.syscall_ps + self.getattr_ps)
@@ -202,5 +246,12 @@ mod tests {
             assert!(c >= 250, "{c}");
         }
         assert!(w.read(65536) > w.read(4096));
+        // The work around a filesystem call: a create and a rename scan the directory
+        // for the missing name, an unlink does not; more names, more work.
+        assert!(w.create_around(20) > w.create_around(0));
+        assert!(w.rename_around(20) > w.rename_around(0));
+        assert!(w.create_around(0) > w.unlink_around());
+        assert!(w.deltree_around(&[10, 10]) > w.deltree_around(&[10]));
+        assert!(w.sfileinfo_around() > w.qfileinfo());
     }
 }
