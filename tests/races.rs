@@ -76,6 +76,25 @@ fn the_r6_fix_shortens_the_fsync_that_waited() {
 }
 
 #[test]
+fn the_r1_link_lands_in_a_commit_s_unblocked_window() {
+    let sc = Scenario::load("r1-link-rename-logged-trans").unwrap();
+    let r = run_with(&sc, &sc.pre_policy());
+    let m = |k: &str| r.metrics.get(k).unwrap();
+    // The link races a transaction still committing: its commit spent time between
+    // UNBLOCKED and COMPLETED (the race's window) and before UNBLOCKED; no commit's share
+    // outlasts the run.
+    assert!(m("transaction_commits") >= 1);
+    assert!(m("commit_unblocked_ns") > 0, "{:?}", r.metrics);
+    assert!(m("commit_blocking_ns") > 0, "{:?}", r.metrics);
+    let spent = m("commit_unblocked_ns") + m("commit_blocking_ns");
+    assert!(
+        spent <= r.end * m("transaction_commits"),
+        "{spent} > {}",
+        r.end
+    );
+}
+
+#[test]
 fn linux_5_10_shows_the_r1_to_r6_waste_and_no_r7_waste() {
     let p510 = Policy::preset("linux-5.10").unwrap();
     for sc in Scenario::builtin().into_iter().filter(|s| s.fix.is_some()) {

@@ -40,6 +40,12 @@ pub struct Counters {
     pub full_commits_by_cause: BTreeMap<String, u64>,
     /// Transaction commits (all, including periodic and explicit).
     pub transaction_commits: u64,
+    /// Nanoseconds commits spent from COMMIT_START to UNBLOCKED, summed (new START and
+    /// ATTACH handles wait in it).
+    pub commit_blocking_ns: u64,
+    /// Nanoseconds commits spent from UNBLOCKED to COMPLETED, summed: a new transaction
+    /// runs while `last_trans_committed` is the one before (the window R1–R5's races need).
+    pub commit_unblocked_ns: u64,
     /// Times log start waited for tree_log_mutex (R6).
     pub tree_log_mutex_waits: u64,
     /// Nanoseconds log start waited for tree_log_mutex (R6).
@@ -214,6 +220,8 @@ impl Counters {
             ("log_syncs", self.log_syncs),
             ("full_commits", self.full_commits),
             ("transaction_commits", self.transaction_commits),
+            ("commit_blocking_ns", self.commit_blocking_ns),
+            ("commit_unblocked_ns", self.commit_unblocked_ns),
             ("sync_log_super_waits", self.sync_log_super_waits),
             ("sync_log_super_wait_ns", self.sync_log_super_wait_ns),
             ("device_bytes_written", self.device_bytes_written),
@@ -329,6 +337,8 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "log_syncs" => "log syncs (a superblock written for a log)",
         "full_commits" => "fsyncs that fell back to a full transaction commit; .RULE splits them (last_unlink_trans.inode|parent|ancestor, log_full_commit_flag, stale_log_full_commit_check)",
         "transaction_commits" => "transaction commits (all: fsync fallbacks, kthread, explicit)",
+        "commit_blocking_ns" => "nanoseconds commits spent from COMMIT_START to UNBLOCKED (new START/ATTACH handles wait), summed",
+        "commit_unblocked_ns" => "nanoseconds commits spent from UNBLOCKED to COMPLETED (a new transaction runs while last_trans_committed is the one before: R1-R5's window), summed",
         "sync_log_super_waits" => "times a log sync waited for tree_log_mutex before its superblock",
         "sync_log_super_wait_ns" => "nanoseconds a log sync waited for tree_log_mutex before its superblock",
         "device_bytes_written" => "bytes written to the device",

@@ -229,12 +229,15 @@ impl Btrfs {
             self.wait_for_other_commit(th, want).await;
             return;
         }
+        let started = self.inner.h.now();
         self.commit_start(t, want).await;
         self.commit_wait_for_writers(th).await;
         // Step 5-6: tree_log_mutex is held from here until the superblocks are written.
         let tree_log = self.inner.tree_log_mutex.lock().await;
         self.commit_critical_section(t).await;
         self.commit_unblock(t).await;
+        let unblocked = self.inner.h.now();
+        self.inner.m.borrow_mut().commit_blocking_ns += unblocked - started;
         let log_mutex = if self.mutant(Mutant::CommitTakesLogMutex) {
             Some(self.inner.log_mutex.lock().await)
         } else {
@@ -248,6 +251,8 @@ impl Btrfs {
             self.inner.commit_wait.notify_all();
         }
         self.commit_unpin_and_complete(t).await;
+        let done = self.inner.h.now() - unblocked;
+        self.inner.m.borrow_mut().commit_unblocked_ns += done;
     }
 
     /// Step 1 of the commit: another task is committing `th.id`; end our handle and wait
