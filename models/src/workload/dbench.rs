@@ -160,20 +160,10 @@ impl Client {
         true
     }
 
-    /// Spends the queued CPU time, then runs `make(path of f)` as measured operation `op`.
+    /// Spends the queued CPU time, then runs `make(path of f)` as measured operation `op`,
+    /// first spending `pre` of CPU (the VFS work of dbench's call around the filesystem
+    /// operation).
     async fn measure_file(
-        &mut self,
-        op: usize,
-        bytes: u64,
-        f: usize,
-        make: impl FnOnce(OpPath) -> Op,
-    ) -> bool {
-        self.measure_file_after(op, bytes, 0, f, make).await
-    }
-
-    /// `measure_file`, the operation first spending `pre` of CPU (the VFS work of dbench's
-    /// call around the filesystem operation).
-    async fn measure_file_after(
         &mut self,
         op: usize,
         bytes: u64,
@@ -215,7 +205,7 @@ impl Client {
                 self.cpu(op, cost, size)
             }
             FLUSH => match self.open_file() {
-                Some(f) => self.measure_file(op, 0, f, Op::Fsync).await,
+                Some(f) => self.measure_file(op, 0, 0, f, Op::Fsync).await,
                 None => self.cpu(op, self.close_cost(), 0),
             },
             RENAME => self.rename(op).await,
@@ -226,7 +216,7 @@ impl Client {
                         self.last = None;
                     }
                     let pre = self.around(op, VfsWork::unlink_around);
-                    self.measure_file_after(op, 0, pre, f, Op::Unlink).await
+                    self.measure_file(op, 0, pre, f, Op::Unlink).await
                 }
                 None => {
                     let cost = self.failed_lookup_cost();
@@ -241,7 +231,7 @@ impl Client {
                 // fio_sfileinfo: utime(2) → btrfs_setattr → btrfs_dirty_inode (TRANS_JOIN).
                 Some(f) => {
                     let pre = self.around(op, VfsWork::sfileinfo_around);
-                    self.measure_file_after(op, 0, pre, f, Op::Setattr).await
+                    self.measure_file(op, 0, pre, f, Op::Setattr).await
                 }
                 None => self.cpu(op, self.flat[op].unwrap_or(self.work.qfileinfo()), 0),
             },
@@ -317,7 +307,7 @@ impl Client {
                 let pre = self.around(op, |w| w.create_around(entries));
                 self.exists.set(f, true);
                 self.last = Some(f);
-                self.measure_file_after(op, 0, pre, f, Op::Create).await
+                self.measure_file(op, 0, pre, f, Op::Create).await
             }
             (false, Some(f)) => {
                 self.last = Some(f);
@@ -338,7 +328,9 @@ impl Client {
             return self.cpu(op, self.close_cost(), 0);
         };
         if !self.cx.spec.sync_open {
-            return self.measure_file(op, size, f, |p| Op::Write(p, size)).await;
+            return self
+                .measure_file(op, size, 0, f, |p| Op::Write(p, size))
+                .await;
         }
         if !self.cx.flush_cpu(&mut self.pending).await {
             return false;

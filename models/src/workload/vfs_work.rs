@@ -2,8 +2,8 @@
 //! model's write paths (stat, open, getdents, fstat, statvfs, pread, fcntl, close), and of
 //! the VFS work around those that do (a create's resolve_name and open walk, an unlink's
 //! or rename's walks), from the work each does: path components walked, directory entries
-//! read, bytes copied, locks taken. Replaces the per-operation times once derived from the btrfs dbench thread's own
-//! latencies (issue 27, item 6).
+//! read, bytes copied, locks taken. Replaces the per-operation times once derived from the
+//! btrfs dbench thread's own latencies (issue 27, item 6).
 //!
 //! Unit costs are for one core of a 2019-20 server part, the Xeon Gold 6248 at its 2.5 GHz
 //! base clock (the part `btrfs::costs` prices b-tree work on): 1 cycle = 0.4 ns. Latencies
@@ -101,6 +101,17 @@ fn ns(ps: u64) -> Nanos {
 }
 
 impl VfsWork {
+    /// The RCU walk of a file's path (`FILE_COMPONENTS` components), as open(2), unlink(2),
+    /// rename(2) and utime(2) make it.
+    fn walk_ps(&self) -> u64 {
+        FILE_COMPONENTS * self.component_ps
+    }
+
+    /// fstat(2) of an open file.
+    fn fstat_ps(&self) -> u64 {
+        self.syscall_ps + self.getattr_ps
+    }
+
     /// stat(2) of a path of `components` (the last missing when `!exists`: the walk ends
     /// at a cached negative dentry and no stat buffer is filled).
     fn stat_ps(&self, components: u64, exists: bool) -> u64 {
@@ -147,8 +158,8 @@ impl VfsWork {
     /// NTCreateX of an existing file (fio_createx): resolve_name (stat succeeds), open(2)
     /// (walk, file object), fstat.
     pub fn open_existing(&self) -> Nanos {
-        let open = self.syscall_ps + FILE_COMPONENTS * self.component_ps + self.open_file_ps;
-        ns(self.resolve_ps(true, 0) + open + self.syscall_ps + self.getattr_ps)
+        let open = self.syscall_ps + self.walk_ps() + self.open_file_ps;
+        ns(self.resolve_ps(true, 0) + open + self.fstat_ps())
     }
 
     /// A lookup that fails where a name was expected (an NTCreateX, Unlink, Rename or Mkdir
@@ -164,36 +175,35 @@ impl VfsWork {
     /// object, then fstat. The dentry of the missing name is taken as cached (negative):
     /// every name of dbench's loop has existed before, so no filesystem lookup runs.
     pub fn create_around(&self, dir_entries: u64) -> Nanos {
-        let open = FILE_COMPONENTS * self.component_ps + self.open_file_ps;
-        ns(self.resolve_ps(false, dir_entries) + open + self.syscall_ps + self.getattr_ps)
+        let open = self.walk_ps() + self.open_file_ps;
+        ns(self.resolve_ps(false, dir_entries) + open + self.fstat_ps())
     }
 
     /// The work of an Unlink (fio_unlink) other than the unlink itself: resolve_name (the
     /// stat succeeds) and unlink(2)'s walk to the parent (do_unlinkat: the last component
     /// is looked up under the parent's lock, a dcache hit).
     pub fn unlink_around(&self) -> Nanos {
-        ns(self.resolve_ps(true, 0) + FILE_COMPONENTS * self.component_ps)
+        ns(self.resolve_ps(true, 0) + self.walk_ps())
     }
 
     /// The work of a Rename (fio_rename) other than the rename itself: resolve_name of the
     /// old name (found) and of the new one (missing: its directory of `dir_entries` names
     /// is scanned), then rename(2)'s walks of both paths.
     pub fn rename_around(&self, dir_entries: u64) -> Nanos {
-        let walks = 2 * FILE_COMPONENTS * self.component_ps;
-        ns(self.resolve_ps(true, 0) + self.resolve_ps(false, dir_entries) + walks)
+        ns(self.resolve_ps(true, 0) + self.resolve_ps(false, dir_entries) + 2 * self.walk_ps())
     }
 
     /// The work of an Sfileinfo (fio_sfileinfo) other than utime's change: fstat of the
     /// open file and utime(2)'s walk of its path.
     pub fn sfileinfo_around(&self) -> Nanos {
-        ns(self.syscall_ps + self.getattr_ps + FILE_COMPONENTS * self.component_ps)
+        ns(self.fstat_ps() + self.walk_ps())
     }
 
     /// The work of a Deltree (fio_deltree) other than its unlinks: each directory of
     /// `dirs` (names in each) opened and read to the end, each name stat'ed by its path
     /// and unlink(2)'s walk of it.
     pub fn deltree_around(&self, dirs: &[u64]) -> Nanos {
-        let per_name = self.stat_ps(FILE_COMPONENTS, true) + FILE_COMPONENTS * self.component_ps;
+        let per_name = self.stat_ps(FILE_COMPONENTS, true) + self.walk_ps();
         let ps = dirs
             .iter()
             .map(|&n| self.scan_dir_ps(FILE_COMPONENTS - 1, n, false) + n * per_name)
@@ -203,7 +213,7 @@ impl VfsWork {
 
     /// QUERY_FILE_INFORMATION (fio_qfileinfo): fstat(2).
     pub fn qfileinfo(&self) -> Nanos {
-        ns(self.syscall_ps + self.getattr_ps)
+        ns(self.fstat_ps())
     }
 
     /// QUERY_FS_INFORMATION (fio_qfsinfo): statvfs(2) of the client's directory
