@@ -190,3 +190,39 @@ fn overwrites_replace_their_file_extent_items() {
         assert_eq!(items, extents, "{n} overwrites");
     }
 }
+
+/// An insert or a delete at a leaf's front rewrites the data offset of every item after it
+/// (setup_items_for_insert, btrfs_del_items@v5.10), one at its end only its own; a push and a
+/// split rewrite the offsets of the items they move; each rewrite costs `item_offset_ps`.
+#[test]
+fn items_after_the_slot_have_their_offsets_rewritten() {
+    let c = Costs::default();
+    let mut t = Tree::new(16 << 10);
+    let mut w = Work::default();
+    for ino in 100..150 {
+        t.insert(inode_key(ino), size::INODE_ITEM, &mut w);
+    }
+    let at = |t: &mut Tree, ino: u64| {
+        let mut w = Work::default();
+        t.insert(inode_key(ino), size::INODE_ITEM, &mut w);
+        w
+    };
+    let (end, front) = (at(&mut t, 150), at(&mut t, 99));
+    assert_eq!((end.fixups, front.fixups), (1, 52), "{end:?} {front:?}");
+    let extra = c.tree_cpu(&front, 0) - c.tree_cpu(&end, 0);
+    let moved = (front.moved - end.moved) * c.leaf_move_ps_per_byte;
+    assert_eq!(extra, (51 * c.item_offset_ps + moved).div_ceil(1000));
+    let mut d = Work::default();
+    t.delete(inode_key(99), &mut d);
+    assert_eq!(d.fixups, 51, "the 51 items after the first shift back");
+    // Filling the leaf to its split: the split moves half the items to a new leaf.
+    let mut s = Work::default();
+    for ino in 151..189 {
+        t.insert(inode_key(ino), size::INODE_ITEM, &mut s);
+    }
+    assert_eq!(s.splits, 1, "{s:?}");
+    assert!(
+        s.fixups >= 38 + 44,
+        "each append plus the split's moved half: {s:?}"
+    );
+}

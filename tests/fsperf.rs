@@ -128,10 +128,10 @@ fn direct_io_leaves_delayed_ref_reservations_until_they_run() {
     // Each direct write's ordered extent queues delayed ref heads (the new extent, the
     // overwritten one, COWed leaves); the inode's released reservation fills
     // delayed_refs_rsv, held until the refs run. On the 1 TiB device that reaches the
-    // 64 GiB overcommit bound within a fifth of a second: tickets, and the async reclaim
-    // runs delayed refs.
+    // 64 GiB overcommit bound within a fifth of a second: tickets; the async reclaim first
+    // runs delayed items (FLUSH_DELAYED_ITEMS_NR), and by two fifths delayed refs.
     let (mut s, d) = short("dio4kbs16threads", 1);
-    s.duration = sim::S / 5;
+    s.duration = sim::S * 2 / 5;
     let p = parse_policy("linux-5.13").unwrap();
     let r = run(&s, &p, &d, 1, None).unwrap();
     let w = r.op("write").unwrap();

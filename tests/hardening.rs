@@ -299,7 +299,12 @@ fn merge_refuses_shards_no_sweep_could_have_written() {
         ),
         (
             "unowned-seed",
-            Box::new(move |v| v[0]["targets"][&t]["first_seed"] = 1.into()),
+            Box::new(move |v| {
+                // Seed 1 as both the first and the shortest hit: consistent, but odd seeds
+                // are shard 2/2's.
+                v[0]["targets"][&t]["first_seed"] = 1.into();
+                v[0]["targets"][&t]["shortest_seed"] = 1.into();
+            }),
             "not all of shard 1/2",
         ),
         (

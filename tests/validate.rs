@@ -202,11 +202,12 @@ fn small_dbench() -> (models::workload::spec::Spec, models::block::DiskConfig) {
     (spec, dev)
 }
 
-/// fsperf's direct writes for 0.7 s under linux-5.13: metadata tickets from about 0.15 s
-/// and a commit, where the global reserve is resized.
+/// fsperf's direct writes for 2 s under linux-5.13: metadata tickets from about 0.15 s
+/// and, by 2 s, a resize of the global reserve that changes the run (at 1.5 s none has yet,
+/// since leaf inserts pay for the item offsets they rewrite).
 fn small_dio() -> (models::workload::spec::Spec, models::block::DiskConfig) {
     let mut spec = models::workload::spec::Spec::load("dio4kbs16threads").unwrap();
-    spec.duration = 7 * sim::S / 10;
+    spec.duration = 2 * sim::S;
     let dev = models::block::DiskConfig::resolve(&spec.device).unwrap();
     (spec, dev)
 }
@@ -266,8 +267,7 @@ fn workload_costs_are_checked_like_a_scenarios_and_reach_the_run() {
 fn the_ablation_table_has_every_btrfs_delta_row_and_its_all_on_value() {
     // Shorter than `tiny`: nine variants of each btrfs run, no curves. dbench runs long
     // enough for a commit to race with the logging (data chunks fill at about 1 s), the
-    // direct writes for the first metadata tickets (about 0.2 s) and a commit that
-    // resizes the global reserve (0.7 s).
+    // direct writes for the first metadata tickets (about 0.2 s).
     let l = Lengths {
         dbench: sim::S,
         dbench_warmup: sim::S / 4,
@@ -299,12 +299,14 @@ fn the_ablation_table_has_every_btrfs_delta_row_and_its_all_on_value() {
         assert_eq!(r.all_on, d.model_value, "{}", r.id);
         assert_eq!(r.off.len(), names.len());
     }
-    // Each mechanism moves some row.
+    // Each mechanism but the global reserve's moves some row. Its resize changes the
+    // direct writes' run (each_ablation_switches_its_mechanism_off_in_a_workload_run), but
+    // on the 1 TiB device both kernels spend the run in tickets, where 5.14's preemptive
+    // flushing does not act: the same change under linux-5.13 and linux-5.14, so no delta
+    // moves (it moved the p99 row before leaf inserts paid for the offsets they rewrite).
     for (k, name) in names.iter().enumerate() {
-        assert!(
-            a.rows.iter().any(|r| r.off[k] != r.all_on),
-            "{name} off moved no row"
-        );
+        let moved = a.rows.iter().any(|r| r.off[k] != r.all_on);
+        assert!(moved || *name == "global_rsv", "{name} off moved no row");
     }
     let text = reports::validate::text(&v);
     assert!(text.contains("tree_locks off"), "{text}");

@@ -112,6 +112,30 @@ pub struct Costs {
     /// Skylake (one store port: Optimization Reference Manual §2.2): 8 B/cycle at 2.5 GHz
     /// = 50 ps/B). Also prices a COW's copy of the whole block (copy_extent_buffer_full).
     pub leaf_move_ps_per_byte: u64,
+    /// Picoseconds per item whose data offset is rewritten in a leaf (ctree.c@v5.10: the
+    /// loops of setup_items_for_insert, btrfs_del_items, btrfs_extend_item,
+    /// __push_leaf_left/right and copy_for_split each call btrfs_token_item_offset and
+    /// btrfs_set_token_item_offset per item, struct-funcs.c@v5.10: two out-of-line calls
+    /// whose fast path checks the token's page and loads or stores an unaligned le32, ~12
+    /// instructions each, with the loop's btrfs_item_nr arithmetic ~30 instructions, ~25
+    /// cycles at 2.5 GHz (estimate) = 10 ns). Cross-check, not a source: sampling the
+    /// kernel 6.18 on the development machine (AMD EPYC VM) creating 200,000 files in one
+    /// btrfs directory put 11 % of a 19.6 us create in btrfs_get_32 and btrfs_set_32.
+    pub item_offset_ps: u64,
+    /// Picoseconds of one transaction handle's life outside the trees, charged when it
+    /// joins: start_transaction@v5.10 (kmem_cache_zalloc of the handle, sb_start_intwrite,
+    /// btrfs_block_rsv_add → __reserve_bytes under space_info->lock and block_rsv_add_bytes
+    /// under the rsv's lock, join_transaction under trans_lock with the transaction's
+    /// use_count, num_writers and num_extwriters increments) and __btrfs_end_transaction
+    /// (btrfs_trans_release_metadata → btrfs_block_rsv_release under the rsv's, the
+    /// delayed-refs rsv's and space_info's locks, sb_end_intwrite, the num_writers decrement
+    /// and cond_wake_up's barrier, btrfs_put_transaction, kmem_cache_free): 6 spinlocks at
+    /// ~20 cycles, 6 atomics at ~18 (Agner Fog, Skylake-X), the slab allocation and free
+    /// ~190, ~400 other instructions at ~1.5 per cycle ~270: ~700 cycles at 2.5 GHz
+    /// (estimate) = 280 ns. Cross-check, not a source: start_transaction and
+    /// __btrfs_end_transaction took ~5 % of a 19.6 us create when sampling kernel 6.18 on
+    /// the development machine (~1 us).
+    pub trans_handle_ps: u64,
     /// Picoseconds of one uncontended spinlock acquire + release with a few loads held
     /// (queued_spin_lock's fast path is one LOCK CMPXCHG, ~18 cycles on Skylake-X (Agner
     /// Fog, instruction tables); the release is a plain store; inode_get_bytes's
@@ -199,6 +223,8 @@ impl Default for Costs {
             key_compare_ps: 10_000,
             tree_level_ps: 100_000,
             leaf_move_ps_per_byte: 50,
+            item_offset_ps: 10_000,
+            trans_handle_ps: 280_000,
             spinlock_ps: 8_000,
             context_switch: 285,
             wakeup: 285,
@@ -240,11 +266,13 @@ impl Costs {
         self.nodesize * 8 * 2
     }
 
-    /// CPU of b-tree work: levels, key comparisons and bytes moved at their unit costs, and
-    /// `cowed` blocks COWed (btrfs_cow_block copies the whole nodesize block).
+    /// CPU of b-tree work: levels, key comparisons, bytes moved and item offsets rewritten
+    /// at their unit costs, and `cowed` blocks COWed (btrfs_cow_block copies the whole
+    /// nodesize block).
     pub fn tree_cpu(&self, w: &super::ctree_btree::Work, cowed: u64) -> Nanos {
         let ps = w.levels * self.tree_level_ps
             + w.compares * self.key_compare_ps
+            + w.fixups * self.item_offset_ps
             + (w.moved + cowed * self.nodesize) * self.leaf_move_ps_per_byte;
         ps.div_ceil(1000)
     }
@@ -267,7 +295,7 @@ impl Costs {
     }
 
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 41] = [
+    pub const FIELDS: [&'static str; 43] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -301,6 +329,8 @@ impl Costs {
         "key_compare_ps",
         "tree_level_ps",
         "leaf_move_ps_per_byte",
+        "item_offset_ps",
+        "trans_handle_ps",
         "spinlock_ps",
         "context_switch",
         "wakeup",
@@ -378,6 +408,8 @@ impl Costs {
             "key_compare_ps" => &mut self.key_compare_ps,
             "tree_level_ps" => &mut self.tree_level_ps,
             "leaf_move_ps_per_byte" => &mut self.leaf_move_ps_per_byte,
+            "item_offset_ps" => &mut self.item_offset_ps,
+            "trans_handle_ps" => &mut self.trans_handle_ps,
             "spinlock_ps" => &mut self.spinlock_ps,
             "context_switch" => &mut self.context_switch,
             "wakeup" => &mut self.wakeup,
@@ -436,6 +468,12 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "tree_level_ps" => "ps per tree level visited",
         "leaf_move_ps_per_byte" => {
             "ps per byte moved inside an extent buffer (and per byte of a COW)"
+        }
+        "item_offset_ps" => {
+            "ps per item whose data offset a leaf insert, delete, push or split rewrites"
+        }
+        "trans_handle_ps" => {
+            "ps per transaction handle: started (reserving) and ended, outside the trees"
         }
         "spinlock_ps" => "ps per uncontended spinlock acquire and release (i_lock)",
         "context_switch" => {

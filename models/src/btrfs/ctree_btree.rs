@@ -141,6 +141,11 @@ pub struct Work {
     pub moved: u64,
     /// Leaves split (a new tree block allocated).
     pub splits: u64,
+    /// Item data offsets rewritten: the items after an insert's or a delete's slot
+    /// (setup_items_for_insert, btrfs_del_items, btrfs_extend_item) and the items a push or
+    /// a split moves to another leaf (__push_leaf_left/right, copy_for_split), one token
+    /// get and set each (ctree.c@v5.10).
+    pub fixups: u64,
 }
 
 impl Work {
@@ -150,6 +155,7 @@ impl Work {
         self.compares += o.compares;
         self.moved += o.moved;
         self.splits += o.splits;
+        self.fixups += o.fixups;
     }
 }
 
@@ -368,14 +374,17 @@ impl Tree {
         Self::search(h, nc, l.items.len(), w);
         match l.items.binary_search_by_key(&key, |x| x.0) {
             Ok(i) => {
-                // btrfs_extend_item / btrfs_truncate_item: the data after it shifts.
+                // btrfs_extend_item / btrfs_truncate_item: the data after it shifts, and
+                // the offsets from the slot on are rewritten.
                 w.moved += l.bytes_from(i + 1);
+                w.fixups += (l.items.len() - i) as u64;
                 l.used = (l.used + data).saturating_sub(l.items[i].1);
                 l.items[i].1 = data;
                 return l.id;
             }
             Err(i) if l.used + need <= ld || l.items.len() < 2 => {
                 w.moved += l.bytes_from(i);
+                w.fixups += (l.items.len() - i) as u64 + 1;
                 l.items.insert(i, (key, data));
                 l.used += need;
                 self.nitems += 1;
@@ -385,7 +394,7 @@ impl Tree {
         }
         // split_leaf: push to the neighbours, else split; the key's place may move into
         // a neighbour: look again, then split that leaf if it is still full.
-        self.make_room(lk, need);
+        self.make_room(lk, need, w);
         // Each split halves the leaf, so an item that fits an empty leaf finds room.
         loop {
             let (lk, s) = self.find(key);
@@ -393,6 +402,7 @@ impl Tree {
             if l.used + need <= ld || l.items.len() < 2 {
                 let i = l.items.binary_search_by_key(&key, |x| x.0).unwrap_err();
                 w.moved += l.bytes_from(i);
+                w.fixups += (l.items.len() - i) as u64 + 1;
                 l.items.insert(i, (key, data));
                 l.used += need;
                 self.nitems += 1;
@@ -415,6 +425,7 @@ impl Tree {
         let (_, data) = l.items.remove(i);
         l.used -= data + size::ITEM;
         w.moved += l.bytes_from(i);
+        w.fixups += (l.items.len() - i) as u64;
         self.nitems -= 1;
         if l.used < ld / 3 {
             self.merge(lk, w);
@@ -447,8 +458,11 @@ impl Tree {
     /// split_leaf's pushes for an insert of `need` bytes into the full leaf at `lk`:
     /// push_leaf_left (the leaf's first items into the left neighbour), then
     /// push_leaf_right (its last items into the right one). Both leaves keep room for the
-    /// new item wherever its key lands. Returns whether a push was made.
-    fn make_room(&mut self, lk: Key, need: u32) -> bool {
+    /// new item wherever its key lands. Returns whether a push was made. A push copies the
+    /// items' headers and data and rewrites the offsets of every item whose data moved:
+    /// the pushed ones and the source's remaining ones for a left push, the whole right
+    /// leaf for a right push (__push_leaf_left/__push_leaf_right@v5.10).
+    fn make_room(&mut self, lk: Key, need: u32, w: &mut Work) -> bool {
         let ld = self.leaf_data;
         let s = self.index[&lk] as usize;
         let mut leaf = std::mem::take(&mut self.slab[s]);
@@ -463,6 +477,8 @@ impl Tree {
                 prev.items.extend(leaf.items.drain(..k));
                 prev.used += bytes;
                 leaf.used -= bytes;
+                w.moved += u64::from(bytes) + u64::from(leaf.used);
+                w.fixups += (k + leaf.items.len()) as u64;
                 self.index.remove(&lk);
                 self.index.insert(leaf.items[0].0, s as u32);
                 pushed = true;
@@ -476,10 +492,12 @@ impl Tree {
                 let bytes: u32 = leaf.items[n - k..].iter().map(|x| x.1 + size::ITEM).sum();
                 if k > 0 && leaf.used - bytes + need <= ld {
                     let mut moved = leaf.items.split_off(n - k);
+                    w.moved += u64::from(bytes) + u64::from(next.used);
                     moved.append(&mut next.items);
                     next.items = moved;
                     next.used += bytes;
                     leaf.used -= bytes;
+                    w.fixups += next.items.len() as u64;
                     self.index.remove(&nk);
                     self.index.insert(next.items[0].0, rs);
                     pushed = true;
@@ -503,6 +521,7 @@ impl Tree {
         self.next_id += 1;
         // copy_for_split copies the right half; insert_ptr shifts half a parent's pointers.
         w.moved += u64::from(used) + self.fanout / 2 * u64::from(size::KEY_PTR);
+        w.fixups += items.len() as u64;
         w.splits += 1;
         w.levels += 1;
         let first = items[0].0;
@@ -525,6 +544,7 @@ impl Tree {
             if self.slab[ps as usize].used + used <= ld {
                 let mut leaf = std::mem::take(&mut self.slab[s as usize]);
                 let p = &mut self.slab[ps as usize];
+                w.fixups += leaf.items.len() as u64;
                 p.items.append(&mut leaf.items);
                 p.used += used;
                 w.moved += u64::from(used);
@@ -542,6 +562,7 @@ impl Tree {
                 leaf.items.append(&mut r.items);
                 leaf.used += r.used;
                 w.moved += u64::from(used);
+                w.fixups += leaf.items.len() as u64;
                 self.index.remove(&nk);
                 self.free.push(rs);
                 self.reindexed();
@@ -676,7 +697,7 @@ impl Trees {
 }
 
 /// One item change in one tree.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TreeOp {
     /// Insert (or resize) an item of this many data bytes.
     Insert(u8, Key, u32),
@@ -857,7 +878,8 @@ impl super::ctree::Btrfs {
         if locks.is_empty() {
             return super::locking::TreeWork::unlocked(cpu);
         }
-        let leaf_cpu = (w.moved * c.leaf_move_ps_per_byte).div_ceil(1000).min(cpu);
+        let leaf_ps = w.moved * c.leaf_move_ps_per_byte + w.fixups * c.item_offset_ps;
+        let leaf_cpu = leaf_ps.div_ceil(1000).min(cpu);
         super::locking::TreeWork {
             path_cpu: cpu - leaf_cpu,
             leaf_cpu,

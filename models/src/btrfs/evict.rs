@@ -3,7 +3,6 @@
 //! btrfs_read_locked_inode, with the in-memory logging state that costs.
 
 use super::ctree::Btrfs;
-use super::ctree_btree::{drop_extent_ops, inode_key, orphan_key, tree_id, TreeOp};
 use super::policy::Mutant;
 use super::state::*;
 use crate::vfs::OpError;
@@ -150,9 +149,9 @@ impl Btrfs {
     /// `close @NAME`: the descriptor's reference is dropped (fput → iput). The last
     /// reference on a file with no names is the final iput: btrfs_evict_inode
     /// (inode.c@v5.10) joins a transaction (evict_refill_and_join), truncates the items
-    /// (btrfs_truncate_inode_items: file extent items, their extents pinned, checksums),
-    /// deletes the inode item and the orphan item (btrfs_orphan_del), and its dirty pages
-    /// are dropped (truncate_inode_pages_final).
+    /// (`evict_ops`: the delayed inode item written, the file extent items with their
+    /// extents pinned and checksums, the inode item and the orphan item deleted), and its
+    /// dirty pages are dropped (truncate_inode_pages_final).
     pub(super) async fn close_fd(&self, fd: &str) -> Result<(), OpError> {
         let ino = self
             .st_mut()
@@ -170,12 +169,7 @@ impl Btrfs {
         let t = th.id;
         let cpu = {
             let mut st = self.st_mut();
-            let mut ops: Vec<TreeOp> = Vec::new();
-            for e in st.inodes[&ino].extents.iter().filter(|e| !e.hole) {
-                ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
-            }
-            ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
-            ops.push(TreeOp::Delete(tree_id::FS, orphan_key(ino)));
+            let ops = Self::evict_ops(&st.inodes[&ino]);
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
         self.run_tree_work(cpu).await;

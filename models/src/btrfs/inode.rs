@@ -358,22 +358,22 @@ impl Btrfs {
     }
 
     /// The inode-side tree work of removing one name of a file (its name items aside),
-    /// from the state before the removal: the last name of a file no descriptor holds
-    /// takes the final iput's truncation with it (btrfs_truncate_inode_items: file extent
-    /// items, extent items, checksums, then the inode item); otherwise the inode item's
-    /// nlink and ctime (btrfs_update_inode), and at nlink 0 an orphan item
-    /// (btrfs_orphan_add, inode.c@v5.10: btrfs_unlink, btrfs_rename), which the final
-    /// iput at `close` deletes. A directory's: its inode item (an empty one is replaced by
-    /// rename).
+    /// from the state before the removal: at nlink 0 an orphan item (btrfs_orphan_add,
+    /// inode.c@v5.10: btrfs_unlink, btrfs_rename); the last name of a file no descriptor
+    /// holds takes the final iput with it (`evict_ops`); otherwise the inode item's nlink
+    /// and ctime (btrfs_update_inode), and the orphan item waits for the final iput at
+    /// `close`. A directory's: its inode item (an empty one is replaced by rename).
     pub(super) fn unlinked_inode_ops(st: &FsState, ino: Ino) -> Vec<TreeOp> {
         let i = &st.inodes[&ino];
         let last = !i.is_dir && st.live.get(&ino).is_none_or(|l| l.len() <= 1);
         let mut ops = Vec::new();
         if last && !st.is_open(ino) {
-            for e in i.extents.iter().filter(|e| !e.hole) {
-                ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
-            }
-            ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
+            ops.push(TreeOp::Insert(
+                tree_id::FS,
+                orphan_key(ino),
+                size::ORPHAN_ITEM,
+            ));
+            ops.extend(Self::evict_ops(i));
             return ops;
         }
         ops.push(inode_update(ino));
@@ -384,6 +384,22 @@ impl Btrfs {
                 size::ORPHAN_ITEM,
             ));
         }
+        ops
+    }
+
+    /// The final iput's tree work on a file with no names (btrfs_evict_inode,
+    /// inode.c@v5.10): btrfs_commit_inode_delayed_inode writes the inode item the removal
+    /// left in its delayed node (a search of the item to update in place), then
+    /// btrfs_truncate_inode_items deletes the file extent items (their extents and
+    /// checksums with them) and the inode item, and btrfs_orphan_del the orphan item.
+    pub(super) fn evict_ops(i: &Inode) -> Vec<TreeOp> {
+        let ino = i.ino;
+        let mut ops = vec![TreeOp::Search(tree_id::FS, inode_key(ino))];
+        for e in i.extents.iter().filter(|e| !e.hole) {
+            ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
+        }
+        ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
+        ops.push(TreeOp::Delete(tree_id::FS, orphan_key(ino)));
         ops
     }
 
@@ -708,5 +724,39 @@ mod tests {
         assert_eq!(st.data.may_use, 0);
         assert_eq!(st.meta.delalloc_bytes, 0);
         assert_eq!(st.data.in_use(), before - 65536);
+    }
+
+    /// btrfs_unlink of a file's last name adds an orphan item; with no descriptor open the
+    /// final iput follows: the delayed inode item written (a search), the inode item and the
+    /// orphan item deleted (btrfs_evict_inode@v5.10). With a descriptor open only the orphan
+    /// item and the inode update; `close` evicts.
+    #[test]
+    fn the_last_unlink_adds_an_orphan_item_and_eviction_deletes_it() {
+        let mut st = FsState::mkfs();
+        let mut i = st.inodes.get(&ROOT_INO).unwrap().clone();
+        i.ino = 300;
+        i.is_dir = false;
+        i.extents.clear();
+        st.inodes.insert(300, i);
+        let orphan = orphan_key(300);
+        let ops = Btrfs::unlinked_inode_ops(&st, 300);
+        assert_eq!(
+            ops,
+            vec![
+                TreeOp::Insert(tree_id::FS, orphan, size::ORPHAN_ITEM),
+                TreeOp::Search(tree_id::FS, inode_key(300)),
+                TreeOp::Delete(tree_id::FS, inode_key(300)),
+                TreeOp::Delete(tree_id::FS, orphan),
+            ]
+        );
+        st.fds.insert("f".into(), 300);
+        let open = Btrfs::unlinked_inode_ops(&st, 300);
+        assert_eq!(
+            open,
+            vec![
+                inode_update(300),
+                TreeOp::Insert(tree_id::FS, orphan, size::ORPHAN_ITEM)
+            ]
+        );
     }
 }

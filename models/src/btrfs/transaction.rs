@@ -80,6 +80,11 @@ impl Btrfs {
     /// JOIN from COMMIT_DOING; a blocked caller waits until UNBLOCKED (wait_current_trans)
     /// and retries, by which time `running_transaction` is NULL.
     pub(super) async fn join_kind(&self, kind: JoinKind) -> Option<Trans> {
+        // The handle's own work, its end's included (`Costs::trans_handle_ps`).
+        let handle = self.inner.costs.trans_handle_ps.div_ceil(1000);
+        if handle > 0 {
+            self.inner.h.cpu(handle).await;
+        }
         let latest = match kind {
             JoinKind::Start | JoinKind::Attach => TransState::Running,
             JoinKind::Join => TransState::CommitStart,
