@@ -788,8 +788,9 @@ pub const ABLATIONS: [Mechanism; 8] = [
             ("costs.key_compare_ps", "0"),
             ("costs.tree_level_ps", "0"),
             ("costs.leaf_move_ps_per_byte", "0"),
+            ("costs.item_offset_ps", "0"),
         ],
-        "CPU of b-tree work: key compares, levels visited, bytes moved (ctree_btree.rs)",
+        "CPU of b-tree work: key compares, levels visited, bytes moved, item offsets rewritten (ctree_btree.rs)",
     ),
     (
         "switch_cpu",
