@@ -436,7 +436,16 @@ fn engine_resources_do_not_grow_with_the_run_length() {
 /// Mean CPU (class "cpu") per Flush of an 8-client dbench second under linux-5.10, with
 /// `[costs]` overrides.
 fn flush_cpu_ns(costs: &[(&str, u64)]) -> f64 {
-    cpu_per_op_with_costs("Flush", costs)
+    let (mut s, d) = small_dbench(8, 1);
+    for &(k, v) in costs {
+        s.costs.insert(k.to_string(), v);
+    }
+    let p = Policy::preset("linux-5.10").unwrap();
+    let r = run(&s, &p, &d, 1, None).unwrap();
+    assert!(r.violations.is_empty());
+    let cpu = r.classes.iter().position(|c| c == "cpu").unwrap();
+    let f = r.ops.iter().find(|o| o.name == "Flush").unwrap();
+    f.attribution[cpu] as f64 / f.hist.len() as f64
 }
 
 #[test]
@@ -470,20 +479,6 @@ fn every_transaction_handle_costs_its_start_and_end() {
     let (on, off) = (end(280_000), end(0));
     assert!(on - off >= 3 * 280, "{on} vs {off}");
     assert_eq!((on - off) % 280, 0, "{on} vs {off}: whole handles");
-}
-
-/// Mean CPU (class "cpu") per `op` of an 8-client dbench second under linux-5.10, with
-/// `[costs]` overrides (no crash-check violation).
-fn cpu_per_op_with_costs(op: &str, costs: &[(&str, u64)]) -> f64 {
-    let (mut s, d) = small_dbench(8, 1);
-    for &(k, v) in costs {
-        s.costs.insert(k.to_string(), v);
-    }
-    let r = run(&s, &Policy::preset("linux-5.10").unwrap(), &d, 1, None).unwrap();
-    assert!(r.violations.is_empty());
-    let cpu = r.classes.iter().position(|c| c == "cpu").unwrap();
-    let o = r.ops.iter().find(|o| o.name == op).unwrap();
-    o.attribution[cpu] as f64 / o.hist.len() as f64
 }
 
 /// Mean CPU (class "cpu") per `op` of a 4-client dbench second under linux-5.11, with

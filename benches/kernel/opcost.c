@@ -103,8 +103,9 @@ static void readdir_calls(int n, int d) {
     closedir(dir);
   }
   double t = now_ns() - t0;
-  printf("%-20s %8.0f ns (%.0f ns per entry)\n", d == 40 ? "read dir of 40" : "read dir",
-         t / n, t / (entries ? entries : 1));
+  char what[32];
+  snprintf(what, sizeof what, "read dir of %d", d);
+  printf("%-20s %8.0f ns (%.0f ns per entry)\n", what, t / n, t / (entries ? entries : 1));
 }
 
 int main(int argc, char **argv) {

@@ -180,6 +180,16 @@ impl LeafInfo {
             self.items[i..].iter().map(one).sum()
         }
     }
+
+    /// Inserts the item `key` of `data` bytes (`need` with its header) at slot `i`
+    /// (setup_items_for_insert): the items from `i` on move and have their offsets
+    /// rewritten, and the new item's are set.
+    fn insert_at(&mut self, i: usize, key: Key, data: u32, need: u32, w: &mut Work) {
+        w.moved += self.bytes_from(i);
+        w.fixups += (self.items.len() - i) as u64 + 1;
+        self.items.insert(i, (key, data));
+        self.used += need;
+    }
 }
 
 /// ⌊log2 n⌋ + 1 for n ≥ 1 (generic_bin_search's comparisons), 0 for an empty node.
@@ -383,10 +393,7 @@ impl Tree {
                 return l.id;
             }
             Err(i) if l.used + need <= ld || l.items.len() < 2 => {
-                w.moved += l.bytes_from(i);
-                w.fixups += (l.items.len() - i) as u64 + 1;
-                l.items.insert(i, (key, data));
-                l.used += need;
+                l.insert_at(i, key, data, need, w);
                 self.nitems += 1;
                 return l.id;
             }
@@ -401,10 +408,7 @@ impl Tree {
             let l = &mut self.slab[s];
             if l.used + need <= ld || l.items.len() < 2 {
                 let i = l.items.binary_search_by_key(&key, |x| x.0).unwrap_err();
-                w.moved += l.bytes_from(i);
-                w.fixups += (l.items.len() - i) as u64 + 1;
-                l.items.insert(i, (key, data));
-                l.used += need;
+                l.insert_at(i, key, data, need, w);
                 self.nitems += 1;
                 return l.id;
             }
