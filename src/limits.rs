@@ -43,9 +43,10 @@ pub const WORKLOAD_EVENTS_PER_CLIENT_SECOND: f64 = 90_000.0;
 pub const FIO_WORKLOAD_EVENTS_PER_THREAD_SECOND: f64 = 620_000.0;
 
 /// Engine events per file an fio `filecreate` job creates (emptyfiles500k, 1 thread:
-/// 93,767 events for 31,250 files = 3.0; 16 threads: 2,862,739 for 500,000 = 5.7): such a
-/// job stops when its files exist, whatever its duration says.
-pub const FILECREATE_EVENTS_PER_FILE: f64 = 8.0;
+/// 158,007 events for 31,250 files = 5.1; 4 threads: 1,033,148 for 125,000 = 8.3; 16
+/// threads: 4,219,080 for 500,000 = 8.4): such a job stops when its files exist, whatever
+/// its duration says.
+pub const FILECREATE_EVENTS_PER_FILE: f64 = 10.0;
 
 /// Most memory one workload run may take, in bytes (`compare`: the runs in parallel together).
 pub const MAX_WORKLOAD_BYTES: f64 = 4.0 * (1u64 << 30) as f64;

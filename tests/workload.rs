@@ -481,6 +481,88 @@ fn every_transaction_handle_costs_its_start_and_end() {
     assert_eq!((on - off) % 280, 0, "{on} vs {off}: whole handles");
 }
 
+/// The virtual end of a one-task scenario: setup `setup`, task ops `ops`, `[costs]` lines
+/// `costs`, under linux-5.11.
+fn scenario_end(setup: &str, ops: &str, costs: &str) -> u64 {
+    let text = format!(
+        "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\n\
+         setup = [{setup}]\n[[task]]\nname = \"A\"\nops = [{ops}]\n[costs]\n{costs}\n"
+    );
+    let sc = models::scenario::Scenario::parse(&text, "t.toml").unwrap();
+    let r = crate::common::scripted(&sc, &Policy::preset("linux-5.11").unwrap());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    r.end
+}
+
+#[test]
+fn a_cow_allocates_a_block_and_frees_the_old_one_once_per_transaction() {
+    // After the setup's commit every leaf is clean: the task's first rename COWs the
+    // leaves it changes (a new block allocated, the old one freed), its second rename the
+    // same leaves again in the same transaction, so no more. 1 us per free counts COWs;
+    // 1 us per allocation counts COWs and the leaves splits made.
+    let setup = "\"mkdir /d\", \"create /d/a\", \"commit\"";
+    let one = "\"rename /d/a /d/b\"";
+    let two = "\"rename /d/a /d/b\", \"rename /d/b /d/c\"";
+    let cows = |ops: &str| {
+        let on = scenario_end(setup, ops, "free_tree_block_ps = 1000000");
+        let off = scenario_end(setup, ops, "free_tree_block_ps = 0");
+        assert_eq!((on - off) % 1000, 0, "{on} vs {off}: whole frees");
+        (on - off) / 1000
+    };
+    let (first, both) = (cows(one), cows(two));
+    assert!(first >= 1, "the first change COWs");
+    assert_eq!(both, first, "the second rename finds its leaves COWed");
+    let allocs = scenario_end(setup, one, "alloc_tree_block_ps = 1000000")
+        - scenario_end(setup, one, "alloc_tree_block_ps = 0");
+    assert_eq!(
+        allocs,
+        first * 1000,
+        "a COW allocates one block; no split here"
+    );
+    // Filling a directory splits leaves: each split's new leaf is allocated, not COWed.
+    let many: Vec<String> = (0..200).map(|i| format!("\"create /d/f{i:03}\"")).collect();
+    let many = many.join(", ");
+    let split_allocs = scenario_end(setup, &many, "alloc_tree_block_ps = 1000000")
+        - scenario_end(setup, &many, "alloc_tree_block_ps = 0");
+    assert!(
+        split_allocs > cows(&many) * 1000,
+        "{split_allocs} ns: splits allocate too"
+    );
+}
+
+#[test]
+fn a_new_inode_and_its_final_iput_cost_their_work_outside_the_trees() {
+    // The setup's mkdir and the task's create make two inodes: 1 us of inode_alloc_ps
+    // moves the end by 2 us. The unlink of the file's only name is its final iput: 1 us of
+    // inode_evict_ps moves it by 1 us, and btrfs_evict_inode's three transaction handles
+    // are charged on top of the unlink's own.
+    let setup = "\"mkdir /d\", \"commit\"";
+    let ops = "\"create /d/a\", \"unlink /d/a\"";
+    let end = |costs: &str| scenario_end(setup, ops, costs);
+    let base = end("inode_alloc_ps = 0\ninode_evict_ps = 0");
+    assert_eq!(
+        end("inode_alloc_ps = 1000000\ninode_evict_ps = 0") - base,
+        2000
+    );
+    assert_eq!(
+        end("inode_alloc_ps = 0\ninode_evict_ps = 1000000") - base,
+        1000
+    );
+    // Without the final iput (the file keeps its name) no eviction is charged.
+    let kept = |costs: &str| scenario_end(setup, "\"create /d/a\"", costs);
+    assert_eq!(
+        kept("inode_evict_ps = 1000000") - kept("inode_evict_ps = 0"),
+        0
+    );
+    // The handles: 5 with the eviction's three (create, unlink, evict x3), against the
+    // kept file's one.
+    let handles = |ops: &str| {
+        scenario_end(setup, ops, "trans_handle_ps = 1000000")
+            - scenario_end(setup, ops, "trans_handle_ps = 0")
+    };
+    assert_eq!(handles(ops) - handles("\"create /d/a\""), 4 * 1000);
+}
+
 /// Mean CPU (class "cpu") per `op` of a 4-client dbench second under linux-5.11, with
 /// `[cpu]` flat times `flat`.
 fn op_cpu_ns(op: &str, flat: &[(&str, u64)]) -> f64 {

@@ -789,8 +789,10 @@ pub const ABLATIONS: [Mechanism; 8] = [
             ("costs.tree_level_ps", "0"),
             ("costs.leaf_move_ps_per_byte", "0"),
             ("costs.item_offset_ps", "0"),
+            ("costs.alloc_tree_block_ps", "0"),
+            ("costs.free_tree_block_ps", "0"),
         ],
-        "CPU of b-tree work: key compares, levels visited, bytes moved, item offsets rewritten (ctree_btree.rs)",
+        "CPU of b-tree work: key compares, levels visited, bytes moved, item offsets rewritten, blocks allocated and freed (ctree_btree.rs)",
     ),
     (
         "switch_cpu",

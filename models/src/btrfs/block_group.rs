@@ -18,7 +18,7 @@ impl Btrfs {
         {
             let mut st = self.st_mut();
             Self::mark_new_block_group(&mut st, t);
-            Self::dirty(&mut st, t, &CHUNK_LEAVES);
+            Self::dirty(&mut st, t, &[], &CHUNK_LEAVES);
         }
         self.end(th);
     }
@@ -53,7 +53,7 @@ impl Btrfs {
             st.data.unallocated -= size;
             st.data.add_group(size);
             Self::mark_new_block_group(&mut st, t);
-            Self::dirty(&mut st, t, &CHUNK_LEAVES);
+            Self::dirty(&mut st, t, &[], &CHUNK_LEAVES);
         }
         // btrfs_make_block_group (block-group.c@v5.10) → btrfs_update_global_block_rsv.
         if self.inner.costs.global_rsv_resize != 0 {

@@ -166,6 +166,9 @@ pub struct Counters {
     /// (btrfs_commit_inode_delayed_inode), although the log copies the in-memory inode
     /// (f6df27dd2707, 5.16, no longer writes them).
     pub fsync_delayed_inode_commits: u64,
+    /// Leaves COWed (a leaf of an earlier transaction changed for the first time in the
+    /// running one: btrfs_cow_block allocates a block, copies, frees the old).
+    pub cowed_leaves: u64,
 }
 
 /// btrfs's locks and wait queues whose waits every run reports.
@@ -290,6 +293,7 @@ impl Counters {
                 "fsync_delayed_inode_commits",
                 self.fsync_delayed_inode_commits,
             ),
+            ("cowed_leaves", self.cowed_leaves),
         ]
     }
 
@@ -386,6 +390,7 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "unneeded_log_drops" => "deletion searches of the log tree by drop_inode_items (a directory, LOG_INODE_EXISTS, an xattr changed) for an inode of which this transaction's log held no item (before 5.16's 88e221cdacc5)",
         "unneeded_log_truncates" => "deletion searches of the log tree by a full fsync's truncate_inode_items for a file of which this transaction's log held no item (before 5.16's 4934a8150214)",
         "fsync_delayed_inode_commits" => "delayed inode items of regular files written into the subvolume tree by a full-sync fsync, which logs the in-memory inode anyway (before 5.16's f6df27dd2707)",
+        "cowed_leaves" => "leaves COWed: a leaf of an earlier transaction changed for the first time in the running one (btrfs_cow_block)",
         n if n.starts_with("flushes.") => "flush_space calls in that state (FLUSH_DELALLOC, COMMIT_TRANS, ...), all flushers",
         n if n.ends_with("_count") || n.ends_with("_ns") => {
             "waits on that lock or wait queue (count) and the time they took (ns), all tasks"

@@ -231,6 +231,7 @@ impl Btrfs {
         (m.device_bytes_written, m.flushes) = self.inner.dev.write_totals();
         m.delayed_items = self.inner.st.borrow().delayed.queued;
         m.meta_block_groups_created += self.inner.st.borrow().meta.forced_chunks;
+        m.cowed_leaves = self.inner.st.borrow().meta.cowed_leaves;
         self.ticket_wait_metrics(&mut m);
         m.to_metrics()
     }

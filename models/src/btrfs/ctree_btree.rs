@@ -265,6 +265,12 @@ impl Tree {
         self.blocks
     }
 
+    /// The id the next leaf a split makes takes: leaves made after reading it have ids
+    /// from it on.
+    pub fn next_leaf_id(&self) -> u64 {
+        self.next_id
+    }
+
     /// BTRFS_NODEPTRS_PER_BLOCK: key pointers per internal node.
     pub fn fanout(&self) -> u64 {
         self.fanout
@@ -658,6 +664,33 @@ impl Trees {
         h
     }
 
+    /// Each tree's `next_leaf_id`, by tree id: a mark for `leaves_since`.
+    pub fn leaf_marks(&self) -> [u64; 6] {
+        let mut m = [0; 6];
+        for (id, t) in self.each() {
+            m[id as usize] = t.next_leaf_id();
+        }
+        m
+    }
+
+    /// The leaves splits made since `marks` (`leaf_marks`), as (tree id, leaf id).
+    pub fn leaves_since(&self, marks: &[u64; 6], out: &mut super::ctree_blocks::Leaves) {
+        for (id, t) in self.each() {
+            out.extend((marks[id as usize]..t.next_leaf_id()).map(|l| (id, l)));
+        }
+    }
+
+    /// The modelled trees with their ids.
+    fn each(&self) -> [(u8, &Tree); 5] {
+        [
+            (tree_id::FS, &self.fs),
+            (tree_id::EXTENT, &self.extent),
+            (tree_id::CSUM, &self.csum),
+            (tree_id::ROOT, &self.root),
+            (tree_id::LOG, &self.log),
+        ]
+    }
+
     /// Height of the tree of a `tree_id`.
     pub fn height(&mut self, id: u8) -> u32 {
         self.get_mut(id).height()
@@ -870,14 +903,17 @@ impl super::ctree::Btrfs {
     ) -> super::locking::TreeWork {
         let mut w = Work::default();
         let mut leaves = super::ctree_blocks::Leaves::new();
+        let marks = st.trees.leaf_marks();
         apply(&mut st.trees, ops, &mut w, &mut leaves);
+        let mut born = super::ctree_blocks::Leaves::new();
+        st.trees.leaves_since(&marks, &mut born);
         let locks = if c.tree_locks == 0 {
             super::locking::TreeLocks::new()
         } else {
             let tr = st.trans.get_mut(&t).expect("transaction");
             super::locking::lock_set(&mut st.trees, tr, ops, &leaves)
         };
-        let cowed = Self::dirty(st, t, &leaves);
+        let cowed = Self::dirty(st, t, &born, &leaves);
         let cpu = c.tree_cpu(&w, cowed);
         if locks.is_empty() {
             return super::locking::TreeWork::unlocked(cpu);

@@ -179,7 +179,8 @@ impl Btrfs {
             ino,
         );
         self.end(th);
-        self.evict_reservation().await;
+        // close_fd joined one of btrfs_evict_inode's three handles above.
+        self.final_iput(2).await;
         Ok(())
     }
 }

@@ -126,6 +126,7 @@ impl Btrfs {
         // btrfs_create / btrfs_mkdir (inode.c@v5.10): btrfs_start_transaction(root, 5).
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
+        self.inner.h.cpu(self.inner.costs.new_inode_cpu()).await;
         let cpu = {
             // btrfs_new_inode inserts the inode item and its ref; btrfs_add_link the dir
             // item and index, and updates the directory's inode item. The tree work is
@@ -221,7 +222,7 @@ impl Btrfs {
         self.log_new_name(t, ino, rename.then_some(old_dir)).await;
         self.end(th);
         if evicted {
-            self.evict_reservation().await;
+            self.final_iput(3).await;
         }
         Ok(())
     }
@@ -443,8 +444,14 @@ impl Btrfs {
     /// is full — for one item update plus its delayed refs, and gives it back when the
     /// truncation is done. The truncation itself is modelled in the transaction that
     /// dropped the last reference. Failing it (ENOSPC) leaves an orphan in the kernel;
-    /// here the removal has already succeeded.
-    pub(super) async fn evict_reservation(&self) {
+    /// here the removal has already succeeded. Its CPU outside the trees is
+    /// `Costs::final_iput_cpu` with `handles` of btrfs_evict_inode's three transaction
+    /// handles the caller has not charged.
+    pub(super) async fn final_iput(&self, handles: u64) {
+        self.inner
+            .h
+            .cpu(self.inner.costs.final_iput_cpu(handles))
+            .await;
         let bytes = self.inner.costs.nodesize * 8 + self.meta_items(1);
         if self.reserve_metadata_evict(bytes).await.is_ok() {
             self.release_metadata(bytes);
@@ -519,7 +526,7 @@ impl Btrfs {
             .finish_removal(parent, name, ino, t, self.inner.h.now());
         self.end(th);
         if evicted {
-            self.evict_reservation().await;
+            self.final_iput(3).await;
         }
         Ok(())
     }

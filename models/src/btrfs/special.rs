@@ -137,6 +137,7 @@ impl Btrfs {
         }
         let th = self.start_transaction_items(5).await?;
         let t = th.id;
+        self.inner.h.cpu(self.inner.costs.new_inode_cpu()).await;
         let cpu = {
             let mut st = self.st_mut();
             let ino = st.next_ino;

@@ -772,6 +772,9 @@ pub struct MetaSpace {
     pub chunk_size: u64,
     /// Metadata chunks forced by tree block allocations (find_free_extent).
     pub forced_chunks: u64,
+    /// Leaves COWed: a leaf of an earlier transaction changed for the first time in this
+    /// one (btrfs_cow_block).
+    pub cowed_leaves: u64,
     /// Delalloc metadata reserved per inode (one outstanding extent and its inode update).
     /// Ordered: the flusher walks it in inode order and stops once it has enough (sorting a
     /// hashed map on every flush made dbench with 1,536+ clients spend 80% of its time there).

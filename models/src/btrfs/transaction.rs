@@ -167,27 +167,33 @@ impl Btrfs {
         i.change_seq += 1;
     }
 
-    /// btrfs_cow_block on each leaf a change touches: the leaf joins the transaction's
-    /// dirty set once.
-    /// The old copy of each newly COWed leaf is pinned until the commit (metadata
-    /// `bytes_pinned`). Returns how many of them were newly COWed.
+    /// The leaves a change made (`born`, by splits: allocated in this transaction, so
+    /// never COWed in it) and btrfs_cow_block on each leaf it touched (`leaves`): each
+    /// joins the transaction's dirty set once. The old copy of each newly COWed leaf is
+    /// pinned until the commit (metadata `bytes_pinned`). Returns how many leaves were
+    /// newly COWed.
     pub(super) fn dirty(
         st: &mut FsState,
         t: TransId,
+        born: &[crate::btrfs::ctree_blocks::Leaf],
         leaves: &[crate::btrfs::ctree_blocks::Leaf],
     ) -> u64 {
         let nodesize = st.meta.nodesize;
         let tr = st.trans.get_mut(&t).expect("transaction");
         let before = tr.dirty.len();
+        tr.dirty.extend(born.iter().copied());
+        let made = (tr.dirty.len() - before) as u64;
         tr.dirty.extend(leaves.iter().copied());
-        let blocks = (tr.dirty.len() - before) as u64;
-        let new = blocks * nodesize;
+        let cowed = (tr.dirty.len() - before) as u64 - made;
+        let new = cowed * nodesize;
         tr.meta_pinned += new;
         st.meta.pinned += new;
-        // btrfs_alloc_tree_block and btrfs_free_tree_block: a delayed ref head each.
-        Self::add_ref_heads(st, t, 2 * blocks);
+        st.meta.cowed_leaves += cowed;
+        // btrfs_alloc_tree_block makes a delayed ref head per block, btrfs_free_tree_block
+        // one per COWed block's old copy.
+        Self::add_ref_heads(st, t, made + 2 * cowed);
         Self::account_tree_blocks(st, t);
-        blocks
+        cowed
     }
 
     /// The trees' growth in metadata `bytes_used` (btrfs_alloc_tree_block, then
