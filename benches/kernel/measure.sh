@@ -2,7 +2,8 @@
 # The model beside the running kernel: real dbench (Debian's dbench 4) on a btrfs on a RAM-backed
 # loop device, made and mounted as the btrfs dbench thread's script does (mkfs -m single -d
 # single, -o ssd), then the model's dbench with the same clients, length and cores; prints
-# both tables and each operation's real/model ratio, then single-call costs (opcost.c).
+# both tables and each operation's real/model ratio, then single-call costs (opcost.c), a COW's
+# cost (cowcost.c) and, with fio, 4 KiB direct writes beside the model's.
 # Needs root, btrfs in /proc/filesystems, losetup, mkfs.btrfs, dbench and cc. Timing of a
 # real kernel: not deterministic, so no test runs it; docs/validation.md pastes one run.
 # Usage: benches/kernel/measure.sh [CLIENTS] [SECONDS] [FSYNCSIM]
@@ -42,3 +43,23 @@ join <(table "$work/real.txt" | sort) <(table "$work/model.txt" | sort) |
 cc -O2 -o "$work/opcost" "$here/opcost.c"
 echo "single calls on the same btrfs, ns each (one thread, a directory of 40 files):"
 "$work/opcost" "$work/mnt/opcost" 50000 40
+# A COW's cost beside its copy (cowcost.c): both replace passes inside one transaction.
+mount -o remount,commit=600 "$work/mnt"
+mkdir "$work/mnt/cow"
+cc -O2 -o "$work/cowcost" "$here/cowcost.c"
+echo "xattr replaces in leaves not yet COWed, then in the same leaves COWed (ns each):"
+"$work/cowcost" "$work/mnt/cow" 140000 32 create >/dev/null
+sync
+"$work/cowcost" "$work/mnt/cow" 140000 32 replace
+# fsperf's dio4kbs16threads job with one thread (fio lays the files out preallocated, as
+# fsperf's does), beside the model's with one thread.
+if command -v fio >/dev/null; then
+  echo "4 KiB O_DIRECT random writes, 1 thread over 16 x 64 MiB files: real kernel, then model linux-5.16"
+  fio --name=dio --directory="$work/mnt" --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
+    --nrfiles=16 --size=1g --runtime="$secs" --time_based --numjobs=1 2>&1 |
+    grep -E '^ +write: IOPS|^ +clat \(' | sed 's/^ */  /'
+  "$bin" workload dio4kbs16threads --threads 1 --duration "${secs}s" --policy linux-5.16 |
+    grep -E '^ +write: IOPS' | sed 's/^ */  /'
+else
+  echo "fio not found: the direct-write comparison is skipped (apt-get install fio)"
+fi
