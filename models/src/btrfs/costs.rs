@@ -334,11 +334,17 @@ impl Costs {
     pub fn tree_cpu(&self, w: &super::ctree_btree::Work, cowed: u64) -> Nanos {
         let ps = w.levels * self.tree_level_ps
             + w.compares * self.key_compare_ps
-            + w.fixups * self.item_offset_ps
-            + (w.moved + cowed * self.nodesize) * self.leaf_move_ps_per_byte
+            + self.leaf_ps(w)
+            + cowed * self.nodesize * self.leaf_move_ps_per_byte
             + (w.splits + cowed) * self.alloc_tree_block_ps
             + cowed * self.free_tree_block_ps;
         ps.div_ceil(1000)
+    }
+
+    /// Picoseconds of the work inside leaves: bytes moved and item offsets rewritten (the
+    /// part of `tree_cpu` done under the leaves' locks).
+    pub fn leaf_ps(&self, w: &super::ctree_btree::Work) -> u64 {
+        w.moved * self.leaf_move_ps_per_byte + w.fixups * self.item_offset_ps
     }
 
     /// CPU of a new inode outside the trees and its transaction handle (`inode_alloc_ps`).

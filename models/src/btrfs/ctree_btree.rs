@@ -918,8 +918,7 @@ impl super::ctree::Btrfs {
         if locks.is_empty() {
             return super::locking::TreeWork::unlocked(cpu);
         }
-        let leaf_ps = w.moved * c.leaf_move_ps_per_byte + w.fixups * c.item_offset_ps;
-        let leaf_cpu = leaf_ps.div_ceil(1000).min(cpu);
+        let leaf_cpu = c.leaf_ps(&w).div_ceil(1000).min(cpu);
         super::locking::TreeWork {
             path_cpu: cpu - leaf_cpu,
             leaf_cpu,

@@ -179,8 +179,8 @@ impl Btrfs {
             ino,
         );
         self.end(th);
-        // close_fd joined one of btrfs_evict_inode's three handles above.
-        self.final_iput(2).await;
+        // close_fd joined one of btrfs_evict_inode's handles above.
+        self.final_iput(super::inode::EVICT_HANDLES - 1).await;
         Ok(())
     }
 }

@@ -29,6 +29,10 @@ impl Drop for InodeLock {
     }
 }
 
+/// Transaction handles btrfs_evict_inode@v5.10 takes: btrfs_commit_inode_delayed_inode's
+/// join, and evict_refill_and_join for the truncation and for btrfs_orphan_del.
+pub(super) const EVICT_HANDLES: u64 = 3;
+
 impl Btrfs {
     /// The inode's i_rwsem, made at its first use (one engine mutex per inode; the class
     /// `inode_lock` sums their waits).
@@ -222,7 +226,7 @@ impl Btrfs {
         self.log_new_name(t, ino, rename.then_some(old_dir)).await;
         self.end(th);
         if evicted {
-            self.final_iput(3).await;
+            self.final_iput(EVICT_HANDLES).await;
         }
         Ok(())
     }
@@ -526,7 +530,7 @@ impl Btrfs {
             .finish_removal(parent, name, ino, t, self.inner.h.now());
         self.end(th);
         if evicted {
-            self.final_iput(3).await;
+            self.final_iput(EVICT_HANDLES).await;
         }
         Ok(())
     }
