@@ -38,9 +38,10 @@ pub const MAX_WORKLOAD_EVENTS: f64 = 1e11;
 pub const WORKLOAD_EVENTS_PER_CLIENT_SECOND: f64 = 90_000.0;
 
 /// The same for fio workloads (`kind = "fio"`), whose jobs never wait for CPU: dio4kbs16threads
-/// at 1 thread, 1 s: 601,312 events; at 16 threads: 8,729,671 / 16 = 545,604; randwrite2xram
-/// at 1 thread: 470,617.
-pub const FIO_WORKLOAD_EVENTS_PER_THREAD_SECOND: f64 = 620_000.0;
+/// at 1 thread, 1 s: 601,312 events; at 16 threads: 10,333,486 / 16 = 645,843 (since writes
+/// into the preallocated files go in place; 8,729,671 before); randwrite2xram at 1 thread:
+/// 470,617. Rounded up.
+pub const FIO_WORKLOAD_EVENTS_PER_THREAD_SECOND: f64 = 660_000.0;
 
 /// Engine events per file an fio `filecreate` job creates (emptyfiles500k, 1 thread:
 /// 158,007 events for 31,250 files = 5.1; 4 threads: 1,033,148 for 125,000 = 8.3; 16
@@ -54,7 +55,8 @@ pub const MAX_WORKLOAD_BYTES: f64 = 4.0 * (1u64 << 30) as f64;
 /// Bytes every run takes whatever its size (peak RSS, `/usr/bin/time -f %M`): `fio
 /// --runtime 10ms` 15,972 KB, `workload dbench --clients 1 --duration 1s --warmup 0s`
 /// 29,500 KB, dio4kbs16threads 1 thread 1 s 43,948 KB and 16 threads 127,264 KB (its files'
-/// extents); rounded up to cover the last.
+/// extents; measured before its writes went in place, now 177,008 KB, which
+/// `FIO_DIRECT_BYTES_PER_THREAD_SECOND` covers); rounded up to cover the last.
 pub const WORKLOAD_BASE_BYTES: f64 = 128.0 * (1u64 << 20) as f64;
 
 /// Bytes per client (or thread) at the start of a workload: `workload dbench --duration 10ms
@@ -68,6 +70,15 @@ pub const WORKLOAD_BYTES_PER_CLIENT: f64 = 192.0 * 1024.0;
 /// and 149,176 KB after 30 s (≈ 1.86 MiB per client, 1.53 MiB of it above the start: 280
 /// KiB × √30); rounded up.
 pub const WORKLOAD_BYTES_PER_CLIENT_SQRT_SECOND: f64 = 320.0 * 1024.0;
+
+/// Bytes per thread per virtual second of an fio direct-write workload (its writes' tree
+/// items — a write into a preallocated extent splits its item — and checksums stay):
+/// dio4kbs16threads under linux-5.13 peaks at 177,008 KB after 1 s, 296,412 KB after 2 s
+/// (7,463 KB per thread-second) and 671,912 KB after 6 s (6,186 KB per thread-second since
+/// 1 s); rounded up. Long runs grow slower (the writes slow as the trees grow): `compare
+/// fsperf --duration 20s` peaked at 2.4 GB for its two direct-I/O runs at once, where this
+/// estimates 2.7 GiB each.
+pub const FIO_DIRECT_BYTES_PER_THREAD_SECOND: f64 = 8.0 * (1u64 << 20) as f64;
 
 /// Bytes per file an fio `filecreate` job creates (emptyfiles500k: peak RSS 229,944 KB with
 /// 4 threads, 735,476 KB with 16: 505 MiB for 375,000 more files ≈ 1,379 B); rounded up.
@@ -400,10 +411,16 @@ fn spec_bytes(spec: &Spec, dev: &DiskConfig) -> f64 {
     } else {
         0.0
     };
+    let direct = if spec.kind == Kind::Fio && spec.direct {
+        clients * seconds * FIO_DIRECT_BYTES_PER_THREAD_SECOND
+    } else {
+        0.0
+    };
     WORKLOAD_BASE_BYTES
         + clients
             * (WORKLOAD_BYTES_PER_CLIENT + WORKLOAD_BYTES_PER_CLIENT_SQRT_SECOND * seconds.sqrt())
         + files
+        + direct
         + zones_bytes(dev)
 }
 

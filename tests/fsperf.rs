@@ -124,12 +124,13 @@ fn a_direct_write_reserves_its_extent_csum_leaf_and_inode_update() {
 }
 
 #[test]
-fn direct_io_leaves_delayed_ref_reservations_until_they_run() {
-    // Each direct write's ordered extent queues delayed ref heads (the new extent, the
-    // overwritten one, COWed leaves); the inode's released reservation fills
-    // delayed_refs_rsv, held until the refs run. On the 1 TiB device that reaches the
-    // 64 GiB overcommit bound within a fifth of a second: tickets; the async reclaim first
-    // runs delayed items (FLUSH_DELAYED_ITEMS_NR), and by two fifths delayed refs.
+fn direct_writes_into_preallocated_files_queue_one_ref_head_per_extent() {
+    // fio fallocates its files, so a direct write of sectors not yet written goes in place
+    // (btrfs_get_blocks_direct_write's NOCOW path): no extent allocated, one delayed ref
+    // head per file's extent and transaction, so the delayed refs reserve stays small.
+    // Tickets still open — the writers outrun the endio workers, whose ordered extents hold
+    // their reservations — and the async reclaim serves them by running delayed items
+    // without reaching FLUSH_DELAYED_REFS_NR (with two heads per write it did within 0.4 s).
     let (mut s, d) = short("dio4kbs16threads", 1);
     s.duration = sim::S * 2 / 5;
     let p = parse_policy("linux-5.13").unwrap();
@@ -139,7 +140,8 @@ fn direct_io_leaves_delayed_ref_reservations_until_they_run() {
     assert_eq!(w.bytes, w.hist.len() * 4096);
     let m = |n: &str| r.metrics.get(n).unwrap_or(0);
     assert!(m("metadata_tickets") > 0, "{:?}", r.metrics);
-    assert!(m("flushes.FLUSH_DELAYED_REFS_NR") > 0, "{:?}", r.metrics);
+    assert!(m("flushes.FLUSH_DELAYED_ITEMS_NR") > 0, "{:?}", r.metrics);
+    assert_eq!(m("flushes.FLUSH_DELAYED_REFS_NR"), 0, "{:?}", r.metrics);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
 

@@ -116,36 +116,46 @@ fn events(stdout: &str) -> f64 {
     v["events"].as_f64().unwrap()
 }
 
-#[test]
-fn dbench_clients_events_and_memory_hold_a_512_client_run() {
-    let m = measure(
-        Path::new("."),
-        &[
-            "workload",
-            "dbench",
-            "--clients",
-            "512",
-            "--duration",
-            "10ms",
-            "--warmup",
-            "0s",
-            "--json",
-        ],
-    );
+/// Runs `fsyncsim ARGS --json` (a workload) and checks its event and memory estimates.
+fn workload_estimates_hold(args: &[&str]) {
+    let mut args = args.to_vec();
+    args.push("--json");
+    let m = measure(Path::new("."), &args);
     assert_eq!(m.code, 0);
     holds("events", m.estimate("events"), events(&m.stdout), 4.0);
     holds("memory", m.estimate("memory_bytes"), m.rss, 4.0);
 }
 
 #[test]
+fn dbench_clients_events_and_memory_hold_a_512_client_run() {
+    workload_estimates_hold(&[
+        "workload",
+        "dbench",
+        "--clients",
+        "512",
+        "--duration",
+        "10ms",
+        "--warmup",
+        "0s",
+    ]);
+}
+
+#[test]
 fn filecreate_threads_events_and_memory_hold_a_4_thread_emptyfiles500k_run() {
-    let m = measure(
-        Path::new("."),
-        &["workload", "emptyfiles500k", "--threads", "4", "--json"],
-    );
-    assert_eq!(m.code, 0);
-    holds("events", m.estimate("events"), events(&m.stdout), 4.0);
-    holds("memory", m.estimate("memory_bytes"), m.rss, 4.0);
+    workload_estimates_hold(&["workload", "emptyfiles500k", "--threads", "4"]);
+}
+
+#[test]
+fn fio_direct_writes_events_and_memory_hold_a_16_thread_dio_run() {
+    // The writes' tree items grow with the run: 8 MiB per thread-second.
+    workload_estimates_hold(&[
+        "workload",
+        "dio4kbs16threads",
+        "--duration",
+        "1s",
+        "--policy",
+        "linux-5.13",
+    ]);
 }
 
 /// A copy of the built-in sptf HDD file with `zones` recording zones (and enough cylinders).

@@ -1037,6 +1037,16 @@ impl super::ctree::Btrfs {
         self.log_tree_ops(&[TreeOp::Search(tree_id::LOG, inode_key(dir))], 0)
     }
 
+    /// The CPU of searches outside any transaction's changes (btrfs_search_slot with
+    /// cow = 0): `ops` are all `TreeOp::Search`.
+    pub(super) fn search_cpu(&self, ops: &[TreeOp]) -> sim::Nanos {
+        sim::check!(
+            ops.iter().all(|op| matches!(op, TreeOp::Search(..))),
+            "search_cpu takes searches only"
+        );
+        self.log_tree_ops(ops, 0)
+    }
+
     /// Log-tree work of copying items (copy_items / overwrite_item into the log tree, as
     /// btrfs_log_inode does): the CPU of the work done.
     fn log_tree_ops(&self, ops: &[TreeOp], copied: u64) -> sim::Nanos {

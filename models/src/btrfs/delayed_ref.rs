@@ -21,6 +21,18 @@ use super::ctree_btree::{key_type, tree_id, TreeOp};
 use super::delayed_inode::NodeOps;
 use super::state::{TransId, Transaction};
 
+/// One queued change of an extent or csum tree item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefOp {
+    /// The item inserted (a new extent's EXTENT_ITEM), of this many bytes.
+    Insert(u32),
+    /// The item's reference count changed in place (btrfs_inc_extent_ref or
+    /// btrfs_free_extent of an extent other items still refer to), of this many bytes.
+    Update(u32),
+    /// The item deleted.
+    Delete,
+}
+
 /// Takes the changes that are delayed refs from `ops` into `tr` and returns the rest; the
 /// number of refs queued.
 pub fn divert(tr: &mut Transaction, ops: &[TreeOp], direct: &mut NodeOps) -> u64 {
@@ -28,17 +40,24 @@ pub fn divert(tr: &mut Transaction, ops: &[TreeOp], direct: &mut NodeOps) -> u64
     for &op in ops {
         match op {
             TreeOp::Insert(tree_id::EXTENT, k, s) if k.ty == key_type::EXTENT_ITEM => {
-                tr.ref_ops.insert((tree_id::EXTENT, k), Some(s));
+                tr.ref_ops.insert((tree_id::EXTENT, k), RefOp::Insert(s));
+                queued += 1;
+            }
+            TreeOp::Update(tree_id::EXTENT, k, s) if k.ty == key_type::EXTENT_ITEM => {
+                // Merges into whatever the head already holds for the extent.
+                tr.ref_ops
+                    .entry((tree_id::EXTENT, k))
+                    .or_insert(RefOp::Update(s));
                 queued += 1;
             }
             TreeOp::Delete(t @ (tree_id::EXTENT | tree_id::CSUM), k)
                 if k.ty == key_type::EXTENT_ITEM || k.ty == key_type::EXTENT_CSUM =>
             {
-                if let Some(Some(_)) = tr.ref_ops.get(&(t, k)) {
+                if let Some(RefOp::Insert(_)) = tr.ref_ops.get(&(t, k)) {
                     // Allocated in this transaction: the insertion merges away with the drop.
                     tr.ref_ops.remove(&(t, k));
                 } else {
-                    tr.ref_ops.insert((t, k), None);
+                    tr.ref_ops.insert((t, k), RefOp::Delete);
                 }
                 queued += 1;
             }
@@ -64,8 +83,9 @@ impl Btrfs {
             let ops: Vec<TreeOp> = refs
                 .into_iter()
                 .map(|((tree, k), op)| match op {
-                    Some(s) => TreeOp::Insert(tree, k, s),
-                    None => TreeOp::Delete(tree, k),
+                    RefOp::Insert(s) => TreeOp::Insert(tree, k, s),
+                    RefOp::Update(s) => TreeOp::Update(tree, k, s),
+                    RefOp::Delete => TreeOp::Delete(tree, k),
                 })
                 .collect();
             self.inner.m.borrow_mut().delayed_refs_run += ops.len() as u64;

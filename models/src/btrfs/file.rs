@@ -35,6 +35,8 @@ pub struct DioDone {
     pub tok: u64,
     /// A write past EOF: a new extent at `offset` and i_size moved at completion.
     pub past_eof: bool,
+    /// Written in place into a preallocated extent (direct_io.rs).
+    pub nocow: Option<super::direct_io::Nocow>,
 }
 
 impl Btrfs {
@@ -468,9 +470,10 @@ impl Btrfs {
     /// runs in the endio-write worker (a task of its own here): it joins the transaction,
     /// replaces the file extent item (the overwritten extent is freed and pinned until the
     /// commit), adds the checksums, updates the inode, and releases the metadata.
-    /// Simplification for a write inside the file: the file's extent map is not split (the
-    /// new data's durability is not part of the crash check); writes into preallocated
-    /// extents (NOCOW) are not modelled. A write that ends past EOF is `direct_write_past_eof`.
+    /// A write whose range is still unwritten in a preallocated extent goes in place instead
+    /// (btrfs_get_blocks_direct_write's NOCOW path, direct_io.rs). Simplification for a
+    /// write inside the file: the file's extent map is not split (the new data's durability
+    /// is not part of the crash check). A write that ends past EOF is `direct_write_past_eof`.
     pub(super) async fn direct_write(
         &self,
         path: &str,
@@ -510,22 +513,41 @@ impl Btrfs {
             self.st_mut().data.may_use -= bytes;
             return Err(e);
         }
-        let id = {
+        let sector = self.inner.costs.sectorsize;
+        let (id, nocow) = {
             let mut st = self.st_mut();
             st.meta.ordered_bytes += bytes;
             let id = st.next_extent;
             st.next_extent += 1;
-            id
+            let nocow = if past_eof {
+                None
+            } else {
+                Self::claim_nocow(&mut st, ino, offset, bytes, sector)
+            };
+            if nocow.is_some() {
+                // btrfs_free_reserved_data_space_noquota: no new extent, the space is there.
+                st.data.may_use -= bytes;
+            }
+            (id, nocow)
         };
+        if let Some(n) = &nocow {
+            let cpu = self.search_cpu(&Self::nocow_check_ops(ino, n, offset));
+            self.inner.h.cpu(cpu).await;
+        }
         if past_eof {
             let mut p = self.inner.dio_pending.borrow_mut();
             let e = p.entry(ino).or_default();
             *e = (e.0 + 1, e.1.max(offset + bytes));
         }
         self.checksum(bytes).await;
-        let (tok, off) = self
-            .st_mut()
-            .new_write(WriteKind::Data { ino, extent: id }, bytes);
+        let kind = WriteKind::Data { ino, extent: id };
+        let (tok, off) = match &nocow {
+            Some(n) => {
+                let off = n.disk + (offset - n.file_offset);
+                (self.st_mut().new_write_at(kind, off), off)
+            }
+            None => self.st_mut().new_write(kind, bytes),
+        };
         self.inner
             .dev
             .submit(Request::write(off, bytes).with_token(tok))
@@ -539,6 +561,7 @@ impl Btrfs {
             rsv,
             tok,
             past_eof,
+            nocow,
         });
         self.wake_endio_worker();
         Ok(())
@@ -641,6 +664,9 @@ impl Btrfs {
         if j.past_eof {
             return self.finish_dio_past_eof(j).await;
         }
+        if let Some(n) = j.nocow {
+            return self.finish_dio_nocow(j, n).await;
+        }
         let DioDone {
             ino,
             offset,
@@ -678,6 +704,30 @@ impl Btrfs {
         // btrfs_delalloc_release_metadata → btrfs_inode_rsv_release@v5.13: the inode's
         // reserve fills delayed_refs_rsv first.
         self.release_to_delayed_refs(rsv);
+        self.end(th);
+    }
+
+    /// btrfs_finish_ordered_io for a direct write into a preallocated extent
+    /// (BTRFS_ORDERED_PREALLOC, inode.c@v5.10): btrfs_mark_extent_written, the checksums,
+    /// the inode updated; no extent allocated or freed (direct_io.rs).
+    async fn finish_dio_nocow(&self, j: DioDone, n: super::direct_io::Nocow) {
+        let th = self.join_transaction().await;
+        let t = th.id;
+        let cpu = {
+            let mut st = self.st_mut();
+            let sector = self.inner.costs.sectorsize;
+            let mut ops =
+                Self::mark_extent_written_ops(&mut st, t, j.ino, &n, j.offset, j.bytes, sector);
+            if st.inodes.contains_key(&j.ino) {
+                st.inodes.get_mut(&j.ino).unwrap().item_trans = t;
+                Self::set_inode_last_trans(&mut st, j.ino, t);
+            }
+            ops.push(inode_update(j.ino));
+            st.meta.ordered_bytes -= j.bytes;
+            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
+        };
+        self.run_tree_work(cpu).await;
+        self.release_to_delayed_refs(j.rsv);
         self.end(th);
     }
 

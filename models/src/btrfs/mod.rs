@@ -11,6 +11,7 @@ pub mod ctree_blocks;
 pub mod ctree_btree;
 pub mod delayed_inode;
 pub mod delayed_ref;
+pub mod direct_io;
 pub mod disk_io;
 pub mod evict;
 pub mod extent_tree;

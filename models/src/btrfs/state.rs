@@ -393,9 +393,9 @@ pub struct Transaction {
     pub marked_unnecessarily: bool,
     /// Internal nodes COWed in it: (tree, level, block), for the tree locks' modes.
     pub cowed_nodes: FastSet<(u8, u32, u64)>,
-    /// Its delayed refs' extent and csum tree changes, by (tree, key): an insertion
-    /// (Some(item size)) or a deletion (None); run by its commit (delayed-ref.c).
-    pub ref_ops: BTreeMap<(u8, crate::btrfs::ctree_btree::Key), Option<u32>>,
+    /// Its delayed refs' extent and csum tree changes, by (tree, key); run by its commit
+    /// (delayed-ref.c).
+    pub ref_ops: BTreeMap<(u8, crate::btrfs::ctree_btree::Key), crate::btrfs::delayed_ref::RefOp>,
 }
 
 impl Transaction {
@@ -1156,6 +1156,9 @@ pub struct FsState {
     /// same disk bytes, so freeing an extent's space first looks for another reference
     /// (`Btrfs::release_pieces`).
     pub shared_data: bool,
+    /// What direct writes have written of each preallocated extent, by extent id
+    /// (direct_io.rs).
+    pub prealloc_written: FastMap<u64, crate::btrfs::direct_io::PreallocWritten>,
     /// After a clone: the inodes whose data `free_data_extents` freed (their extent
     /// versions stay as history but refer to nothing any more).
     pub data_freed: BTreeSet<Ino>,
@@ -1241,6 +1244,7 @@ impl FsState {
             delayed: Default::default(),
             fds: BTreeMap::new(),
             shared_data: false,
+            prealloc_written: FastMap::default(),
             data_freed: BTreeSet::new(),
             special: BTreeMap::new(),
         }
@@ -1261,6 +1265,16 @@ impl FsState {
             self.writes.push((kind, offset));
         }
         (self.tokens, offset)
+    }
+
+    /// A data write to `offset` (a preallocated extent's disk bytes, written in place): its
+    /// device token.
+    pub fn new_write_at(&mut self, kind: WriteKind, offset: u64) -> u64 {
+        self.tokens += 1;
+        if self.keep_history {
+            self.writes.push((kind, offset));
+        }
+        self.tokens
     }
 
     /// Drops history no later step can need, for long workload runs without crash checks:
@@ -1362,6 +1376,12 @@ impl FsState {
                 i.extents = std::iter::once(one).chain(keep).collect();
             }
         }
+        let prealloc: FastSet<u64> = self
+            .inodes
+            .values()
+            .flat_map(|i| i.extents.iter().filter(|e| e.prealloc).map(|e| e.id))
+            .collect();
+        self.prealloc_written.retain(|id, _| prealloc.contains(id));
     }
 
     /// What a token means.
