@@ -26,7 +26,7 @@
 //! btrfs_cross_ref_exist sends to COW — once a clone has run, every direct write COWs.
 
 use super::ctree::Btrfs;
-use super::ctree_btree::{key_type, size, tree_id, Key, TreeOp, EXTENT_CSUM_OBJECTID};
+use super::ctree_btree::{extent_ops, key_type, size, tree_id, Key, TreeOp, EXTENT_CSUM_OBJECTID};
 use super::state::{FsState, Ino, TransId};
 
 /// The sectors of one preallocated extent that direct writes have written.
@@ -139,6 +139,11 @@ impl Nocow {
     fn extent_key(&self) -> Key {
         Key::new(self.disk, key_type::EXTENT_ITEM, self.len)
     }
+
+    /// The disk bytenr of file offset `offset` inside the extent.
+    pub fn disk_at(&self, offset: u64) -> u64 {
+        self.disk + (offset - self.file_offset)
+    }
 }
 
 impl Btrfs {
@@ -192,13 +197,16 @@ impl Btrfs {
     /// can_nocow_extent's searches for a write at `offset` into `n`: the file extent item,
     /// the extent item (check_committed_ref) and the range's checksums.
     pub(super) fn nocow_check_ops(ino: Ino, n: &Nocow, offset: u64) -> [TreeOp; 3] {
-        let disk = n.disk + (offset - n.file_offset);
         [
             TreeOp::Search(tree_id::FS, Key::new(ino, key_type::EXTENT_DATA, offset)),
             TreeOp::Search(tree_id::EXTENT, n.extent_key()),
             TreeOp::Search(
                 tree_id::CSUM,
-                Key::new(EXTENT_CSUM_OBJECTID, key_type::EXTENT_CSUM, disk),
+                Key::new(
+                    EXTENT_CSUM_OBJECTID,
+                    key_type::EXTENT_CSUM,
+                    n.disk_at(offset),
+                ),
             ),
         ]
     }
@@ -277,13 +285,8 @@ impl Btrfs {
                 Self::add_ref_heads(st, t, 1);
             }
         }
-        let csum = bytes.div_ceil(sector) as u32 * size::CSUM_PER_SECTOR;
-        let disk = n.disk + (offset - n.file_offset);
-        ops.push(TreeOp::Insert(
-            tree_id::CSUM,
-            Key::new(EXTENT_CSUM_OBJECTID, key_type::EXTENT_CSUM, disk),
-            csum,
-        ));
+        // The checksum item, as a new extent's (extent_ops), at the range's bytes.
+        ops.push(extent_ops(ino, offset, n.disk_at(offset), bytes, sector)[2]);
         ops
     }
 }

@@ -543,7 +543,7 @@ impl Btrfs {
         let kind = WriteKind::Data { ino, extent: id };
         let (tok, off) = match &nocow {
             Some(n) => {
-                let off = n.disk + (offset - n.file_offset);
+                let off = n.disk_at(offset);
                 (self.st_mut().new_write_at(kind, off), off)
             }
             None => self.st_mut().new_write(kind, bytes),
@@ -664,38 +664,44 @@ impl Btrfs {
         if j.past_eof {
             return self.finish_dio_past_eof(j).await;
         }
-        if let Some(n) = j.nocow {
-            return self.finish_dio_nocow(j, n).await;
-        }
         let DioDone {
             ino,
             offset,
             bytes,
-            id: _,
             dev_offset,
             rsv,
+            nocow,
             ..
         } = j;
         let th = self.join_transaction().await;
         let t = th.id;
-        // insert_reserved_file_extent (with btrfs_drop_extents), the csum items, the inode.
         let cpu = {
             let mut st = self.st_mut();
-            let pieces = Self::alloc_data_extent(&mut st, bytes);
-            st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
-            Self::add_ref_heads(&mut st, t, pieces.len() as u64);
-            // The overwritten extent's bytes: freed, pinned until the commit (the model
-            // frees the same amount from the new pieces; totals are what matter here).
-            Self::free_pieces(&mut st, pieces, t);
+            let sector = self.inner.costs.sectorsize;
+            let mut ops = match nocow {
+                // BTRFS_ORDERED_PREALLOC: btrfs_mark_extent_written and the checksums; no
+                // extent allocated or freed (direct_io.rs).
+                Some(n) => {
+                    Self::mark_extent_written_ops(&mut st, t, ino, &n, offset, bytes, sector)
+                }
+                // insert_reserved_file_extent (with btrfs_drop_extents), the csum items.
+                None => {
+                    let pieces = Self::alloc_data_extent(&mut st, bytes);
+                    st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
+                    Self::add_ref_heads(&mut st, t, pieces.len() as u64);
+                    // The overwritten extent's bytes: freed, pinned until the commit (the
+                    // model frees the same amount from the new pieces; totals are what
+                    // matter here).
+                    Self::free_pieces(&mut st, pieces, t);
+                    // The file extent item at `offset` is replaced (the map is not split
+                    // here); the new extent's item and checksums go in.
+                    extent_ops(ino, offset, dev_offset, bytes, sector).to_vec()
+                }
+            };
             if st.inodes.contains_key(&ino) {
-                let i = st.inodes.get_mut(&ino).unwrap();
-                i.item_trans = t;
+                st.inodes.get_mut(&ino).unwrap().item_trans = t;
                 Self::set_inode_last_trans(&mut st, ino, t);
             }
-            // The file extent item at `offset` is replaced (the map is not split here);
-            // the new extent's item and checksums go in.
-            let mut ops =
-                extent_ops(ino, offset, dev_offset, bytes, self.inner.costs.sectorsize).to_vec();
             ops.push(inode_update(ino));
             st.meta.ordered_bytes -= bytes;
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
@@ -704,30 +710,6 @@ impl Btrfs {
         // btrfs_delalloc_release_metadata → btrfs_inode_rsv_release@v5.13: the inode's
         // reserve fills delayed_refs_rsv first.
         self.release_to_delayed_refs(rsv);
-        self.end(th);
-    }
-
-    /// btrfs_finish_ordered_io for a direct write into a preallocated extent
-    /// (BTRFS_ORDERED_PREALLOC, inode.c@v5.10): btrfs_mark_extent_written, the checksums,
-    /// the inode updated; no extent allocated or freed (direct_io.rs).
-    async fn finish_dio_nocow(&self, j: DioDone, n: super::direct_io::Nocow) {
-        let th = self.join_transaction().await;
-        let t = th.id;
-        let cpu = {
-            let mut st = self.st_mut();
-            let sector = self.inner.costs.sectorsize;
-            let mut ops =
-                Self::mark_extent_written_ops(&mut st, t, j.ino, &n, j.offset, j.bytes, sector);
-            if st.inodes.contains_key(&j.ino) {
-                st.inodes.get_mut(&j.ino).unwrap().item_trans = t;
-                Self::set_inode_last_trans(&mut st, j.ino, t);
-            }
-            ops.push(inode_update(j.ino));
-            st.meta.ordered_bytes -= j.bytes;
-            Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
-        };
-        self.run_tree_work(cpu).await;
-        self.release_to_delayed_refs(j.rsv);
         self.end(th);
     }
 

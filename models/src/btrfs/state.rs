@@ -1260,15 +1260,11 @@ impl FsState {
                 o
             }
         };
-        self.tokens += 1;
-        if self.keep_history {
-            self.writes.push((kind, offset));
-        }
-        (self.tokens, offset)
+        (self.new_write_at(kind, offset), offset)
     }
 
-    /// A data write to `offset` (a preallocated extent's disk bytes, written in place): its
-    /// device token.
+    /// A write to `offset` (for a data write in place, a preallocated extent's disk bytes):
+    /// its device token.
     pub fn new_write_at(&mut self, kind: WriteKind, offset: u64) -> u64 {
         self.tokens += 1;
         if self.keep_history {
