@@ -138,24 +138,9 @@ fn an_item_longer_than_a_leaf_is_capped_and_finds_room() {
 
 /// Runs `ops` in one task on a fresh btrfs (linux-5.15, nvme) and returns the final state.
 fn fs_after(ops: &[&str]) -> models::btrfs::state::FsState {
-    let mut sim = sim::Sim::new();
-    let h = sim.handle();
-    let mut streams = sim::RngStreams::new(1);
-    let cfg = models::block::DiskConfig::resolve("nvme").unwrap();
-    let dev = models::block::add_disk(&mut sim, cfg, &mut streams, false);
-    let policy = models::kernel::Policy::preset("linux-5.15").unwrap();
-    let fs = models::btrfs::Btrfs::new(&h, dev, policy.btrfs, Costs::default());
-    let ops: Vec<_> = ops
-        .iter()
-        .map(|s| models::scenario::parse_op(s).unwrap())
-        .collect();
-    let task_fs = fs.clone();
-    sim.spawn("A", async move {
-        for op in &ops {
-            task_fs.run_op(op).await.unwrap();
-        }
-    });
-    sim.run().unwrap();
+    let (sim, fs) = crate::common::btrfs_sim("linux-5.15");
+    let out = crate::common::run_ops(sim, &fs, ops);
+    assert!(out.iter().all(Option::is_none), "{out:?}");
     fs.state()
 }
 

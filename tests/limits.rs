@@ -158,6 +158,21 @@ fn fio_direct_writes_events_and_memory_hold_a_16_thread_dio_run() {
     ]);
 }
 
+#[test]
+fn fio_buffered_random_writes_events_and_memory_hold_a_randwrite2xram_run() {
+    // Each write a range with its own items: 16 MiB per thread-second.
+    workload_estimates_hold(&[
+        "workload",
+        "randwrite2xram",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--policy",
+        "linux-5.13",
+    ]);
+}
+
 /// A copy of the built-in sptf HDD file with `zones` recording zones (and enough cylinders).
 fn zoned_device(dir: &Path, zones: u64) -> String {
     let text = std::fs::read_to_string(

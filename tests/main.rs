@@ -24,6 +24,7 @@ mod eof_writes;
 mod errors;
 mod exhaustive;
 mod ext4;
+mod extent_io;
 mod fsperf;
 mod fuzz;
 mod hardening;

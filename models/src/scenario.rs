@@ -997,6 +997,7 @@ fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
         Op::Clone { src, dst, .. } => (vec![src, dst], vec![]),
         Op::Write(p, _)
         | Op::WriteRange(p, _)
+        | Op::WriteRangeAt(p, ..)
         | Op::DirectWrite(p, ..)
         | Op::WriteOsync(p, _)
         | Op::MmapWrite(p, _)

@@ -172,3 +172,36 @@ pub fn fed(cmd: &mut Command, input: &[u8]) -> Output {
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// A btrfs of `release` (a preset name) on the `nvme` device, in a new simulation.
+pub fn btrfs_sim(release: &str) -> (sim::Sim, models::btrfs::Btrfs) {
+    let mut sim = sim::Sim::new();
+    let h = sim.handle();
+    let mut streams = sim::RngStreams::new(1);
+    let cfg = models::block::DiskConfig::resolve("nvme").unwrap();
+    let dev = models::block::add_disk(&mut sim, cfg, &mut streams, false);
+    let policy = models::kernel::Policy::preset(release).unwrap();
+    let costs = models::btrfs::Costs::default();
+    let fs = models::btrfs::Btrfs::new(&h, dev, policy.btrfs, costs);
+    (sim, fs)
+}
+
+/// What each of `ops` (scenario spelling) returned, run in one task on `fs`: None, or the
+/// error's text.
+pub fn run_ops(mut sim: sim::Sim, fs: &models::btrfs::Btrfs, ops: &[&str]) -> Vec<Option<String>> {
+    let ops: Vec<_> = ops
+        .iter()
+        .map(|s| models::scenario::parse_op(s).unwrap())
+        .collect();
+    let task_fs = fs.clone();
+    let out = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let got = out.clone();
+    sim.spawn("A", async move {
+        for op in &ops {
+            let r = task_fs.run_op(op).await.err().map(|e| e.0);
+            got.borrow_mut().push(r);
+        }
+    });
+    sim.run().unwrap();
+    out.take()
+}

@@ -67,7 +67,7 @@ pub(super) struct Inner {
     /// The endio-write workqueue: completed direct-I/O ordered extents waiting for
     /// btrfs_finish_ordered_io, its idle workers, and how many workers exist (made at the
     /// first direct write, so runs without one are unchanged).
-    pub(super) endio: RefCell<std::collections::VecDeque<super::file::DioDone>>,
+    pub(super) endio: RefCell<std::collections::VecDeque<super::file::OrderedDone>>,
     /// See `endio`.
     pub(super) endio_wait: RefCell<Option<WaitQueue>>,
     /// See `endio`.
@@ -340,6 +340,7 @@ impl Btrfs {
             Op::Write(p, bytes) => self.write(p, *bytes).await?,
             Op::WriteAt(p, offset, bytes) => self.write_at(p, *offset, *bytes).await?,
             Op::WriteRange(p, bytes) => self.write_range(p, *bytes).await?,
+            Op::WriteRangeAt(p, at, bytes) => self.write_range_at(p, *at, *bytes).await?,
             Op::DirectWrite(p, offset, bytes) => self.direct_write(p, *offset, *bytes).await?,
             Op::Setattr(p) => self.setattr(p).await?,
             // vfs_getattr: the inode is in memory; the lookup and the syscall are the cost.

@@ -219,6 +219,7 @@ pub fn balances(op: &crate::vfs::Op) -> bool {
             | Op::Write(..)
             | Op::WriteAt(..)
             | Op::WriteRange(..)
+            | Op::WriteRangeAt(..)
             | Op::WriteOsync(..)
             | Op::Symlink(..)
             | Op::Mknod(..)

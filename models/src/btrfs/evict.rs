@@ -169,7 +169,7 @@ impl Btrfs {
         let t = th.id;
         let cpu = {
             let mut st = self.st_mut();
-            let ops = Self::evict_ops(&st.inodes[&ino]);
+            let ops = Self::evict_ops(&st, ino);
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
         self.run_tree_work(cpu).await;

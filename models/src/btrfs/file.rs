@@ -18,7 +18,7 @@ const ENDIO_WORKERS: u32 = 8;
 /// A direct-I/O ordered extent whose data is on the device, waiting for
 /// btrfs_finish_ordered_io.
 #[derive(Clone, Copy, Debug)]
-pub struct DioDone {
+pub struct OrderedDone {
     /// Inode.
     pub ino: Ino,
     /// File offset.
@@ -37,6 +37,8 @@ pub struct DioDone {
     pub past_eof: bool,
     /// Written in place into a preallocated extent (direct_io.rs).
     pub nocow: Option<super::direct_io::Nocow>,
+    /// A buffered range's ordered extent (extent_io.rs): where its checksums go.
+    pub range_csum: Option<super::extent_io::RangeCsum>,
 }
 
 impl Btrfs {
@@ -60,6 +62,23 @@ impl Btrfs {
         if self.inner.st.borrow().inodes[&ino].is_dir {
             return Err(OpError(format!("is a directory: {path}")));
         }
+        if self.inner.st.borrow().meta.range_list.contains_key(&ino) {
+            return Err(OpError(format!(
+                "{path}: the file has dirty ranges written at offsets (`write-range PATH OFFSET SIZE`, each written back as its own ordered extent): write them back first"
+            )));
+        }
+        self.reserve_dirty(ino, bytes, new_range).await?;
+        Ok(ino)
+    }
+
+    /// The reservations and page-copy CPU of `bytes` dirtied in `ino` (see
+    /// `dirty_pages_range`).
+    pub(super) async fn reserve_dirty(
+        &self,
+        ino: Ino,
+        bytes: u64,
+        new_range: bool,
+    ) -> Result<(), OpError> {
         // btrfs_buffered_write@v5.10 reserves data and metadata space for each chunk
         // before prepare_pages and btrfs_copy_from_user: the copy's CPU comes after.
         self.reserve_data(bytes).await?;
@@ -91,7 +110,7 @@ impl Btrfs {
             .h
             .cpu(pages * self.inner.costs.write_per_page)
             .await;
-        Ok(ino)
+        Ok(())
     }
 
     /// btrfs_file_write_iter → btrfs_buffered_write: a buffered write of `bytes`.
@@ -250,7 +269,7 @@ impl Btrfs {
     /// transaction here: update_time_for_write changes the times in memory only
     /// (file.c:btrfs_file_write_iter@v5.10); the inode item is updated when the ordered
     /// extent completes (btrfs_finish_ordered_io, in `writeback`).
-    fn stamp_buffered_write(&self, ino: Ino, bytes: u64) {
+    pub(super) fn stamp_buffered_write(&self, ino: Ino, bytes: u64) {
         let mut st = self.st_mut();
         let log_transid = st.log_transid;
         let i = st.inodes.get_mut(&ino).unwrap();
@@ -383,25 +402,9 @@ impl Btrfs {
         }
     }
 
-    /// start_ordered_ops + btrfs_wait_ordered_range: write dirty pages as one ordered
-    /// extent; btrfs_finish_ordered_io inserts the file extent item in the running transaction
-    /// and sets the extent map's generation to it.
-    pub(super) async fn writeback(&self, ino: Ino) {
-        if !self.inner.dio_pending.borrow().is_empty() {
-            self.wait_dio_ordered(ino).await;
-        }
-        let bytes = std::mem::take(&mut self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
-        let inside = self.st_mut().meta.range_dirty.remove(&ino).unwrap_or(0);
-        let at = self.st_mut().meta.range_at.remove(&ino);
-        let eof_at = self.st_mut().meta.dirty_at.remove(&ino);
-        if bytes == 0 {
-            return;
-        }
-        {
-            let mut st = self.st_mut();
-            st.meta.delalloc_bytes -= bytes;
-            st.meta.ordered_bytes += bytes;
-        }
+    /// An ordered extent's data: a new extent id, the bytes checksummed, written to new
+    /// disk bytes and waited for; returns the id, the write's token and its device offset.
+    pub(super) async fn write_data(&self, ino: Ino, bytes: u64) -> (u64, u64, u64) {
         let id = {
             let mut st = self.st_mut();
             let id = st.next_extent;
@@ -416,6 +419,40 @@ impl Btrfs {
             .dev
             .submit(Request::write(off, bytes).with_token(tok))
             .await;
+        (id, tok, off)
+    }
+
+    /// start_ordered_ops + btrfs_wait_ordered_range: write dirty pages as one ordered
+    /// extent; btrfs_finish_ordered_io inserts the file extent item in the running transaction
+    /// and sets the extent map's generation to it.
+    pub(super) async fn writeback(&self, ino: Ino) {
+        self.writeback_wait(ino, true).await;
+    }
+
+    /// `writeback`; without `wait` the ordered extents of ranges written at their offsets
+    /// are left to the endio-write workers (filemap_fdatawrite without the wait).
+    pub(super) async fn writeback_wait(&self, ino: Ino, wait: bool) {
+        let ranges = self.inner.st.borrow().meta.range_list.contains_key(&ino);
+        if !self.inner.dio_pending.borrow().is_empty() && (wait || !ranges) {
+            self.wait_dio_ordered(ino).await;
+        }
+        let bytes = std::mem::take(&mut self.st_mut().inodes.get_mut(&ino).unwrap().dirty_bytes);
+        let inside = self.st_mut().meta.range_dirty.remove(&ino).unwrap_or(0);
+        let at = self.st_mut().meta.range_at.remove(&ino);
+        let eof_at = self.st_mut().meta.dirty_at.remove(&ino);
+        if bytes == 0 {
+            return;
+        }
+        let ranges = self.st_mut().meta.range_list.remove(&ino);
+        if let Some(r) = ranges {
+            return self.writeback_ranges(ino, bytes, r, wait).await;
+        }
+        {
+            let mut st = self.st_mut();
+            st.meta.delalloc_bytes -= bytes;
+            st.meta.ordered_bytes += bytes;
+        }
+        let (id, tok, off) = self.write_data(ino, bytes).await;
         let th = self.join_transaction().await;
         let t = th.id;
         let cpu = {
@@ -552,7 +589,7 @@ impl Btrfs {
             .dev
             .submit(Request::write(off, bytes).with_token(tok))
             .await;
-        self.inner.endio.borrow_mut().push_back(DioDone {
+        self.inner.endio.borrow_mut().push_back(OrderedDone {
             ino,
             offset,
             bytes,
@@ -562,6 +599,7 @@ impl Btrfs {
             tok,
             past_eof,
             nocow,
+            range_csum: None,
         });
         self.wake_endio_worker();
         Ok(())
@@ -604,7 +642,7 @@ impl Btrfs {
 
     /// btrfs_wait_ordered_range over the whole file (btrfs_sync_file, btrfs_truncate,
     /// the clone's writeback; ordered-data.c@v5.10) for its direct writes past EOF.
-    async fn wait_dio_ordered(&self, ino: Ino) {
+    pub(super) async fn wait_dio_ordered(&self, ino: Ino) {
         while self.inner.dio_pending.borrow().contains_key(&ino) {
             let w = self
                 .inner
@@ -618,7 +656,7 @@ impl Btrfs {
 
     /// Hands a completed ordered extent to the endio-write workqueue: an idle worker, or a
     /// new one while there are fewer than `ENDIO_WORKERS` (a busy one takes it otherwise).
-    fn wake_endio_worker(&self) {
+    pub(super) fn wake_endio_worker(&self) {
         if self.inner.endio_wait.borrow().is_none() {
             *self.inner.endio_wait.borrow_mut() =
                 Some(sim::WaitQueue::new(&self.inner.h, "endio_write"));
@@ -660,11 +698,14 @@ impl Btrfs {
     }
 
     /// btrfs_finish_ordered_io for a direct-I/O write (inode.c@v5.12), see `direct_write`.
-    async fn finish_dio_ordered(&self, j: DioDone) {
+    async fn finish_dio_ordered(&self, j: OrderedDone) {
+        if let Some(c) = j.range_csum {
+            return self.finish_range_ordered(j, c).await;
+        }
         if j.past_eof {
             return self.finish_dio_past_eof(j).await;
         }
-        let DioDone {
+        let OrderedDone {
             ino,
             offset,
             bytes,
@@ -718,7 +759,7 @@ impl Btrfs {
     /// hole; the item, the extent's delayed ref, the checksums), unpin_extent_cache (the
     /// map's generation, on the modified list), btrfs_inode_safe_disk_i_size_write (the
     /// ordered extent's end) and btrfs_update_inode; then the waiters wake.
-    async fn finish_dio_past_eof(&self, j: DioDone) {
+    async fn finish_dio_past_eof(&self, j: OrderedDone) {
         let th = self.join_transaction().await;
         let t = th.id;
         let cpu = {
@@ -761,7 +802,7 @@ impl Btrfs {
     }
 
     /// One direct write past EOF of `ino` finished: the count drops and waiters wake.
-    fn dio_ordered_done(&self, ino: Ino) {
+    pub(super) fn dio_ordered_done(&self, ino: Ino) {
         let mut p = self.inner.dio_pending.borrow_mut();
         if let Some(e) = p.get_mut(&ino) {
             e.0 -= 1;
@@ -937,7 +978,7 @@ impl Btrfs {
     /// insert_reserved_file_extent, inode.c@v5.10): the `inside` bytes a write-range wrote
     /// inside the file where `place_inside` puts them, the rest appended at i_size. Returns
     /// the inside bytes (at most i_size) and the new extents' item inserts.
-    fn insert_written(
+    pub(super) fn insert_written(
         &self,
         st: &mut FsState,
         ino: Ino,
@@ -1439,13 +1480,27 @@ type Pieces = Vec<(u64, u64)>;
 /// One ordered extent's data write: the first extent id, the device token and offset, and
 /// its bytes.
 #[derive(Clone, Copy)]
-struct Written {
+pub(super) struct Written {
     id: u64,
     tok: u64,
     off: u64,
     bytes: u64,
     /// The file offset the write said (`mmap-write PATH OFFSET SIZE`), if it did.
     at: Option<u64>,
+}
+
+impl Written {
+    /// An ordered extent's write of `bytes` at device offset `off` (token `tok`), placed
+    /// by `insert_written`.
+    pub(super) fn new(id: u64, tok: u64, off: u64, bytes: u64) -> Written {
+        Written {
+            id,
+            tok,
+            off,
+            bytes,
+            at: None,
+        }
+    }
 }
 
 /// The first `n` bytes of an allocation's pieces, and the rest.

@@ -378,7 +378,7 @@ impl Btrfs {
                 orphan_key(ino),
                 size::ORPHAN_ITEM,
             ));
-            ops.extend(Self::evict_ops(i));
+            ops.extend(Self::evict_ops(st, ino));
             return ops;
         }
         ops.push(inode_update(ino));
@@ -397,11 +397,23 @@ impl Btrfs {
     /// left in its delayed node (a search of the item to update in place), then
     /// btrfs_truncate_inode_items deletes the file extent items (their extents and
     /// checksums with them) and the inode item, and btrfs_orphan_del the orphan item.
-    pub(super) fn evict_ops(i: &Inode) -> Vec<TreeOp> {
-        let ino = i.ino;
+    pub(super) fn evict_ops(st: &FsState, ino: Ino) -> Vec<TreeOp> {
+        let i = &st.inodes[&ino];
         let mut ops = vec![TreeOp::Search(tree_id::FS, inode_key(ino))];
         for e in i.extents.iter().filter(|e| !e.hole) {
             ops.extend(drop_extent_ops(ino, e.offset, e.data_offset, e.len));
+        }
+        // The items of ranges written back at their offsets and the hole items after
+        // them (extent_io.rs).
+        for (&off, &(len, ext)) in st.range_items.get(&ino).into_iter().flatten() {
+            for k in [off, off + len] {
+                let key = Key::new(ino, key_type::EXTENT_DATA, k);
+                ops.push(TreeOp::Delete(tree_id::FS, key));
+            }
+            ops.push(TreeOp::Delete(
+                tree_id::EXTENT,
+                super::extent_io::ext_key(ext),
+            ));
         }
         ops.push(TreeOp::Delete(tree_id::FS, inode_key(ino)));
         ops.push(TreeOp::Delete(tree_id::FS, orphan_key(ino)));
@@ -438,6 +450,7 @@ impl Btrfs {
         st.data.may_use -= dirty;
         st.meta.range_dirty.remove(&ino);
         st.meta.range_at.remove(&ino);
+        st.meta.range_list.remove(&ino);
         st.meta.dirty_at.remove(&ino);
         let rsv = st.meta.delalloc_rsv.remove(&ino).unwrap_or(0);
         st.meta.may_use -= rsv;

@@ -14,6 +14,7 @@ pub mod delayed_ref;
 pub mod direct_io;
 pub mod disk_io;
 pub mod evict;
+pub mod extent_io;
 pub mod extent_tree;
 pub mod file;
 pub mod fs_super;

@@ -206,6 +206,7 @@ fn release_in_memory_space(st: &mut FsState, old: &FsState) {
     m.delalloc_rsv.clear();
     m.range_dirty.clear();
     m.range_at.clear();
+    m.range_list.clear();
     m.dirty_at.clear();
     m.pinned = 0;
     m.ticket_in_trans = None;

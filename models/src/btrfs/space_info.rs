@@ -764,7 +764,8 @@ impl Btrfs {
                 }
             }
             FlushState::Delalloc | FlushState::DelallocWait => {
-                self.shrink_delalloc(to_reclaim, for_preempt).await;
+                let wait = state == FlushState::DelallocWait;
+                self.shrink_delalloc(to_reclaim, for_preempt, wait).await;
             }
             FlushState::AllocChunk | FlushState::AllocChunkForce => {
                 self.alloc_meta_chunk(state == FlushState::AllocChunkForce)
@@ -786,8 +787,11 @@ impl Btrfs {
     /// shrink_delalloc (space-info.c@v5.12): write back dirty data, the inodes in order,
     /// until the reservations they hold cover `to_reclaim`, up to three rounds (one for the
     /// preemptive worker with 7/7); with nothing to write it waits one jiffy (the kernel
-    /// waits for ordered extents or sleeps).
-    async fn shrink_delalloc(&self, to_reclaim: u64, for_preempt: bool) {
+    /// waits for ordered extents or sleeps). Only FLUSH_DELALLOC_WAIT (`wait_ordered`)
+    /// waits for the ordered extents the writeback started (btrfs_wait_ordered_roots);
+    /// the model's writeback of one extent finishes it inline either way, ranges written
+    /// at their offsets are finished by the endio-write workers (extent_io.rs).
+    async fn shrink_delalloc(&self, to_reclaim: u64, for_preempt: bool, wait_ordered: bool) {
         let rounds = if for_preempt && self.space(SpacePatch::OneShotDelalloc) {
             1
         } else {
@@ -827,7 +831,7 @@ impl Btrfs {
             }
             for ino in inodes {
                 if self.inner.st.borrow().inodes.contains_key(&ino) {
-                    self.writeback(ino).await;
+                    self.writeback_wait(ino, wait_ordered).await;
                 }
             }
             if self.inner.st.borrow().meta.tickets.is_empty() && !for_preempt {

@@ -785,6 +785,10 @@ pub struct MetaSpace {
     /// The file offset of those bytes when the op said it (`mmap-write PATH OFFSET SIZE`):
     /// writeback places them there instead of in the first gap that fits.
     pub range_at: FastMap<Ino, u64>,
+    /// The dirty ranges `write-range PATH OFFSET SIZE` wrote, (offset, bytes) in write
+    /// order: each its own delalloc range, written back as its own ordered extent
+    /// (extent_io.rs).
+    pub range_list: FastMap<Ino, Vec<(u64, u64)>>,
     /// The file offset where a file's dirty run starts when a write past EOF put it there
     /// (`write PATH OFFSET SIZE` with OFFSET past i_size, after btrfs_cont_expand's hole):
     /// writeback places the whole run there instead of at `disk_size`.
@@ -1159,6 +1163,9 @@ pub struct FsState {
     /// What direct writes have written of each preallocated extent, by extent id
     /// (direct_io.rs).
     pub prealloc_written: FastMap<u64, crate::btrfs::direct_io::PreallocWritten>,
+    /// The file extent items ranges written back at their offsets put in the fs tree, per
+    /// inode (extent_io.rs).
+    pub range_items: FastMap<Ino, crate::btrfs::extent_io::RangeItems>,
     /// After a clone: the inodes whose data `free_data_extents` freed (their extent
     /// versions stay as history but refer to nothing any more).
     pub data_freed: BTreeSet<Ino>,
@@ -1245,6 +1252,7 @@ impl FsState {
             fds: BTreeMap::new(),
             shared_data: false,
             prealloc_written: FastMap::default(),
+            range_items: FastMap::default(),
             data_freed: BTreeSet::new(),
             special: BTreeMap::new(),
         }
@@ -1378,6 +1386,8 @@ impl FsState {
             .flat_map(|i| i.extents.iter().filter(|e| e.prealloc).map(|e| e.id))
             .collect();
         self.prealloc_written.retain(|id, _| prealloc.contains(id));
+        let inodes = &self.inodes;
+        self.range_items.retain(|ino, _| inodes.contains_key(ino));
     }
 
     /// What a token means.

@@ -435,6 +435,7 @@ impl Ext4 {
             Op::NewBlockGroup
             | Op::DirectWrite(..)
             | Op::WriteRange(..)
+            | Op::WriteRangeAt(..)
             | Op::Fallocate { .. }
             | Op::PunchHole(..)
             | Op::FillMetadata(_)

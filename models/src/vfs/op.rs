@@ -19,6 +19,9 @@ pub enum Op {
     /// A buffered write of `bytes` to a range not adjacent to the file's other dirty pages
     /// (a random write: one more outstanding extent).
     WriteRange(OpPath, u64),
+    /// A buffered write of `bytes` at `offset` inside the file's written size, a dirty
+    /// range of its own: written back as an ordered extent of its own.
+    WriteRangeAt(OpPath, u64, u64),
     /// An O_DIRECT write of `bytes` at `offset` (an overwrite inside the file).
     DirectWrite(OpPath, u64, u64),
     /// setattr(2) without a size change (chmod, utimes; what dbench's Sfileinfo does).
@@ -151,6 +154,7 @@ impl Op {
             Op::Write(p, _)
             | Op::WriteAt(p, ..)
             | Op::WriteRange(p, _)
+            | Op::WriteRangeAt(p, ..)
             | Op::DirectWrite(p, ..)
             | Op::Setattr(p)
             | Op::Stat(p)
@@ -197,7 +201,7 @@ impl Op {
             Op::Create(_) => "create",
             Op::Mkdir(_) => "mkdir",
             Op::Write(..) | Op::WriteAt(..) => "write",
-            Op::WriteRange(..) => "write-range",
+            Op::WriteRange(..) | Op::WriteRangeAt(..) => "write-range",
             Op::DirectWrite(..) => "dio-write",
             Op::Setattr(_) => "setattr",
             Op::Stat(_) => "stat",
@@ -286,6 +290,7 @@ impl std::fmt::Display for Op {
             Op::DirectWrite(p, o, n)
             | Op::MmapWriteAt(p, o, n)
             | Op::WriteAt(p, o, n)
+            | Op::WriteRangeAt(p, o, n)
             | Op::FsyncRange(p, o, n)
             | Op::FdatasyncRange(p, o, n) => {
                 write!(f, "{k} {p} {} {}", size_text(*o), size_text(*n))
@@ -345,7 +350,9 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
         Some("fill-metadata") => fill_metadata_op(words),
         Some(w @ ("read" | "populate")) => read_op(w, words),
         Some("dio-write") => dio_write_op(words),
-        Some(w @ ("mmap-write" | "write")) if words.len() == 4 => write_at_op(w, words),
+        Some(w @ ("mmap-write" | "write" | "write-range")) if words.len() == 4 => {
+            write_at_op(w, words)
+        }
         Some(w @ ("write" | "mmap-write" | "write-osync" | "write-range")) => write_op(w, words),
         Some("sync") => {
             want(words, 1, "sync")?;
@@ -671,17 +678,18 @@ fn dio_write_op(words: &[&str]) -> Result<Op, String> {
     Ok(Op::DirectWrite(file_arg(words[1])?, o, n))
 }
 
-/// write and mmap-write with an offset: PATH OFFSET SIZE.
+/// write, write-range and mmap-write with an offset: PATH OFFSET SIZE.
 fn write_at_op(w: &str, words: &[&str]) -> Result<Op, String> {
     let o = crate::units::parse_size(words[2])?;
     let n = crate::units::parse_size(words[3])?;
     if n == 0 || n > 1 << 40 || o > 1 << 40 {
         return Err("expected an offset at most 1T and a size > 0 and at most 1T".into());
     }
-    Ok(if w == "write" {
-        Op::WriteAt(file_arg(words[1])?, o, n)
-    } else {
-        Op::MmapWriteAt(file_arg(words[1])?, o, n)
+    let p = file_arg(words[1])?;
+    Ok(match w {
+        "write" => Op::WriteAt(p, o, n),
+        "write-range" => Op::WriteRangeAt(p, o, n),
+        _ => Op::MmapWriteAt(p, o, n),
     })
 }
 
@@ -784,7 +792,7 @@ pub const OPS: [(&str, &str, &str); 41] = [
     ("syncfs", "syncfs", "syncfs(2) → sync_filesystem: writeback of every dirty file, then btrfs_sync_fs(wait = 1) commits"),
     ("fill-metadata 900m", "fill-metadata SIZE", "setup for space scenarios: SIZE of existing tree blocks counted as used metadata (chunks allocated for them), the rest of the device given to data, the global reserve resized (an aged, full filesystem)"),
     ("dio-write /f 0 4k", "dio-write PATH OFFSET SIZE", "btrfs only: an O_DIRECT write (btrfs_direct_write): data and outstanding-extent metadata reserved, a new extent written, its ordered extent finished by an endio worker; past EOF (after btrfs_cont_expand's hole for a gap) the extent is placed at OFFSET and i_size moves at that completion, which fsync waits for"),
-    ("write-range /f 4k", "write-range PATH SIZE", "btrfs only: a buffered write of a separate dirty range (one more outstanding extent to reserve metadata for), as fio's random buffered writes make; inside a file laid out to its size the bytes replace blocks inside i_size (at writeback: the first gap of the file's data that fits, else an overwrite from offset 0), otherwise they append"),
+    ("write-range /f 4k", "write-range PATH [OFFSET] SIZE", "btrfs only: a buffered write of a separate dirty range (one more outstanding extent to reserve metadata for), as fio's random buffered writes make; inside a file laid out to its size the bytes replace blocks inside i_size (at writeback: the first gap of the file's data that fits, else an overwrite from offset 0), otherwise they append. With OFFSET (inside the file's written size) the range is an ordered extent of its own at writeback: its file extent item at OFFSET (splitting the hole or extent there), its extent item and checksums, finished by the endio-write workers"),
     ("read /f 128k", "read PATH SIZE", "ext3/ext4 only: a sequential buffered read from the file's position; missing pages come in 128 KiB readahead windows, one synchronous READ each from the reader's I/O context"),
     ("populate /f 1g", "populate PATH SIZE", "ext3/ext4 setup: a file of SIZE already on disk (laid out contiguously, committed, not cached), as a benchmark's layout phase and drop_caches leave it"),
     ("open /f as F", "open PATH as NAME", "btrfs only: open(2), the descriptor named NAME: operations on an open file (write, fsync, setattr, truncate, ...) take @NAME for PATH and act on the inode opened, after a rename or unlink of its path too. Its reference keeps the inode cached (evict leaves it) and, unlinked, alive with its data and an orphan item until close; an fsync of a file with no names logs nothing (btrfs_log_inode_parent: i_nlink == 0, BTRFS_NO_LOG_SYNC)"),

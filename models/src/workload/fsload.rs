@@ -589,7 +589,8 @@ async fn reader_thread(cx: Ctx, id: u32) {
 /// A fio job as fsperf runs it: `rw=randwrite` writes `block_size` at uniformly random
 /// block offsets (norandommap: with replacement) of its `files` files, switching file
 /// after every I/O (fio's default file_service_type=roundrobin), O_DIRECT or buffered
-/// (each write a separate dirty range); `ioengine=filecreate` creates its `files` files
+/// (each write a dirty range at its offset, an ordered extent of its own at writeback);
+/// `ioengine=filecreate` creates its `files` files
 /// (open O_CREAT + close, no data) and stops.
 async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
     let k = Kind::Fio;
@@ -620,10 +621,11 @@ async fn fio_job(cx: Ctx, id: u32, mut rng: Stream) {
             }
             super::spec::FioRw::RandWrite => {
                 let p = paths[(n % files) as usize].clone();
+                let at = rng.random_range(0..blocks) * bs;
                 let op = if cx.spec.direct {
-                    Op::DirectWrite(p, rng.random_range(0..blocks) * bs, bs)
+                    Op::DirectWrite(p, at, bs)
                 } else {
-                    Op::WriteRange(p, bs)
+                    Op::WriteRangeAt(p, at, bs)
                 };
                 cx.measure_op(w, bs, &mut before, &op).await
             }
