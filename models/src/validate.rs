@@ -538,6 +538,10 @@ pub const FSPERF_SIZES_GIB: [u64; 6] = [32, 64, 128, 256, 512, 1024];
 /// `--quick`'s fsperf curve sizes (GiB): the ends and the middle of `FSPERF_SIZES_GIB`.
 pub const FSPERF_SIZES_QUICK_GIB: [u64; 3] = [32, 128, 1024];
 
+/// Longest run (ramp included) of an fsperf random-write test at the tests' own lengths
+/// (the full validate): randwrite2xram's 4 jobs peak at 2.6 GB after 60 s.
+pub const FSPERF_RANDWRITE_MAX: sim::Nanos = 60 * sim::S;
+
 /// The fsperf curves' run lengths when the rows run at the tests' own lengths (the full
 /// validate): the quick lengths, so that six sizes × two kernels stay affordable.
 const FSPERF_CURVE_LENGTHS: (sim::Nanos, sim::Nanos) = (sim::S, 5 * sim::S);
@@ -733,7 +737,10 @@ pub fn validate_selected(
                     d as f64 / sim::S as f64,
                     o as f64 / sim::S as f64
                 ),
-                None => "; fsperf tests at their own runtime".into(),
+                None => format!(
+                    "; fsperf tests at their own runtime, the random-write tests' cut to {} s with their ramp (their memory grows with their items)",
+                    FSPERF_RANDWRITE_MAX / sim::S
+                ),
             },
             if l.fsperf_sizes.is_empty() {
                 String::new()
@@ -865,6 +872,11 @@ impl Planned {
             if let Some((dio, other)) = l.fsperf {
                 spec.duration = if spec.direct { dio } else { other };
                 spec.warmup = 0;
+            } else if spec.rw == crate::workload::spec::FioRw::RandWrite {
+                // Their memory grows with their items (~10 MiB per thread-second buffered,
+                // ~8 direct): at the tests' own 310 s two runs at once would not fit.
+                let cap = FSPERF_RANDWRITE_MAX.saturating_sub(spec.warmup);
+                spec.duration = spec.duration.min(cap);
             }
         } else {
             spec.duration = l.sysbench;
@@ -1225,4 +1237,36 @@ fn seed002_rows(seeds: u64) -> Result<Vec<Row>, String> {
         })
         .collect();
     Ok(rows)
+}
+
+#[cfg(test)]
+mod full_length_tests {
+    use super::*;
+
+    /// The full run keeps the fsperf tests' own lengths except the random-write tests',
+    /// whose memory grows with their items: those stop at `FSPERF_RANDWRITE_MAX`.
+    #[test]
+    fn the_full_run_cuts_only_the_random_write_tests() {
+        let l = Lengths::full();
+        let mut cut = 0;
+        for e in experiments()
+            .into_iter()
+            .filter(|e| e.id.starts_with("004-"))
+        {
+            let own = Spec::load(e.workload).unwrap();
+            if own.kind != crate::workload::spec::Kind::Fio {
+                continue;
+            }
+            let p = Planned::new(e, &l).unwrap();
+            let total = p.spec.duration + p.spec.warmup;
+            if p.spec.rw == crate::workload::spec::FioRw::RandWrite {
+                assert!(total <= FSPERF_RANDWRITE_MAX, "{}", p.e.id);
+                cut += usize::from(p.spec.duration < own.duration);
+            } else {
+                assert_eq!(p.spec.duration, own.duration, "{}", p.e.id);
+            }
+        }
+        // randwrite2xram: 300 s after a 10 s ramp (dio4kbs16threads' 60 s fit).
+        assert_eq!(cut, 1);
+    }
 }
