@@ -72,8 +72,9 @@ pub(super) struct Inner {
     pub(super) endio_wait: RefCell<Option<WaitQueue>>,
     /// See `endio`.
     pub(super) endio_workers: std::cell::Cell<u32>,
-    /// Direct writes past EOF whose ordered extents are not finished, per inode: how many,
-    /// and the in-memory i_size they set (btrfs_get_blocks_direct_write's i_size_write).
+    /// Ordered extents not finished, per inode, that a writeback, fsync or truncate waits
+    /// for: direct writes past EOF and buffered ranges (extent_io.rs). How many, and the
+    /// in-memory i_size direct writes set (btrfs_get_blocks_direct_write's i_size_write).
     pub(super) dio_pending: RefCell<FastMap<Ino, (u32, u64)>>,
     /// Tasks waiting for those ordered extents (btrfs_wait_ordered_range), made at the
     /// first such write.

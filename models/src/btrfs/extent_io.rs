@@ -25,9 +25,9 @@
 
 use super::ctree::Btrfs;
 use super::ctree_btree::{
-    inode_update, key_type, size, tree_id, Key, TreeOp, EXTENT_CSUM_OBJECTID,
+    extent_ops, inode_update, key_type, size, tree_id, Key, TreeOp, EXTENT_CSUM_OBJECTID,
 };
-use super::file::OrderedDone;
+use super::file::{OrderedDone, OrderedKind};
 use super::state::Ino;
 use std::collections::BTreeMap;
 
@@ -63,7 +63,6 @@ pub fn merge_ranges(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
 /// Without NO_HOLES the range lies in a hole item when no range item covers it: the hole
 /// (from the end of the range item before, or 0) is trimmed and its tail re-inserted at
 /// the end unless a range item or `i_size` is there.
-#[allow(clippy::too_many_arguments)]
 pub fn range_item_ops(
     items: &mut RangeItems,
     holes: bool,
@@ -196,7 +195,6 @@ impl Btrfs {
         self.reserve_dirty(ino, bytes, true).await?;
         {
             let mut st = self.st_mut();
-            *st.meta.range_dirty.entry(ino).or_default() += bytes;
             st.meta.range_list.entry(ino).or_default().push((at, bytes));
         }
         self.stamp_buffered_write(ino, bytes);
@@ -261,9 +259,7 @@ impl Btrfs {
                 dev_offset: off + done - len,
                 rsv: share,
                 tok,
-                past_eof: false,
-                nocow: None,
-                range_csum: Some(csum),
+                kind: OrderedKind::Range(csum),
             });
             self.wake_endio_worker();
         }
@@ -296,8 +292,9 @@ impl Btrfs {
                     j.dev_offset,
                     &mut ops,
                 );
-                let ext = ext_key((j.dev_offset, j.bytes));
-                ops.push(TreeOp::Insert(tree_id::EXTENT, ext, size::EXTENT_DATA_ITEM));
+                let sector = self.inner.costs.sectorsize;
+                // The extent item (extent_ops' own), via the delayed ref.
+                ops.push(extent_ops(j.ino, j.offset, j.dev_offset, j.bytes, sector)[1]);
                 let ck = Key::new(EXTENT_CSUM_OBJECTID, key_type::EXTENT_CSUM, csum.start);
                 ops.push(TreeOp::Insert(tree_id::CSUM, ck, csum.bytes));
                 ops.push(inode_update(j.ino));

@@ -15,8 +15,20 @@ use crate::vfs::OpError;
 /// "endio-write"), 8 on any machine with 6 or more CPUs.
 const ENDIO_WORKERS: u32 = 8;
 
-/// A direct-I/O ordered extent whose data is on the device, waiting for
-/// btrfs_finish_ordered_io.
+/// What a finished ordered extent's btrfs_finish_ordered_io does.
+#[derive(Clone, Copy, Debug)]
+pub enum OrderedKind {
+    /// A direct write's COW extent inside the file: the file extent item replaced.
+    Cow,
+    /// A direct write past EOF: a new extent at the offset, i_size moved at completion.
+    PastEof,
+    /// A direct write in place into a preallocated extent (direct_io.rs).
+    Nocow(super::direct_io::Nocow),
+    /// A buffered range's ordered extent (extent_io.rs): where its checksums go.
+    Range(super::extent_io::RangeCsum),
+}
+
+/// An ordered extent whose data is on the device, waiting for btrfs_finish_ordered_io.
 #[derive(Clone, Copy, Debug)]
 pub struct OrderedDone {
     /// Inode.
@@ -33,12 +45,8 @@ pub struct OrderedDone {
     pub rsv: u64,
     /// The data write's device token.
     pub tok: u64,
-    /// A write past EOF: a new extent at `offset` and i_size moved at completion.
-    pub past_eof: bool,
-    /// Written in place into a preallocated extent (direct_io.rs).
-    pub nocow: Option<super::direct_io::Nocow>,
-    /// A buffered range's ordered extent (extent_io.rs): where its checksums go.
-    pub range_csum: Option<super::extent_io::RangeCsum>,
+    /// What its completion does.
+    pub kind: OrderedKind,
 }
 
 impl Btrfs {
@@ -597,9 +605,11 @@ impl Btrfs {
             dev_offset: off,
             rsv,
             tok,
-            past_eof,
-            nocow,
-            range_csum: None,
+            kind: match nocow {
+                _ if past_eof => OrderedKind::PastEof,
+                Some(n) => OrderedKind::Nocow(n),
+                None => OrderedKind::Cow,
+            },
         });
         self.wake_endio_worker();
         Ok(())
@@ -699,11 +709,10 @@ impl Btrfs {
 
     /// btrfs_finish_ordered_io for a direct-I/O write (inode.c@v5.12), see `direct_write`.
     async fn finish_dio_ordered(&self, j: OrderedDone) {
-        if let Some(c) = j.range_csum {
-            return self.finish_range_ordered(j, c).await;
-        }
-        if j.past_eof {
-            return self.finish_dio_past_eof(j).await;
+        match j.kind {
+            OrderedKind::Range(c) => return self.finish_range_ordered(j, c).await,
+            OrderedKind::PastEof => return self.finish_dio_past_eof(j).await,
+            OrderedKind::Cow | OrderedKind::Nocow(_) => {}
         }
         let OrderedDone {
             ino,
@@ -711,7 +720,7 @@ impl Btrfs {
             bytes,
             dev_offset,
             rsv,
-            nocow,
+            kind,
             ..
         } = j;
         let th = self.join_transaction().await;
@@ -719,14 +728,14 @@ impl Btrfs {
         let cpu = {
             let mut st = self.st_mut();
             let sector = self.inner.costs.sectorsize;
-            let mut ops = match nocow {
+            let mut ops = match kind {
                 // BTRFS_ORDERED_PREALLOC: btrfs_mark_extent_written and the checksums; no
                 // extent allocated or freed (direct_io.rs).
-                Some(n) => {
+                OrderedKind::Nocow(n) => {
                     Self::mark_extent_written_ops(&mut st, t, ino, &n, offset, bytes, sector)
                 }
                 // insert_reserved_file_extent (with btrfs_drop_extents), the csum items.
-                None => {
+                _ => {
                     let pieces = Self::alloc_data_extent(&mut st, bytes);
                     st.trans.get_mut(&t).unwrap().delayed_refs += pieces.len() as u64;
                     Self::add_ref_heads(&mut st, t, pieces.len() as u64);
