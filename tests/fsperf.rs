@@ -185,3 +185,38 @@ fn compare_fsperf_refuses_per_workload_flags_in_one_line() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("compare fsperf"), "{err}");
 }
+
+#[test]
+fn a_varied_fio_comparison_heads_its_rows_with_the_runs_iops_and_write_p99() {
+    let bin = env!("CARGO_BIN_EXE_fsyncsim");
+    let args = ["--duration", "100ms", "--policy", "linux-5.13"];
+    let mut want = Vec::new();
+    for t in ["1", "2"] {
+        let o = Command::new(bin)
+            .args(["workload", "dio4kbs16threads", "--threads", t, "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        want.push(v["per_s"].as_f64().unwrap());
+    }
+    assert_ne!(want[0], want[1]);
+    let o = Command::new(bin)
+        .args(["compare", "dio4kbs16threads", "--duration", "100ms"])
+        .args(["--baseline", "linux-5.13", "--current", "linux-5.13"])
+        .args(["--vary", "threads=1,2"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("| write p99 ms (b/c) |"), "{out}");
+    for (t, iops) in ["1", "2"].iter().zip(&want) {
+        let row = out
+            .lines()
+            .find(|l| l.split('|').next().map(str::trim) == Some(*t))
+            .unwrap_or_else(|| panic!("no row {t}: {out}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[1], format!("{iops:.2}"), "{out}");
+        // The write p99 of a run with writes is not 0.
+        assert_ne!(cells[4], "0.000 / 0.000", "{out}");
+    }
+}

@@ -1208,7 +1208,9 @@ fn vary_text(
     let first = &pairs[0];
     let b0 = &first.baseline[0];
     let (unit, _) = headline(b0);
-    let main = main_op(spec.kind);
+    // The operation the runs measured (fio's jobs have writes or creates, no fsync).
+    let main = plot_op(b0);
+    let main = main.as_str();
     t.push_str(&format!(
         "{} on {}: {} vs {}, {} seed(s) per point\n",
         spec.name,
@@ -1228,7 +1230,11 @@ fn vary_text(
     ]];
     for p in pairs {
         let rows = compare_rows(&p.baseline, &p.current);
-        let head = &rows[0];
+        // The headline's row: fio's are fsperf's fields, of which IOPS is the headline.
+        let head = rows
+            .iter()
+            .find(|r| spec.kind == Kind::Fio && r.metric == "write_iops")
+            .unwrap_or(&rows[0]);
         let m = |rs: &[WorkloadResult], f: &dyn Fn(&WorkloadResult) -> f64| {
             rs.iter().map(f).sum::<f64>() / rs.len().max(1) as f64
         };

@@ -738,6 +738,13 @@ impl Trees {
 pub enum TreeOp {
     /// Insert (or resize) an item of this many data bytes.
     Insert(u8, Key, u32),
+    /// `Insert` through a path searched for deletion (`ins_len = -1`): a file extent item
+    /// put in by btrfs_drop_extents with `replace_extent` (file.c@v5.10, whose
+    /// btrfs_lookup_file_extent searches with `mod = -1`). Locked as a delete (locking.rs).
+    InsertDelPath(u8, Key, u32),
+    /// `Update` through a path searched for deletion: btrfs_mark_extent_written's
+    /// (file.c@v5.10: btrfs_search_slot(trans, root, &key, path, -1, 1)).
+    UpdateDelPath(u8, Key, u32),
     /// Delete an item.
     Delete(u8, Key),
     /// Find and rewrite an item in place (inserted if the tree lacks it).
@@ -756,9 +763,13 @@ pub fn apply(
 ) {
     for op in ops {
         let (t, leaf) = match *op {
-            TreeOp::Insert(t, k, s) => (t, trees.get_mut(t).insert(k, s, w)),
+            TreeOp::Insert(t, k, s) | TreeOp::InsertDelPath(t, k, s) => {
+                (t, trees.get_mut(t).insert(k, s, w))
+            }
             TreeOp::Delete(t, k) => (t, trees.get_mut(t).delete(k, w)),
-            TreeOp::Update(t, k, s) => (t, trees.get_mut(t).update(k, s, w)),
+            TreeOp::Update(t, k, s) | TreeOp::UpdateDelPath(t, k, s) => {
+                (t, trees.get_mut(t).update(k, s, w))
+            }
             TreeOp::Search(t, k) => {
                 trees.get_mut(t).search_key(k, w);
                 continue;
@@ -829,7 +840,9 @@ pub fn unlink_ops(trees: &mut Trees, ino: u64, dir: u64, name: &str) -> [TreeOp;
 pub fn extent_ops(ino: u64, file_off: u64, bytenr: u64, len: u64, sector: u64) -> [TreeOp; 3] {
     let csum = len.div_ceil(sector.max(1)) as u32 * size::CSUM_PER_SECTOR;
     [
-        TreeOp::Insert(
+        // insert_reserved_file_extent (inode.c@v5.10) puts the item in through
+        // btrfs_drop_extents with replace_extent: a path searched with ins_len = -1.
+        TreeOp::InsertDelPath(
             tree_id::FS,
             Key::new(ino, key_type::EXTENT_DATA, file_off),
             size::FILE_EXTENT,

@@ -246,20 +246,21 @@ impl Btrfs {
         let mut ops = Vec::with_capacity(6);
         let (mut inc, mut dec) = (0u64, 0u64);
         let fe = size::FILE_EXTENT;
+        // The first change is made through the function's search with ins_len = -1.
         if a < b {
             // The prealloc item keeps [a, b); the written range gets a new item.
-            ops.push(TreeOp::Update(tree_id::FS, key(a), fe));
+            ops.push(TreeOp::UpdateDelPath(tree_id::FS, key(a), fe));
             ops.push(TreeOp::Insert(tree_id::FS, key(b), fe));
             inc += 1;
         } else if left {
             // Merged into the written item on its left (extent_mergeable): that item grows.
             let lw = w.prev_clear(b).map_or(0, |x| x + 1);
-            ops.push(TreeOp::Update(tree_id::FS, key(lw), fe));
+            ops.push(TreeOp::UpdateDelPath(tree_id::FS, key(lw), fe));
             ops.push(TreeOp::Delete(tree_id::FS, key(b)));
             dec += 1;
         } else {
             // The prealloc item becomes the written one.
-            ops.push(TreeOp::Update(tree_id::FS, key(b), fe));
+            ops.push(TreeOp::UpdateDelPath(tree_id::FS, key(b), fe));
         }
         if b + k < z {
             // The rest of the unwritten run: a new prealloc item after the range.
@@ -354,6 +355,7 @@ mod tests {
                     op,
                     TreeOp::Insert(tree_id::FS, ..)
                         | TreeOp::Update(tree_id::FS, ..)
+                        | TreeOp::UpdateDelPath(tree_id::FS, ..)
                         | TreeOp::Delete(tree_id::FS, ..)
                 )
             })
@@ -391,7 +393,7 @@ mod tests {
         assert_eq!(
             ops,
             vec![
-                TreeOp::Update(tree_id::FS, key(0), fe),
+                TreeOp::UpdateDelPath(tree_id::FS, key(0), fe),
                 TreeOp::Insert(tree_id::FS, key(64 << 10), fe),
                 TreeOp::Insert(tree_id::FS, key(68 << 10), fe),
                 TreeOp::Update(tree_id::EXTENT, ek, size::EXTENT_DATA_ITEM),
@@ -405,7 +407,7 @@ mod tests {
         assert_eq!(
             ops[..3],
             [
-                TreeOp::Update(tree_id::FS, key(64 << 10), fe),
+                TreeOp::UpdateDelPath(tree_id::FS, key(64 << 10), fe),
                 TreeOp::Delete(tree_id::FS, key(68 << 10)),
                 TreeOp::Insert(tree_id::FS, key(72 << 10), fe),
             ]

@@ -113,7 +113,12 @@ pub fn range_item_ops(
         // The hole's tail after the range.
         ops.push(TreeOp::Insert(tree_id::FS, fkey(end), size::FILE_EXTENT));
     }
-    ops.push(TreeOp::Insert(tree_id::FS, fkey(offset), size::FILE_EXTENT));
+    // The range's own item, inserted in btrfs_drop_extents' path (replace_extent).
+    ops.push(TreeOp::InsertDelPath(
+        tree_id::FS,
+        fkey(offset),
+        size::FILE_EXTENT,
+    ));
     items.insert(offset, (len, (bytenr, len)));
 }
 
@@ -349,7 +354,7 @@ mod tests {
                 TreeOp::Update(tree_id::FS, fs_key(0), size::FILE_EXTENT),
                 TreeOp::Insert(tree_id::FS, fs_key(20480), size::FILE_EXTENT),
                 TreeOp::Update(tree_id::EXTENT, old, size::EXTENT_DATA_ITEM),
-                TreeOp::Insert(tree_id::FS, fs_key(16384), size::FILE_EXTENT),
+                TreeOp::InsertDelPath(tree_id::FS, fs_key(16384), size::FILE_EXTENT),
             ]
         );
         // Overwriting both remaining parts frees the old extent with the last of them.

@@ -10,10 +10,15 @@
 //! - COW: a block not yet COWed in the running transaction (`should_cow_block`) is COWed
 //!   with write locks on it and on its parent ("must have write locks on this node and the
 //!   parent"; the search restarts with `write_lock_level = level + 1`).
-//! - unlock_up: once the leaf is locked (and has room), the levels above it are released
-//!   before the caller changes the leaf (setup_items_for_insert, btrfs_del_items), so the
-//!   upper levels are held for the descent (node searches, the COWs, the leaf's search and
-//!   split) and the leaf for the descent plus the item moves.
+//! - unlock_up: once the leaf is locked (and has room), the levels at or above
+//!   `lowest_unlock` are released before the caller changes the leaf
+//!   (setup_items_for_insert, btrfs_del_items), so those upper levels are held for the
+//!   descent (node searches, the COWs, the leaf's search and split) and the leaf for the
+//!   descent plus the item moves. `lowest_unlock` is 1, except for a search with
+//!   `ins_len < 0` (a delete, or btrfs_drop_extents' search: `TreeOp::InsertDelPath`), where
+//!   it is 2 ("when we are removing items, we might have to go up to level two as we
+//!   update tree pointers"): the leaf's parent at level 1 stays write-locked with the leaf
+//!   until btrfs_release_path — in a two-level tree, the root.
 //!
 //! Simplifications, stated: one call's tree operations (a create's five items, say) hold
 //! their locks together, acquired top-down in (tree, level, block) order and released
@@ -42,6 +47,8 @@ pub struct TreeLock {
     pub block: u64,
     /// Write (`btrfs_tree_lock`) rather than read (`btrfs_tree_read_lock`).
     pub write: bool,
+    /// Held through the leaf work, not released by unlock_up (below `lowest_unlock`).
+    pub keep: bool,
 }
 
 impl TreeLock {
@@ -116,9 +123,18 @@ pub fn class(tree: u8, level: u32) -> &'static str {
 fn write_lock_level(op: &TreeOp) -> Option<u32> {
     match op {
         TreeOp::Insert(..) => Some(1),
-        TreeOp::Delete(..) => Some(2),
+        TreeOp::Delete(..) | TreeOp::InsertDelPath(..) | TreeOp::UpdateDelPath(..) => Some(2),
         TreeOp::Update(..) => Some(0),
         TreeOp::Search(..) => None,
+    }
+}
+
+/// btrfs_search_slot's `lowest_unlock`: the lowest level unlock_up releases before the
+/// leaf work (ctree.c@v5.10: 2 when `ins_len < 0`, else 1).
+fn lowest_unlock(op: &TreeOp) -> u32 {
+    match op {
+        TreeOp::Delete(..) | TreeOp::InsertDelPath(..) | TreeOp::UpdateDelPath(..) => 2,
+        TreeOp::Insert(..) | TreeOp::Update(..) | TreeOp::Search(..) => 1,
     }
 }
 
@@ -135,10 +151,15 @@ pub fn lock_set(
     let mut changed = leaves.iter();
     for op in ops {
         let (t, key) = match *op {
-            TreeOp::Insert(t, k, _) | TreeOp::Delete(t, k) | TreeOp::Update(t, k, _) => (t, k),
+            TreeOp::Insert(t, k, _)
+            | TreeOp::InsertDelPath(t, k, _)
+            | TreeOp::UpdateDelPath(t, k, _)
+            | TreeOp::Delete(t, k)
+            | TreeOp::Update(t, k, _) => (t, k),
             TreeOp::Search(t, k) => (t, k),
         };
         let wll = write_lock_level(op);
+        let lowest = lowest_unlock(op);
         let leaf = match wll {
             Some(_) => changed.next().expect("a leaf per changing op").1,
             None => trees.get_mut(t).leaf_of(key),
@@ -154,6 +175,7 @@ pub fn lock_set(
             level: 0,
             block: leaf,
             write: wll.is_some(),
+            keep: true,
         });
         let mut div = 1u64;
         for level in 1..h {
@@ -166,12 +188,16 @@ pub fn lock_set(
                 level,
                 block,
                 write,
+                keep: level < lowest,
             });
             child_cow = cow;
         }
         for l in path {
             match out.iter_mut().find(|o| o.order() == l.order()) {
-                Some(o) => o.write |= l.write,
+                Some(o) => {
+                    o.write |= l.write;
+                    o.keep |= l.keep;
+                }
                 None => out.push(l),
             }
         }
@@ -185,7 +211,8 @@ impl super::ctree::Btrfs {
     /// locks is not descheduled): takes the locks top-down — a waiter spins on its core,
     /// as rwsem_optimistic_spin does while the owner runs (5.11+) and 5.10's
     /// btrfs_tree_lock did on a spinning lock — spends the descent's CPU, releases the
-    /// upper levels (unlock_up), spends the leaf moves' CPU, releases the leaves.
+    /// upper levels unlock_up releases, spends the leaf moves' CPU, releases the rest
+    /// (btrfs_release_path).
     pub(super) async fn run_tree_work(&self, w: TreeWork) {
         let h = &self.inner.h;
         if w.locks.is_empty() {
@@ -197,13 +224,13 @@ impl super::ctree::Btrfs {
             self.tree_lock(l).await;
         }
         h.busy(w.path_cpu).await;
-        for l in w.locks.iter().filter(|l| l.level > 0) {
+        for l in w.locks.iter().filter(|l| !l.keep) {
             self.tree_unlock(l);
         }
         if w.leaf_cpu > 0 {
             h.busy(w.leaf_cpu).await;
         }
-        for l in w.locks.iter().filter(|l| l.level == 0) {
+        for l in w.locks.iter().filter(|l| l.keep) {
             self.tree_unlock(l);
         }
         drop(core);
@@ -354,6 +381,84 @@ mod tests {
         let again = [TreeOp::Update(tree_id::FS, inode_key(257), 160)];
         let l = locks_of(&mut trees, &mut tr, &again);
         assert_eq!((mode(&l, 1), mode(&l, 0)), (Some(false), Some(true)));
+    }
+
+    #[test]
+    fn deletes_and_extent_replacements_keep_the_leafs_parent_through_the_leaf_work() {
+        let mut trees = two_level_tree();
+        let mut tr = Transaction::running(1000, 0, 0);
+        let first = [TreeOp::Update(tree_id::FS, inode_key(300), 160)];
+        locks_of(&mut trees, &mut tr, &first);
+        let kept = |l: &TreeLocks, level| l.iter().find(|x| x.level == level).map(|x| x.keep);
+        // ins_len > 0: unlock_up releases level 1 before the item moves.
+        let ins = [TreeOp::Insert(tree_id::FS, inode_key(30_000), 160)];
+        let l = locks_of(&mut trees, &mut tr, &ins);
+        assert_eq!((kept(&l, 1), kept(&l, 0)), (Some(false), Some(true)));
+        // ins_len < 0 (lowest_unlock 2): the root at level 1 stays with the leaf.
+        let del = [TreeOp::Delete(tree_id::FS, inode_key(30_000))];
+        let l = locks_of(&mut trees, &mut tr, &del);
+        assert_eq!((kept(&l, 1), mode(&l, 1)), (Some(true), Some(true)));
+        let fe = Key::new(300, key_type::EXTENT_DATA, 0);
+        let rep = [TreeOp::InsertDelPath(tree_id::FS, fe, 53)];
+        let l = locks_of(&mut trees, &mut tr, &rep);
+        assert_eq!((kept(&l, 1), mode(&l, 1)), (Some(true), Some(true)));
+        let upd = [TreeOp::UpdateDelPath(tree_id::FS, fe, 53)];
+        let l = locks_of(&mut trees, &mut tr, &upd);
+        assert_eq!(kept(&l, 1), Some(true));
+        // The same item inserted plainly lets level 1 go.
+        let fe2 = Key::new(300, key_type::EXTENT_DATA, 4096);
+        let l = locks_of(&mut trees, &mut tr, &[TreeOp::Insert(tree_id::FS, fe2, 53)]);
+        assert_eq!(kept(&l, 1), Some(false));
+        // One call's locks: a delete among inserts keeps the shared root.
+        let both = [
+            TreeOp::Insert(tree_id::FS, inode_key(30_001), 160),
+            TreeOp::Delete(tree_id::FS, inode_key(30_001)),
+        ];
+        let l = locks_of(&mut trees, &mut tr, &both);
+        assert_eq!(kept(&l, 1), Some(true));
+    }
+
+    /// Two changes of different leaves under one root, started at once: B's end (ns).
+    fn second_change_ends_at(keep_root: bool) -> u64 {
+        let mut sim = sim::Sim::new();
+        let h = sim.handle();
+        let mut streams = sim::RngStreams::new(1);
+        let cfg = crate::block::DiskConfig::resolve("nvme").unwrap();
+        let dev = crate::block::add_disk(&mut sim, cfg, &mut streams, false);
+        let policy = super::super::switches::release((5, 15));
+        let fs = super::super::ctree::Btrfs::new(&h, dev, policy, super::super::Costs::default());
+        let end = std::rc::Rc::new(std::cell::Cell::new(0));
+        for (name, leaf) in [("A", 1), ("B", 2)] {
+            let (f, h, out) = (fs.clone(), h.clone(), end.clone());
+            let lock = |level, block, keep| TreeLock {
+                tree: tree_id::FS,
+                level,
+                block,
+                write: true,
+                keep,
+            };
+            let w = TreeWork {
+                path_cpu: 1_000,
+                leaf_cpu: 10_000,
+                locks: [lock(1, 0, keep_root), lock(0, leaf, true)]
+                    .into_iter()
+                    .collect(),
+            };
+            sim.spawn(name, async move {
+                f.run_tree_work(w).await;
+                out.set(h.now());
+            });
+        }
+        sim.run().unwrap();
+        end.get()
+    }
+
+    #[test]
+    fn a_kept_parent_holds_the_other_change_until_the_leaf_work_is_done() {
+        // Released by unlock_up: B descends once A has, and both move items at once.
+        assert_eq!(second_change_ends_at(false), 12_000);
+        // Kept (lowest_unlock 2): B waits for all of A's work.
+        assert_eq!(second_change_ends_at(true), 22_000);
     }
 
     #[test]
