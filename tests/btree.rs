@@ -106,6 +106,18 @@ fn deeper_tree_costs_more_cpu() {
         "{ws:?} {wd:?}"
     );
     assert!(cd > cs, "{cs} ns vs {cd} ns");
+    // The internal nodes' share (held under the upper levels' locks): none in a one-leaf
+    // tree, a level and its compares per level above the leaves otherwise.
+    assert_eq!(
+        (ws.node_levels, ws.node_compares, c.node_ps(&ws)),
+        (0, 0, 0)
+    );
+    assert_eq!(wd.node_levels, u64::from(deep.fs.height() - 1));
+    assert!(
+        wd.node_compares > 0 && wd.node_compares < wd.compares,
+        "{wd:?}"
+    );
+    assert!(c.node_ps(&wd) > 0 && c.node_ps(&wd) < cd * 1000, "{cd} ns");
 }
 
 #[test]

@@ -341,6 +341,12 @@ impl Costs {
         ps.div_ceil(1000)
     }
 
+    /// Picoseconds of the searches in internal nodes (the part of `tree_cpu` done before
+    /// unlock_up releases the levels above level 1).
+    pub fn node_ps(&self, w: &super::ctree_btree::Work) -> u64 {
+        w.node_levels * self.tree_level_ps + w.node_compares * self.key_compare_ps
+    }
+
     /// Picoseconds of the work inside leaves: bytes moved and item offsets rewritten (the
     /// part of `tree_cpu` done under the leaves' locks).
     pub fn leaf_ps(&self, w: &super::ctree_btree::Work) -> u64 {

@@ -146,6 +146,10 @@ pub struct Work {
     /// a split moves to another leaf (__push_leaf_left/right, copy_for_split), one token
     /// get and set each (ctree.c@v5.10).
     pub fixups: u64,
+    /// Of `levels`, the internal nodes visited by searches (levels above the leaves).
+    pub node_levels: u64,
+    /// Of `compares`, those of the searches in internal nodes.
+    pub node_compares: u64,
 }
 
 impl Work {
@@ -156,6 +160,8 @@ impl Work {
         self.moved += o.moved;
         self.splits += o.splits;
         self.fixups += o.fixups;
+        self.node_levels += o.node_levels;
+        self.node_compares += o.node_compares;
     }
 }
 
@@ -372,6 +378,8 @@ impl Tree {
     fn search(height: u32, node_compares: u64, n: usize, w: &mut Work) {
         w.levels += u64::from(height);
         w.compares += node_compares + bin_search_compares(n as u64);
+        w.node_levels += u64::from(height - 1);
+        w.node_compares += node_compares;
     }
 
     /// Inserts (or, if present, resizes) the item `key` of `data` bytes; returns the id of
@@ -932,8 +940,10 @@ impl super::ctree::Btrfs {
             return super::locking::TreeWork::unlocked(cpu);
         }
         let leaf_cpu = c.leaf_ps(&w).div_ceil(1000).min(cpu);
+        let node_cpu = c.node_ps(&w).div_ceil(1000).min(cpu - leaf_cpu);
         super::locking::TreeWork {
-            path_cpu: cpu - leaf_cpu,
+            node_cpu,
+            path_cpu: cpu - leaf_cpu - node_cpu,
             leaf_cpu,
             locks,
         }

@@ -10,19 +10,24 @@
 //! - COW: a block not yet COWed in the running transaction (`should_cow_block`) is COWed
 //!   with write locks on it and on its parent ("must have write locks on this node and the
 //!   parent"; the search restarts with `write_lock_level = level + 1`).
-//! - unlock_up: once the leaf is locked (and has room), the levels at or above
-//!   `lowest_unlock` are released before the caller changes the leaf
-//!   (setup_items_for_insert, btrfs_del_items), so those upper levels are held for the
-//!   descent (node searches, the COWs, the leaf's search and split) and the leaf for the
-//!   descent plus the item moves. `lowest_unlock` is 1, except for a search with
-//!   `ins_len < 0` (a delete, or btrfs_drop_extents' search: `TreeOp::InsertDelPath`), where
-//!   it is 2 ("when we are removing items, we might have to go up to level two as we
-//!   update tree pointers"): the leaf's parent at level 1 stays write-locked with the leaf
-//!   until btrfs_release_path — in a two-level tree, the root.
+//! - unlock_up: at each level of the descent, once a node is searched, the levels above
+//!   it at or above `lowest_unlock` are released (lock coupling); at the leaf (locked,
+//!   COWed, searched, split if full) the remaining ones are, before the caller changes the
+//!   leaf (setup_items_for_insert, btrfs_del_items). Here levels 2 and up are held for
+//!   the searches in the internal nodes, level 1 also for the leaf's COW, search and
+//!   split, and the leaf for all that plus the item moves.
+//! - `lowest_unlock` is 1, except for a search with `ins_len < 0` (a delete, and the
+//!   searches of btrfs_drop_extents and btrfs_mark_extent_written: `TreeOp::InsertDelPath`,
+//!   `UpdateDelPath`), where it is 2 ("when we are removing items, we might have to go up
+//!   to level two as we update tree pointers"): the leaf's parent at level 1 stays
+//!   write-locked with the leaf until btrfs_release_path — in a two-level tree, the root.
 //!
 //! Simplifications, stated: one call's tree operations (a create's five items, say) hold
 //! their locks together, acquired top-down in (tree, level, block) order and released
-//! after the call's CPU, where the kernel searches once per item; internal nodes are not
+//! after the call's CPU, where the kernel searches once per item; the levels from 2 up
+//! are held through all the node searches (the kernel lets each go once the node below
+//! it is searched), and a node's COW (once per transaction) counts with the leaf's part
+//! of the descent; internal nodes are not
 //! stored (ctree_btree.rs), so a leaf's ancestor at level L is its block id divided by
 //! the fan-out to the L (the root: block 0). A change runs on a core it keeps until its
 //! locks are released; its waits for a lock spin on that core (the CPU a spinning waiter
@@ -68,7 +73,10 @@ pub type TreeLocks = smallvec::SmallVec<[TreeLock; 8]>;
 /// The CPU of one call's tree work and the locks it holds meanwhile.
 #[derive(Clone, Debug, Default)]
 pub struct TreeWork {
-    /// CPU of the descent: levels, searches, COWs, splits (upper levels held).
+    /// CPU of the searches in internal nodes (every level held).
+    pub node_cpu: Nanos,
+    /// CPU of the rest of the descent: the leaf's search, the COWs, the splits (level 1
+    /// and the leaves held).
     pub path_cpu: Nanos,
     /// CPU of the item moves in the leaves (only the leaves held).
     pub leaf_cpu: Nanos,
@@ -87,7 +95,7 @@ impl TreeWork {
 
     /// Its whole CPU.
     pub fn cpu(&self) -> Nanos {
-        self.path_cpu + self.leaf_cpu
+        self.node_cpu + self.path_cpu + self.leaf_cpu
     }
 }
 
@@ -223,8 +231,20 @@ impl super::ctree::Btrfs {
         for l in &w.locks {
             self.tree_lock(l).await;
         }
-        h.busy(w.path_cpu).await;
-        for l in w.locks.iter().filter(|l| !l.keep) {
+        // Lock coupling: unlock_up at each node of the descent releases the levels above
+        // it once the node below is searched, so levels 2 and up go after the node
+        // searches, before the leaf's COW, search and split.
+        let upper = |l: &&TreeLock| !l.keep && l.level >= 2;
+        if w.locks.iter().any(|l| upper(&l)) {
+            h.busy(w.node_cpu).await;
+            for l in w.locks.iter().filter(upper) {
+                self.tree_unlock(l);
+            }
+            h.busy(w.path_cpu).await;
+        } else {
+            h.busy(w.node_cpu + w.path_cpu).await;
+        }
+        for l in w.locks.iter().filter(|l| !l.keep && l.level < 2) {
             self.tree_unlock(l);
         }
         if w.leaf_cpu > 0 {
@@ -420,6 +440,26 @@ mod tests {
 
     /// Two changes of different leaves under one root, started at once: B's end (ns).
     fn second_change_ends_at(keep_root: bool) -> u64 {
+        let lock = |level, block, keep| TreeLock {
+            tree: tree_id::FS,
+            level,
+            block,
+            write: true,
+            keep,
+        };
+        let work = |leaf| TreeWork {
+            node_cpu: 0,
+            path_cpu: 1_000,
+            leaf_cpu: 10_000,
+            locks: [lock(1, 0, keep_root), lock(0, leaf, true)]
+                .into_iter()
+                .collect(),
+        };
+        two_changes_end_at([work(1), work(2)])
+    }
+
+    /// Runs `w` as two tasks started at once; the second's end (ns).
+    fn two_changes_end_at(w: [TreeWork; 2]) -> u64 {
         let mut sim = sim::Sim::new();
         let h = sim.handle();
         let mut streams = sim::RngStreams::new(1);
@@ -428,22 +468,8 @@ mod tests {
         let policy = super::super::switches::release((5, 15));
         let fs = super::super::ctree::Btrfs::new(&h, dev, policy, super::super::Costs::default());
         let end = std::rc::Rc::new(std::cell::Cell::new(0));
-        for (name, leaf) in [("A", 1), ("B", 2)] {
+        for (name, w) in ["A", "B"].into_iter().zip(w) {
             let (f, h, out) = (fs.clone(), h.clone(), end.clone());
-            let lock = |level, block, keep| TreeLock {
-                tree: tree_id::FS,
-                level,
-                block,
-                write: true,
-                keep,
-            };
-            let w = TreeWork {
-                path_cpu: 1_000,
-                leaf_cpu: 10_000,
-                locks: [lock(1, 0, keep_root), lock(0, leaf, true)]
-                    .into_iter()
-                    .collect(),
-            };
             sim.spawn(name, async move {
                 f.run_tree_work(w).await;
                 out.set(h.now());
@@ -451,6 +477,31 @@ mod tests {
         }
         sim.run().unwrap();
         end.get()
+    }
+
+    #[test]
+    fn the_root_of_a_three_level_tree_goes_once_the_node_searches_are_done() {
+        // A and B share the root (level 2) and nothing else: 1 µs of node searches, 5 µs
+        // of the leaf's COW and search, 5 µs of item moves each.
+        let lock = |level, block| TreeLock {
+            tree: tree_id::FS,
+            level,
+            block,
+            write: true,
+            keep: level == 0,
+        };
+        let work = |b| TreeWork {
+            node_cpu: 1_000,
+            path_cpu: 5_000,
+            leaf_cpu: 5_000,
+            locks: [lock(2, 0), lock(1, b), lock(0, b)].into_iter().collect(),
+        };
+        // B takes the root when A's node searches are done (held to 6 µs before).
+        assert_eq!(two_changes_end_at([work(1), work(2)]), 12_000);
+        // Sharing level 1 too, B waits for A's leaf COW and search as well.
+        let mut b = work(2);
+        b.locks[1].block = 1;
+        assert_eq!(two_changes_end_at([work(1), b]), 17_000);
     }
 
     #[test]
