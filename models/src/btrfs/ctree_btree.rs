@@ -762,6 +762,20 @@ pub enum TreeOp {
     Search(u8, Key),
 }
 
+impl TreeOp {
+    /// The tree it changes or searches.
+    pub fn tree(&self) -> u8 {
+        match *self {
+            TreeOp::Insert(t, ..)
+            | TreeOp::InsertDelPath(t, ..)
+            | TreeOp::Delete(t, _)
+            | TreeOp::Update(t, ..)
+            | TreeOp::UpdateDelPath(t, ..)
+            | TreeOp::Search(t, _) => t,
+        }
+    }
+}
+
 /// Applies `ops` to the trees: adds their work to `w` and the leaves they touch to `out`.
 pub fn apply(
     trees: &mut Trees,
@@ -785,6 +799,21 @@ pub fn apply(
         };
         out.push((t, leaf));
     }
+}
+
+/// `leaf_cpu` (ns) split over the trees' leaf work `per_tree` (ps), rounding at the
+/// running sums so that the parts add up to `leaf_cpu`; trees without leaf work
+/// are left out.
+fn split_leaf_cpu(per_tree: &[(u8, u64)], leaf_cpu: sim::Nanos) -> super::locking::LeafSplit {
+    let mut out = super::locking::LeafSplit::new();
+    let (mut sum, mut given) = (0u64, 0);
+    for &(t, ps) in per_tree.iter().filter(|x| x.1 > 0) {
+        sum += ps;
+        let upto = sum.div_ceil(1000).min(leaf_cpu);
+        out.push((t, upto - given));
+        given = upto;
+    }
+    out
 }
 
 /// The inode item's key.
@@ -925,7 +954,22 @@ impl super::ctree::Btrfs {
         let mut w = Work::default();
         let mut leaves = super::ctree_blocks::Leaves::new();
         let marks = st.trees.leaf_marks();
-        apply(&mut st.trees, ops, &mut w, &mut leaves);
+        // Each op's leaf work (bytes moved, offsets rewritten) goes to its tree, when the
+        // call changes more than one.
+        let mut per_tree: smallvec::SmallVec<[(u8, u64); 3]> = smallvec::SmallVec::new();
+        if ops.iter().all(|o| o.tree() == ops[0].tree()) {
+            apply(&mut st.trees, ops, &mut w, &mut leaves);
+        } else {
+            for op in ops {
+                let before = c.leaf_ps(&w);
+                apply(&mut st.trees, std::slice::from_ref(op), &mut w, &mut leaves);
+                let ps = c.leaf_ps(&w) - before;
+                match per_tree.iter_mut().find(|x| x.0 == op.tree()) {
+                    Some(x) => x.1 += ps,
+                    None => per_tree.push((op.tree(), ps)),
+                }
+            }
+        }
         let mut born = super::ctree_blocks::Leaves::new();
         st.trees.leaves_since(&marks, &mut born);
         let locks = if c.tree_locks == 0 {
@@ -945,6 +989,7 @@ impl super::ctree::Btrfs {
             node_cpu,
             path_cpu: cpu - leaf_cpu - node_cpu,
             leaf_cpu,
+            leaf_trees: split_leaf_cpu(&per_tree, leaf_cpu),
             locks,
         }
     }
@@ -1080,5 +1125,26 @@ impl super::ctree::Btrfs {
         let mut leaves = super::ctree_blocks::Leaves::new();
         apply(&mut self.st_mut().trees, ops, &mut w, &mut leaves);
         self.inner.costs.tree_cpu(&w, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{split_leaf_cpu, tree_id};
+
+    #[test]
+    fn a_calls_leaf_cpu_splits_over_its_trees_in_order_and_adds_up() {
+        // 1.5 + 0 + 2.7 ns of moves: the ceilings of the running sums, 2 and 5.
+        let per = [
+            (tree_id::FS, 1_500),
+            (tree_id::EXTENT, 0),
+            (tree_id::CSUM, 2_700),
+        ];
+        let s = split_leaf_cpu(&per, 5);
+        assert_eq!(s.as_slice(), &[(tree_id::FS, 2), (tree_id::CSUM, 3)]);
+        // Capped at the call's leaf CPU (itself capped at the call's CPU).
+        let s = split_leaf_cpu(&per, 4);
+        assert_eq!(s.iter().map(|x| x.1).sum::<u64>(), 4);
+        assert!(split_leaf_cpu(&[(tree_id::FS, 0)], 0).is_empty());
     }
 }

@@ -80,9 +80,16 @@ pub struct TreeWork {
     pub path_cpu: Nanos,
     /// CPU of the item moves in the leaves (only the leaves held).
     pub leaf_cpu: Nanos,
+    /// `leaf_cpu` per tree, in the order the call first changes each (more than one: each
+    /// tree's path is released once its items are moved, btrfs_release_path, before the
+    /// next tree's are).
+    pub leaf_trees: LeafSplit,
     /// The locks, in acquisition order (empty: none modelled).
     pub locks: TreeLocks,
 }
+
+/// A call's leaf work per tree: (tree id, CPU).
+pub type LeafSplit = smallvec::SmallVec<[(u8, Nanos); 3]>;
 
 impl TreeWork {
     /// Work that takes no lock.
@@ -247,11 +254,26 @@ impl super::ctree::Btrfs {
         for l in w.locks.iter().filter(|l| !l.keep && l.level < 2) {
             self.tree_unlock(l);
         }
-        if w.leaf_cpu > 0 {
-            h.busy(w.leaf_cpu).await;
-        }
-        for l in w.locks.iter().filter(|l| l.keep) {
-            self.tree_unlock(l);
+        if w.leaf_trees.len() > 1 {
+            for &(t, cpu) in &w.leaf_trees {
+                if cpu > 0 {
+                    h.busy(cpu).await;
+                }
+                for l in w.locks.iter().filter(|l| l.keep && l.tree == t) {
+                    self.tree_unlock(l);
+                }
+            }
+            let searched_only = |l: &&TreeLock| !w.leaf_trees.iter().any(|x| x.0 == l.tree);
+            for l in w.locks.iter().filter(|l| l.keep).filter(searched_only) {
+                self.tree_unlock(l);
+            }
+        } else {
+            if w.leaf_cpu > 0 {
+                h.busy(w.leaf_cpu).await;
+            }
+            for l in w.locks.iter().filter(|l| l.keep) {
+                self.tree_unlock(l);
+            }
         }
         drop(core);
     }
@@ -451,6 +473,7 @@ mod tests {
             node_cpu: 0,
             path_cpu: 1_000,
             leaf_cpu: 10_000,
+            leaf_trees: LeafSplit::new(),
             locks: [lock(1, 0, keep_root), lock(0, leaf, true)]
                 .into_iter()
                 .collect(),
@@ -458,7 +481,7 @@ mod tests {
         two_changes_end_at([work(1), work(2)])
     }
 
-    /// Runs `w` as two tasks started at once; the second's end (ns).
+    /// Runs `w` as two tasks, A and B, started at once; B's end (ns).
     fn two_changes_end_at(w: [TreeWork; 2]) -> u64 {
         let mut sim = sim::Sim::new();
         let h = sim.handle();
@@ -472,7 +495,9 @@ mod tests {
             let (f, h, out) = (fs.clone(), h.clone(), end.clone());
             sim.spawn(name, async move {
                 f.run_tree_work(w).await;
-                out.set(h.now());
+                if name == "B" {
+                    out.set(h.now());
+                }
             });
         }
         sim.run().unwrap();
@@ -494,6 +519,7 @@ mod tests {
             node_cpu: 1_000,
             path_cpu: 5_000,
             leaf_cpu: 5_000,
+            leaf_trees: LeafSplit::new(),
             locks: [lock(2, 0), lock(1, b), lock(0, b)].into_iter().collect(),
         };
         // B takes the root when A's node searches are done (held to 6 µs before).
@@ -502,6 +528,51 @@ mod tests {
         let mut b = work(2);
         b.locks[1].block = 1;
         assert_eq!(two_changes_end_at([work(1), b]), 17_000);
+    }
+
+    #[test]
+    fn a_calls_tree_is_released_once_its_own_items_are_moved() {
+        let lock = |tree, level, block| TreeLock {
+            tree,
+            level,
+            block,
+            write: true,
+            keep: true,
+        };
+        // A: a finished ordered extent — the file extent item under a kept subvolume
+        // root (2 µs of item moves), then its checksums (8 µs) in the csum tree.
+        let a = |split: bool| TreeWork {
+            node_cpu: 0,
+            path_cpu: 1_000,
+            leaf_cpu: 10_000,
+            leaf_trees: if split {
+                [(tree_id::FS, 2_000), (tree_id::CSUM, 8_000)]
+                    .into_iter()
+                    .collect()
+            } else {
+                LeafSplit::new()
+            },
+            locks: [
+                lock(tree_id::FS, 1, 0),
+                lock(tree_id::FS, 0, 1),
+                lock(tree_id::CSUM, 0, 5),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        // B: a change of another leaf under the same root.
+        let b = TreeWork {
+            node_cpu: 0,
+            path_cpu: 1_000,
+            leaf_cpu: 2_000,
+            leaf_trees: LeafSplit::new(),
+            locks: [lock(tree_id::FS, 1, 0), lock(tree_id::FS, 0, 2)]
+                .into_iter()
+                .collect(),
+        };
+        // B takes the root once A's file extent item is in (3 µs), not after its csums.
+        assert_eq!(two_changes_end_at([a(true), b.clone()]), 6_000);
+        assert_eq!(two_changes_end_at([a(false), b]), 14_000);
     }
 
     #[test]
