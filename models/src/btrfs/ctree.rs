@@ -121,6 +121,16 @@ pub(super) enum LogResult {
 }
 
 impl Btrfs {
+    /// A filesystem for unit tests: linux-5.15's switches on an NVMe disk of `sim`.
+    #[cfg(test)]
+    pub(crate) fn for_test(sim: &mut sim::Sim) -> Self {
+        let mut streams = sim::RngStreams::new(1);
+        let cfg = crate::block::DiskConfig::resolve("nvme").unwrap();
+        let dev = crate::block::add_disk(sim, cfg, &mut streams, false);
+        let policy = super::switches::release((5, 15));
+        Self::new(&sim.handle(), dev, policy, Costs::default())
+    }
+
     /// A freshly made filesystem (generation 999 committed) on `dev`.
     pub fn new(h: &Handle, dev: Device, policy: Policy, costs: Costs) -> Self {
         let sub_trans_stamp = policy.log(LogPatch::SubTransStamp);

@@ -763,16 +763,21 @@ pub enum TreeOp {
 }
 
 impl TreeOp {
+    /// The tree and the key it changes or searches.
+    pub fn target(&self) -> (u8, Key) {
+        match *self {
+            TreeOp::Insert(t, k, _)
+            | TreeOp::InsertDelPath(t, k, _)
+            | TreeOp::Delete(t, k)
+            | TreeOp::Update(t, k, _)
+            | TreeOp::UpdateDelPath(t, k, _)
+            | TreeOp::Search(t, k) => (t, k),
+        }
+    }
+
     /// The tree it changes or searches.
     pub fn tree(&self) -> u8 {
-        match *self {
-            TreeOp::Insert(t, ..)
-            | TreeOp::InsertDelPath(t, ..)
-            | TreeOp::Delete(t, _)
-            | TreeOp::Update(t, ..)
-            | TreeOp::UpdateDelPath(t, ..)
-            | TreeOp::Search(t, _) => t,
-        }
+        self.target().0
     }
 }
 

@@ -370,12 +370,7 @@ mod tests {
     fn a_writeback_without_wait_leaves_the_ranges_to_the_endio_workers() {
         for wait in [false, true] {
             let mut sim = sim::Sim::new();
-            let h = sim.handle();
-            let mut streams = sim::RngStreams::new(1);
-            let cfg = crate::block::DiskConfig::resolve("nvme").unwrap();
-            let dev = crate::block::add_disk(&mut sim, cfg, &mut streams, false);
-            let policy = super::super::switches::release((5, 15));
-            let fs = Btrfs::new(&h, dev, policy, crate::btrfs::Costs::default());
+            let fs = Btrfs::for_test(&mut sim);
             let f = fs.clone();
             let seen = std::rc::Rc::new(std::cell::Cell::new(u64::MAX));
             let out = seen.clone();

@@ -165,14 +165,7 @@ pub fn lock_set(
     let mut out = TreeLocks::new();
     let mut changed = leaves.iter();
     for op in ops {
-        let (t, key) = match *op {
-            TreeOp::Insert(t, k, _)
-            | TreeOp::InsertDelPath(t, k, _)
-            | TreeOp::UpdateDelPath(t, k, _)
-            | TreeOp::Delete(t, k)
-            | TreeOp::Update(t, k, _) => (t, k),
-            TreeOp::Search(t, k) => (t, k),
-        };
+        let (t, key) = op.target();
         let wll = write_lock_level(op);
         let lowest = lowest_unlock(op);
         let leaf = match wll {
@@ -254,7 +247,9 @@ impl super::ctree::Btrfs {
         for l in w.locks.iter().filter(|l| !l.keep && l.level < 2) {
             self.tree_unlock(l);
         }
-        if w.leaf_trees.len() > 1 {
+        // Several trees changed: each tree's locks go once its own items are moved.
+        let split = w.leaf_trees.len() > 1;
+        if split {
             for &(t, cpu) in &w.leaf_trees {
                 if cpu > 0 {
                     h.busy(cpu).await;
@@ -263,17 +258,12 @@ impl super::ctree::Btrfs {
                     self.tree_unlock(l);
                 }
             }
-            let searched_only = |l: &&TreeLock| !w.leaf_trees.iter().any(|x| x.0 == l.tree);
-            for l in w.locks.iter().filter(|l| l.keep).filter(searched_only) {
-                self.tree_unlock(l);
-            }
-        } else {
-            if w.leaf_cpu > 0 {
-                h.busy(w.leaf_cpu).await;
-            }
-            for l in w.locks.iter().filter(|l| l.keep) {
-                self.tree_unlock(l);
-            }
+        } else if w.leaf_cpu > 0 {
+            h.busy(w.leaf_cpu).await;
+        }
+        let released = |l: &&TreeLock| split && w.leaf_trees.iter().any(|x| x.0 == l.tree);
+        for l in w.locks.iter().filter(|l| l.keep && !released(l)) {
+            self.tree_unlock(l);
         }
         drop(core);
     }
@@ -485,11 +475,7 @@ mod tests {
     fn two_changes_end_at(w: [TreeWork; 2]) -> u64 {
         let mut sim = sim::Sim::new();
         let h = sim.handle();
-        let mut streams = sim::RngStreams::new(1);
-        let cfg = crate::block::DiskConfig::resolve("nvme").unwrap();
-        let dev = crate::block::add_disk(&mut sim, cfg, &mut streams, false);
-        let policy = super::super::switches::release((5, 15));
-        let fs = super::super::ctree::Btrfs::new(&h, dev, policy, super::super::Costs::default());
+        let fs = super::super::ctree::Btrfs::for_test(&mut sim);
         let end = std::rc::Rc::new(std::cell::Cell::new(0));
         for (name, w) in ["A", "B"].into_iter().zip(w) {
             let (f, h, out) = (fs.clone(), h.clone(), end.clone());
