@@ -96,11 +96,18 @@ fn tree_locks_is_a_switch_in_a_scenario_file() {
     let msg = e.to_string();
     assert!(msg.starts_with("x.toml:"), "{msg}");
     assert!(
-        msg.contains("tree_locks, delayed_items, delayed_refs and global_rsv_resize 0 or 1"),
+        msg.contains(
+            "tree_locks, delayed_items, delayed_refs, global_rsv_resize and log_cow 0 or 1"
+        ),
         "{msg}"
     );
     // The other model switches are held to 0 or 1 as well.
-    for key in ["delayed_items", "delayed_refs", "global_rsv_resize"] {
+    for key in [
+        "delayed_items",
+        "delayed_refs",
+        "global_rsv_resize",
+        "log_cow",
+    ] {
         let text = format!("{TWO_CREATES}\n[costs]\n{key} = 2\n");
         assert!(
             Scenario::parse(&text, "x.toml").is_err(),

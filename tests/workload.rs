@@ -451,12 +451,18 @@ fn flush_cpu_ns(costs: &[(&str, u64)]) -> f64 {
 #[test]
 fn blocking_and_checksums_cost_an_fsync_cpu() {
     let all = flush_cpu_ns(&[]);
+    let switch = flush_cpu_ns(&[("context_switch", 10_000), ("wakeup", 0)]);
     let no_switch = flush_cpu_ns(&[("context_switch", 0), ("wakeup", 0)]);
     let no_csum = flush_cpu_ns(&[("crc32c_ps_per_byte", 0)]);
-    // A Flush blocks at least once (its data's and its log's I/O completions) and pays
-    // context_switch (285 ns) for each wake-up; it checksums at least one 16 KiB log block
-    // (crc32c at 45 ps/B: 738 ns) and the data it writes back.
-    assert!(all - no_switch >= 285.0, "switch: {all} vs {no_switch}");
+    // A Flush that has data to write back or a log to sync blocks at least once (those
+    // I/O completions) and pays context_switch for each wake-up; one with neither does not
+    // block. With 10 us a switch, the mean Flush pays over half of one (the runs diverge,
+    // so their other CPU differs by a few hundred ns). It checksums at least one 16 KiB
+    // log block (crc32c at 45 ps/B: 738 ns) and the data it writes back.
+    assert!(
+        switch - no_switch >= 5_000.0,
+        "switch: {switch} vs {no_switch}"
+    );
     assert!(all - no_csum >= 738.0, "csum: {all} vs {no_csum}");
 }
 
@@ -484,14 +490,7 @@ fn every_transaction_handle_costs_its_start_and_end() {
 /// The virtual end of a one-task scenario: setup `setup`, task ops `ops`, `[costs]` lines
 /// `costs`, under linux-5.11.
 fn scenario_end(setup: &str, ops: &str, costs: &str) -> u64 {
-    let text = format!(
-        "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\n\
-         setup = [{setup}]\n[[task]]\nname = \"A\"\nops = [{ops}]\n[costs]\n{costs}\n"
-    );
-    let sc = models::scenario::Scenario::parse(&text, "t.toml").unwrap();
-    let r = crate::common::scripted(&sc, &Policy::preset("linux-5.11").unwrap());
-    assert!(r.violations.is_empty(), "{:?}", r.violations);
-    r.end
+    scenario_metrics(setup, ops, costs).end
 }
 
 #[test]
@@ -634,4 +633,81 @@ fn compare_reports_progress_in_simulated_time() {
     for (x, y) in with[0].current.iter().zip(&without[0].current) {
         assert_eq!(x.trace_hash, y.trace_hash);
     }
+}
+
+/// The scripted run of `setup` then task A's `ops` under linux-5.11 with `[costs]` text.
+fn scenario_metrics(setup: &str, ops: &str, costs: &str) -> models::scenario::RunResult {
+    let text = format!(
+        "name = \"t\"\nrace = \"R1\"\ntitle = \"t\"\nsummary = \"s\"\n\
+         setup = [{setup}]\n[[task]]\nname = \"A\"\nops = [{ops}]\n[costs]\n{costs}\n"
+    );
+    let sc = models::scenario::Scenario::parse(&text, "t.toml").unwrap();
+    let r = crate::common::scripted(&sc, &Policy::preset("linux-5.11").unwrap());
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    r
+}
+
+#[test]
+fn a_log_block_a_log_sync_wrote_is_cowed_when_logged_into_again() {
+    // One transaction, one file written and fsynced twice: the first log sync writes the
+    // log's one leaf; the second fsync logs into that leaf again, which the first sync
+    // wrote (BTRFS_HEADER_FLAG_WRITTEN), so it is COWed, and the second sync writes it.
+    let setup = "\"mkdir /d\", \"create /d/a\", \"commit\"";
+    let once = "\"write /d/a 4k\", \"fsync /d/a\"";
+    let twice = "\"write /d/a 4k\", \"fsync /d/a\", \"write /d/a 4k\", \"fsync /d/a\"";
+    let get = |ops: &str, costs: &str, k: &str| {
+        scenario_metrics(setup, ops, costs).metrics.get(k).unwrap()
+    };
+    assert_eq!(
+        get(once, "", "log_blocks_cowed"),
+        0,
+        "a new log tree's leaf"
+    );
+    assert_eq!(get(once, "", "log_blocks_written"), 1);
+    assert!(
+        get(twice, "", "log_blocks_cowed") >= 1,
+        "the written leaf COWed"
+    );
+    assert_eq!(get(twice, "", "log_blocks_written"), 2);
+    assert_eq!(get(twice, "log_cow = 0", "log_blocks_cowed"), 0);
+    // A COW costs its copy, allocation and free: the second fsync ends later with them.
+    let end = |costs: &str| scenario_metrics(setup, twice, costs).end;
+    assert!(end("") > end("log_cow = 0"), "the COW's CPU");
+}
+
+#[test]
+fn a_log_sync_writes_the_blocks_its_log_transaction_dirtied() {
+    // 400 files logged in one transaction grow the log tree past one leaf. A last fsync
+    // of the first file then dirties its leaf (inode item, ref, file extent item), the
+    // leaf at the end of the key space that holds the logged checksums
+    // (BTRFS_EXTENT_CSUM_OBJECTID = -10) and the root above both: three blocks, where the
+    // bytes it logged fit in one.
+    let mut setup = vec!["\"mkdir /d\"".to_string()];
+    for i in 0..400 {
+        setup.push(format!("\"create /d/f{i:03}\""));
+    }
+    setup.push("\"commit\"".into());
+    let setup = setup.join(", ");
+    let mut ops: Vec<String> = Vec::new();
+    for i in 0..400 {
+        ops.push(format!("\"write /d/f{i:03} 4k\", \"fsync /d/f{i:03}\""));
+    }
+    let all = ops.join(", ");
+    let last = format!("{all}, \"write /d/f000 4k\", \"fsync /d/f000\"");
+    let written = |ops: &str, costs: &str| {
+        scenario_metrics(&setup, ops, costs)
+            .metrics
+            .get("log_blocks_written")
+            .unwrap()
+    };
+    assert_eq!(
+        written(&last, "") - written(&all, ""),
+        3,
+        "two leaves and the root"
+    );
+    assert_eq!(
+        written(&last, "log_cow = 0") - written(&all, "log_cow = 0"),
+        1,
+        "its bytes in blocks"
+    );
 }

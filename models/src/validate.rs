@@ -773,7 +773,7 @@ pub type Mechanism = (
 );
 
 /// The mechanisms of the btrfs model that `validate --ablate` switches off one at a time.
-pub const ABLATIONS: [Mechanism; 8] = [
+pub const ABLATIONS: [Mechanism; 9] = [
     (
         "tree_locks",
         &[("costs.tree_locks", "0")],
@@ -815,6 +815,11 @@ pub const ABLATIONS: [Mechanism; 8] = [
         "global_rsv",
         &[("costs.global_rsv_resize", "0")],
         "the global reserve resized from the extent, csum and root trees (space_info.rs)",
+    ),
+    (
+        "log_cow",
+        &[("costs.log_cow", "0")],
+        "log tree blocks COWed after each log sync, each sync writing the blocks it dirtied (ctree_btree.rs, tree_log.rs)",
     ),
     (
         "cpu_contention",

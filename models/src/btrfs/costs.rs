@@ -238,6 +238,13 @@ pub struct Costs {
     /// and new block group (1) or kept at its mount size (0). A model switch for ablation,
     /// not a kernel parameter.
     pub global_rsv_resize: u64,
+    /// Log tree blocks COWed and written as the kernel does (1) or the log's size taken
+    /// from the bytes logged (0): a log block written by a log sync is COWed when changed
+    /// again (ctree.c:should_cow_block@v5.10, BTRFS_HEADER_FLAG_WRITTEN), and
+    /// btrfs_sync_log writes the blocks dirtied since the last sync (tree-log.c@v5.10,
+    /// btrfs_write_marked_extents of `dirty_log_pages`). A model switch for ablation, not a
+    /// kernel parameter.
+    pub log_cow: u64,
     /// Bytes of file data an aged filesystem already holds when it is mounted (0: freshly
     /// made): data chunks allocated and full, their checksums in the csum tree. Set by
     /// `for_device` from a workload's `fill`; not a kernel constant.
@@ -293,6 +300,7 @@ impl Default for Costs {
             tree_locks: 1,
             delayed_items: 1,
             global_rsv_resize: 1,
+            log_cow: 1,
             delayed_refs: 1,
             aged_data: 0,
         }
@@ -382,7 +390,7 @@ impl Costs {
     }
 
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 47] = [
+    pub const FIELDS: [&'static str; 48] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -430,20 +438,23 @@ impl Costs {
         "delayed_items",
         "delayed_refs",
         "global_rsv_resize",
+        "log_cow",
     ];
 
     /// Sets one field by name to a value in its range, or says what was expected.
     pub fn set_checked(&mut self, name: &str, x: u64) -> Result<(), String> {
         let ok = match name {
             "nodesize" | "sectorsize" => (512..=1 << 20).contains(&x),
-            "tree_locks" | "delayed_items" | "delayed_refs" | "global_rsv_resize" => x <= 1,
+            "tree_locks" | "delayed_items" | "delayed_refs" | "global_rsv_resize" | "log_cow" => {
+                x <= 1
+            }
             _ => x <= 1_000_000_000_000,
         };
         if ok && self.set(name, x) {
             return Ok(());
         }
         Err(format!(
-            "unknown or invalid cost '{name}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M; tree_locks, delayed_items, delayed_refs and global_rsv_resize 0 or 1)",
+            "unknown or invalid cost '{name}' = {x}: expected one of {} (at most 10^12; nodesize and sectorsize 512..1M; tree_locks, delayed_items, delayed_refs, global_rsv_resize and log_cow 0 or 1)",
             Costs::FIELDS.join(", ")
         ))
     }
@@ -513,6 +524,7 @@ impl Costs {
             "delayed_items" => &mut self.delayed_items,
             "delayed_refs" => &mut self.delayed_refs,
             "global_rsv_resize" => &mut self.global_rsv_resize,
+            "log_cow" => &mut self.log_cow,
             _ => return None,
         };
         Some(f)
@@ -589,6 +601,9 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "delayed_refs" => "1 or 0: delayed data refs modelled (ablation switch)",
         "global_rsv_resize" => {
             "1 or 0: the global reserve follows the extent, csum and root trees (ablation switch)"
+        }
+        "log_cow" => {
+            "1 or 0: log tree blocks COWed after each log sync, the sync writing the dirtied blocks (ablation switch)"
         }
         _ => return None,
     })

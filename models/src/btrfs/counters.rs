@@ -169,6 +169,12 @@ pub struct Counters {
     /// Leaves COWed (a leaf of an earlier transaction changed for the first time in the
     /// running one: btrfs_cow_block allocates a block, copies, frees the old).
     pub cowed_leaves: u64,
+    /// Log tree blocks COWed: a block an earlier log sync of the transaction wrote, changed
+    /// again (should_cow_block's BTRFS_HEADER_FLAG_WRITTEN test).
+    pub log_blocks_cowed: u64,
+    /// Log tree blocks the log syncs wrote (btrfs_write_marked_extents of the blocks
+    /// dirtied since the previous sync).
+    pub log_blocks_written: u64,
 }
 
 /// btrfs's locks and wait queues whose waits every run reports.
@@ -294,6 +300,8 @@ impl Counters {
                 self.fsync_delayed_inode_commits,
             ),
             ("cowed_leaves", self.cowed_leaves),
+            ("log_blocks_cowed", self.log_blocks_cowed),
+            ("log_blocks_written", self.log_blocks_written),
         ]
     }
 
@@ -391,6 +399,8 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "unneeded_log_truncates" => "deletion searches of the log tree by a full fsync's truncate_inode_items for a file of which this transaction's log held no item (before 5.16's 4934a8150214)",
         "fsync_delayed_inode_commits" => "delayed inode items of regular files written into the subvolume tree by a full-sync fsync, which logs the in-memory inode anyway (before 5.16's f6df27dd2707)",
         "cowed_leaves" => "leaves COWed: a leaf of an earlier transaction changed for the first time in the running one (btrfs_cow_block)",
+        "log_blocks_cowed" => "log tree blocks COWed: a block an earlier log sync of the transaction wrote, changed again (BTRFS_HEADER_FLAG_WRITTEN)",
+        "log_blocks_written" => "log tree blocks written by the log syncs: those dirtied since the previous sync (btrfs_write_marked_extents)",
         n if n.starts_with("flushes.") => "flush_space calls in that state (FLUSH_DELALLOC, COMMIT_TRANS, ...), all flushers",
         n if n.ends_with("_count") || n.ends_with("_ns") => {
             "waits on that lock or wait queue (count) and the time they took (ns), all tasks"

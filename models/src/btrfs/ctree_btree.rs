@@ -806,6 +806,38 @@ pub fn apply(
     }
 }
 
+/// Marks the log tree blocks a call's log changes (`leaves`) dirtied, with the nodes on
+/// their paths (a leaf's ancestor at level L: its id divided by `fanout`^L, as
+/// ctree_blocks::blocks_to_write takes it), and the leaves its splits made (ids from
+/// `marks`), in the running log transaction; returns how many were COWed.
+/// btrfs_search_slot COWs every block of the path it changes unless should_cow_block
+/// (ctree.c@v5.10) finds it made in this transaction and not yet written: a block an
+/// earlier log sync wrote (BTRFS_HEADER_FLAG_WRITTEN, set by lock_extent_buffer_for_io,
+/// extent_io.c@v5.10) is COWed again when changed; a new block is not.
+fn dirty_log_blocks(
+    st: &mut super::state::FsState,
+    marks: &[u64; 6],
+    leaves: &[super::ctree_blocks::Leaf],
+    fanout: u64,
+) -> u64 {
+    let height = st.trees.height(tree_id::LOG);
+    let made = marks[usize::from(tree_id::LOG)]..st.trees.log.next_leaf_id();
+    st.log_dirty.extend(made.map(|l| (0, l)));
+    let mut cowed = 0;
+    for &(_, leaf) in leaves.iter().filter(|l| l.0 == tree_id::LOG) {
+        let mut block = leaf;
+        for level in 0..height {
+            if level > 0 {
+                block /= fanout;
+            }
+            if st.log_dirty.insert((level, block)) && st.log_written.contains(&(level, block)) {
+                cowed += 1;
+            }
+        }
+    }
+    cowed
+}
+
 /// `leaf_cpu` (ns) split over the trees' leaf work `per_tree` (ps), rounding at the
 /// running sums so that the parts add up to `leaf_cpu`; trees without leaf work
 /// are left out.
@@ -1128,8 +1160,19 @@ impl super::ctree::Btrfs {
             ..Work::default()
         };
         let mut leaves = super::ctree_blocks::Leaves::new();
-        apply(&mut self.st_mut().trees, ops, &mut w, &mut leaves);
-        self.inner.costs.tree_cpu(&w, 0)
+        let c = &self.inner.costs;
+        let mut st = self.st_mut();
+        let marks = st.trees.leaf_marks();
+        apply(&mut st.trees, ops, &mut w, &mut leaves);
+        let cowed = if c.log_cow == 0 {
+            0
+        } else {
+            let fanout = (c.nodesize / 33).max(2);
+            dirty_log_blocks(&mut st, &marks, &leaves, fanout)
+        };
+        drop(st);
+        self.inner.m.borrow_mut().log_blocks_cowed += cowed;
+        c.tree_cpu(&w, cowed)
     }
 }
 

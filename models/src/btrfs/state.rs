@@ -1098,8 +1098,17 @@ pub struct FsState {
     pub log_tree_of: Option<TransId>,
     /// Transaction whose log root tree exists (fs_info->log_root_tree), if any.
     pub log_root_tree_of: Option<TransId>,
-    /// Bytes logged since the last log sync (dirty log tree blocks).
+    /// Bytes logged since the last log sync (the log's size with `costs.log_cow` off).
     pub log_dirty_bytes: u64,
+    /// Bytes logged since the last log sync that the modelled log tree does not hold as
+    /// items (a directory's copied entries, hole items): their blocks add to the write.
+    pub log_unplaced_bytes: u64,
+    /// Log tree blocks (level, block) dirtied in the running log transaction: what the
+    /// next btrfs_sync_log writes (`dirty_log_pages`).
+    pub log_dirty: FastSet<(u32, u64)>,
+    /// Log tree blocks written by an earlier log sync of the running transaction
+    /// (BTRFS_HEADER_FLAG_WRITTEN): changing one again COWs it.
+    pub log_written: FastSet<(u32, u64)>,
     /// The b-trees' structure (ctree_btree.rs).
     pub trees: crate::btrfs::ctree_btree::Trees,
     /// Facts logged per (transaction, log sub-transaction) (kept only with the history).
@@ -1226,6 +1235,9 @@ impl FsState {
             log_tree_of: None,
             log_root_tree_of: None,
             log_dirty_bytes: 0,
+            log_unplaced_bytes: 0,
+            log_dirty: FastSet::default(),
+            log_written: FastSet::default(),
             trees: Default::default(),
             log_facts: BTreeMap::new(),
             log_new_content: BTreeMap::new(),

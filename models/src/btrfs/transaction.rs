@@ -360,6 +360,9 @@ impl Btrfs {
             st.log_root_tree_of = None;
         }
         st.log_dirty_bytes = 0;
+        st.log_unplaced_bytes = 0;
+        st.log_dirty.clear();
+        st.log_written.clear();
         st.trees.free_log();
         Self::account_tree_blocks(&mut st, t);
         st.super_generation = t;

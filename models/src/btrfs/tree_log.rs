@@ -628,7 +628,9 @@ impl Btrfs {
             .then(|| plan.extents.iter().map(|e| e.id).collect::<Vec<_>>());
         self.inner.h.cpu(acc.cpu).await;
         if let Some(mut items_at) = items_at {
-            acc.bytes += self.log_holes(ino, &mut items_at, &mut acc.facts).await;
+            let holes = self.log_holes(ino, &mut items_at, &mut acc.facts).await;
+            acc.bytes += holes;
+            acc.unplaced += holes;
         }
         let mut st = self.st_mut();
         Self::add_to_log(&mut st, t, log_transid, plan.new_name_needed, acc);
@@ -830,11 +832,12 @@ impl Btrfs {
             let st = self.inner.st.borrow();
             if st.keep_history {
                 let entries = st.entries_of(ino);
-                acc.bytes += entries.len() as u64 * c.item_bytes_per_dentry;
+                acc.unplaced += entries.len() as u64 * c.item_bytes_per_dentry;
                 acc.facts.push(LogFact::DirEntries { dir: ino, entries });
             } else {
-                acc.bytes += st.child_count(ino) as u64 * c.item_bytes_per_dentry;
+                acc.unplaced += st.child_count(ino) as u64 * c.item_bytes_per_dentry;
             }
+            acc.bytes += acc.unplaced;
         }
     }
 
@@ -968,6 +971,7 @@ impl Btrfs {
         }
         st.judgments.extend(acc.judgments);
         st.log_dirty_bytes += acc.bytes;
+        st.log_unplaced_bytes += acc.unplaced;
         if st.keep_history {
             // Facts are read only by crash recovery, which runs only with the history kept.
             st.log_facts
@@ -1473,11 +1477,7 @@ impl Btrfs {
         g: sim::MutexGuard<'_>,
     ) -> sim::Nanos {
         let c = &self.inner.costs;
-        let bytes = {
-            let mut st = self.st_mut();
-            std::mem::take(&mut st.log_dirty_bytes)
-        };
-        let blocks = bytes.div_ceil(c.nodesize).max(1);
+        let blocks = self.take_log_blocks();
         // btrfs_write_marked_extents under the log_mutex: the fsync checksums each log
         // block as it submits it (btree_csum_one_bio, inline with crc32c).
         self.checksum(blocks * c.nodesize).await;
@@ -1503,6 +1503,29 @@ impl Btrfs {
             .submit(Request::write(off, blocks * c.nodesize).with_token(tok))
             .await;
         frozen_at
+    }
+
+    /// The log tree blocks btrfs_sync_log@v5.10 writes (btrfs_write_marked_extents of
+    /// `dirty_log_pages`): those dirtied since the last sync, with the blocks of the items
+    /// the modelled tree does not hold; they are written from now on. With `costs.log_cow`
+    /// off: the bytes logged, in blocks. At least one (the log root node).
+    fn take_log_blocks(&self) -> u64 {
+        let nodesize = self.inner.costs.nodesize;
+        let mut st = self.st_mut();
+        let bytes = std::mem::take(&mut st.log_dirty_bytes);
+        let unplaced = std::mem::take(&mut st.log_unplaced_bytes);
+        let blocks = if self.inner.costs.log_cow == 0 {
+            bytes.div_ceil(nodesize)
+        } else {
+            let dirty = std::mem::take(&mut st.log_dirty);
+            let n = dirty.len() as u64 + unplaced.div_ceil(nodesize);
+            st.log_written.extend(dirty);
+            n
+        };
+        drop(st);
+        let blocks = blocks.max(1);
+        self.inner.m.borrow_mut().log_blocks_written += blocks;
+        blocks
     }
 
     /// btrfs_sync_log@v5.10's update of the log root tree, under its log_mutex.
@@ -1640,6 +1663,9 @@ struct InodeLogPlan {
 struct LogAcc {
     /// Log bytes dirtied.
     bytes: u64,
+    /// Of those, the bytes of items the modelled log tree does not hold (a directory's
+    /// entries, hole items).
+    unplaced: u64,
     /// CPU of the copy.
     cpu: sim::Nanos,
     /// Crash-recovery facts.
