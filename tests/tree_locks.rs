@@ -115,3 +115,39 @@ fn tree_locks_is_a_switch_in_a_scenario_file() {
         );
     }
 }
+
+#[test]
+fn fsyncs_copying_into_the_log_tree_wait_for_its_locks() {
+    // 16 clients fsync into one subvolume's log tree: btrfs_log_inode's inserts
+    // write-lock the log tree's leaf and its parent, so concurrent copies wait in
+    // `tree_lock.log.*`; with the locks off none does.
+    let waits = |locks: u64| {
+        let mut s = Spec::load("dbench").unwrap();
+        s.clients = 16;
+        s.duration = sim::S;
+        s.warmup = sim::S / 4;
+        s.costs.insert("tree_locks".into(), locks);
+        let d = DiskConfig::resolve(&s.device).unwrap();
+        let r = run(&s, &parse_policy("linux-5.11").unwrap(), &d, 1, None).unwrap();
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        let count: u64 = ["level0", "level1", "level2"]
+            .iter()
+            .map(|l| r.metrics.get(&format!("tree_lock.log.{l}_count")).unwrap())
+            .sum();
+        let flush = r.op("Flush").expect("Flush ran");
+        let in_flush: Nanos = r
+            .classes
+            .iter()
+            .zip(&flush.attribution)
+            .filter(|(c, _)| c.starts_with("tree_lock.log."))
+            .map(|(_, ns)| *ns)
+            .sum();
+        (count, in_flush)
+    };
+    let (count, in_flush) = waits(1);
+    assert!(
+        count > 0 && in_flush > 0,
+        "{count} waits, {in_flush} ns in Flush"
+    );
+    assert_eq!(waits(0), (0, 0));
+}

@@ -178,7 +178,7 @@ pub struct Counters {
 }
 
 /// btrfs's locks and wait queues whose waits every run reports.
-pub const WAIT_CLASSES: [&str; 24] = [
+pub const WAIT_CLASSES: [&str; 27] = [
     "wait_current_trans",
     "metadata_ticket",
     "wait_for_commit",
@@ -208,6 +208,9 @@ pub const WAIT_CLASSES: [&str; 24] = [
     "tree_lock.csum.level0",
     "tree_lock.csum.level1",
     "tree_lock.csum.level2",
+    "tree_lock.log.level0",
+    "tree_lock.log.level1",
+    "tree_lock.log.level2",
 ];
 
 impl Counters {

@@ -104,6 +104,20 @@ pub struct LogCopy {
     pub skip_log_drop: bool,
 }
 
+/// One btrfs_log_inode copy's tree work, gathered step by step (`log_copy_ops`) and run
+/// with its locks at the end (`finish_log_copy`).
+#[derive(Debug, Default)]
+pub struct LogTreeWork {
+    /// The work units of its searches and inserts.
+    pub w: Work,
+    /// Its searches and changes, in order.
+    pub ops: smallvec::SmallVec<[TreeOp; 12]>,
+    /// The leaf each change landed in, in order.
+    pub leaves: super::ctree_blocks::Leaves,
+    /// The trees' next leaf ids before its first step (None: no step yet).
+    pub marks: Option<[u64; 6]>,
+}
+
 /// BTRFS_EXTENT_CSUM_OBJECTID (-10ULL).
 pub const EXTENT_CSUM_OBJECTID: u64 = -10i64 as u64;
 
@@ -1032,9 +1046,10 @@ impl super::ctree::Btrfs {
     }
 
     /// The tree work of btrfs_log_inode@v5.10 copying one inode (`what`), without its file
-    /// extents (log_extent_copy_cpu): the searches and inserts the release makes, item by
-    /// item (xattr items of ~48 B: a 16-byte name and value). Not modelled: the extref items of a file with many names (one ref counted).
-    pub(super) fn log_inode_copy_cpu(&self, what: &LogCopy) -> sim::Nanos {
+    /// extents (log_extent_copy), added to `acc`: the searches and inserts the release
+    /// makes, item by item (xattr items of ~48 B: a 16-byte name and value). Not modelled:
+    /// the extref items of a file with many names (one ref counted).
+    pub(super) fn log_inode_copy(&self, what: &LogCopy, acc: &mut LogTreeWork) {
         let ino = what.ino;
         let mut ops: smallvec::SmallVec<[TreeOp; 12]> = smallvec::SmallVec::new();
         let iref = Key::new(ino, key_type::INODE_REF, 0);
@@ -1093,26 +1108,84 @@ impl super::ctree::Btrfs {
             }
         }
         let copied = u64::from(size::INODE_ITEM) + what.xattrs * 48;
-        self.log_tree_ops(&ops, copied)
+        self.log_copy_ops(acc, &ops, copied);
     }
 
     /// log_one_extent: the file extent item into the log tree, and the extent's checksums
-    /// (`csum` bytes) looked up in the csum tree and copied into the log tree.
-    pub(super) fn log_extent_copy_cpu(
+    /// (`csum` bytes) looked up in the csum tree (btrfs_lookup_csums_range@v5.10, a
+    /// read-only search) and copied into the log tree; added to `acc`.
+    pub(super) fn log_extent_copy(
         &self,
         ino: u64,
         e: &super::state::Extent,
         csum: u64,
-    ) -> sim::Nanos {
+        acc: &mut LogTreeWork,
+    ) {
         let item = Key::new(ino, key_type::EXTENT_DATA, e.offset);
         let sums = Key::new(EXTENT_CSUM_OBJECTID, key_type::EXTENT_CSUM, e.data_offset);
         let ops = [
             TreeOp::Insert(tree_id::LOG, item, size::FILE_EXTENT),
-            TreeOp::Update(tree_id::CSUM, sums, csum as u32),
+            TreeOp::Search(tree_id::CSUM, sums),
             TreeOp::Insert(tree_id::LOG, sums, csum as u32),
         ];
         let n = if csum == 0 { 1 } else { 3 };
-        self.log_tree_ops(&ops[..n], u64::from(size::FILE_EXTENT) + csum)
+        self.log_copy_ops(acc, &ops[..n], u64::from(size::FILE_EXTENT) + csum);
+    }
+
+    /// Applies one step of btrfs_log_inode's copy (`ops`, `copied` bytes written into log
+    /// leaves) to the trees and adds its work to `acc`.
+    fn log_copy_ops(&self, acc: &mut LogTreeWork, ops: &[TreeOp], copied: u64) {
+        let mut st = self.st_mut();
+        if acc.marks.is_none() {
+            acc.marks = Some(st.trees.leaf_marks());
+        }
+        acc.w.moved += copied;
+        apply(&mut st.trees, ops, &mut acc.w, &mut acc.leaves);
+        acc.ops.extend_from_slice(ops);
+    }
+
+    /// The tree work of one btrfs_log_inode copy (`acc`): its CPU, the COWs of the log
+    /// blocks it dirties (`dirty_log_blocks`), and the locks it holds meanwhile — write
+    /// locks on the log tree's paths, read locks on the subvolume and csum trees' paths it
+    /// searches (btrfs_search_slot and btrfs_search_forward as for any tree; the log tree's
+    /// COW state from the log transaction). As for a call's changes elsewhere, the copy's
+    /// searches and inserts hold their locks together; the kernel releases each path
+    /// (btrfs_release_path) after its item is copied.
+    pub(super) fn finish_log_copy(&self, acc: LogTreeWork) -> super::locking::TreeWork {
+        let Some(marks) = acc.marks else {
+            return super::locking::TreeWork::default();
+        };
+        let c = &self.inner.costs;
+        let mut st = self.st_mut();
+        let st = &mut *st;
+        let locks = if c.tree_locks == 0 {
+            super::locking::TreeLocks::new()
+        } else {
+            let mut cow = super::locking::LogCow {
+                dirty: &st.log_dirty,
+                written: &st.log_written,
+            };
+            super::locking::lock_set(&mut st.trees, &mut cow, &acc.ops, &acc.leaves)
+        };
+        let cowed = if c.log_cow == 0 {
+            0
+        } else {
+            dirty_log_blocks(st, &marks, &acc.leaves, (c.nodesize / 33).max(2))
+        };
+        self.inner.m.borrow_mut().log_blocks_cowed += cowed;
+        let cpu = c.tree_cpu(&acc.w, cowed);
+        if locks.is_empty() {
+            return super::locking::TreeWork::unlocked(cpu);
+        }
+        let leaf_cpu = c.leaf_ps(&acc.w).div_ceil(1000).min(cpu);
+        let node_cpu = c.node_ps(&acc.w).div_ceil(1000).min(cpu - leaf_cpu);
+        super::locking::TreeWork {
+            node_cpu,
+            path_cpu: cpu - leaf_cpu - node_cpu,
+            leaf_cpu,
+            leaf_trees: super::locking::LeafSplit::new(),
+            locks,
+        }
     }
 
     /// Log-tree work of btrfs_del_inode_ref_in_log (tree-log.c@v5.11): deleting the

@@ -22,6 +22,10 @@
 //!   to level two as we update tree pointers"): the leaf's parent at level 1 stays
 //!   write-locked with the leaf until btrfs_release_path — in a two-level tree, the root.
 //!
+//! The log tree is locked the same way for btrfs_log_inode's copy (its inserts, and its
+//! searches of the subvolume and csum trees), with the log's own COW state (`LogCow`: a
+//! block an earlier log sync wrote is COWed again); the log's deletions are not locked.
+//!
 //! Simplifications, stated: one call's tree operations (a create's five items, say) hold
 //! their locks together, acquired top-down in (tree, level, block) order and released
 //! after the call's CPU, where the kernel searches once per item; the levels from 2 up
@@ -125,11 +129,17 @@ pub fn class(tree: u8, level: u32) -> &'static str {
         "tree_lock.csum.level1",
         "tree_lock.csum.level2",
     ];
+    const LOG: [&str; 3] = [
+        "tree_lock.log.level0",
+        "tree_lock.log.level1",
+        "tree_lock.log.level2",
+    ];
     let l = level.min(2) as usize;
     match tree {
         tree_id::FS => FS[l],
         tree_id::EXTENT => EXTENT[l],
         tree_id::CSUM => CSUM[l],
+        tree_id::LOG => LOG[l],
         _ => "tree_lock.other",
     }
 }
@@ -153,12 +163,55 @@ fn lowest_unlock(op: &TreeOp) -> u32 {
     }
 }
 
+/// Which blocks a change COWs (ctree.c:should_cow_block@v5.10), as the trees' state says.
+pub trait CowState {
+    /// Whether changing leaf `leaf` of tree `t` COWs it (before the change's leaves are
+    /// marked dirty).
+    fn leaf_cows(&self, t: u8, leaf: u64) -> bool;
+    /// Whether changing node `block` at `level` of tree `t` COWs it; marks it COWed.
+    fn node_cows(&mut self, t: u8, level: u32, block: u64) -> bool;
+}
+
+impl CowState for Transaction {
+    /// A leaf not yet in the transaction's dirty set.
+    fn leaf_cows(&self, t: u8, leaf: u64) -> bool {
+        !self.dirty.contains(&(t, leaf))
+    }
+
+    /// A node not yet COWed in the transaction.
+    fn node_cows(&mut self, t: u8, level: u32, block: u64) -> bool {
+        self.cowed_nodes.insert((t, level, block))
+    }
+}
+
+/// The log tree's COW state: the blocks dirtied in the running log transaction and those
+/// an earlier log sync of the transaction wrote (state.rs `log_dirty`, `log_written`).
+pub struct LogCow<'a> {
+    /// Dirtied in the running log transaction: changed in place.
+    pub dirty: &'a super::state::FastSet<(u32, u64)>,
+    /// Written by an earlier sync: COWed when changed again.
+    pub written: &'a super::state::FastSet<(u32, u64)>,
+}
+
+impl CowState for LogCow<'_> {
+    /// A leaf an earlier sync wrote and not yet dirtied again.
+    fn leaf_cows(&self, _: u8, leaf: u64) -> bool {
+        self.written.contains(&(0, leaf)) && !self.dirty.contains(&(0, leaf))
+    }
+
+    /// A node an earlier sync wrote and not yet dirtied again (marked by the caller).
+    fn node_cows(&mut self, _: u8, level: u32, block: u64) -> bool {
+        self.written.contains(&(level, block)) && !self.dirty.contains(&(level, block))
+    }
+}
+
 /// The locks `ops` take, given the leaves their changes landed in (`leaves`, one per
-/// changing op, in order) and the running transaction `tr` (its COWed leaves, before
-/// this change's are added; its COWed nodes, to which this change's are added).
+/// changing op, in order) and the COW state of the trees they change (`cow`: for the
+/// running transaction, its COWed leaves before this change's are added and its COWed
+/// nodes, to which this change's are added).
 pub fn lock_set(
     trees: &mut Trees,
-    tr: &mut Transaction,
+    cow: &mut impl CowState,
     ops: &[TreeOp],
     leaves: &[Leaf],
 ) -> TreeLocks {
@@ -175,7 +228,7 @@ pub fn lock_set(
         let tree = trees.get_mut(t);
         let (h, fanout) = (tree.height(), tree.fanout());
         // COW runs from the root down: a block is COWed with its parent write-locked.
-        let leaf_cow = wll.is_some() && !tr.dirty.contains(&(t, leaf));
+        let leaf_cow = wll.is_some() && cow.leaf_cows(t, leaf);
         let mut child_cow = leaf_cow;
         let mut path: smallvec::SmallVec<[TreeLock; 4]> = smallvec::SmallVec::new();
         path.push(TreeLock {
@@ -189,8 +242,8 @@ pub fn lock_set(
         for level in 1..h {
             div = div.saturating_mul(fanout);
             let block = if level + 1 == h { 0 } else { leaf / div };
-            let cow = wll.is_some() && tr.cowed_nodes.insert((t, level, block));
-            let write = wll.is_some_and(|w| level <= w) || cow || child_cow;
+            let cows = wll.is_some() && cow.node_cows(t, level, block);
+            let write = wll.is_some_and(|w| level <= w) || cows || child_cow;
             path.push(TreeLock {
                 tree: t,
                 level,
@@ -198,7 +251,7 @@ pub fn lock_set(
                 write,
                 keep: level < lowest,
             });
-            child_cow = cow;
+            child_cow = cows;
         }
         for l in path {
             match out.iter_mut().find(|o| o.order() == l.order()) {
@@ -326,6 +379,7 @@ impl super::ctree::Btrfs {
 mod tests {
     use super::*;
     use crate::btrfs::ctree_btree::{inode_key, key_type, tree_id, Key, Work};
+    use crate::btrfs::state::FastSet;
 
     /// Applies `ops` as tree_ops does (locks from the state before the leaves join the
     /// dirty set) and returns the locks.
@@ -355,7 +409,7 @@ mod tests {
 
     #[test]
     fn every_lock_class_is_a_reported_wait_class() {
-        for t in [tree_id::FS, tree_id::EXTENT, tree_id::CSUM] {
+        for t in [tree_id::FS, tree_id::EXTENT, tree_id::CSUM, tree_id::LOG] {
             for level in 0..4 {
                 let c = class(t, level);
                 assert!(
@@ -364,6 +418,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_log_leaf_an_earlier_sync_wrote_is_cowed_under_its_parents_write_lock() {
+        let mut trees = Trees::new(16 << 10);
+        let mut w = Work::default();
+        for ino in 256..20_256u64 {
+            trees.log.insert(inode_key(ino), 160, &mut w);
+        }
+        assert_eq!(trees.log.height(), 2);
+        let upd = [TreeOp::Update(tree_id::LOG, inode_key(300), 160)];
+        let mut leaves = crate::btrfs::ctree_blocks::Leaves::new();
+        crate::btrfs::ctree_btree::apply(&mut trees, &upd, &mut w, &mut leaves);
+        let leaf = leaves[0].1;
+        let (mut dirty, mut written) = (FastSet::default(), FastSet::default());
+        let mut locks = |dirty: &FastSet<(u32, u64)>, written: &FastSet<(u32, u64)>| {
+            let mut cow = LogCow { dirty, written };
+            let l = lock_set(&mut trees, &mut cow, &upd, &leaves);
+            (mode(&l, 1), mode(&l, 0))
+        };
+        // Made in this log transaction, never written: changed in place, the root read.
+        assert_eq!(locks(&dirty, &written), (Some(false), Some(true)));
+        // Written by the last log sync: COWed, with the root write-locked for it.
+        written.extend([(0, leaf), (1, 0)]);
+        assert_eq!(locks(&dirty, &written), (Some(true), Some(true)));
+        // Dirtied again in this log transaction: in place once more.
+        dirty.extend([(0, leaf), (1, 0)]);
+        assert_eq!(locks(&dirty, &written), (Some(false), Some(true)));
     }
 
     #[test]

@@ -626,7 +626,11 @@ impl Btrfs {
         // which btrfs_log_holes finds the ones that raced in after the copy.
         let items_at = (kind == LogKind::Fsync && plan.full_sync && !plan.is_dir)
             .then(|| plan.extents.iter().map(|e| e.id).collect::<Vec<_>>());
-        self.inner.h.cpu(acc.cpu).await;
+        let work = self.finish_log_copy(std::mem::take(&mut acc.tree));
+        self.run_tree_work(work).await;
+        if acc.cpu > 0 {
+            self.inner.h.cpu(acc.cpu).await;
+        }
         if let Some(mut items_at) = items_at {
             let holes = self.log_holes(ino, &mut items_at, &mut acc.facts).await;
             acc.bytes += holes;
@@ -812,10 +816,13 @@ impl Btrfs {
         let c = &self.inner.costs;
         let item_only = self.mutant(Mutant::DirFsyncLogsItemOnly) && kind == LogKind::Fsync;
         let dir_items = is_dir && kind.logs_all() && !item_only;
-        acc.cpu = self.log_inode_copy_cpu(&LogCopy {
-            dir: dir_items,
-            ..*copy
-        });
+        self.log_inode_copy(
+            &LogCopy {
+                dir: dir_items,
+                ..*copy
+            },
+            &mut acc.tree,
+        );
         // fill_inode_item@v5.11 (called by log_inode_item and by copy_items for the inode
         // item, i.e. once per inode logged) sets nbytes from inode_get_bytes(), which takes
         // inode->i_lock (fs/stat.c@v5.11). e593e54ed1f6 (5.12) no longer sets it in the
@@ -876,7 +883,7 @@ impl Btrfs {
             } else {
                 e.len.div_ceil(c.sectorsize) * c.csum_per_block
             };
-            acc.cpu += self.log_extent_copy_cpu(ino, e, csum);
+            self.log_extent_copy(ino, e, csum, &mut acc.tree);
             acc.bytes += c.log_bytes_extent + csum;
             if plan.keep {
                 acc.facts.push(LogFact::Extent { ino, extent: e.id });
@@ -1666,8 +1673,10 @@ struct LogAcc {
     /// Of those, the bytes of items the modelled log tree does not hold (a directory's
     /// entries, hole items).
     unplaced: u64,
-    /// CPU of the copy.
+    /// CPU of the copy outside the trees.
     cpu: sim::Nanos,
+    /// The copy's searches and inserts, run with their locks.
+    tree: crate::btrfs::ctree_btree::LogTreeWork,
     /// Crash-recovery facts.
     facts: Vec<LogFact>,
     /// The oracle's judgments.
