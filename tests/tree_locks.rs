@@ -68,23 +68,35 @@ fn contended_dbench_on_few_cores_runs_and_reports_tree_lock_waits() {
     let p = parse_policy("linux-5.11").unwrap();
     let r = run(&s, &p, &d, 3, None).unwrap();
     assert!(r.violations.is_empty(), "{:?}", r.violations);
-    let waits: u64 = ["level0", "level1", "level2"]
-        .iter()
-        .map(|l| r.metrics.get(&format!("tree_lock.fs.{l}_count")).unwrap())
-        .sum();
     assert!(
-        waits > 0,
+        lock_waits(&r, "fs") > 0,
         "no subvolume tree lock wait in a contended dbench"
     );
-    let create = r.op("NTCreateX").expect("NTCreateX ran");
-    let locked: Nanos = r
-        .classes
-        .iter()
-        .zip(&create.attribution)
-        .filter(|(c, _)| c.starts_with("tree_lock."))
-        .map(|(_, ns)| *ns)
-        .sum();
+    let locked = attributed(&r, "NTCreateX", "tree_lock.");
     assert!(locked > 0, "NTCreateX's attribution has no tree lock wait");
+}
+
+/// Waits on the extent buffer locks of `tree` (fs, extent, csum, log), all levels.
+fn lock_waits(r: &models::workload::fsload::WorkloadResult, tree: &str) -> u64 {
+    ["level0", "level1", "level2"]
+        .iter()
+        .map(|l| {
+            r.metrics
+                .get(&format!("tree_lock.{tree}.{l}_count"))
+                .unwrap()
+        })
+        .sum()
+}
+
+/// The time `op` spent in the classes whose names start with `prefix`.
+fn attributed(r: &models::workload::fsload::WorkloadResult, op: &str, prefix: &str) -> Nanos {
+    let o = r.op(op).expect("the operation ran");
+    r.classes
+        .iter()
+        .zip(&o.attribution)
+        .filter(|(c, _)| c.starts_with(prefix))
+        .map(|(_, ns)| *ns)
+        .sum()
 }
 
 #[test]
@@ -130,19 +142,10 @@ fn fsyncs_copying_into_the_log_tree_wait_for_its_locks() {
         let d = DiskConfig::resolve(&s.device).unwrap();
         let r = run(&s, &parse_policy("linux-5.11").unwrap(), &d, 1, None).unwrap();
         assert!(r.violations.is_empty(), "{:?}", r.violations);
-        let count: u64 = ["level0", "level1", "level2"]
-            .iter()
-            .map(|l| r.metrics.get(&format!("tree_lock.log.{l}_count")).unwrap())
-            .sum();
-        let flush = r.op("Flush").expect("Flush ran");
-        let in_flush: Nanos = r
-            .classes
-            .iter()
-            .zip(&flush.attribution)
-            .filter(|(c, _)| c.starts_with("tree_lock.log."))
-            .map(|(_, ns)| *ns)
-            .sum();
-        (count, in_flush)
+        (
+            lock_waits(&r, "log"),
+            attributed(&r, "Flush", "tree_lock.log."),
+        )
     };
     let (count, in_flush) = waits(1);
     assert!(
