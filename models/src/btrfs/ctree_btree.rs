@@ -821,9 +821,9 @@ pub fn apply(
 }
 
 /// Marks the log tree blocks a call's log changes (`leaves`) dirtied, with the nodes on
-/// their paths (a leaf's ancestor at level L: its id divided by `fanout`^L, as
-/// ctree_blocks::blocks_to_write takes it), and the leaves its splits made (ids from
-/// `marks`), in the running log transaction; returns how many were COWed.
+/// their paths (a leaf's ancestor at level L: its id divided by the tree's fan-out to the
+/// L, the root block 0, as locking.rs:lock_set takes them), and the leaves its splits made
+/// (ids from `marks`), in the running log transaction; returns how many were COWed.
 /// btrfs_search_slot COWs every block of the path it changes unless should_cow_block
 /// (ctree.c@v5.10) finds it made in this transaction and not yet written: a block an
 /// earlier log sync wrote (BTRFS_HEADER_FLAG_WRITTEN, set by lock_extent_buffer_for_io,
@@ -832,9 +832,8 @@ fn dirty_log_blocks(
     st: &mut super::state::FsState,
     marks: &[u64; 6],
     leaves: &[super::ctree_blocks::Leaf],
-    fanout: u64,
 ) -> u64 {
-    let height = st.trees.height(tree_id::LOG);
+    let (height, fanout) = (st.trees.log.height(), st.trees.log.fanout());
     let made = marks[usize::from(tree_id::LOG)]..st.trees.log.next_leaf_id();
     st.log_dirty.extend(made.map(|l| (0, l)));
     let mut cowed = 0;
@@ -843,6 +842,9 @@ fn dirty_log_blocks(
         for level in 0..height {
             if level > 0 {
                 block /= fanout;
+            }
+            if level > 0 && level + 1 == height {
+                block = 0;
             }
             if st.log_dirty.insert((level, block)) && st.log_written.contains(&(level, block)) {
                 cowed += 1;
@@ -1170,7 +1172,7 @@ impl super::ctree::Btrfs {
         let cowed = if c.log_cow == 0 {
             0
         } else {
-            dirty_log_blocks(st, &marks, &acc.leaves, (c.nodesize / 33).max(2))
+            dirty_log_blocks(st, &marks, &acc.leaves)
         };
         self.inner.m.borrow_mut().log_blocks_cowed += cowed;
         let cpu = c.tree_cpu(&acc.w, cowed);
@@ -1240,8 +1242,7 @@ impl super::ctree::Btrfs {
         let cowed = if c.log_cow == 0 {
             0
         } else {
-            let fanout = (c.nodesize / 33).max(2);
-            dirty_log_blocks(&mut st, &marks, &leaves, fanout)
+            dirty_log_blocks(&mut st, &marks, &leaves)
         };
         drop(st);
         self.inner.m.borrow_mut().log_blocks_cowed += cowed;
@@ -1252,6 +1253,41 @@ impl super::ctree::Btrfs {
 #[cfg(test)]
 mod tests {
     use super::{split_leaf_cpu, tree_id};
+
+    #[test]
+    fn the_log_blocks_a_change_dirties_are_the_ones_its_locks_cover() {
+        // A three-level log tree: each leaf's path as dirty_log_blocks marks it is the path
+        // lock_set locks (same fan-out, the root block 0), so the COW test of a node reads
+        // the mark its own earlier change left.
+        use super::{apply, dirty_log_blocks, inode_key, TreeOp, Work};
+        let mut sim = sim::Sim::new();
+        let fs = crate::btrfs::ctree::Btrfs::for_test(&mut sim);
+        let mut st = fs.st_mut();
+        let mut w = Work::default();
+        for ino in 256..60_256u64 {
+            st.trees.log.insert(inode_key(ino), 160, &mut w);
+        }
+        assert_eq!(st.trees.log.height(), 3);
+        for ino in (256..60_256u64).step_by(97) {
+            let op = [TreeOp::Update(tree_id::LOG, inode_key(ino), 160)];
+            let mut leaves = crate::btrfs::ctree_blocks::Leaves::new();
+            apply(&mut st.trees, &op, &mut w, &mut leaves);
+            let marks = st.trees.leaf_marks();
+            st.log_dirty.clear();
+            dirty_log_blocks(&mut st, &marks, &leaves);
+            let (dirty, written) = (Default::default(), Default::default());
+            let mut cow = crate::btrfs::locking::LogCow {
+                dirty: &dirty,
+                written: &written,
+            };
+            let locks = crate::btrfs::locking::lock_set(&mut st.trees, &mut cow, &op, &leaves);
+            let mut locked: Vec<(u32, u64)> = locks.iter().map(|l| (l.level, l.block)).collect();
+            let mut marked: Vec<(u32, u64)> = st.log_dirty.iter().copied().collect();
+            locked.sort_unstable();
+            marked.sort_unstable();
+            assert_eq!(marked, locked, "inode {ino}");
+        }
+    }
 
     #[test]
     fn a_calls_leaf_cpu_splits_over_its_trees_in_order_and_adds_up() {
