@@ -854,6 +854,31 @@ fn dirty_log_blocks(
     cowed
 }
 
+/// The CPU of work `w` with `cowed` blocks COWed, held under `locks`: split into the
+/// node searches, the rest of the descent and the leaf work, the leaf work per tree
+/// (`per_tree`, ps; empty when one tree changes).
+fn tree_work(
+    c: &super::costs::Costs,
+    w: &Work,
+    cowed: u64,
+    locks: super::locking::TreeLocks,
+    per_tree: &[(u8, u64)],
+) -> super::locking::TreeWork {
+    let cpu = c.tree_cpu(w, cowed);
+    if locks.is_empty() {
+        return super::locking::TreeWork::unlocked(cpu);
+    }
+    let leaf_cpu = c.leaf_ps(w).div_ceil(1000).min(cpu);
+    let node_cpu = c.node_ps(w).div_ceil(1000).min(cpu - leaf_cpu);
+    super::locking::TreeWork {
+        node_cpu,
+        path_cpu: cpu - leaf_cpu - node_cpu,
+        leaf_cpu,
+        leaf_trees: split_leaf_cpu(per_tree, leaf_cpu),
+        locks,
+    }
+}
+
 /// `leaf_cpu` (ns) split over the trees' leaf work `per_tree` (ps), rounding at the
 /// running sums so that the parts add up to `leaf_cpu`; trees without leaf work
 /// are left out.
@@ -1032,19 +1057,7 @@ impl super::ctree::Btrfs {
             super::locking::lock_set(&mut st.trees, tr, ops, &leaves)
         };
         let cowed = Self::dirty(st, t, &born, &leaves);
-        let cpu = c.tree_cpu(&w, cowed);
-        if locks.is_empty() {
-            return super::locking::TreeWork::unlocked(cpu);
-        }
-        let leaf_cpu = c.leaf_ps(&w).div_ceil(1000).min(cpu);
-        let node_cpu = c.node_ps(&w).div_ceil(1000).min(cpu - leaf_cpu);
-        super::locking::TreeWork {
-            node_cpu,
-            path_cpu: cpu - leaf_cpu - node_cpu,
-            leaf_cpu,
-            leaf_trees: split_leaf_cpu(&per_tree, leaf_cpu),
-            locks,
-        }
+        tree_work(c, &w, cowed, locks, &per_tree)
     }
 
     /// The tree work of btrfs_log_inode@v5.10 copying one inode (`what`), without its file
@@ -1169,25 +1182,8 @@ impl super::ctree::Btrfs {
             };
             super::locking::lock_set(&mut st.trees, &mut cow, &acc.ops, &acc.leaves)
         };
-        let cowed = if c.log_cow == 0 {
-            0
-        } else {
-            dirty_log_blocks(st, &marks, &acc.leaves)
-        };
-        self.inner.m.borrow_mut().log_blocks_cowed += cowed;
-        let cpu = c.tree_cpu(&acc.w, cowed);
-        if locks.is_empty() {
-            return super::locking::TreeWork::unlocked(cpu);
-        }
-        let leaf_cpu = c.leaf_ps(&acc.w).div_ceil(1000).min(cpu);
-        let node_cpu = c.node_ps(&acc.w).div_ceil(1000).min(cpu - leaf_cpu);
-        super::locking::TreeWork {
-            node_cpu,
-            path_cpu: cpu - leaf_cpu - node_cpu,
-            leaf_cpu,
-            leaf_trees: super::locking::LeafSplit::new(),
-            locks,
-        }
+        let cowed = self.cow_log_blocks(st, &marks, &acc.leaves);
+        tree_work(c, &acc.w, cowed, locks, &[])
     }
 
     /// Log-tree work of btrfs_del_inode_ref_in_log (tree-log.c@v5.11): deleting the
@@ -1227,26 +1223,36 @@ impl super::ctree::Btrfs {
         self.log_tree_ops(ops, 0)
     }
 
-    /// Log-tree work of copying items (copy_items / overwrite_item into the log tree, as
-    /// btrfs_log_inode does): the CPU of the work done.
+    /// Log-tree work of `ops` taken without locks (the log's deletions, searches outside
+    /// any transaction): the CPU of the work done, with the COWs of the log blocks it
+    /// dirties.
     fn log_tree_ops(&self, ops: &[TreeOp], copied: u64) -> sim::Nanos {
         let mut w = Work {
             moved: copied,
             ..Work::default()
         };
         let mut leaves = super::ctree_blocks::Leaves::new();
-        let c = &self.inner.costs;
         let mut st = self.st_mut();
         let marks = st.trees.leaf_marks();
         apply(&mut st.trees, ops, &mut w, &mut leaves);
-        let cowed = if c.log_cow == 0 {
-            0
-        } else {
-            dirty_log_blocks(&mut st, &marks, &leaves)
-        };
-        drop(st);
+        let cowed = self.cow_log_blocks(&mut st, &marks, &leaves);
+        self.inner.costs.tree_cpu(&w, cowed)
+    }
+
+    /// Marks the log blocks `leaves` dirtied and returns how many were COWed
+    /// (`dirty_log_blocks`; none with `costs.log_cow` off), counted in `log_blocks_cowed`.
+    fn cow_log_blocks(
+        &self,
+        st: &mut super::state::FsState,
+        marks: &[u64; 6],
+        leaves: &[super::ctree_blocks::Leaf],
+    ) -> u64 {
+        if self.inner.costs.log_cow == 0 {
+            return 0;
+        }
+        let cowed = dirty_log_blocks(st, marks, leaves);
         self.inner.m.borrow_mut().log_blocks_cowed += cowed;
-        c.tree_cpu(&w, cowed)
+        cowed
     }
 }
 

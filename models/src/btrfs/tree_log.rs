@@ -633,8 +633,7 @@ impl Btrfs {
         }
         if let Some(mut items_at) = items_at {
             let holes = self.log_holes(ino, &mut items_at, &mut acc.facts).await;
-            acc.bytes += holes;
-            acc.unplaced += holes;
+            acc.add_unplaced(holes);
         }
         let mut st = self.st_mut();
         Self::add_to_log(&mut st, t, log_transid, plan.new_name_needed, acc);
@@ -837,14 +836,15 @@ impl Btrfs {
         if dir_items {
             // LOG_INODE_ALL of a directory copies its dir items and index items.
             let st = self.inner.st.borrow();
-            if st.keep_history {
+            let n = if st.keep_history {
                 let entries = st.entries_of(ino);
-                acc.unplaced += entries.len() as u64 * c.item_bytes_per_dentry;
+                let n = entries.len();
                 acc.facts.push(LogFact::DirEntries { dir: ino, entries });
+                n
             } else {
-                acc.unplaced += st.child_count(ino) as u64 * c.item_bytes_per_dentry;
-            }
-            acc.bytes += acc.unplaced;
+                st.child_count(ino)
+            };
+            acc.add_unplaced(n as u64 * c.item_bytes_per_dentry);
         }
     }
 
@@ -1524,9 +1524,9 @@ impl Btrfs {
         let blocks = if self.inner.costs.log_cow == 0 {
             bytes.div_ceil(nodesize)
         } else {
-            let dirty = std::mem::take(&mut st.log_dirty);
-            let n = dirty.len() as u64 + unplaced.div_ceil(nodesize);
-            st.log_written.extend(dirty);
+            let st = &mut *st;
+            let n = st.log_dirty.len() as u64 + unplaced.div_ceil(nodesize);
+            st.log_written.extend(st.log_dirty.drain());
             n
         };
         drop(st);
@@ -1663,6 +1663,14 @@ struct InodeLogPlan {
     versions: Vec<TransId>,
     /// R1's oracle: whether a new name had to go into the log.
     new_name_needed: bool,
+}
+
+impl LogAcc {
+    /// Adds the bytes of logged items the modelled log tree does not hold.
+    fn add_unplaced(&mut self, bytes: u64) {
+        self.bytes += bytes;
+        self.unplaced += bytes;
+    }
 }
 
 /// What one btrfs_log_inode call adds to the log and costs.
