@@ -129,6 +129,28 @@ fn tree_locks_is_a_switch_in_a_scenario_file() {
 }
 
 #[test]
+fn unlinks_removing_logged_names_wait_for_the_log_trees_locks() {
+    // btrfs_del_inode_ref_in_log and btrfs_del_dir_entries_in_log delete from the log tree
+    // through searches for deletion (write locks up to level 2, the leaf's parent kept):
+    // a dbench Unlink of a name its client's Flush logged waits for the fsyncs' copies in
+    // `tree_lock.log.*`; with the locks off it does not.
+    let waits = |locks: u64| {
+        let mut s = Spec::load("dbench").unwrap();
+        s.clients = 16;
+        s.duration = sim::S;
+        s.warmup = sim::S / 4;
+        s.costs.insert("tree_locks".into(), locks);
+        let d = DiskConfig::resolve(&s.device).unwrap();
+        let r = run(&s, &parse_policy("linux-5.11").unwrap(), &d, 1, None).unwrap();
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        attributed(&r, "Unlink", "tree_lock.log.")
+    };
+    let with = waits(1);
+    assert!(with > 0, "{with} ns");
+    assert_eq!(waits(0), 0);
+}
+
+#[test]
 fn fsyncs_copying_into_the_log_tree_wait_for_its_locks() {
     // 16 clients fsync into one subvolume's log tree: btrfs_log_inode's inserts
     // write-lock the log tree's leaf and its parent, so concurrent copies wait in

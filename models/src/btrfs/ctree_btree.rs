@@ -465,11 +465,12 @@ impl Tree {
         id
     }
 
-    /// Searches for `key` without changing the tree (a read-only btrfs_search_slot).
-    pub fn search_key(&mut self, key: Key, w: &mut Work) {
+    /// Searches for `key` without changing the tree; returns the id of the leaf searched.
+    pub fn search_key(&mut self, key: Key, w: &mut Work) -> u64 {
         let (h, nc) = (self.height, self.node_compares);
         let (_, s) = self.find(key);
         Self::search(h, nc, self.slab[s].items.len(), w);
+        self.slab[s].id
     }
 
     /// Finds `key`'s item and rewrites it in place (btrfs_update_inode's lookup and
@@ -774,6 +775,12 @@ pub enum TreeOp {
     /// Find the leaf that holds (or would hold) a key, changing nothing
     /// (btrfs_search_slot with cow = 0, btrfs_search_forward).
     Search(u8, Key),
+    /// A search for deletion (`ins_len = -1, cow = 1`) that changes no item: it COWs and
+    /// write-locks its path as a delete does. drop_objectid_items and
+    /// btrfs_truncate_inode_items@v5.10 on the log (the items they drop are the ones the
+    /// copy inserts again), and btrfs_lookup_dir_index_item
+    /// with `mod = -1` in btrfs_del_dir_entries_in_log@v5.11.
+    SearchDelPath(u8, Key),
 }
 
 impl TreeOp {
@@ -785,7 +792,8 @@ impl TreeOp {
             | TreeOp::Delete(t, k)
             | TreeOp::Update(t, k, _)
             | TreeOp::UpdateDelPath(t, k, _)
-            | TreeOp::Search(t, k) => (t, k),
+            | TreeOp::Search(t, k)
+            | TreeOp::SearchDelPath(t, k) => (t, k),
         }
     }
 
@@ -811,6 +819,7 @@ pub fn apply(
             TreeOp::Update(t, k, s) | TreeOp::UpdateDelPath(t, k, s) => {
                 (t, trees.get_mut(t).update(k, s, w))
             }
+            TreeOp::SearchDelPath(t, k) => (t, trees.get_mut(t).search_key(k, w)),
             TreeOp::Search(t, k) => {
                 trees.get_mut(t).search_key(k, w);
                 continue;
@@ -1077,11 +1086,13 @@ impl super::ctree::Btrfs {
                 size::INODE_ITEM,
             ));
         } else {
-            // btrfs_truncate_inode_items / drop_objectid_items on the log: the inode's
-            // older log items are looked up (and dropped); from 5.16 only for an inode
-            // inode_logged() says was logged in this transaction.
+            // drop_objectid_items or btrfs_truncate_inode_items on the log (tree-log.c,
+            // inode.c@v5.10; both btrfs_search_slot(trans, log, &key, path, -1, 1)): the
+            // inode's older log items are looked up for deletion (and dropped; the copy
+            // below inserts them again); from 5.16 only for an inode inode_logged() says
+            // was logged in this transaction.
             if !what.skip_log_drop {
-                ops.push(TreeOp::Search(tree_id::LOG, inode_key(ino)));
+                ops.push(TreeOp::SearchDelPath(tree_id::LOG, inode_key(ino)));
             }
             // copy_inode_items_to_log: btrfs_search_forward over the inode's items in the
             // subvolume tree, copy_items into the log (the item and its ref).
@@ -1186,31 +1197,54 @@ impl super::ctree::Btrfs {
         tree_work(c, &acc.w, cowed, locks, &[])
     }
 
-    /// Log-tree work of btrfs_del_inode_ref_in_log (tree-log.c@v5.11): deleting the
-    /// inode ref from the log: its CPU.
-    pub(super) fn log_del_inode_ref_cpu(&self, ino: u64, dir: u64) -> sim::Nanos {
+    /// Log-tree work of btrfs_del_inode_ref_in_log (tree-log.c@v5.11): btrfs_del_inode_ref
+    /// (inode-item.c@v5.11) deletes the inode ref from the log through a search for
+    /// deletion (`btrfs_search_slot(trans, log, &key, path, -1, 1)`), with its locks.
+    pub(super) fn log_del_inode_ref(&self, ino: u64, dir: u64) -> super::locking::TreeWork {
         let ops = [TreeOp::Delete(
             tree_id::LOG,
             Key::new(ino, key_type::INODE_REF, dir),
         )];
-        self.log_tree_ops(&ops, 0)
+        self.log_tree_change(&ops)
     }
 
-    /// Log-tree work of btrfs_del_dir_entries_in_log (tree-log.c@v5.11): deleting the
-    /// name's dir item from the log (the dir index item's delete is not priced): its CPU.
-    pub(super) fn log_del_dir_entry_cpu(&self, dir: u64, name: &str) -> sim::Nanos {
-        let ops = [TreeOp::Delete(
+    /// Log-tree work of btrfs_del_dir_entries_in_log (tree-log.c@v5.11): the name's dir
+    /// item looked up with `mod = -1` and deleted, the path released, then its dir index
+    /// item looked up with `mod = -1` (a search for deletion whether or not the log holds
+    /// it). The model's log keeps a directory's index items as one range item
+    /// (log_inode_copy), so the index search goes to the directory's first index key;
+    /// the index item's delete is not priced. With its locks; each search's path is
+    /// released before the next (btrfs_release_path), as here.
+    pub(super) fn log_del_dir_entry(&self, dir: u64, name: &str) -> [super::locking::TreeWork; 2] {
+        let item = [TreeOp::Delete(
             tree_id::LOG,
             Key::new(dir, key_type::DIR_ITEM, name_hash(name)),
         )];
-        self.log_tree_ops(&ops, 0)
+        let index = [TreeOp::SearchDelPath(
+            tree_id::LOG,
+            Key::new(dir, key_type::DIR_INDEX, 0),
+        )];
+        [self.log_tree_change(&item), self.log_tree_change(&index)]
     }
 
     /// Log-tree work of btrfs_del_dir_entries_in_log@v5.11's update of a logged
-    /// directory's inode item (a search of the log tree for it; the leaf is the one the
-    /// preceding deletes COWed, so no COW is priced): its CPU.
-    pub(super) fn log_dir_isize_update_cpu(&self, dir: u64) -> sim::Nanos {
-        self.log_tree_ops(&[TreeOp::Search(tree_id::LOG, inode_key(dir))], 0)
+    /// directory's inode item: `btrfs_search_slot(trans, log, &key, path, 0, 1)` (COWs
+    /// and write-locks the leaf) and the item's i_size rewritten in place, with its locks.
+    pub(super) fn log_dir_isize_update(&self, dir: u64) -> super::locking::TreeWork {
+        let ops = [TreeOp::Update(
+            tree_id::LOG,
+            inode_key(dir),
+            size::INODE_ITEM,
+        )];
+        self.log_tree_change(&ops)
+    }
+
+    /// One change of the log tree outside btrfs_log_inode's copy (`ops`, applied now):
+    /// its work, the COWs of the log blocks it dirties and its locks, as the copy's.
+    fn log_tree_change(&self, ops: &[TreeOp]) -> super::locking::TreeWork {
+        let mut acc = LogTreeWork::default();
+        self.log_copy_ops(&mut acc, ops, 0);
+        self.finish_log_copy(acc)
     }
 
     /// The CPU of searches outside any transaction's changes (btrfs_search_slot with
@@ -1223,9 +1257,8 @@ impl super::ctree::Btrfs {
         self.log_tree_ops(ops, 0)
     }
 
-    /// Log-tree work of `ops` taken without locks (the log's deletions, searches outside
-    /// any transaction): the CPU of the work done, with the COWs of the log blocks it
-    /// dirties.
+    /// The CPU of `ops` taken without locks (searches outside any transaction), with the
+    /// COWs of the log blocks it dirties.
     fn log_tree_ops(&self, ops: &[TreeOp], copied: u64) -> sim::Nanos {
         let mut w = Work {
             moved: copied,

@@ -148,7 +148,10 @@ pub fn class(tree: u8, level: u32) -> &'static str {
 fn write_lock_level(op: &TreeOp) -> Option<u32> {
     match op {
         TreeOp::Insert(..) => Some(1),
-        TreeOp::Delete(..) | TreeOp::InsertDelPath(..) | TreeOp::UpdateDelPath(..) => Some(2),
+        TreeOp::Delete(..)
+        | TreeOp::InsertDelPath(..)
+        | TreeOp::UpdateDelPath(..)
+        | TreeOp::SearchDelPath(..) => Some(2),
         TreeOp::Update(..) => Some(0),
         TreeOp::Search(..) => None,
     }
@@ -158,7 +161,10 @@ fn write_lock_level(op: &TreeOp) -> Option<u32> {
 /// leaf work (ctree.c@v5.10: 2 when `ins_len < 0`, else 1).
 fn lowest_unlock(op: &TreeOp) -> u32 {
     match op {
-        TreeOp::Delete(..) | TreeOp::InsertDelPath(..) | TreeOp::UpdateDelPath(..) => 2,
+        TreeOp::Delete(..)
+        | TreeOp::InsertDelPath(..)
+        | TreeOp::UpdateDelPath(..)
+        | TreeOp::SearchDelPath(..) => 2,
         TreeOp::Insert(..) | TreeOp::Update(..) | TreeOp::Search(..) => 1,
     }
 }
@@ -519,6 +525,18 @@ mod tests {
         let upd = [TreeOp::UpdateDelPath(tree_id::FS, fe, 53)];
         let l = locks_of(&mut trees, &mut tr, &upd);
         assert_eq!(kept(&l, 1), Some(true));
+        // A search for deletion that deletes nothing (drop_objectid_items, the log's dir
+        // index lookup) locks as a delete: the leaf written, the root kept.
+        let drop = [TreeOp::SearchDelPath(tree_id::FS, inode_key(300))];
+        let l = locks_of(&mut trees, &mut tr, &drop);
+        assert_eq!((kept(&l, 1), mode(&l, 0)), (Some(true), Some(true)));
+        // A plain search read-locks the leaf and lets the root go.
+        let l = locks_of(
+            &mut trees,
+            &mut tr,
+            &[TreeOp::Search(tree_id::FS, inode_key(300))],
+        );
+        assert_eq!((kept(&l, 1), mode(&l, 0)), (Some(false), Some(false)));
         // The same item inserted plainly lets level 1 go.
         let fe2 = Key::new(300, key_type::EXTENT_DATA, 4096);
         let l = locks_of(&mut trees, &mut tr, &[TreeOp::Insert(tree_id::FS, fe2, 53)]);

@@ -1246,15 +1246,18 @@ impl Btrfs {
             dir,
             name: name.to_string(),
         };
-        self.del_in_log(t, ino, || self.log_del_inode_ref_cpu(ino, dir), fact)
-            .await;
+        let work = async || self.run_tree_work(self.log_del_inode_ref(ino, dir)).await;
+        self.del_in_log(t, ino, work, fact).await;
     }
 
     /// btrfs_del_dir_entries_in_log (tree-log.c@v5.11): delete the name's entry from the
     /// log; 5.11 then updates the logged directory inode item's i_size.
     async fn del_dir_entries_in_log(&self, t: TransId, ino: Ino, dir: Ino, name: &str) {
-        let work = || {
-            self.log_del_dir_entry_cpu(dir, name) + self.logged_dir_isize_update(t, ino, dir, name)
+        let work = async || {
+            let [item, index] = self.log_del_dir_entry(dir, name);
+            self.run_tree_work(item).await;
+            self.run_tree_work(index).await;
+            self.logged_dir_isize_update(t, ino, dir, name).await;
         };
         let fact = || LogFact::DelEntry {
             dir,
@@ -1265,12 +1268,12 @@ impl Btrfs {
 
     /// The shape both share: nothing unless `holder` was logged in `t`; else join the
     /// running log transaction and, under `holder`'s log_mutex, do `work` (the log-tree
-    /// change, returning its CPU) and record the removal (`fact` built only with history).
+    /// change) and record the removal (`fact` built only with history).
     async fn del_in_log(
         &self,
         t: TransId,
         holder: Ino,
-        work: impl FnOnce() -> sim::Nanos,
+        work: impl AsyncFnOnce(),
         fact: impl FnOnce() -> LogFact,
     ) {
         if !Self::inode_logged(&self.inner.st.borrow(), holder, t) {
@@ -1282,8 +1285,7 @@ impl Btrfs {
         {
             let log_mutex = self.inode_log_mutex(holder);
             let _held = log_mutex.lock().await;
-            let cpu = work();
-            self.inner.h.cpu(cpu).await;
+            work().await;
             self.note_log_removal(t, fact);
         }
         self.end_log_trans();
@@ -1296,18 +1298,20 @@ impl Btrfs {
     /// leaf marked dirty. ddffcf6fb5ac (5.12) drops it: replay fixes the directory's
     /// i_size from the entries it replays. Done when the name was in the log (a full log
     /// of the directory after the name was added, `FsState::name_in_log`; the directory's
-    /// inode item is then in the log too); returns the CPU it costs (0 when not done).
-    fn logged_dir_isize_update(&self, t: TransId, ino: Ino, dir: Ino, name: &str) -> sim::Nanos {
+    /// inode item is then in the log too), with its CPU counted.
+    async fn logged_dir_isize_update(&self, t: TransId, ino: Ino, dir: Ino, name: &str) {
         if self.log_patch(LogPatch::NoDirIsizeUpdate)
             || !self.inner.st.borrow().name_in_log(dir, name, ino, t)
         {
-            return 0;
+            return;
         }
-        let ns = self.log_dir_isize_update_cpu(dir);
-        let mut m = self.inner.m.borrow_mut();
-        m.logged_dir_isize_updates += 1;
-        m.logged_dir_isize_update_ns += ns;
-        ns
+        let work = self.log_dir_isize_update(dir);
+        {
+            let mut m = self.inner.m.borrow_mut();
+            m.logged_dir_isize_updates += 1;
+            m.logged_dir_isize_update_ns += work.cpu();
+        }
+        self.run_tree_work(work).await;
     }
 
     /// Records a removal from the running log: its leaf bytes are dirty and replaying the
