@@ -1274,6 +1274,11 @@ impl super::ctree::Btrfs {
 
     /// Marks the log blocks `leaves` dirtied and returns how many were COWed
     /// (`dirty_log_blocks`; none with `costs.log_cow` off), counted in `log_blocks_cowed`.
+    /// The old copy of each COWed block was written by a log sync, so
+    /// btrfs_free_tree_block (extent-tree.c@v5.10) pins it (pin_down_extent, for
+    /// BTRFS_HEADER_FLAG_WRITTEN) until the log's transaction commits: metadata
+    /// `bytes_pinned`, and a metadata chunk forced when the block groups run out
+    /// (`Btrfs::account_tree_blocks`).
     fn cow_log_blocks(
         &self,
         st: &mut super::state::FsState,
@@ -1285,6 +1290,15 @@ impl super::ctree::Btrfs {
         }
         let cowed = dirty_log_blocks(st, marks, leaves);
         self.inner.m.borrow_mut().log_blocks_cowed += cowed;
+        if let (true, Some(t)) = (cowed > 0, st.log_tree_of) {
+            let bytes = cowed * st.meta.nodesize;
+            st.meta.pinned += bytes;
+            st.trans
+                .get_mut(&t)
+                .expect("the log's transaction")
+                .meta_pinned += bytes;
+            Self::account_tree_blocks(st, t);
+        }
         cowed
     }
 }
@@ -1326,6 +1340,33 @@ mod tests {
             marked.sort_unstable();
             assert_eq!(marked, locked, "inode {ino}");
         }
+    }
+
+    #[test]
+    fn a_cowed_log_block_a_sync_wrote_is_pinned_in_the_logs_transaction() {
+        // btrfs_free_tree_block pins the old copy of a written log block: metadata
+        // bytes_pinned and the log's transaction's pinned bytes grow by a block per COW;
+        // a block no sync wrote is not COWed, so nothing is pinned.
+        use crate::btrfs::state::Transaction;
+        let mut sim = sim::Sim::new();
+        let fs = crate::btrfs::ctree::Btrfs::for_test(&mut sim);
+        let mut st = fs.st_mut();
+        st.trans.insert(1000, Transaction::running(1000, 0, 0));
+        st.log_tree_of = Some(1000);
+        let nodesize = st.meta.nodesize;
+        let marks = st.trees.leaf_marks();
+        let leaf = st.trees.log.leaf_of(super::inode_key(256));
+        let (before, tr_before) = (st.meta.pinned, st.trans[&1000].meta_pinned);
+        let cowed = fs.cow_log_blocks(&mut st, &marks, &[(tree_id::LOG, leaf)]);
+        assert_eq!(cowed, 0, "a block no sync wrote");
+        assert_eq!(st.meta.pinned, before);
+        // A log sync writes it; the next change COWs it and pins the written copy.
+        let dirty: Vec<_> = st.log_dirty.drain().collect();
+        st.log_written.extend(dirty);
+        let cowed = fs.cow_log_blocks(&mut st, &marks, &[(tree_id::LOG, leaf)]);
+        assert_eq!(cowed, 1);
+        assert_eq!(st.meta.pinned, before + nodesize);
+        assert_eq!(st.trans[&1000].meta_pinned, tr_before + nodesize);
     }
 
     #[test]
