@@ -1290,6 +1290,12 @@ impl super::ctree::Btrfs {
         }
         let cowed = dirty_log_blocks(st, marks, leaves);
         self.inner.m.borrow_mut().log_blocks_cowed += cowed;
+        // A block a log sync wrote belongs to the running log transaction's log tree
+        // (btrfs_free_log clears both at the commit).
+        sim::check!(
+            cowed == 0 || st.log_tree_of.is_some(),
+            "log blocks COWed outside a log transaction"
+        );
         if let (true, Some(t)) = (cowed > 0, st.log_tree_of) {
             let bytes = cowed * st.meta.nodesize;
             st.meta.pinned += bytes;
