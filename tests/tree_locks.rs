@@ -88,6 +88,20 @@ fn lock_waits(r: &models::workload::fsload::WorkloadResult, tree: &str) -> u64 {
         .sum()
 }
 
+/// dbench, 16 clients for 1 s after 250 ms, under linux-5.11 with `costs.tree_locks =
+/// locks`; its crash check clean.
+fn dbench16(locks: u64) -> models::workload::fsload::WorkloadResult {
+    let mut s = Spec::load("dbench").unwrap();
+    s.clients = 16;
+    s.duration = sim::S;
+    s.warmup = sim::S / 4;
+    s.costs.insert("tree_locks".into(), locks);
+    let d = DiskConfig::resolve(&s.device).unwrap();
+    let r = run(&s, &parse_policy("linux-5.11").unwrap(), &d, 1, None).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    r
+}
+
 /// The time `op` spent in the classes whose names start with `prefix`.
 fn attributed(r: &models::workload::fsload::WorkloadResult, op: &str, prefix: &str) -> Nanos {
     let o = r.op(op).expect("the operation ran");
@@ -134,17 +148,7 @@ fn unlinks_removing_logged_names_wait_for_the_log_trees_locks() {
     // through searches for deletion (write locks up to level 2, the leaf's parent kept):
     // a dbench Unlink of a name its client's Flush logged waits for the fsyncs' copies in
     // `tree_lock.log.*`; with the locks off it does not.
-    let waits = |locks: u64| {
-        let mut s = Spec::load("dbench").unwrap();
-        s.clients = 16;
-        s.duration = sim::S;
-        s.warmup = sim::S / 4;
-        s.costs.insert("tree_locks".into(), locks);
-        let d = DiskConfig::resolve(&s.device).unwrap();
-        let r = run(&s, &parse_policy("linux-5.11").unwrap(), &d, 1, None).unwrap();
-        assert!(r.violations.is_empty(), "{:?}", r.violations);
-        attributed(&r, "Unlink", "tree_lock.log.")
-    };
+    let waits = |locks: u64| attributed(&dbench16(locks), "Unlink", "tree_lock.log.");
     let with = waits(1);
     assert!(with > 0, "{with} ns");
     assert_eq!(waits(0), 0);
@@ -156,14 +160,7 @@ fn fsyncs_copying_into_the_log_tree_wait_for_its_locks() {
     // write-lock the log tree's leaf and its parent, so concurrent copies wait in
     // `tree_lock.log.*`; with the locks off none does.
     let waits = |locks: u64| {
-        let mut s = Spec::load("dbench").unwrap();
-        s.clients = 16;
-        s.duration = sim::S;
-        s.warmup = sim::S / 4;
-        s.costs.insert("tree_locks".into(), locks);
-        let d = DiskConfig::resolve(&s.device).unwrap();
-        let r = run(&s, &parse_policy("linux-5.11").unwrap(), &d, 1, None).unwrap();
-        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        let r = dbench16(locks);
         (
             lock_waits(&r, "log"),
             attributed(&r, "Flush", "tree_lock.log."),

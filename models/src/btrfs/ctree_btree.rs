@@ -1248,28 +1248,16 @@ impl super::ctree::Btrfs {
     }
 
     /// The CPU of searches outside any transaction's changes (btrfs_search_slot with
-    /// cow = 0): `ops` are all `TreeOp::Search`.
+    /// cow = 0): `ops` are all `TreeOp::Search`, so nothing is dirtied or COWed.
     pub(super) fn search_cpu(&self, ops: &[TreeOp]) -> sim::Nanos {
         sim::check!(
             ops.iter().all(|op| matches!(op, TreeOp::Search(..))),
             "search_cpu takes searches only"
         );
-        self.log_tree_ops(ops, 0)
-    }
-
-    /// The CPU of `ops` taken without locks (searches outside any transaction), with the
-    /// COWs of the log blocks it dirties.
-    fn log_tree_ops(&self, ops: &[TreeOp], copied: u64) -> sim::Nanos {
-        let mut w = Work {
-            moved: copied,
-            ..Work::default()
-        };
+        let mut w = Work::default();
         let mut leaves = super::ctree_blocks::Leaves::new();
-        let mut st = self.st_mut();
-        let marks = st.trees.leaf_marks();
-        apply(&mut st.trees, ops, &mut w, &mut leaves);
-        let cowed = self.cow_log_blocks(&mut st, &marks, &leaves);
-        self.inner.costs.tree_cpu(&w, cowed)
+        apply(&mut self.st_mut().trees, ops, &mut w, &mut leaves);
+        self.inner.costs.tree_cpu(&w, 0)
     }
 
     /// Marks the log blocks `leaves` dirtied and returns how many were COWed
@@ -1290,19 +1278,14 @@ impl super::ctree::Btrfs {
         }
         let cowed = dirty_log_blocks(st, marks, leaves);
         self.inner.m.borrow_mut().log_blocks_cowed += cowed;
-        // A block a log sync wrote belongs to the running log transaction's log tree
-        // (btrfs_free_log clears both at the commit).
-        sim::check!(
-            cowed == 0 || st.log_tree_of.is_some(),
-            "log blocks COWed outside a log transaction"
-        );
-        if let (true, Some(t)) = (cowed > 0, st.log_tree_of) {
-            let bytes = cowed * st.meta.nodesize;
-            st.meta.pinned += bytes;
-            st.trans
-                .get_mut(&t)
-                .expect("the log's transaction")
-                .meta_pinned += bytes;
+        if cowed > 0 {
+            // A block a log sync wrote belongs to the running transaction's log tree
+            // (btrfs_free_log clears both at the commit).
+            let t = st
+                .log_tree_of
+                .expect("log blocks COWed outside a log transaction");
+            let tr = st.trans.get_mut(&t).expect("the log's transaction");
+            st.meta.pin(tr, cowed * st.meta.nodesize);
             Self::account_tree_blocks(st, t);
         }
         cowed

@@ -801,6 +801,13 @@ impl MetaSpace {
         self.used + self.reserved + self.pinned + self.readonly
     }
 
+    /// Pins `bytes` of freed tree blocks in transaction `tr` until its commit unpins them
+    /// (btrfs_free_tree_block → pin_down_extent@v5.10).
+    pub fn pin(&mut self, tr: &mut Transaction, bytes: u64) {
+        self.pinned += bytes;
+        tr.meta_pinned += bytes;
+    }
+
     /// btrfs_space_info_used(s, true).
     pub fn in_use(&self) -> u64 {
         self.allocated() + self.may_use

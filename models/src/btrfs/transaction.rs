@@ -185,9 +185,7 @@ impl Btrfs {
         let made = (tr.dirty.len() - before) as u64;
         tr.dirty.extend(leaves.iter().copied());
         let cowed = (tr.dirty.len() - before) as u64 - made;
-        let new = cowed * nodesize;
-        tr.meta_pinned += new;
-        st.meta.pinned += new;
+        st.meta.pin(tr, cowed * nodesize);
         st.meta.cowed_leaves += cowed;
         // btrfs_alloc_tree_block makes a delayed ref head per block, btrfs_free_tree_block
         // one per COWed block's old copy.
@@ -211,8 +209,8 @@ impl Btrfs {
         } else {
             let freed = ((was - now) * ns).min(st.meta.used);
             st.meta.used -= freed;
-            st.meta.pinned += freed;
-            st.trans.get_mut(&t).expect("transaction").meta_pinned += freed;
+            let tr = st.trans.get_mut(&t).expect("transaction");
+            st.meta.pin(tr, freed);
         }
         let m = &st.meta;
         let size = m.chunk_size;
