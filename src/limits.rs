@@ -28,14 +28,15 @@ pub const MAX_WORKLOAD_EVENTS: f64 = 1e11;
 
 /// Engine events per client (or thread) per virtual second of a workload other than fio: the
 /// largest of these, measured on this machine as the `events` of `fsyncsim workload NAME …
-/// --json` (task resumptions; deterministic) divided by clients × (duration + warmup):
-/// dbench 4096 clients, 10 ms: 3,551,696 / 40.96 = 86,712 (many clients start at once and
-/// fill the metadata space: async reclaim runs); fs-mark 1 thread 1 s: 78,921; fs-mark 1
-/// thread 5 s: 71,020; dbench 1 client 1 s: 63,568; dbench 8 clients: 41,062; dbench 64
-/// clients: 19,868; sysbench-fileio 1 thread: 24,461. Fewer clients contend less for the
-/// simulated CPUs and run more operations each, so a large run's estimate is pessimistic
-/// (4.5× for dbench at 64 clients).
-pub const WORKLOAD_EVENTS_PER_CLIENT_SECOND: f64 = 90_000.0;
+/// --json` (task resumptions; deterministic) divided by clients × (duration + warmup), since
+/// dbench's directory scans read through the filesystem (`Op::Readdir`): dbench 1 client 1 s:
+/// 307,283; 1 client 5 s: 1,507,583 / 5 = 301,517; fs-mark 1 thread 1 s: 238,181; dbench
+/// 4096 clients, 10 ms: 8,524,901 / 40.96 = 208,128 (many clients start at once and fill the
+/// metadata space: async reclaim runs); dbench 8 clients 1 s: 168,927; dbench 64 clients 1 s:
+/// 67,069; dbench 512 clients 10 ms: 93,140; sysbench-fileio 1 thread 1 s: 49,027. Rounded
+/// up. Fewer clients contend less for the simulated CPUs and run more operations each, so a
+/// large run's estimate is pessimistic (4.8× for dbench at 64 clients).
+pub const WORKLOAD_EVENTS_PER_CLIENT_SECOND: f64 = 320_000.0;
 
 /// The same for fio workloads (`kind = "fio"`), whose jobs never wait for CPU: dio4kbs16threads
 /// at 1 thread, 1 s: 601,312 events; at 16 threads: 10,333,486 / 16 = 645,843 (since writes
@@ -106,12 +107,12 @@ pub const MAX_DEVICE_BYTES: f64 = 4.0 * (1u64 << 30) as f64;
 /// the trace inflates in it).
 pub const MAX_TRACE_BYTES: f64 = 2.0 * (1u64 << 30) as f64;
 
-/// Perfetto-trace bytes per estimated engine event (clients × seconds × 90,000): `compare
-/// dbench --clients 4 --duration 200ms --warmup 0s --trace` wrote 238,064 bytes (3.3 per
-/// estimated event; 415,096 with `--trace-filter detail=full`: 5.8); `workload dbench
-/// --warmup 0s --duration 1s --trace` 2,191,163 for 8 clients (3.0) and 8,847,142 for 64
-/// (1.5); rounded up to cover detail=full.
-pub const TRACE_BYTES_PER_EVENT: f64 = 8.0;
+/// Perfetto-trace bytes per estimated engine event (clients × seconds × 320,000): `compare
+/// dbench --clients 4 --duration 200ms --warmup 0s --trace` wrote 273,954 bytes (1.07 per
+/// estimated event; 519,245 with `--trace-filter detail=full`: 2.03); `workload dbench
+/// --warmup 0s --duration 1s --trace` 2,408,477 for 8 clients (0.94) and 9,067,052 for 64
+/// (0.44); rounded up to cover detail=full.
+pub const TRACE_BYTES_PER_EVENT: f64 = 2.5;
 
 /// Most CPU-seconds one run of a scenario may be estimated to take (`run` and `check` run
 /// each scenario twice, `sweep` once per seed and policy).

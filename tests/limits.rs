@@ -323,7 +323,7 @@ fn the_issues_examples_are_refused_before_any_work() {
             vec![
                 "compare", "dbench", "--clients", "64", "--duration", "300s", "--trace", "t.pftrace",
             ],
-            "--trace: --clients 64 × --duration+--warmup 360s: estimated 15.4 GiB of trace; refusing above 2.0 GiB",
+            "--trace: --clients 64 × --duration+--warmup 360s: estimated 17.2 GiB of trace; refusing above 2.0 GiB",
         ),
     ] {
         let mut needles = vec![needle, "(pass --force to run anyway)"];

@@ -41,6 +41,7 @@ mod ops;
 mod plots;
 mod queueing;
 mod races;
+mod readdir;
 mod reflink;
 mod remount;
 mod scrub;

@@ -1005,6 +1005,7 @@ fn paths_of(o: &Op) -> (Vec<&crate::vfs::OpPath>, Vec<&crate::vfs::OpPath>) {
         | Op::WriteAt(p, ..)
         | Op::Setattr(p)
         | Op::Stat(p)
+        | Op::Readdir(p)
         | Op::Writeback(p)
         | Op::Fsync(p)
         | Op::FsyncRange(p, ..)

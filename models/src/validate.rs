@@ -796,6 +796,7 @@ pub const ABLATIONS: [Mechanism; 9] = [
             ("costs.tree_level_ps", "0"),
             ("costs.leaf_move_ps_per_byte", "0"),
             ("costs.item_offset_ps", "0"),
+            ("costs.readdir_item_ps", "0"),
             ("costs.alloc_tree_block_ps", "0"),
             ("costs.free_tree_block_ps", "0"),
         ],

@@ -198,6 +198,14 @@ pub struct Costs {
     /// Fog, instruction tables); the release is a plain store; inode_get_bytes's
     /// i_blocks << 9 + i_bytes, ~2 cycles): ~20 cycles at 2.5 GHz = 8 ns. Prices i_lock.
     pub spinlock_ps: u64,
+    /// Picoseconds per dir index item btrfs_real_readdir@v5.10 (inode.c) copies out of a
+    /// leaf it holds read-locked: btrfs_item_key_to_cpu and the btrfs_dir_item's name length,
+    /// type and location (two L2 loads at 14 cycles, Skylake-SP: Optimization Reference
+    /// Manual §2.2), and the struct dir_entry's four put_unaligned stores into the private
+    /// buffer (~4 cycles; the name's read_extent_buffer is priced per byte at
+    /// `leaf_move_ps_per_byte`): ~32 cycles at 2.5 GHz (estimate) = 13 ns. Also prices each
+    /// pending insertion btrfs_readdir_delayed_dir_index emits from the delayed node.
+    pub readdir_item_ps: u64,
     /// CPU a task pays when it blocked (a lock, a wait queue, an I/O completion, a
     /// transaction wait) and is woken: the scheduler's switch out and back in (charged at its
     /// next CPU burst; workloads only, `sim::Handle::set_switch_cost`). A thread ping-pong
@@ -294,6 +302,7 @@ impl Default for Costs {
             inode_alloc_ps: 1_040_000,
             inode_evict_ps: 700_000,
             spinlock_ps: 8_000,
+            readdir_item_ps: 13_000,
             context_switch: 285,
             wakeup: 285,
             crc32c_ps_per_byte: 45,
@@ -390,7 +399,7 @@ impl Costs {
     }
 
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 48] = [
+    pub const FIELDS: [&'static str; 49] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -431,6 +440,7 @@ impl Costs {
         "inode_alloc_ps",
         "inode_evict_ps",
         "spinlock_ps",
+        "readdir_item_ps",
         "context_switch",
         "wakeup",
         "crc32c_ps_per_byte",
@@ -517,6 +527,7 @@ impl Costs {
             "inode_alloc_ps" => &mut self.inode_alloc_ps,
             "inode_evict_ps" => &mut self.inode_evict_ps,
             "spinlock_ps" => &mut self.spinlock_ps,
+            "readdir_item_ps" => &mut self.readdir_item_ps,
             "context_switch" => &mut self.context_switch,
             "wakeup" => &mut self.wakeup,
             "crc32c_ps_per_byte" => &mut self.crc32c_ps_per_byte,
@@ -589,6 +600,7 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "inode_alloc_ps" => "ps per new inode's work outside the trees and its handle",
         "inode_evict_ps" => "ps per final iput's work outside the trees and its handles",
         "spinlock_ps" => "ps per uncontended spinlock acquire and release (i_lock)",
+        "readdir_item_ps" => "ps per dir index item readdir copies out of a leaf",
         "context_switch" => {
             "ns a task pays when woken from a block (switch out and in; workloads; 0: off)"
         }

@@ -358,6 +358,9 @@ impl Btrfs {
             Op::Stat(p) => {
                 self.resolve(p)?;
             }
+            Op::Readdir(p) => {
+                self.readdir(p).await?;
+            }
             Op::MmapWrite(p, bytes) => self.mmap_write(p, None, *bytes).await?,
             Op::MmapWriteAt(p, offset, bytes) => self.mmap_write(p, Some(*offset), *bytes).await?,
             Op::WriteOsync(p, bytes) => {

@@ -316,6 +316,24 @@ impl Tree {
             .count()
     }
 
+    /// The leaves a forward walk over the keys in [lo, hi] visits, in key order: for each,
+    /// the key its search starts from (`lo`, then the leaf's first key, as btrfs_next_leaf
+    /// searches on from the last key it saw), the items in range and their data bytes.
+    /// At least the leaf `lo` lands in.
+    pub fn walk(&self, lo: Key, hi: Key) -> smallvec::SmallVec<[(Key, u32, u64); 2]> {
+        let first = self.index.range(..=lo).next_back().map_or(lo, |(k, _)| *k);
+        let mut out = smallvec::SmallVec::new();
+        for (&k, &s) in self.index.range(first..=hi.max(first)) {
+            let (n, bytes) = self.slab[s as usize]
+                .items
+                .iter()
+                .filter(|(k, _)| (lo..=hi).contains(k))
+                .fold((0u32, 0u64), |(n, b), &(_, d)| (n + 1, b + u64::from(d)));
+            out.push((k.max(lo), n, bytes));
+        }
+        out
+    }
+
     /// Items per leaf, in key order.
     pub fn leaf_items(&self) -> Vec<u32> {
         self.index
@@ -1245,6 +1263,45 @@ impl super::ctree::Btrfs {
         let mut acc = LogTreeWork::default();
         self.log_copy_ops(&mut acc, ops, 0);
         self.finish_log_copy(acc)
+    }
+
+    /// The read-only walk of one btrfs_real_readdir@v5.10 call over directory `dir`'s
+    /// index items from `pos` on: per leaf visited (btrfs_search_slot(NULL, root, key,
+    /// path, 0, 0), then btrfs_next_leaf's search from the next key) its descent under
+    /// read locks and, with the leaf still read-locked, the copy of its items
+    /// (`readdir_item_ps` each, their data bytes — the dir item and its name — at
+    /// `leaf_move_ps_per_byte`) into the private buffer. Returns
+    /// the work per leaf and the items found.
+    pub(super) fn readdir_walk(
+        &self,
+        dir: u64,
+        pos: u64,
+    ) -> (smallvec::SmallVec<[super::locking::TreeWork; 2]>, u64) {
+        let c = &self.inner.costs;
+        let lo = Key::new(dir, key_type::DIR_INDEX, pos);
+        let hi = Key::new(dir, key_type::DIR_INDEX, u64::MAX);
+        // A search changes no durable state: the crash memo's version stays.
+        let mut st = self.inner.st.borrow_mut();
+        let leaves = st.trees.get_mut(tree_id::FS).walk(lo, hi);
+        let mut out = smallvec::SmallVec::new();
+        let mut found = 0;
+        for (key, items, bytes) in leaves {
+            let ops = [TreeOp::Search(tree_id::FS, key)];
+            let mut w = Work::default();
+            let mut touched = super::ctree_blocks::Leaves::new();
+            apply(&mut st.trees, &ops, &mut w, &mut touched);
+            let locks = if c.tree_locks == 0 {
+                super::locking::TreeLocks::new()
+            } else {
+                super::locking::lock_set(&mut st.trees, &mut super::locking::NoCow, &ops, &[])
+            };
+            let mut work = tree_work(c, &w, 0, locks, &[]);
+            let copy = u64::from(items) * c.readdir_item_ps + bytes * c.leaf_move_ps_per_byte;
+            work.leaf_cpu = copy.div_ceil(1000);
+            out.push(work);
+            found += u64::from(items);
+        }
+        (out, found)
     }
 
     /// The CPU of searches outside any transaction's changes (btrfs_search_slot with

@@ -192,6 +192,13 @@ impl DelayedRoot {
         None
     }
 
+    /// The pending dir index insertions and deletions of directory `ino`'s node, if it
+    /// has one (what btrfs_readdir_get_delayed_items lists).
+    pub fn index_items(&self, ino: Ino) -> Option<(u64, u64)> {
+        let n = self.nodes.get(&ino)?;
+        Some((n.ins.len() as u64, n.del.len() as u64))
+    }
+
     /// Whether `ino` has pending items.
     pub fn has(&self, ino: Ino) -> bool {
         self.nodes.contains_key(&ino)

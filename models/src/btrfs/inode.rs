@@ -705,6 +705,73 @@ impl Btrfs {
         self.end(th);
         Ok(())
     }
+
+    /// Reads directory `path` to its end (`Op::Readdir`): iterate_dir (fs/readdir.c@v5.10)
+    /// calls btrfs_real_readdir (inode.c@v5.10) for the entries, from ctx->pos 2 (after
+    /// dir_emit_dots; a directory's first index is 2), and again, as the second getdents64
+    /// (its system call charged here), from INT_MAX, where the first call left ctx->pos
+    /// once it emitted the last entry, to find none. Returns the entries found.
+    ///
+    /// - iterate_dir holds i_rwsem shared. When the directory has a delayed node,
+    ///   btrfs_readdir_get_delayed_items (delayed-inode.c@v5.10) drops it and takes it
+    ///   exclusively ("we can only do one readdir with delayed items at a time") until the
+    ///   call returns (btrfs_readdir_put_delayed_items downgrades it; the VFS releases
+    ///   it), and lists the node's pending insertions and deletions under the node's
+    ///   mutex, one reference each. Without a node the read waits for a holder of i_rwsem
+    ///   and goes on (the model's i_rwsem is exclusive only: a shared holder does not keep
+    ///   a later writer out).
+    /// - Each call walks the dir index items from its position leaf by leaf under read
+    ///   locks (`readdir_walk`), skips the pending deletions
+    ///   (btrfs_should_delete_dir_index) and, the path released, emits the pending
+    ///   insertions (btrfs_readdir_delayed_dir_index, `readdir_item_ps` each).
+    /// - Past i_rwsem both calls run on one core (nothing in them sleeps; a tree lock's
+    ///   waiter spins), with i_rwsem held across the return to user space between them.
+    ///
+    /// Not modelled: the node's mutex (a node being run is out of the delayed root, so the
+    /// read sees its items in the tree or waits on the tree's locks), the release and
+    /// search again when the private buffer's page fills (a directory of ~200 entries).
+    pub(super) async fn readdir(&self, path: &str) -> Result<u64, OpError> {
+        let dir = self.resolve(path)?;
+        if !self.inner.st.borrow().inodes[&dir].is_dir {
+            return Err(OpError(format!("not a directory: {path}")));
+        }
+        let c = &self.inner.costs;
+        let pending = if c.delayed_items == 0 {
+            None
+        } else {
+            self.inner.st.borrow().delayed.index_items(dir)
+        };
+        let _held = match pending {
+            Some(_) => Some(self.lock_inode_flags(dir, false).await),
+            None => {
+                drop(self.lock_inode_flags(dir, false).await);
+                None
+            }
+        };
+        let (ins, del) = pending.unwrap_or((0, 0));
+        // btrfs_get_delayed_node's lookup under the root's inode_lock and its reference;
+        // with a node, its mutex and one reference per pending item; per call.
+        let lookup = (2 + pending.map_or(0, |_| 2 + ins + del)) * c.spinlock_ps;
+        let emit = ins * c.readdir_item_ps;
+        let core = self.inner.h.take_core().await;
+        let found = self.real_readdir(dir, 2, lookup.div_ceil(1000)).await;
+        // The first call's pending insertions emitted, the second call's entry and lookup.
+        let second = c.syscall + (emit + lookup).div_ceil(1000);
+        self.real_readdir(dir, i32::MAX as u64, second).await;
+        drop(core);
+        Ok(found.saturating_sub(del) + ins)
+    }
+
+    /// One btrfs_real_readdir@v5.10 call's walk of `dir`'s index items from `pos`, on the
+    /// core the caller holds, after `before` of CPU; returns the items found in the tree.
+    async fn real_readdir(&self, dir: Ino, pos: u64, before: sim::Nanos) -> u64 {
+        let (mut leaves, found) = self.readdir_walk(dir, pos);
+        leaves[0].node_cpu += before;
+        for w in &leaves {
+            self.tree_work_on_core(w).await;
+        }
+        found
+    }
 }
 
 /// Removes from `map` the locks of inodes no longer in the state, in inode order (slots are

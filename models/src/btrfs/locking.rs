@@ -190,6 +190,22 @@ impl CowState for Transaction {
     }
 }
 
+/// A search that COWs nothing (btrfs_search_slot with `cow = 0`): read-only walks such as
+/// readdir's, outside any transaction.
+pub struct NoCow;
+
+impl CowState for NoCow {
+    /// Nothing is COWed.
+    fn leaf_cows(&self, _: u8, _: u64) -> bool {
+        false
+    }
+
+    /// Nothing is COWed.
+    fn node_cows(&mut self, _: u8, _: u32, _: u64) -> bool {
+        false
+    }
+}
+
 /// The log tree's COW state: the blocks dirtied in the running log transaction and those
 /// an earlier log sync of the transaction wrote (state.rs `log_dirty`, `log_written`).
 pub struct LogCow<'a> {
@@ -287,6 +303,14 @@ impl super::ctree::Btrfs {
             return;
         }
         let core = h.take_core().await;
+        self.tree_work_on_core(&w).await;
+        drop(core);
+    }
+
+    /// `run_tree_work`'s locks and CPU on a core the caller holds (`take_core`): the
+    /// waits for a lock spin on it.
+    pub(super) async fn tree_work_on_core(&self, w: &TreeWork) {
+        let h = &self.inner.h;
         for l in &w.locks {
             self.tree_lock(l).await;
         }
@@ -324,7 +348,6 @@ impl super::ctree::Btrfs {
         for l in w.locks.iter().filter(|l| l.keep && !released(l)) {
             self.tree_unlock(l);
         }
-        drop(core);
     }
 
     /// btrfs_tree_lock / btrfs_tree_read_lock on one block; the block's rwsem is made at

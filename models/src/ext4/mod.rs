@@ -409,6 +409,16 @@ impl Ext4 {
             Op::Stat(p) => {
                 self.resolve(p)?;
             }
+            // ext4_readdir (fs/ext4/dir.c): the directory's blocks from the page cache, no
+            // journal; the model prices no directory-block work, only the second
+            // getdents64's system call (the first is the operation's own).
+            Op::Readdir(p) => {
+                let d = self.resolve(p)?;
+                if !self.inner.st.borrow().inodes[&d].is_dir {
+                    return Err(OpError(format!("not a directory: {p}")));
+                }
+                self.inner.h.cpu(self.inner.cfg.syscall).await;
+            }
             Op::Sync | Op::Syncfs => self.sync_fs().await,
             Op::Writeback(p) | Op::SyncFileRange(p) => {
                 let ino = self.resolve(p)?;

@@ -28,6 +28,9 @@ pub enum Op {
     Setattr(OpPath),
     /// stat(2): a lookup and the inode's attributes (getattr), nothing written.
     Stat(OpPath),
+    /// Read a directory to its end: opendir, getdents64 until it returns 0 (a first call
+    /// that returns the entries, a second that returns none), closedir.
+    Readdir(OpPath),
     /// A write through a shared memory mapping (btrfs_page_mkwrite).
     MmapWrite(OpPath, u64),
     /// A write through a shared mapping of `bytes` at `offset`, inside the file's size.
@@ -205,6 +208,7 @@ impl Op {
             Op::DirectWrite(..) => "dio-write",
             Op::Setattr(_) => "setattr",
             Op::Stat(_) => "stat",
+            Op::Readdir(_) => "readdir",
             Op::WriteOsync(..) => "write-osync",
             Op::MmapWrite(..) | Op::MmapWriteAt(..) => "mmap-write",
             Op::Sync => "sync",
@@ -262,6 +266,7 @@ impl std::fmt::Display for Op {
             | Op::Mkdir(p)
             | Op::Setattr(p)
             | Op::Stat(p)
+            | Op::Readdir(p)
             | Op::Writeback(p)
             | Op::Fsync(p)
             | Op::Unlink(p)
@@ -337,8 +342,8 @@ pub fn parse_op(s: &str) -> Result<Op, String> {
     match words.first().copied() {
         Some(w @ ("fsync" | "fdatasync")) if words.len() != 2 => fsync_range_op(w, words),
         Some(
-            w @ ("create" | "mkdir" | "stat" | "setattr" | "writeback" | "fsync" | "unlink"
-            | "rmdir" | "fdatasync" | "sync-file-range" | "evict"),
+            w @ ("create" | "mkdir" | "stat" | "readdir" | "setattr" | "writeback" | "fsync"
+            | "unlink" | "rmdir" | "fdatasync" | "sync-file-range" | "evict"),
         ) => path_op(w, words),
         Some("truncate") => truncate_op(words),
         Some(w @ ("fallocate" | "punch-hole")) => range_op(w, words),
@@ -560,18 +565,19 @@ fn fsync_range_op(w: &str, words: &[&str]) -> Result<Op, String> {
     })
 }
 
-/// The operations of one path: create, mkdir, stat, setattr, writeback, fsync, unlink,
+/// The operations of one path: create, mkdir, stat, readdir, setattr, writeback, fsync, unlink,
 /// rmdir, fdatasync, sync-file-range, evict.
 fn path_op(w: &str, words: &[&str]) -> Result<Op, String> {
     want(words, 2, &format!("{w} PATH"))?;
     let p = match w {
-        "create" | "mkdir" | "unlink" | "rmdir" | "evict" => op_path(words[1])?,
+        "create" | "mkdir" | "readdir" | "unlink" | "rmdir" | "evict" => op_path(words[1])?,
         _ => file_arg(words[1])?,
     };
     Ok(match w {
         "create" => Op::Create(p),
         "mkdir" => Op::Mkdir(p),
         "stat" => Op::Stat(p),
+        "readdir" => Op::Readdir(p),
         "setattr" => Op::Setattr(p),
         "writeback" => Op::Writeback(p),
         "fsync" => Op::Fsync(p),

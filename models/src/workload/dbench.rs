@@ -17,6 +17,9 @@ pub(super) const DBENCH_FILES: usize = 20;
 /// 79,230.
 const DBENCH_CREATE: (u64, u64) = (16_067, 79_230);
 
+/// A file operation made from the file's path (`Op::Create`, `Op::Fsync`, …).
+type MakeOp = fn(OpPath) -> Op;
+
 /// Rebuilds a client's per-file operation slot as `make(path)`, moving the file's path out of
 /// the slot's previous operation (no reference-count change), and lends it.
 fn file_op(slot: &mut Op, make: impl FnOnce(OpPath) -> Op) -> &Op {
@@ -70,6 +73,9 @@ struct Client {
     /// in it by moving the path between variants (`file_op`) and borrowed, so the hot path
     /// touches no reference count (an atomic on a cold line stalls the pipeline).
     file_ops: Vec<Op>,
+    /// `Op::Readdir` of each of the client's directories: a scan of one (resolve_name's,
+    /// Find's, Deltree's) reads it through the filesystem.
+    dir_ops: Vec<Op>,
     n: usize,
     exists: FileSet,
     last: Option<usize>,
@@ -99,6 +105,10 @@ impl Client {
             })
             .collect();
         let file_ops: Vec<Op> = paths.iter().map(|p| Op::Fsync(p.clone())).collect();
+        let dir_ops: Vec<Op> = DBENCH_DIRS
+            .iter()
+            .map(|d| Op::Readdir(format!("{base}/{d}").into()))
+            .collect();
         let n = DBENCH_DIRS.len() * DBENCH_FILES;
         let mix: Vec<(usize, u64)> = cx.spec.mix.iter().copied().enumerate().collect();
         let mut flat = [None; 16];
@@ -111,6 +121,7 @@ impl Client {
             rng,
             paths,
             file_ops,
+            dir_ops,
             n,
             // The setup task created every other file, so the loop starts with a half-full tree.
             exists: FileSet::new(n, |f| f % 2 == 0),
@@ -218,10 +229,7 @@ impl Client {
                     let pre = self.around(op, VfsWork::unlink_around);
                     self.measure_file(op, 0, pre, f, Op::Unlink).await
                 }
-                None => {
-                    let cost = self.failed_lookup_cost();
-                    self.cpu(op, cost, 0)
-                }
+                None => self.failed_lookup(op).await,
             },
             DELTREE => self.deltree(op).await,
             // The loadfile's Mkdir names the client's directories, which exist (Deltree
@@ -235,8 +243,9 @@ impl Client {
                 }
                 None => self.cpu(op, self.flat[op].unwrap_or(self.work.qfileinfo()), 0),
             },
-            // Qpathinfo, Qfileinfo, Qfsinfo, Find, LockX, UnlockX, Close:
-            // VFS and page-cache work only.
+            QPATHINFO => self.qpathinfo(op).await,
+            FIND => self.find(op).await,
+            // Qfileinfo, Qfsinfo, LockX, UnlockX, Close: VFS and page-cache work only.
             _ => {
                 let cost = self.vfs_cost(op);
                 self.cpu(op, cost, 0)
@@ -252,17 +261,8 @@ impl Client {
         }
         match op {
             CLOSE => self.work.close(),
-            QPATHINFO => {
-                let f = self.rng.random_range(0..self.n);
-                let entries = self.dir_entries(f / DBENCH_FILES);
-                self.work.qpathinfo(self.exists.has(f), entries)
-            }
             QFILEINFO => self.work.qfileinfo(),
             QFSINFO => self.work.qfsinfo(),
-            FIND => {
-                let d = self.rng.random_range(0..DBENCH_DIRS.len());
-                self.work.find(self.dir_entries(d))
-            }
             LOCKX | UNLOCKX => self.work.lock(),
             _ => unreachable!(
                 "{} reaches the filesystem model",
@@ -287,13 +287,76 @@ impl Client {
         self.open_flat.unwrap_or_else(|| self.work.open_existing())
     }
 
-    /// A lookup that finds nothing to act on (resolve_name's scan of a directory).
-    fn failed_lookup_cost(&mut self) -> Nanos {
+    /// Whether `op`'s VFS work is modelled (no `[cpu]` flat time stands for it): then its
+    /// directory scans read the directory through the filesystem.
+    fn scans(&self, op: usize) -> bool {
+        self.open_flat.is_none() && self.flat[op].is_none()
+    }
+
+    /// Measured operation `op`: `pre` of VFS CPU, `reads` reads of the client's directory
+    /// `d` through the filesystem (`Op::Readdir`), then `then(path of file f)`, if given.
+    async fn measure_scans(
+        &mut self,
+        op: usize,
+        pre: Nanos,
+        (d, reads): (usize, usize),
+        then: Option<(usize, MakeOp)>,
+    ) -> bool {
+        if !self.cx.flush_cpu(&mut self.pending).await {
+            return false;
+        }
+        let mut ops: smallvec::SmallVec<[&Op; 3]> = smallvec::smallvec![&self.dir_ops[d]; reads];
+        if let Some((f, make)) = then {
+            ops.push(file_op(&mut self.file_ops[f], make));
+        }
+        self.cx
+            .measure_ops_after(op, 0, &mut self.before, pre, &ops)
+            .await
+    }
+
+    /// A lookup that finds nothing to act on (an NTCreateX, Unlink or Rename with nothing
+    /// to act on): resolve_name's failing stat and scan of a directory, and the call's own
+    /// failing walk.
+    async fn failed_lookup(&mut self, op: usize) -> bool {
         if let Some(c) = self.open_flat {
-            return c;
+            return self.cpu(op, c, 0);
         }
         let d = self.rng.random_range(0..DBENCH_DIRS.len());
-        self.work.failed_lookup(self.dir_entries(d))
+        let cost = self.work.failed_lookup(self.dir_entries(d));
+        if !self.scans(op) {
+            return self.cpu(op, cost, 0);
+        }
+        self.measure_scans(op, cost, (d, 1), None).await
+    }
+
+    /// Qpathinfo (fio_qpathinfo): resolve_name of a random name of the client's; a missing
+    /// one's directory is scanned.
+    async fn qpathinfo(&mut self, op: usize) -> bool {
+        if let Some(c) = self.flat[op] {
+            return self.cpu(op, c, 0);
+        }
+        let f = self.rng.random_range(0..self.n);
+        let d = f / DBENCH_FILES;
+        let exists = self.exists.has(f);
+        let cost = self.work.qpathinfo(exists, self.dir_entries(d));
+        if exists || !self.scans(op) {
+            return self.cpu(op, cost, 0);
+        }
+        self.measure_scans(op, cost, (d, 1), None).await
+    }
+
+    /// Find (fio_findfirst): resolve_name's scan of a random directory of the client's for
+    /// the mask, then the directory read once more.
+    async fn find(&mut self, op: usize) -> bool {
+        if let Some(c) = self.flat[op] {
+            return self.cpu(op, c, 0);
+        }
+        let d = self.rng.random_range(0..DBENCH_DIRS.len());
+        let cost = self.work.find(self.dir_entries(d));
+        if !self.scans(op) {
+            return self.cpu(op, cost, 0);
+        }
+        self.measure_scans(op, cost, (d, 2), None).await
     }
 
     /// NTCreateX: creates a missing file (FILE_CREATE's share of the calls), else opens an
@@ -307,17 +370,20 @@ impl Client {
                 let pre = self.around(op, |w| w.create_around(entries));
                 self.exists.set(f, true);
                 self.last = Some(f);
-                self.measure_file(op, 0, pre, f, Op::Create).await
+                if self.scans(op) {
+                    let d = f / DBENCH_FILES;
+                    self.measure_scans(op, pre, (d, 1), Some((f, Op::Create)))
+                        .await
+                } else {
+                    self.measure_file(op, 0, pre, f, Op::Create).await
+                }
             }
             (false, Some(f)) => {
                 self.last = Some(f);
                 self.cpu(op, self.open_cost(), 0)
             }
             // Nothing to create or open: a lookup that fails.
-            _ => {
-                let cost = self.failed_lookup_cost();
-                self.cpu(op, cost, 0)
-            }
+            _ => self.failed_lookup(op).await,
         }
     }
 
@@ -358,8 +424,7 @@ impl Client {
             (k > 0).then(|| (a, self.exists.nth(dir, false, self.rng.random_range(0..k))))
         });
         let Some((a, b)) = target else {
-            let cost = self.failed_lookup_cost();
-            return self.cpu(op, cost, 0);
+            return self.failed_lookup(op).await;
         };
         let entries = self.dir_entries(a / DBENCH_FILES);
         let pre = self.around(op, |w| w.rename_around(entries));
@@ -370,8 +435,14 @@ impl Client {
             return false;
         }
         let rename = Op::Rename(self.path(a), self.path(b));
+        // resolve_name's scan for the missing new name, in the same directory.
+        let scan: &[&Op] = if self.scans(op) {
+            &[&self.dir_ops[a / DBENCH_FILES], &rename]
+        } else {
+            &[&rename]
+        };
         self.cx
-            .measure_op_after(op, 0, &mut self.before, pre, &rename)
+            .measure_ops_after(op, 0, &mut self.before, pre, scan)
             .await
     }
 
@@ -389,11 +460,16 @@ impl Client {
             self.exists.set(f, false);
         }
         self.last = None;
-        if victims.is_empty() {
+        if victims.is_empty() && !self.scans(op) {
             // Nothing to delete: the walk only (with `[cpu]`'s flat times, Close's).
             let cost = if pre > 0 { pre } else { self.close_cost() };
             return self.cpu(op, cost, 0);
         }
+        // The walk reads each directory (through the filesystem when the VFS work is
+        // modelled), then unlinks its names.
+        let reads: Vec<Option<Op>> = (0..DBENCH_DIRS.len())
+            .map(|d| self.scans(op).then(|| self.dir_ops[d].clone()))
+            .collect();
         let fs = self.cx.clone();
         let paths: Vec<OpPath> = victims.iter().map(|&f| self.path(f)).collect();
         self.cx.flush_cpu(&mut self.pending).await
@@ -403,8 +479,14 @@ impl Client {
                     if pre > 0 {
                         fs.h.cpu(pre).await;
                     }
-                    for p in paths {
-                        fs.fs(Op::Unlink(p)).await?;
+                    let mut rest = victims.iter().zip(paths).peekable();
+                    for (d, read) in reads.into_iter().enumerate() {
+                        if let Some(r) = read {
+                            fs.fs(r).await?;
+                        }
+                        while let Some((_, p)) = rest.next_if(|(&f, _)| f / DBENCH_FILES == d) {
+                            fs.fs(Op::Unlink(p)).await?;
+                        }
                     }
                     Ok(())
                 })

@@ -390,21 +390,37 @@ impl Ctx {
         pre: Nanos,
         fs_op: &Op,
     ) -> bool {
+        self.measure_ops_after(op, bytes, before, pre, &[fs_op])
+            .await
+    }
+
+    /// `measure_op_after` for a call that makes several filesystem operations, in order
+    /// (a directory read, then a create); the first that fails ends it.
+    pub(super) async fn measure_ops_after(
+        &self,
+        op: usize,
+        bytes: u64,
+        before: &mut Vec<Nanos>,
+        pre: Nanos,
+        fs_ops: &[&Op],
+    ) -> bool {
         let me = self.h.current();
         let start = self.h.now();
         self.h.account_into(me, before);
         if pre > 0 {
             self.h.cpu(pre).await;
         }
-        // Dispatched here rather than through `Mounted::run_op`: one future layer less on
-        // every resumption of the operation.
-        let done = crate::mount::dispatch!(&self.fs, fs => fs.run_op(fs_op).await);
-        if let Err(e) = done {
-            let name = self.spec.kind.ops()[op];
-            self.errors
-                .borrow_mut()
-                .push(format!("{} {name}: {}", self.h.task_name(me), e.0));
-            return false;
+        for fs_op in fs_ops {
+            // Dispatched here rather than through `Mounted::run_op`: one future layer less
+            // on every resumption of the operation.
+            let done = crate::mount::dispatch!(&self.fs, fs => fs.run_op(fs_op).await);
+            if let Err(e) = done {
+                let name = self.spec.kind.ops()[op];
+                self.errors
+                    .borrow_mut()
+                    .push(format!("{} {name}: {}", self.h.task_name(me), e.0));
+                return false;
+            }
         }
         // The waits since `before`, read in place (the engine is not changed meanwhile).
         self.h.with_account(me, |after| {

@@ -1,7 +1,8 @@
 //! The CPU of the system calls dbench's fileio backend makes that never reach the filesystem
-//! model's write paths (stat, open, getdents, fstat, statvfs, pread, fcntl, close), and of
-//! the VFS work around those that do (a create's resolve_name and open walk, an unlink's
-//! or rename's walks), from the work each does: path components walked, directory entries
+//! model (stat, open, fstat, statvfs, pread, fcntl, close), and of the VFS work around
+//! those that do (a create's resolve_name and open walk, an unlink's or rename's walks, the
+//! entries a getdents64 emits: the directory itself is read by the filesystem model,
+//! `Op::Readdir`), from the work each does: path components walked, directory entries
 //! read, bytes copied, locks taken. Replaces the per-operation times once derived from the
 //! btrfs dbench thread's own latencies (issue 27, item 6).
 //!
@@ -46,16 +47,10 @@ pub struct VfsWork {
     /// Closing it (filp_close, the fput task work: __fput's dput and mntput, two atomics,
     /// and the slab free): ~300 cycles (estimate).
     pub close_file_ps: u64,
-    /// One getdents64 call's search of the subvolume tree for the directory's first dir
-    /// index key (btrfs_real_readdir@v5.10: btrfs_search_slot, 3 levels of a small tree at
-    /// `btrfs::Costs::tree_level_ps`' 100 ns each) and the delayed items it merges
-    /// (btrfs_readdir_get_delayed_items: the delayed node's mutex, two atomics): ~800 cycles.
-    pub getdents_call_ps: u64,
-    /// One directory entry read (btrfs_real_readdir@v5.10 per BTRFS_DIR_INDEX_KEY item:
-    /// the item's key and btrfs_dir_item (two L2 loads, 28 cycles), the name
-    /// read_extent_buffer'd (~12 B), dir_emit → filldir64's verify_dirent_name and the
-    /// ~32-byte linux_dirent64 written to user space with unsafe_put_user, ~100 cycles,
-    /// estimate): ~150 cycles.
+    /// One directory entry emitted to user space (dir_emit → filldir64, fs/readdir.c@v5.10:
+    /// verify_dirent_name and the ~32-byte linux_dirent64 written with unsafe_put_user,
+    /// ~100 cycles, estimate). Reading the entry out of the filesystem is the filesystem
+    /// model's (`Op::Readdir`; btrfs: `Costs::readdir_item_ps`).
     pub readdir_entry_ps: u64,
     /// glibc's readdir stepping over one entry of its buffer and dbench's strcasecmp of a
     /// ~12-character name against it (resolve_name): ~40 cycles (estimate).
@@ -84,8 +79,7 @@ impl Default for VfsWork {
             getattr_ps: 100 * CYCLE_PS,
             open_file_ps: 300 * CYCLE_PS,
             close_file_ps: 300 * CYCLE_PS,
-            getdents_call_ps: 800 * CYCLE_PS,
-            readdir_entry_ps: 150 * CYCLE_PS,
+            readdir_entry_ps: 100 * CYCLE_PS,
             match_entry_ps: 40 * CYCLE_PS,
             statfs_ps: 600 * CYCLE_PS,
             page_lookup_ps: 60 * CYCLE_PS,
@@ -119,15 +113,16 @@ impl VfsWork {
         self.syscall_ps + components * self.component_ps + fill
     }
 
-    /// opendir + readdir to the end + closedir of a directory at `components` holding
-    /// `entries` names (plus "." and ".."), each compared when `matching`: openat, two
-    /// getdents64 calls (the second returns 0), close.
+    /// The VFS side of opendir + readdir to the end + closedir of a directory at
+    /// `components` holding `entries` names (plus "." and ".."), each compared when
+    /// `matching`: openat, the entries emitted, close. The two getdents64 calls (their
+    /// system calls, the directory read) are the filesystem's: one `Op::Readdir` per scan,
+    /// which the caller runs.
     fn scan_dir_ps(&self, components: u64, entries: u64, matching: bool) -> u64 {
         let per_entry = self.readdir_entry_ps + if matching { self.match_entry_ps } else { 0 };
         let open = self.syscall_ps + components * self.component_ps + self.open_file_ps;
-        let getdents = 2 * (self.syscall_ps + self.getdents_call_ps);
         let close = self.syscall_ps + self.close_file_ps;
-        open + getdents + (entries + 2) * per_entry + close
+        open + (entries + 2) * per_entry + close
     }
 
     /// dbench's resolve_name (fileio.c@4.0): stat(name); when it fails (and -n,
