@@ -324,12 +324,13 @@ impl Tree {
         let first = self.index.range(..=lo).next_back().map_or(lo, |(k, _)| *k);
         let mut out = smallvec::SmallVec::new();
         for (&k, &s) in self.index.range(first..=hi.max(first)) {
-            let (n, bytes) = self.slab[s as usize]
-                .items
-                .iter()
-                .filter(|(k, _)| (lo..=hi).contains(k))
-                .fold((0u32, 0u64), |(n, b), &(_, d)| (n + 1, b + u64::from(d)));
-            out.push((k.max(lo), n, bytes));
+            // The leaf's items are in key order: the range is one run of them.
+            let items = &self.slab[s as usize].items;
+            let from = items.partition_point(|x| x.0 < lo);
+            let to = items.partition_point(|x| x.0 <= hi);
+            let run = &items[from..to.max(from)];
+            let bytes = run.iter().map(|&(_, d)| u64::from(d)).sum();
+            out.push((k.max(lo), run.len() as u32, bytes));
         }
         out
     }
