@@ -6,12 +6,9 @@
 
 use crate::common;
 
-use common::{btrfs_sim, run_ops, scripted};
-use models::block::DiskConfig;
-use models::kernel::{parse_policy, Policy};
+use common::{attributed, btrfs_sim, dbench16, one_task, run_ops, scripted};
+use models::kernel::Policy;
 use models::scenario::Scenario;
-use models::workload::fsload::{run, WorkloadResult};
-use models::workload::spec::Spec;
 
 const DELAYED: &str = include_str!("../scenarios/examples/locks-readdir-with-delayed-items.toml");
 
@@ -36,22 +33,17 @@ fn a_readdir_with_pending_index_items_holds_the_directorys_i_rwsem() {
 }
 
 /// The latency of the one `readdir` of a task that reads directory /d holding `n` files,
-/// all committed (their index items in the tree), under linux-5.10.
-fn readdir_ns(n: usize, extra: &str) -> u64 {
+/// all committed (their index items in the tree), under linux-5.10, with `costs` set.
+fn readdir_ns(n: usize, costs: &[(&str, u64)]) -> u64 {
     let mut setup: Vec<String> = vec!["mkdir /d".into()];
     setup.extend((0..n).map(|i| format!("create /d/f{i}")));
     setup.push("commit".into());
-    let list = |v: &[String]| {
-        v.iter()
-            .map(|s| format!("\"{s}\""))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let t = format!(
-        "name = \"rd\"\nrace = \"RD\"\ntitle = \"t\"\nsummary = \"s\"\nsetup = [{}]\n[[task]]\nname = \"A\"\nops = [\"readdir /d\"]\n[policies]\nbefore = \"linux-5.10\"\nafter = \"linux-5.10\"\n{extra}",
-        list(&setup)
-    );
-    let r = scripted(&scenario(&t), &Policy::preset("linux-5.10").unwrap());
+    let setup: Vec<&str> = setup.iter().map(String::as_str).collect();
+    let mut sc = one_task("rd", "linux-5.10", &setup, &["readdir /d"]);
+    for &(k, v) in costs {
+        assert!(sc.costs.set(k, v), "{k}");
+    }
+    let r = scripted(&sc, &Policy::preset("linux-5.10").unwrap());
     r.latency.by_op["readdir"].max()
 }
 
@@ -61,13 +53,13 @@ fn a_readdir_costs_more_the_more_index_items_it_copies() {
     // the item's bytes): 40 more files cost at least 40 items more; without the b-tree CPU
     // (readdir_item_ps and the byte cost 0) the two reads cost the same but for the
     // search's key compares.
-    let (few, many) = (readdir_ns(2, ""), readdir_ns(42, ""));
+    let (few, many) = (readdir_ns(2, &[]), readdir_ns(42, &[]));
     let c = models::btrfs::Costs::default();
     assert!(
         many - few >= 40 * c.readdir_item_ps / 1000,
         "{few} ns vs {many} ns"
     );
-    let off = "[costs]\nreaddir_item_ps = 0\nleaf_move_ps_per_byte = 0\n";
+    let off = &[("readdir_item_ps", 0), ("leaf_move_ps_per_byte", 0)];
     let (few0, many0) = (readdir_ns(2, off), readdir_ns(42, off));
     assert!(many0 - few0 < many - few, "{few0}/{many0} vs {few}/{many}");
 }
@@ -97,30 +89,6 @@ fn readdir_reads_directories_only() {
         "{got:?}"
     );
     assert_eq!(got[5], None);
-}
-
-/// dbench, 16 clients for 1 s after 250 ms, under linux-5.11 with `costs.tree_locks = locks`.
-fn dbench16(locks: u64) -> WorkloadResult {
-    let mut s = Spec::load("dbench").unwrap();
-    s.clients = 16;
-    s.duration = sim::S;
-    s.warmup = sim::S / 4;
-    s.costs.insert("tree_locks".into(), locks);
-    let d = DiskConfig::resolve(&s.device).unwrap();
-    let r = run(&s, &parse_policy("linux-5.11").unwrap(), &d, 1, None).unwrap();
-    assert!(r.violations.is_empty(), "{:?}", r.violations);
-    r
-}
-
-/// The time `op` spent in the classes whose names start with `prefix`.
-fn attributed(r: &WorkloadResult, op: &str, prefix: &str) -> u64 {
-    let o = r.op(op).expect("the operation ran");
-    r.classes
-        .iter()
-        .zip(&o.attribution)
-        .filter(|(c, _)| c.starts_with(prefix))
-        .map(|(_, ns)| *ns)
-        .sum()
 }
 
 #[test]

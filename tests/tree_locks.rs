@@ -5,13 +5,12 @@
 
 use crate::common;
 
-use common::{invariant_hits, scripted, sweep};
+use common::{attributed, dbench16, invariant_hits, scripted, sweep};
 use models::block::DiskConfig;
 use models::kernel::{parse_policy, preset_names, Policy};
 use models::scenario::Scenario;
 use models::workload::fsload::run;
 use models::workload::spec::Spec;
-use sim::Nanos;
 
 const TWO_CREATES: &str =
     include_str!("../scenarios/examples/locks-tree-two-creates-one-leaf.toml");
@@ -85,31 +84,6 @@ fn lock_waits(r: &models::workload::fsload::WorkloadResult, tree: &str) -> u64 {
                 .get(&format!("tree_lock.{tree}.{l}_count"))
                 .unwrap()
         })
-        .sum()
-}
-
-/// dbench, 16 clients for 1 s after 250 ms, under linux-5.11 with `costs.tree_locks =
-/// locks`; its crash check clean.
-fn dbench16(locks: u64) -> models::workload::fsload::WorkloadResult {
-    let mut s = Spec::load("dbench").unwrap();
-    s.clients = 16;
-    s.duration = sim::S;
-    s.warmup = sim::S / 4;
-    s.costs.insert("tree_locks".into(), locks);
-    let d = DiskConfig::resolve(&s.device).unwrap();
-    let r = run(&s, &parse_policy("linux-5.11").unwrap(), &d, 1, None).unwrap();
-    assert!(r.violations.is_empty(), "{:?}", r.violations);
-    r
-}
-
-/// The time `op` spent in the classes whose names start with `prefix`.
-fn attributed(r: &models::workload::fsload::WorkloadResult, op: &str, prefix: &str) -> Nanos {
-    let o = r.op(op).expect("the operation ran");
-    r.classes
-        .iter()
-        .zip(&o.attribution)
-        .filter(|(c, _)| c.starts_with(prefix))
-        .map(|(_, ns)| *ns)
         .sum()
 }
 

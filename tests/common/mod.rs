@@ -205,3 +205,29 @@ pub fn run_ops(mut sim: sim::Sim, fs: &models::btrfs::Btrfs, ops: &[&str]) -> Ve
     sim.run().unwrap();
     out.take()
 }
+
+/// dbench, 16 clients for 1 s after 250 ms, under linux-5.11 with `costs.tree_locks =
+/// locks`; its crash check clean.
+pub fn dbench16(locks: u64) -> models::workload::fsload::WorkloadResult {
+    let mut s = models::workload::spec::Spec::load("dbench").unwrap();
+    s.clients = 16;
+    s.duration = sim::S;
+    s.warmup = sim::S / 4;
+    s.costs.insert("tree_locks".into(), locks);
+    let d = models::block::DiskConfig::resolve(&s.device).unwrap();
+    let p = models::kernel::parse_policy("linux-5.11").unwrap();
+    let r = models::workload::fsload::run(&s, &p, &d, 1, None).unwrap();
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    r
+}
+
+/// The time `op` spent in the classes whose names start with `prefix`.
+pub fn attributed(r: &models::workload::fsload::WorkloadResult, op: &str, prefix: &str) -> u64 {
+    let o = r.op(op).expect("the operation ran");
+    r.classes
+        .iter()
+        .zip(&o.attribution)
+        .filter(|(c, _)| c.starts_with(prefix))
+        .map(|(_, ns)| *ns)
+        .sum()
+}
