@@ -230,6 +230,21 @@ fn fits(items: impl Iterator<Item = u32>, room: u32) -> usize {
     k
 }
 
+/// One leaf of a forward walk (`Tree::walk`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalkLeaf {
+    /// The key its search starts from.
+    pub key: Key,
+    /// The leaf's id.
+    pub leaf: u64,
+    /// Items of the walked range it holds.
+    pub items: u32,
+    /// Their data bytes.
+    pub bytes: u64,
+    /// The search's work down to it (as `Tree::search_key` does it).
+    pub work: Work,
+}
+
 /// One b-tree: its leaves by first key, each with its items' keys and sizes.
 #[derive(Clone, Debug)]
 pub struct Tree {
@@ -316,22 +331,32 @@ impl Tree {
             .count()
     }
 
-    /// The leaves a forward walk over the keys in [lo, hi] visits, in key order: for each,
-    /// the key its search starts from (`lo`, then the leaf's first key, as btrfs_next_leaf
-    /// searches on from the last key it saw), the items in range and their data bytes.
-    /// At least the leaf `lo` lands in.
-    pub fn walk(&self, lo: Key, hi: Key) -> smallvec::SmallVec<[(Key, u32, u64); 2]> {
-        let first = self.index.range(..=lo).next_back().map_or(lo, |(k, _)| *k);
-        let mut out = smallvec::SmallVec::new();
-        for (&k, &s) in self.index.range(first..=hi.max(first)) {
+    /// The leaves a forward walk over the keys in [lo, hi] visits, in key order (at least the
+    /// leaf `lo` lands in): btrfs_search_slot from `lo`, then btrfs_next_leaf's search from
+    /// each next leaf's first key.
+    pub fn walk(&self, lo: Key, hi: Key) -> smallvec::SmallVec<[WalkLeaf; 2]> {
+        let mut out: smallvec::SmallVec<[WalkLeaf; 2]> = smallvec::SmallVec::new();
+        // From the last leaf starting at or below `hi` back to the one holding `lo`.
+        for (&k, &s) in self.index.range(..=hi.max(lo)).rev() {
+            let leaf = &self.slab[s as usize];
             // The leaf's items are in key order: the range is one run of them.
-            let items = &self.slab[s as usize].items;
-            let from = items.partition_point(|x| x.0 < lo);
-            let to = items.partition_point(|x| x.0 <= hi);
-            let run = &items[from..to.max(from)];
-            let bytes = run.iter().map(|&(_, d)| u64::from(d)).sum();
-            out.push((k.max(lo), run.len() as u32, bytes));
+            let from = leaf.items.partition_point(|x| x.0 < lo);
+            let to = leaf.items.partition_point(|x| x.0 <= hi);
+            let run = &leaf.items[from..to.max(from)];
+            let mut work = Work::default();
+            Self::search(self.height, self.node_compares, leaf.items.len(), &mut work);
+            out.push(WalkLeaf {
+                key: k.max(lo),
+                leaf: leaf.id,
+                items: run.len() as u32,
+                bytes: run.iter().map(|&(_, d)| u64::from(d)).sum(),
+                work,
+            });
+            if k <= lo {
+                break;
+            }
         }
+        out.reverse();
         out
     }
 
@@ -1281,26 +1306,22 @@ impl super::ctree::Btrfs {
         let c = &self.inner.costs;
         let lo = Key::new(dir, key_type::DIR_INDEX, pos);
         let hi = Key::new(dir, key_type::DIR_INDEX, u64::MAX);
-        // A search changes no durable state: the crash memo's version stays.
-        let mut st = self.inner.st.borrow_mut();
-        let leaves = st.trees.get_mut(tree_id::FS).walk(lo, hi);
+        let st = self.inner.st.borrow();
+        let tree = &st.trees.fs;
+        let (height, fanout) = (tree.height(), tree.fanout());
         let mut out = smallvec::SmallVec::new();
         let mut found = 0;
-        for (key, items, bytes) in leaves {
-            let ops = [TreeOp::Search(tree_id::FS, key)];
-            let mut w = Work::default();
-            let mut touched = super::ctree_blocks::Leaves::new();
-            apply(&mut st.trees, &ops, &mut w, &mut touched);
+        for l in tree.walk(lo, hi) {
             let locks = if c.tree_locks == 0 {
                 super::locking::TreeLocks::new()
             } else {
-                super::locking::lock_set(&mut st.trees, &mut super::locking::NoCow, &ops, &[])
+                super::locking::read_path(tree_id::FS, l.leaf, height, fanout)
             };
-            let mut work = tree_work(c, &w, 0, locks, &[]);
-            let copy = u64::from(items) * c.readdir_item_ps + bytes * c.leaf_move_ps_per_byte;
+            let mut work = tree_work(c, &l.work, 0, locks, &[]);
+            let copy = u64::from(l.items) * c.readdir_item_ps + l.bytes * c.leaf_move_ps_per_byte;
             work.leaf_cpu = copy.div_ceil(1000);
             out.push(work);
-            found += u64::from(items);
+            found += u64::from(l.items);
         }
         (out, found)
     }

@@ -289,6 +289,29 @@ pub fn lock_set(
     out
 }
 
+/// The locks of a read-only search (`TreeOp::Search`) of tree `t` that ends at `leaf` in a
+/// tree of `height` levels and `fanout` pointers per node, as `lock_set` takes them:
+/// every level read-locked, the leaf kept, top-down.
+pub fn read_path(t: u8, leaf: u64, height: u32, fanout: u64) -> TreeLocks {
+    let mut out = TreeLocks::new();
+    let mut div = 1u64;
+    let mut below: smallvec::SmallVec<[u64; 4]> = smallvec::smallvec![leaf];
+    for level in 1..height {
+        div = div.saturating_mul(fanout);
+        below.push(if level + 1 == height { 0 } else { leaf / div });
+    }
+    for (level, &block) in below.iter().enumerate().rev() {
+        out.push(TreeLock {
+            tree: t,
+            level: level as u32,
+            block,
+            write: false,
+            keep: level == 0,
+        });
+    }
+    out
+}
+
 impl super::ctree::Btrfs {
     /// Runs one call's tree work on a core it keeps throughout (kernel code holding tree
     /// locks is not descheduled): takes the locks top-down — a waiter spins on its core,
@@ -445,6 +468,28 @@ mod tests {
                     crate::btrfs::counters::WAIT_CLASSES.contains(&c),
                     "{c} is not reported"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_path_is_what_lock_set_takes_for_a_search() {
+        // Trees of 1 to 3 levels; every leaf's read path as lock_set builds it.
+        let mut trees = Trees::new(16 << 10);
+        let mut w = Work::default();
+        let mut ino = 256u64;
+        for want in 1..=3 {
+            while trees.fs.height() < want {
+                trees.fs.insert(inode_key(ino), 160, &mut w);
+                ino += 1;
+            }
+            let (h, f) = (trees.fs.height(), trees.fs.fanout());
+            for probe in (256..ino).step_by(97) {
+                let key = inode_key(probe);
+                let s = [TreeOp::Search(tree_id::FS, key)];
+                let leaf = trees.fs.leaf_of(key);
+                let want = lock_set(&mut trees, &mut NoCow, &s, &[]);
+                assert_eq!(read_path(tree_id::FS, leaf, h, f), want, "height {h}");
             }
         }
     }
