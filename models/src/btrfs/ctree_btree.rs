@@ -233,8 +233,6 @@ fn fits(items: impl Iterator<Item = u32>, room: u32) -> usize {
 /// One leaf of a forward walk (`Tree::walk`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WalkLeaf {
-    /// The key its search starts from.
-    pub key: Key,
     /// The leaf's id.
     pub leaf: u64,
     /// Items of the walked range it holds.
@@ -346,7 +344,6 @@ impl Tree {
             let mut work = Work::default();
             Self::search(self.height, self.node_compares, leaf.items.len(), &mut work);
             out.push(WalkLeaf {
-                key: k.max(lo),
                 leaf: leaf.id,
                 items: run.len() as u32,
                 bytes: run.iter().map(|&(_, d)| u64::from(d)).sum(),
@@ -1296,13 +1293,12 @@ impl super::ctree::Btrfs {
     /// path, 0, 0), then btrfs_next_leaf's search from the next key) its descent under
     /// read locks and, with the leaf still read-locked, the copy of its items
     /// (`readdir_item_ps` each, their data bytes — the dir item and its name — at
-    /// `leaf_move_ps_per_byte`) into the private buffer. Returns
-    /// the work per leaf and the items found.
+    /// `leaf_move_ps_per_byte`) into the private buffer: the work per leaf.
     pub(super) fn readdir_walk(
         &self,
         dir: u64,
         pos: u64,
-    ) -> (smallvec::SmallVec<[super::locking::TreeWork; 2]>, u64) {
+    ) -> smallvec::SmallVec<[super::locking::TreeWork; 2]> {
         let c = &self.inner.costs;
         let lo = Key::new(dir, key_type::DIR_INDEX, pos);
         let hi = Key::new(dir, key_type::DIR_INDEX, u64::MAX);
@@ -1310,7 +1306,6 @@ impl super::ctree::Btrfs {
         let tree = &st.trees.fs;
         let (height, fanout) = (tree.height(), tree.fanout());
         let mut out = smallvec::SmallVec::new();
-        let mut found = 0;
         for l in tree.walk(lo, hi) {
             let locks = if c.tree_locks == 0 {
                 super::locking::TreeLocks::new()
@@ -1321,9 +1316,8 @@ impl super::ctree::Btrfs {
             let copy = u64::from(l.items) * c.readdir_item_ps + l.bytes * c.leaf_move_ps_per_byte;
             work.leaf_cpu = copy.div_ceil(1000);
             out.push(work);
-            found += u64::from(l.items);
         }
-        (out, found)
+        out
     }
 
     /// The CPU of searches outside any transaction's changes (btrfs_search_slot with

@@ -710,7 +710,7 @@ impl Btrfs {
     /// calls btrfs_real_readdir (inode.c@v5.10) for the entries, from ctx->pos 2 (after
     /// dir_emit_dots; a directory's first index is 2), and again, as the second getdents64
     /// (its system call charged here), from INT_MAX, where the first call left ctx->pos
-    /// once it emitted the last entry, to find none. Returns the entries found.
+    /// once it emitted the last entry, to find none.
     ///
     /// - iterate_dir holds i_rwsem shared. When the directory has a delayed node,
     ///   btrfs_readdir_get_delayed_items (delayed-inode.c@v5.10) drops it and takes it
@@ -734,7 +734,7 @@ impl Btrfs {
     /// Not modelled: the node's mutex (a node being run is out of the delayed root, so the
     /// read sees its items in the tree or waits on the tree's locks), the release and
     /// search again when the private buffer's page fills (a directory of ~200 entries).
-    pub(super) async fn readdir(&self, path: &str) -> Result<u64, OpError> {
+    pub(super) async fn readdir(&self, path: &str) -> Result<(), OpError> {
         let dir = self.resolve(path)?;
         if !self.inner.st.borrow().inodes[&dir].is_dir {
             return Err(OpError(format!("not a directory: {path}")));
@@ -758,23 +758,22 @@ impl Btrfs {
         let lookup = (2 + pending.map_or(0, |_| 2 + ins + del)) * c.spinlock_ps;
         let emit = ins * c.readdir_item_ps;
         let core = self.inner.h.take_core().await;
-        let found = self.real_readdir(dir, 2, lookup.div_ceil(1000)).await;
+        self.real_readdir(dir, 2, lookup.div_ceil(1000)).await;
         // The first call's pending insertions emitted, the second call's entry and lookup.
         let second = c.syscall + (emit + lookup).div_ceil(1000);
         self.real_readdir(dir, i32::MAX as u64, second).await;
         drop(core);
-        Ok(found.saturating_sub(del) + ins)
+        Ok(())
     }
 
     /// One btrfs_real_readdir@v5.10 call's walk of `dir`'s index items from `pos`, on the
-    /// core the caller holds, after `before` of CPU; returns the items found in the tree.
-    async fn real_readdir(&self, dir: Ino, pos: u64, before: sim::Nanos) -> u64 {
-        let (mut leaves, found) = self.readdir_walk(dir, pos);
+    /// core the caller holds, after `before` of CPU.
+    async fn real_readdir(&self, dir: Ino, pos: u64, before: sim::Nanos) {
+        let mut leaves = self.readdir_walk(dir, pos);
         leaves[0].node_cpu += before;
         for w in &leaves {
             self.tree_work_on_core(w).await;
         }
-        found
     }
 }
 

@@ -190,22 +190,6 @@ impl CowState for Transaction {
     }
 }
 
-/// A search that COWs nothing (btrfs_search_slot with `cow = 0`): read-only walks such as
-/// readdir's, outside any transaction.
-pub struct NoCow;
-
-impl CowState for NoCow {
-    /// Nothing is COWed.
-    fn leaf_cows(&self, _: u8, _: u64) -> bool {
-        false
-    }
-
-    /// Nothing is COWed.
-    fn node_cows(&mut self, _: u8, _: u32, _: u64) -> bool {
-        false
-    }
-}
-
 /// The log tree's COW state: the blocks dirtied in the running log transaction and those
 /// an earlier log sync of the transaction wrote (state.rs `log_dirty`, `log_written`).
 pub struct LogCow<'a> {
@@ -469,6 +453,22 @@ mod tests {
                     "{c} is not reported"
                 );
             }
+        }
+    }
+
+    /// A search that COWs nothing (btrfs_search_slot with `cow = 0`): read-only walks such as
+    /// readdir's, outside any transaction.
+    pub struct NoCow;
+
+    impl CowState for NoCow {
+        /// Nothing is COWed.
+        fn leaf_cows(&self, _: u8, _: u64) -> bool {
+            false
+        }
+
+        /// Nothing is COWed.
+        fn node_cows(&mut self, _: u8, _: u32, _: u64) -> bool {
+            false
         }
     }
 

@@ -198,10 +198,10 @@ impl Client {
     /// The VFS work around filesystem operation `op` from `work`, unless the workload's
     /// `[cpu]` gives flat times (the flat time then stands for the whole call).
     fn around(&self, op: usize, work: impl FnOnce(&VfsWork) -> Nanos) -> Nanos {
-        if self.open_flat.is_some() || self.flat[op].is_some() {
-            0
-        } else {
+        if self.scans(op) {
             work(&self.work)
+        } else {
+            0
         }
     }
 
@@ -314,6 +314,15 @@ impl Client {
             .await
     }
 
+    /// CPU-only operation `op` costing `cost`, or, when its VFS work is modelled and
+    /// `reads` > 0, measured with `reads` reads of directory `d` through the filesystem.
+    async fn cpu_or_scan(&mut self, op: usize, cost: Nanos, d: usize, reads: usize) -> bool {
+        if reads == 0 || !self.scans(op) {
+            return self.cpu(op, cost, 0);
+        }
+        self.measure_scans(op, cost, (d, reads), None).await
+    }
+
     /// A lookup that finds nothing to act on (an NTCreateX, Unlink or Rename with nothing
     /// to act on): resolve_name's failing stat and scan of a directory, and the call's own
     /// failing walk.
@@ -323,10 +332,7 @@ impl Client {
         }
         let d = self.rng.random_range(0..DBENCH_DIRS.len());
         let cost = self.work.failed_lookup(self.dir_entries(d));
-        if !self.scans(op) {
-            return self.cpu(op, cost, 0);
-        }
-        self.measure_scans(op, cost, (d, 1), None).await
+        self.cpu_or_scan(op, cost, d, 1).await
     }
 
     /// Qpathinfo (fio_qpathinfo): resolve_name of a random name of the client's; a missing
@@ -339,10 +345,7 @@ impl Client {
         let d = f / DBENCH_FILES;
         let exists = self.exists.has(f);
         let cost = self.work.qpathinfo(exists, self.dir_entries(d));
-        if exists || !self.scans(op) {
-            return self.cpu(op, cost, 0);
-        }
-        self.measure_scans(op, cost, (d, 1), None).await
+        self.cpu_or_scan(op, cost, d, usize::from(!exists)).await
     }
 
     /// Find (fio_findfirst): resolve_name's scan of a random directory of the client's for
@@ -353,10 +356,7 @@ impl Client {
         }
         let d = self.rng.random_range(0..DBENCH_DIRS.len());
         let cost = self.work.find(self.dir_entries(d));
-        if !self.scans(op) {
-            return self.cpu(op, cost, 0);
-        }
-        self.measure_scans(op, cost, (d, 2), None).await
+        self.cpu_or_scan(op, cost, d, 2).await
     }
 
     /// NTCreateX: creates a missing file (FILE_CREATE's share of the calls), else opens an
