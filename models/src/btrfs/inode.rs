@@ -727,9 +727,8 @@ impl Btrfs {
     /// - Past i_rwsem both calls run on one core (nothing in them sleeps; a tree lock's
     ///   waiter spins), with i_rwsem held across the return to user space between them.
     ///   The CPU before each call's walk (the delayed node's lookups; for the second call
-    ///   also its system call entry and the first call's insertions emitted) is spent with
-    ///   the walk's first path read-locked: one CPU step less per call, a choice for speed
-    ///   that holds those read locks longer than the kernel does.
+    ///   also its system call entry and the first call's insertions emitted) is spent on
+    ///   that core before the walk takes its first lock.
     ///
     /// Not modelled: the node's mutex (a node being run is out of the delayed root, so the
     /// read sees its items in the tree or waits on the tree's locks), the release and
@@ -767,11 +766,12 @@ impl Btrfs {
     }
 
     /// One btrfs_real_readdir@v5.10 call's walk of `dir`'s index items from `pos`, on the
-    /// core the caller holds, after `before` of CPU.
+    /// core the caller holds, after `before` of CPU spent with no tree lock held.
     async fn real_readdir(&self, dir: Ino, pos: u64, before: sim::Nanos) {
-        let mut leaves = self.readdir_walk(dir, pos);
-        leaves[0].node_cpu += before;
-        for w in &leaves {
+        if before > 0 {
+            self.inner.h.busy(before).await;
+        }
+        for w in &self.readdir_walk(dir, pos) {
             self.tree_work_on_core(w).await;
         }
     }
