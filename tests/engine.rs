@@ -367,6 +367,71 @@ fn cpu_bursts_match_acquire_delay_release_step_by_step() {
     assert!(waits_a.iter().any(|&(_, w)| w > 0), "{waits_a:?}");
 }
 
+/// `Handle::cpu_usage`: the cores' busy integral is the CPU the tasks ran and the run-queue
+/// integral their "cpu_wait", over the whole run; a window from `count_cpu_from` counts
+/// only what lies in it; a core kept by `take_core` is busy while its holder sleeps.
+#[test]
+fn cpu_usage_integrates_what_the_tasks_ran_and_waited() {
+    const BURSTS: [&[u64]; 4] = [&[10, 70], &[45], &[5, 5, 5], &[100]];
+    let run = |from: Option<u64>| {
+        let mut sim = Sim::new();
+        let h = sim.handle();
+        h.set_cpus(2, 30);
+        if let Some(f) = from {
+            h.count_cpu_from(f);
+        }
+        for (i, b) in BURSTS.iter().enumerate() {
+            let h = h.clone();
+            sim.spawn(&format!("t{i}"), async move {
+                for &d in b.iter() {
+                    h.cpu(d).await;
+                    h.sleep(3).await;
+                }
+            });
+        }
+        sim.run().unwrap();
+        let (cpu, wait) = (h.class_static("cpu"), h.class_static("cpu_wait"));
+        let sum = |c| {
+            (0..BURSTS.len() as u32)
+                .map(|t| h.account_of(t, c))
+                .sum::<u64>()
+        };
+        (h.cpu_usage().unwrap(), sum(cpu), sum(wait), h.now())
+    };
+    let (all, ran, waited, end) = run(None);
+    assert_eq!(all.cores, 2);
+    assert_eq!(all.window_ns, end);
+    assert_eq!(all.busy_ns, u128::from(ran));
+    assert_eq!(all.queued_ns, u128::from(waited));
+    assert!(
+        waited > 0 && all.busy() > 0.5 && all.busy() <= 1.0,
+        "{all:?}"
+    );
+    assert!((all.run_queue() - waited as f64 / end as f64).abs() < 1e-12);
+    // Counting from t=60: less, and the window is what is left.
+    let (late, ..) = run(Some(60));
+    assert_eq!(late.window_ns, end - 60);
+    assert!(late.busy_ns < all.busy_ns && late.busy_ns > 0, "{late:?}");
+    assert!(late.busy_ns <= 2 * u128::from(end - 60));
+    assert!(late.queued_ns < all.queued_ns);
+    // A core kept by take_core is busy while its holder sleeps.
+    let mut sim = Sim::new();
+    let h = sim.handle();
+    h.set_cpus(1, 30);
+    let h1 = h.clone();
+    sim.spawn("holder", async move {
+        let core = h1.take_core().await;
+        h1.sleep(40).await;
+        drop(core);
+        h1.sleep(60).await;
+    });
+    sim.run().unwrap();
+    let u = h.cpu_usage().unwrap();
+    assert_eq!((u.busy_ns, u.window_ns, u.queued_ns), (40, 100, 0));
+    // Unlimited CPU: nothing to count.
+    assert!(Sim::new().handle().cpu_usage().is_none());
+}
+
 #[test]
 fn trace_log_is_optional_and_the_hash_is_computed_either_way() {
     let run = |keep: bool| {

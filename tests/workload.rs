@@ -712,3 +712,35 @@ fn a_log_sync_writes_the_blocks_its_log_transaction_dirtied() {
         "its bytes in blocks"
     );
 }
+
+/// The cores' occupancy over the window: fewer cores for the same clients are busier and
+/// queue more; the text and JSON carry it; unlimited CPU has none.
+#[test]
+fn a_workload_reports_how_busy_its_cores_were() {
+    let p = parse_policy("linux-5.11").unwrap();
+    let usage = |cpus: Option<u64>| {
+        let (mut s, d) = small_dbench(8, 1);
+        s.cpus = cpus;
+        let r = run(&s, &p, &d, 1, None).unwrap();
+        let text = reports::workload::attribution_text(&r);
+        let json = reports::workload::json(&r);
+        (r.cpu, text, json)
+    };
+    let (one, text, json) = usage(Some(1));
+    let one = one.expect("one core is counted");
+    assert_eq!(one.cores, 1);
+    assert!(one.busy() > 0.9 && one.busy() <= 1.0, "{one:?}");
+    assert!(one.run_queue() > 1.0, "{one:?}");
+    assert!(text.contains("cpu over the window: 1 cores, "), "{text}");
+    assert_eq!(json["cpu"]["cores"], 1);
+    let (four, ..) = usage(Some(4));
+    let four = four.unwrap();
+    assert!(
+        four.busy() < one.busy() && four.run_queue() < one.run_queue(),
+        "{four:?}"
+    );
+    let (none, text, json) = usage(None);
+    assert!(none.is_none());
+    assert!(!text.contains("cpu over the window"), "{text}");
+    assert!(json.get("cpu").is_none());
+}

@@ -314,6 +314,16 @@ pub fn attribution(r: &WorkloadResult) -> Vec<OpAttribution> {
     out
 }
 
+/// The cores' occupancy over the window, as one line.
+pub fn cpu_line(u: &sim::CpuUsage) -> String {
+    format!(
+        "cpu over the window: {} cores, {:.1} % busy, run queue {:.1} tasks on average\n",
+        u.cores,
+        100.0 * u.busy(),
+        u.run_queue()
+    )
+}
+
 /// The attribution table and the slowest operations, as text.
 pub fn attribution_text(r: &WorkloadResult) -> String {
     let mut t = format!(
@@ -331,6 +341,9 @@ pub fn attribution_text(r: &WorkloadResult) -> String {
             mean / MS,
             parts.join(" + ")
         ));
+    }
+    if let Some(u) = &r.cpu {
+        t.push_str(&cpu_line(u));
     }
     t.push_str("slowest operations:\n");
     for s in &r.slowest {
@@ -728,6 +741,16 @@ struct WorkloadJson<'a> {
     jobs: Vec<crate::fio_json::Job>,
     #[serde(skip_serializing_if = "Option::is_none")]
     iostat: Option<BTreeMap<&'static str, f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu: Option<CpuJson>,
+}
+
+/// The cores' occupancy over the window.
+#[derive(Serialize)]
+struct CpuJson {
+    cores: u64,
+    busy_pct: f64,
+    run_queue: f64,
 }
 
 /// One run as JSON: per operation a fio-style `clat_ns` object, bytes, attribution; the
@@ -801,6 +824,11 @@ pub fn json(r: &WorkloadResult) -> Value {
                 .copied()
                 .zip(io.values())
                 .collect()
+        }),
+        cpu: r.cpu.map(|u| CpuJson {
+            cores: u.cores,
+            busy_pct: 100.0 * u.busy(),
+            run_queue: u.run_queue(),
         }),
     };
     serde_json::to_value(doc).expect("plain data serialises")

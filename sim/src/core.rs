@@ -55,6 +55,8 @@ pub(crate) struct Core {
     /// The CPU cores `Handle::cpu` runs on, as (semaphore resource, round-robin quantum);
     /// None = unlimited CPU (a task's CPU time never waits).
     pub(crate) cpus: Option<(ResId, Nanos)>,
+    /// The cores' occupancy integrals.
+    pub(crate) cpu_meter: crate::cpu::CpuMeter,
     pub(crate) now: Nanos,
     pub(crate) heap: TimerQueue,
     pub(crate) ready: Ring<TaskId>,
@@ -129,6 +131,7 @@ impl Core {
             tearing_down: false,
             cpu_starts: 0,
             cpus: None,
+            cpu_meter: Default::default(),
             dispatches: 0,
             switch: SwitchCost::default(),
         }

@@ -32,6 +32,7 @@ mod run;
 
 pub mod runtime;
 
+pub use cpu::CpuUsage;
 pub use error::SimError;
 pub use rng::{RngStreams, Stream};
 pub use runtime::{

@@ -310,6 +310,9 @@ impl<'a> Acquire<'a> {
 #[inline(always)]
 pub(crate) fn sem_acquire(c: &mut Core, id: ResId, n: u64) -> bool {
     let (cur, now) = (c.current, c.now);
+    if c.cpus.is_some_and(|x| x.0 == id) {
+        crate::cpu::meter_tick(c, now);
+    }
     let res = &mut c.resources[id as usize];
     let ResState::Semaphore {
         permits,
@@ -343,6 +346,9 @@ pub(crate) fn sem_acquire(c: &mut Core, id: ResId, n: u64) -> bool {
 #[inline(always)]
 pub(crate) fn sem_release(c: &mut Core, id: ResId, n: u64) {
     let (cur, now) = (c.current, c.now);
+    if c.cpus.is_some_and(|x| x.0 == id) {
+        crate::cpu::meter_tick(c, now);
+    }
     let res = &mut c.resources[id as usize];
     let class = res.class;
     let ResState::Semaphore {

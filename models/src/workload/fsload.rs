@@ -109,6 +109,8 @@ pub struct WorkloadResult {
     /// Engine resources (locks, semaphores, wait queues) made over the run: bounded by the
     /// objects alive at once, not by the run's length.
     pub resources: usize,
+    /// The cores' occupancy over the window; None with unlimited CPU.
+    pub cpu: Option<sim::CpuUsage>,
 }
 
 impl WorkloadResult {
@@ -925,6 +927,7 @@ impl Run {
             iostat,
             units: spec.units,
             resources: stats.len(),
+            cpu: h.cpu_usage(),
             metrics: {
                 let mut m = fs.metrics();
                 m.fill_waits(&stats);
@@ -999,6 +1002,7 @@ impl Setup {
             let mut r = cx.rec.borrow_mut();
             r.from = t0 + cx.spec.warmup;
             r.to = r.from + cx.spec.duration;
+            cx.h.count_cpu_from(r.from);
         }
         spawn_clients(&cx, self.client_rngs, &self.build);
         if cx.spec.kind == Kind::Kbuild {
