@@ -56,7 +56,7 @@ pub(crate) struct Core {
     /// None = unlimited CPU (a task's CPU time never waits).
     pub(crate) cpus: Option<(ResId, Nanos)>,
     /// The cores' occupancy integrals.
-    pub(crate) cpu_meter: crate::cpu::CpuMeter,
+    pub(crate) cpu_meter: crate::meter::CpuMeter,
     pub(crate) now: Nanos,
     pub(crate) heap: TimerQueue,
     pub(crate) ready: Ring<TaskId>,
@@ -134,6 +134,14 @@ impl Core {
             cpu_meter: Default::default(),
             dispatches: 0,
             switch: SwitchCost::default(),
+        }
+    }
+
+    /// Brings the cores' occupancy integrals up to `now` (before their semaphore changes).
+    #[inline(always)]
+    pub(crate) fn tick_cpu_meter(&mut self, now: Nanos) {
+        if let Some((id, _)) = self.cpus {
+            self.cpu_meter.tick(now, &self.resources[id as usize]);
         }
     }
 

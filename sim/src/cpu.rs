@@ -3,9 +3,10 @@
 //! critical section).
 
 use crate::core::Core;
+use crate::meter::CpuUsage;
 use crate::futures::Delay;
 use crate::handle::Handle;
-use crate::resource::{ResState, Resource};
+use crate::resource::ResState;
 use crate::sync::{sem_acquire, sem_release, Semaphore};
 use crate::task::{ResId, TaskId, CLASS_CPU};
 use crate::time::Nanos;
@@ -65,7 +66,7 @@ impl Handle {
     pub fn count_cpu_from(&self, from: Nanos) {
         let mut c = self.core();
         let now = c.now;
-        meter_tick(&mut c, now);
+        c.tick_cpu_meter(now);
         c.cpu_meter.from = from;
         c.cpu_meter.busy_ns = 0;
         c.cpu_meter.queued_ns = 0;
@@ -77,7 +78,7 @@ impl Handle {
         let mut c = self.core();
         let (id, _) = c.cpus?;
         let now = c.now;
-        meter_tick(&mut c, now);
+        c.tick_cpu_meter(now);
         let m = &c.cpu_meter;
         let ResState::Semaphore { capacity, .. } = c.resources[id as usize].state else {
             unreachable!("the cores are a semaphore")
@@ -110,74 +111,6 @@ impl Handle {
     /// Times task `t` was woken from a block while a switch cost was set.
     pub fn switches(&self, t: TaskId) -> u64 {
         self.core.borrow().tasks[t as usize].switches
-    }
-}
-
-/// The cores' occupancy over a window (`Handle::cpu_usage`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CpuUsage {
-    /// Cores.
-    pub cores: u64,
-    /// The window's length, ns.
-    pub window_ns: Nanos,
-    /// Core-nanoseconds a core was taken (running CPU time, or kept by `take_core`).
-    pub busy_ns: u128,
-    /// Task-nanoseconds spent queued for a core.
-    pub queued_ns: u128,
-}
-
-impl CpuUsage {
-    /// The share of the cores' time they were taken, 0 to 1.
-    pub fn busy(&self) -> f64 {
-        self.busy_ns as f64 / (self.cores.max(1) as f64 * self.window_ns.max(1) as f64)
-    }
-
-    /// Tasks queued for a core, on average over the window.
-    pub fn run_queue(&self) -> f64 {
-        self.queued_ns as f64 / self.window_ns.max(1) as f64
-    }
-}
-
-/// The cores' occupancy integrals (`Handle::count_cpu_from`, `Handle::cpu_usage`).
-#[derive(Default)]
-pub(crate) struct CpuMeter {
-    /// Counting starts here.
-    pub(crate) from: Nanos,
-    /// The last time the integrals were brought up to.
-    last: Nanos,
-    busy_ns: u128,
-    queued_ns: u128,
-}
-
-impl CpuMeter {
-    /// Adds the interval since the last tick, clipped to the window, at the occupancy
-    /// `cores` holds (unchanged since then).
-    #[inline(always)]
-    pub(crate) fn tick(&mut self, now: Nanos, cores: &Resource) {
-        let start = self.last.max(self.from);
-        self.last = now;
-        if now <= start {
-            return;
-        }
-        let ResState::Semaphore {
-            permits,
-            capacity,
-            waiters,
-        } = &cores.state
-        else {
-            unreachable!("the cores are a semaphore")
-        };
-        let dt = u128::from(now - start);
-        self.busy_ns += u128::from(capacity - permits) * dt;
-        self.queued_ns += waiters.len() as u128 * dt;
-    }
-}
-
-/// Brings the cores' occupancy integrals up to `now` (before their semaphore changes).
-#[inline(always)]
-pub(crate) fn meter_tick(c: &mut Core, now: Nanos) {
-    if let Some((id, _)) = c.cpus {
-        c.cpu_meter.tick(now, &c.resources[id as usize]);
     }
 }
 

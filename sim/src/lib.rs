@@ -15,6 +15,7 @@ pub mod queue;
 mod task;
 
 mod resource;
+mod meter;
 pub mod sched;
 
 pub mod trace;
@@ -32,7 +33,7 @@ mod run;
 
 pub mod runtime;
 
-pub use cpu::CpuUsage;
+pub use meter::CpuUsage;
 pub use error::SimError;
 pub use rng::{RngStreams, Stream};
 pub use runtime::{

@@ -311,7 +311,7 @@ impl<'a> Acquire<'a> {
 pub(crate) fn sem_acquire(c: &mut Core, id: ResId, n: u64) -> bool {
     let (cur, now) = (c.current, c.now);
     if c.cpus.is_some_and(|x| x.0 == id) {
-        crate::cpu::meter_tick(c, now);
+        c.tick_cpu_meter(now);
     }
     let res = &mut c.resources[id as usize];
     let ResState::Semaphore {
@@ -347,7 +347,7 @@ pub(crate) fn sem_acquire(c: &mut Core, id: ResId, n: u64) -> bool {
 pub(crate) fn sem_release(c: &mut Core, id: ResId, n: u64) {
     let (cur, now) = (c.current, c.now);
     if c.cpus.is_some_and(|x| x.0 == id) {
-        crate::cpu::meter_tick(c, now);
+        c.tick_cpu_meter(now);
     }
     let res = &mut c.resources[id as usize];
     let class = res.class;
