@@ -135,3 +135,28 @@ fn an_extent_freed_in_the_transaction_that_allocated_it_is_never_inserted() {
     );
     assert_eq!(get(&apart, "delayed_refs_run"), 3, "{apart:?}");
 }
+
+/// The delayed node's mutex: dbench's creates, unlinks and inode updates wait for the
+/// delayed-meta workers running their directories' nodes (class `delayed_node.mutex`);
+/// with the delayed items off there are no nodes and no such wait.
+#[test]
+fn changes_to_a_node_being_run_wait_for_its_mutex() {
+    let r = common::dbench16(1);
+    let waits = r.metrics.get("delayed_node.mutex_count").unwrap_or(0);
+    let ns = r.metrics.get("delayed_node.mutex_ns").unwrap_or(0);
+    assert!(waits > 0 && ns > 0, "{waits} waits, {ns} ns");
+    let ops: u64 = ["NTCreateX", "Unlink", "Rename", "Find"]
+        .iter()
+        .map(|op| common::attributed(&r, op, "delayed_node.mutex"))
+        .sum();
+    assert!(ops > 0, "the waits land in the operations' attribution");
+    let mut s = models::workload::spec::Spec::load("dbench").unwrap();
+    s.clients = 16;
+    s.duration = sim::S;
+    s.warmup = sim::S / 4;
+    s.costs.insert("delayed_items".into(), 0);
+    let d = models::block::DiskConfig::resolve(&s.device).unwrap();
+    let p = models::kernel::parse_policy("linux-5.11").unwrap();
+    let off = models::workload::fsload::run(&s, &p, &d, 1, None).unwrap();
+    assert_eq!(off.metrics.get("delayed_node.mutex_count").unwrap_or(0), 0);
+}

@@ -1,6 +1,6 @@
 //! Directory reads reach the filesystem (issue 27: Find's readdir): `readdir PATH`
 //! (getdents64 to the end) runs btrfs_real_readdir@v5.10 — the directory's i_rwsem taken
-//! exclusively while it has pending delayed index items, its dir index items walked under
+//! exclusively while it has a delayed node, its dir index items walked under
 //! the subvolume tree's read locks — and dbench's directory scans (resolve_name's, Find's,
 //! Deltree's) go through it.
 
@@ -30,6 +30,28 @@ fn a_readdir_with_pending_index_items_holds_the_directorys_i_rwsem() {
     );
     let without = scripted(&scenario(&no_delayed), &p);
     assert_eq!(without.metrics.get("inode_lock_count").unwrap_or(0), 0);
+}
+
+#[test]
+fn a_directorys_delayed_node_outlives_its_items_and_still_makes_readdir_exclusive() {
+    // /d/x's index item runs at the commit, but the node stays attached to /d (the inode
+    // keeps its reference until eviction), so the readdir still takes i_rwsem exclusively
+    // and B's setattr waits. An empty directory has one too: btrfs_mkdir@v5.10 updates the
+    // new inode's item through btrfs_update_inode (a delayed inode item).
+    let p = Policy::preset("linux-5.10").unwrap();
+    let ran = DELAYED.replace(
+        "\"commit\",\n  \"create /d/x\",",
+        "\"create /d/x\",\n  \"commit\",",
+    );
+    assert_ne!(ran, DELAYED);
+    let r = scripted(&scenario(&ran), &p);
+    assert_eq!(r.metrics.get("inode_lock_count"), Some(1));
+    let empty = DELAYED
+        .replace("\"create /d/x\",", "\"mkdir /e\",\n  \"commit\",")
+        .replace("readdir /d", "readdir /e")
+        .replace("setattr /d", "setattr /e");
+    let r = scripted(&scenario(&empty), &p);
+    assert_eq!(r.metrics.get("inode_lock_count"), Some(1));
 }
 
 /// The latency of the one `readdir` of a task that reads directory /d holding `n` files,

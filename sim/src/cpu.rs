@@ -3,9 +3,9 @@
 //! critical section).
 
 use crate::core::Core;
-use crate::meter::CpuUsage;
 use crate::futures::Delay;
 use crate::handle::Handle;
+use crate::meter::CpuUsage;
 use crate::resource::ResState;
 use crate::sync::{sem_acquire, sem_release, Semaphore};
 use crate::task::{ResId, TaskId, CLASS_CPU};

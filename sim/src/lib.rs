@@ -14,8 +14,8 @@ pub mod error;
 pub mod queue;
 mod task;
 
-mod resource;
 mod meter;
+mod resource;
 pub mod sched;
 
 pub mod trace;
@@ -33,8 +33,8 @@ mod run;
 
 pub mod runtime;
 
-pub use meter::CpuUsage;
 pub use error::SimError;
+pub use meter::CpuUsage;
 pub use rng::{RngStreams, Stream};
 pub use runtime::{
     ClassId, Handle, HeldCore, PointId, ResId, ResourceKind, ResourceStats, RunSummary, Sim,

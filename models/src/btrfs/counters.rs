@@ -178,7 +178,7 @@ pub struct Counters {
 }
 
 /// btrfs's locks and wait queues whose waits every run reports.
-pub const WAIT_CLASSES: [&str; 27] = [
+pub const WAIT_CLASSES: [&str; 28] = [
     "wait_current_trans",
     "metadata_ticket",
     "wait_for_commit",
@@ -197,6 +197,8 @@ pub const WAIT_CLASSES: [&str; 27] = [
     "inode.log_mutex",
     // Every inode's BTRFS_I(inode)->i_mmap_lock (5.13+), summed over inodes.
     "inode.i_mmap_lock",
+    // Every delayed node's mutex (delayed_node->mutex) while the node is run, summed.
+    "delayed_node.mutex",
     // btrfs's extent buffer locks (btrfs_tree_lock / btrfs_tree_read_lock) per tree and
     // level, summed over blocks (levels above 2 count as level 2).
     "tree_lock.fs.level0",

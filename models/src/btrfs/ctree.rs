@@ -100,6 +100,9 @@ pub(super) struct Inner {
     pub(super) delayed_idle: WaitQueue,
     /// The delayed-meta workqueue.
     pub(super) delayed_wq: RefCell<super::delayed_inode::DelayedWq>,
+    /// The mutexes of delayed nodes being run (delayed_node->mutex), by inode, with how
+    /// many tasks hold or wait for each; an entry goes when the last of them is done.
+    pub(super) node_mutexes: RefCell<FastMap<Ino, (Mutex, u32)>>,
     /// The space counters a trace shows, as last logged (made at the first traced op).
     pub(super) space_values: RefCell<Option<super::space_info::SpaceValues>>,
 }
@@ -204,6 +207,7 @@ impl Btrfs {
                 delayed_wait: WaitQueue::new(h, "delayed_root.wait"),
                 delayed_idle: WaitQueue::new(h, "delayed_meta_idle"),
                 delayed_wq: RefCell::new(Default::default()),
+                node_mutexes: RefCell::new(FastMap::default()),
                 space_values: RefCell::new(None),
             }),
         }

@@ -926,6 +926,7 @@ fn tree_work(
         leaf_cpu,
         leaf_trees: split_leaf_cpu(per_tree, leaf_cpu),
         locks,
+        nodes: Default::default(),
     }
 }
 
@@ -1054,8 +1055,9 @@ impl super::ctree::Btrfs {
             return Self::apply_tree_ops(st, c, t, ops);
         }
         let mut direct = super::delayed_inode::NodeOps::new();
+        let mut nodes = super::delayed_inode::NodeInos::new();
         let queued = if c.delayed_items != 0 {
-            st.delayed.divert(ops, &mut direct)
+            st.delayed.divert(ops, &mut direct, &mut nodes)
         } else {
             direct.extend_from_slice(ops);
             0
@@ -1067,6 +1069,7 @@ impl super::ctree::Btrfs {
         }
         let mut work = Self::apply_tree_ops(st, c, t, &direct);
         work.path_cpu += queued * c.delayed_item_cpu(st.delayed.items);
+        work.nodes = nodes;
         // A cancelled insertion's release grants tickets at the next grant (no wake here).
         Self::sync_delayed_rsv(st, c.meta_item());
         work

@@ -23,10 +23,18 @@
 //! - Eviction of a removed inode drops its node (btrfs_kill_delayed_inode_items); its
 //!   pending index deletions are deleted with its items (btrfs_truncate_inode_items).
 //!
+//! - The node's mutex (delayed_node->mutex) is held by the task running the node around its
+//!   tree work and taken by every change to the node (btrfs_insert_delayed_dir_index,
+//!   btrfs_delete_delayed_dir_index, btrfs_delayed_update_inode,
+//!   btrfs_kill_delayed_inode_items) and by btrfs_readdir_get_delayed_items, so those wait
+//!   for a run in progress (class `delayed_node.mutex`).
+//!
 //! Simplifications: a node's index insertions are applied one by one (the kernel inserts a
-//! run of consecutive keys into one leaf with one search: btrfs_batch_insert_items), the
-//! node's mutex is not modelled (a node being run is taken out of the root, so a concurrent
-//! change makes a new node), and the delayed-meta workqueue's `max_active` is 8
+//! run of consecutive keys into one leaf with one search: btrfs_batch_insert_items); a node
+//! being run is taken out of the root (a concurrent change makes a new node, which waits
+//! for the run's mutex before it can run); the run holds the mutex across all its tree work
+//! (the kernel drops it between its batches); a waiter for it sleeps (the kernel's mutex
+//! spins while the owner runs); the delayed-meta workqueue's `max_active` is 8
 //! (min(num_online_cpus() + 2, 8), disk-io.c@v5.10, for 6 CPUs or more).
 
 use super::ctree::Btrfs;
@@ -80,6 +88,21 @@ pub struct DelayedRoot {
     pub items_seq: u64,
     /// Items queued since mount.
     pub queued: u64,
+    /// Inodes with a delayed node attached (btrfs_inode->delayed_node): made at an inode's
+    /// first delayed item, it stays, empty or not, until the inode goes
+    /// (btrfs_get_or_create_delayed_node keeps a reference for the inode; only
+    /// btrfs_remove_delayed_node at eviction drops it).
+    attached: std::collections::BTreeSet<Ino>,
+}
+
+/// The inodes whose delayed node mutex a call takes.
+pub type NodeInos = smallvec::SmallVec<[Ino; 2]>;
+
+/// Adds `ino` to `inos` once.
+fn touch(inos: &mut NodeInos, ino: Ino) {
+    if !inos.contains(&ino) {
+        inos.push(ino);
+    }
 }
 
 /// The tree changes a node's run makes, in the kernel's order.
@@ -89,6 +112,7 @@ impl DelayedRoot {
     /// The node of `ino`, queued at the prepare list's tail when new.
     fn node(&mut self, ino: Ino) -> &mut DelayedNode {
         if !self.nodes.contains_key(&ino) {
+            self.attached.insert(ino);
             self.next_seq += 1;
             self.prepared.push_back((ino, self.next_seq));
             let seq = self.next_seq;
@@ -104,17 +128,22 @@ impl DelayedRoot {
     }
 
     /// Takes the changes the delayed nodes hold from `ops` and returns the rest, which go
-    /// to the trees now, and how many items were queued.
-    pub fn divert(&mut self, ops: &[TreeOp], direct: &mut NodeOps) -> u64 {
+    /// to the trees now, and how many items were queued; `nodes` gets the inodes whose
+    /// node mutex the kernel takes for them (btrfs_insert_delayed_dir_index,
+    /// btrfs_delete_delayed_dir_index, btrfs_delayed_update_inode,
+    /// btrfs_kill_delayed_inode_items).
+    pub fn divert(&mut self, ops: &[TreeOp], direct: &mut NodeOps, nodes: &mut NodeInos) -> u64 {
         let mut queued = 0;
         for &op in ops {
             match op {
                 TreeOp::Insert(tree_id::FS, k, s) if k.ty == key_type::DIR_INDEX => {
+                    touch(nodes, k.objectid);
                     self.node(k.objectid).ins.insert(k, s);
                     queued += 1;
                     self.items += 1;
                 }
                 TreeOp::Delete(tree_id::FS, k) if k.ty == key_type::DIR_INDEX => {
+                    touch(nodes, k.objectid);
                     let n = self.node(k.objectid);
                     if n.ins.remove(&k).is_some() {
                         // btrfs_delete_delayed_dir_index: the insertion never reached the
@@ -128,6 +157,7 @@ impl DelayedRoot {
                     }
                 }
                 TreeOp::Update(tree_id::FS, k, _) if k.ty == key_type::INODE_ITEM => {
+                    touch(nodes, k.objectid);
                     let n = self.node(k.objectid);
                     if !n.inode_dirty {
                         n.inode_dirty = true;
@@ -136,6 +166,9 @@ impl DelayedRoot {
                     }
                 }
                 TreeOp::Delete(tree_id::FS, k) if k.ty == key_type::INODE_ITEM => {
+                    if self.attached.contains(&k.objectid) {
+                        touch(nodes, k.objectid);
+                    }
                     self.kill(k.objectid, direct);
                     direct.push(op);
                 }
@@ -149,6 +182,7 @@ impl DelayedRoot {
     /// btrfs_kill_delayed_inode_items: the removed inode's node goes; its pending index
     /// deletions are deleted with the inode's items.
     fn kill(&mut self, ino: Ino, direct: &mut NodeOps) {
+        self.attached.remove(&ino);
         if let Some(n) = self.nodes.remove(&ino) {
             self.items -= n.count();
             direct.extend(n.del.iter().map(|&k| TreeOp::Delete(tree_id::FS, k)));
@@ -197,6 +231,11 @@ impl DelayedRoot {
     pub fn index_items(&self, ino: Ino) -> Option<(u64, u64)> {
         let n = self.nodes.get(&ino)?;
         Some((n.ins.len() as u64, n.del.len() as u64))
+    }
+
+    /// Whether `ino` has a delayed node attached (pending items or not).
+    pub fn attached(&self, ino: Ino) -> bool {
+        self.attached.contains(&ino)
     }
 
     /// Whether `ino` has pending items.
@@ -253,38 +292,83 @@ pub enum RunBy {
 impl Btrfs {
     /// Runs `ino`'s delayed node in transaction `t` if it has one.
     pub(super) async fn run_delayed_node(&self, t: TransId, ino: Ino, by: RunBy) -> bool {
-        self.run_delayed(t, by, |d| d.take(ino)).await
+        self.run_delayed(t, by, |d| d.take(ino).map(|ops| (ino, ops)))
+            .await
     }
 
     /// Runs the first queued node in `t`; false when none is queued.
     async fn run_first_delayed_node(&self, t: TransId, by: RunBy) -> bool {
-        self.run_delayed(t, by, |d| d.take_first().map(|(_, ops)| ops))
-            .await
+        self.run_delayed(t, by, |d| d.take_first()).await
     }
 
     /// Runs the node `take` takes out of the delayed root in `t`, as tree work under the
-    /// tree locks, and wakes the balance waiters; false when it takes none.
+    /// tree locks with the node's mutex held (__btrfs_commit_inode_delayed_items takes it
+    /// around each batch of insertions, of deletions and the inode item's update; held here
+    /// across the node's whole run), and wakes the balance waiters; false when it takes
+    /// none. The node's changes are in the trees when the run starts, as every tree change
+    /// of the model is.
     async fn run_delayed(
         &self,
         t: TransId,
         by: RunBy,
-        take: impl FnOnce(&mut DelayedRoot) -> Option<NodeOps>,
+        take: impl FnOnce(&mut DelayedRoot) -> Option<(Ino, NodeOps)>,
     ) -> bool {
-        let work = {
+        let (ino, work) = {
             let mut st = self.st_mut();
-            let Some(ops) = take(&mut st.delayed) else {
+            let Some((ino, ops)) = take(&mut st.delayed) else {
                 return false;
             };
             let work = Self::apply_tree_ops(&mut st, &self.inner.costs, t, &ops);
             if Self::sync_delayed_rsv(&mut st, self.inner.costs.meta_item()) {
                 self.inner.ticket_wait.notify_all();
             }
-            work
+            (ino, work)
         };
         self.count_delayed_run(by);
+        let m = self.node_mutex(ino, true).expect("made for the run");
+        std::mem::forget(m.lock().await);
         self.run_tree_work(work).await;
+        m.unlock();
+        self.node_mutex_done(ino);
         self.inner.delayed_wait.notify_all();
         true
+    }
+
+    /// The mutex of `ino`'s delayed node if it is being run, or made (`make`) for a run;
+    /// the caller counts as its user until `node_mutex_done`.
+    fn node_mutex(&self, ino: Ino, make: bool) -> Option<sim::Mutex> {
+        let mut map = self.inner.node_mutexes.borrow_mut();
+        let e = match map.entry(ino) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) if make => v.insert((
+                sim::Mutex::recyclable(&self.inner.h, "delayed_node.mutex"),
+                0,
+            )),
+            std::collections::hash_map::Entry::Vacant(_) => return None,
+        };
+        e.1 += 1;
+        Some(e.0.clone())
+    }
+
+    /// A user of `ino`'s node mutex is done; the last one drops it.
+    fn node_mutex_done(&self, ino: Ino) {
+        let mut map = self.inner.node_mutexes.borrow_mut();
+        let e = map.get_mut(&ino).expect("a node mutex in use");
+        e.1 -= 1;
+        if e.1 == 0 {
+            map.remove(&ino);
+        }
+    }
+
+    /// Takes and releases the mutex of each node of `inos` being run: a client adding to
+    /// or updating a node waits for its run (its own change is instant once it holds it).
+    pub(super) async fn wait_running_nodes(&self, inos: &[Ino]) {
+        for &ino in inos {
+            if let Some(m) = self.node_mutex(ino, false) {
+                drop(m.lock().await);
+                self.node_mutex_done(ino);
+            }
+        }
     }
 
     fn count_delayed_run(&self, by: RunBy) {
@@ -544,8 +628,14 @@ mod tests {
             inode_update(256),
             inode_update(256),
         ];
-        assert_eq!(d.divert(&ops, &mut direct), 2);
+        let mut nodes = NodeInos::new();
+        assert_eq!(d.divert(&ops, &mut direct, &mut nodes), 2);
         assert_eq!((d.items, direct.len()), (2, 1));
+        assert_eq!(
+            nodes.as_slice(),
+            &[256],
+            "one node's mutex, taken for both items"
+        );
         let run = d.take(256).expect("node");
         assert_eq!(run.len(), 2);
         assert_eq!((d.items, d.items_seq), (0, 2));
@@ -553,24 +643,28 @@ mod tests {
             d.take_first().is_none(),
             "the taken node's queue entry is stale"
         );
+        assert!(d.attached(256), "a run node stays attached to its inode");
     }
 
     #[test]
     fn a_deletion_cancels_a_pending_insertion_and_killing_an_inode_deletes_its_rest() {
         let mut d = DelayedRoot::default();
         let mut direct = NodeOps::new();
-        d.divert(
-            &[TreeOp::Insert(tree_id::FS, index(256, 2), 40)],
-            &mut direct,
-        );
-        d.divert(&[TreeOp::Delete(tree_id::FS, index(256, 2))], &mut direct);
+        let mut n = NodeInos::new();
+        let ins = [TreeOp::Insert(tree_id::FS, index(256, 2), 40)];
+        d.divert(&ins, &mut direct, &mut n);
+        let del = [TreeOp::Delete(tree_id::FS, index(256, 2))];
+        d.divert(&del, &mut direct, &mut n);
         assert_eq!(d.items, 0);
         assert!(!d.has(256));
-        d.divert(&[TreeOp::Delete(tree_id::FS, index(256, 3))], &mut direct);
+        let del = [TreeOp::Delete(tree_id::FS, index(256, 3))];
+        d.divert(&del, &mut direct, &mut n);
         assert_eq!(d.items, 1);
-        d.divert(&[TreeOp::Delete(tree_id::FS, inode_key(256))], &mut direct);
+        let kill = [TreeOp::Delete(tree_id::FS, inode_key(256))];
+        d.divert(&kill, &mut direct, &mut n);
         assert_eq!(d.items, 0);
         assert_eq!(direct.len(), 2, "the pending deletion and the inode item");
+        assert!(!d.attached(256), "the removed inode's node is gone");
     }
 
     #[test]

@@ -132,14 +132,16 @@ impl Btrfs {
         let t = th.id;
         self.inner.h.cpu(self.inner.costs.new_inode_cpu()).await;
         let cpu = {
-            // btrfs_new_inode inserts the inode item and its ref; btrfs_add_link the dir
-            // item and index, and updates the directory's inode item. The tree work is
-            // applied before its CPU passes, the inode's state after (the order the model
-            // had with a constant cost).
+            // btrfs_new_inode inserts the inode item and its ref; btrfs_create and
+            // btrfs_mkdir (inode.c@v5.10) then btrfs_update_inode the new inode (a delayed
+            // inode item: the new inode gets its delayed node); btrfs_add_link the dir item
+            // and index, and updates the directory's inode item. The tree work is applied
+            // before its CPU passes, the inode's state after (the order the model had with
+            // a constant cost).
             let mut st = self.st_mut();
             let ino = st.next_ino;
             let item = TreeOp::Insert(tree_id::FS, inode_key(ino), size::INODE_ITEM);
-            let mut ops = vec![item];
+            let mut ops = vec![item, inode_update(ino)];
             ops.extend(link_ops(&mut st.trees, ino, dir, name));
             Self::tree_ops(&mut st, &self.inner.costs, t, &ops)
         };
@@ -712,14 +714,16 @@ impl Btrfs {
     /// (its system call charged here), from INT_MAX, where the first call left ctx->pos
     /// once it emitted the last entry, to find none.
     ///
-    /// - iterate_dir holds i_rwsem shared. When the directory has a delayed node,
-    ///   btrfs_readdir_get_delayed_items (delayed-inode.c@v5.10) drops it and takes it
-    ///   exclusively ("we can only do one readdir with delayed items at a time") until the
-    ///   call returns (btrfs_readdir_put_delayed_items downgrades it; the VFS releases
-    ///   it), and lists the node's pending insertions and deletions under the node's
-    ///   mutex, one reference each. Without a node the read waits for a holder of i_rwsem
-    ///   and goes on (the model's i_rwsem is exclusive only: a shared holder does not keep
-    ///   a later writer out).
+    /// - iterate_dir holds i_rwsem shared. When the directory has a delayed node —
+    ///   attached at its first delayed item, kept while the inode is in memory, pending
+    ///   items or not (`DelayedRoot::attached`) — btrfs_readdir_get_delayed_items
+    ///   (delayed-inode.c@v5.10) drops it and takes it exclusively ("we can only do one
+    ///   readdir with delayed items at a time") until the call returns
+    ///   (btrfs_readdir_put_delayed_items downgrades it; the VFS releases it), and lists
+    ///   the node's pending insertions and deletions under the node's mutex (waiting for a
+    ///   run of the node in progress), one reference each. Without a node the read waits
+    ///   for a holder of i_rwsem and goes on (the model's i_rwsem is exclusive only: a
+    ///   shared holder does not keep a later writer out).
     /// - Each call walks the dir index items from its position leaf by leaf under read
     ///   locks (`readdir_walk`), skips the pending deletions
     ///   (btrfs_should_delete_dir_index) and, the path released, emits the pending
@@ -730,31 +734,28 @@ impl Btrfs {
     ///   also its system call entry and the first call's insertions emitted) is spent on
     ///   that core before the walk takes its first lock.
     ///
-    /// Not modelled: the node's mutex (a node being run is out of the delayed root, so the
-    /// read sees its items in the tree or waits on the tree's locks), the release and
-    /// search again when the private buffer's page fills (a directory of ~200 entries).
+    /// Not modelled: the release and search again when the private buffer's page fills (a
+    /// directory of ~200 entries).
     pub(super) async fn readdir(&self, path: &str) -> Result<(), OpError> {
         let dir = self.resolve(path)?;
         if !self.inner.st.borrow().inodes[&dir].is_dir {
             return Err(OpError(format!("not a directory: {path}")));
         }
         let c = &self.inner.costs;
-        let pending = if c.delayed_items == 0 {
-            None
+        let node = c.delayed_items != 0 && self.inner.st.borrow().delayed.attached(dir);
+        let _held = if node {
+            let held = self.lock_inode_flags(dir, false).await;
+            self.wait_running_nodes(&[dir]).await;
+            Some(held)
         } else {
-            self.inner.st.borrow().delayed.index_items(dir)
+            drop(self.lock_inode_flags(dir, false).await);
+            None
         };
-        let _held = match pending {
-            Some(_) => Some(self.lock_inode_flags(dir, false).await),
-            None => {
-                drop(self.lock_inode_flags(dir, false).await);
-                None
-            }
-        };
+        let pending = self.inner.st.borrow().delayed.index_items(dir);
         let (ins, del) = pending.unwrap_or((0, 0));
         // btrfs_get_delayed_node's lookup under the root's inode_lock and its reference;
         // with a node, its mutex and one reference per pending item; per call.
-        let lookup = (2 + pending.map_or(0, |_| 2 + ins + del)) * c.spinlock_ps;
+        let lookup = (2 + if node { 2 + ins + del } else { 0 }) * c.spinlock_ps;
         let emit = ins * c.readdir_item_ps;
         let core = self.inner.h.take_core().await;
         self.real_readdir(dir, 2, lookup.div_ceil(1000)).await;

@@ -90,6 +90,8 @@ pub struct TreeWork {
     pub leaf_trees: LeafSplit,
     /// The locks, in acquisition order (empty: none modelled).
     pub locks: TreeLocks,
+    /// The inodes whose delayed node mutex the call takes for the items it queued.
+    pub nodes: super::delayed_inode::NodeInos,
 }
 
 /// A call's leaf work per tree: (tree id, CPU).
@@ -305,6 +307,9 @@ impl super::ctree::Btrfs {
     /// (btrfs_release_path).
     pub(super) async fn run_tree_work(&self, w: TreeWork) {
         let h = &self.inner.h;
+        if !w.nodes.is_empty() && !self.inner.node_mutexes.borrow().is_empty() {
+            self.wait_running_nodes(&w.nodes).await;
+        }
         if w.locks.is_empty() {
             h.cpu(w.cpu()).await;
             return;
@@ -635,6 +640,7 @@ mod tests {
             locks: [lock(1, 0, keep_root), lock(0, leaf, true)]
                 .into_iter()
                 .collect(),
+            nodes: Default::default(),
         };
         two_changes_end_at([work(1), work(2)])
     }
@@ -675,6 +681,7 @@ mod tests {
             leaf_cpu: 5_000,
             leaf_trees: LeafSplit::new(),
             locks: [lock(2, 0), lock(1, b), lock(0, b)].into_iter().collect(),
+            nodes: Default::default(),
         };
         // B takes the root when A's node searches are done (held to 6 µs before).
         assert_eq!(two_changes_end_at([work(1), work(2)]), 12_000);
@@ -713,6 +720,7 @@ mod tests {
             ]
             .into_iter()
             .collect(),
+            nodes: Default::default(),
         };
         // B: a change of another leaf under the same root.
         let b = TreeWork {
@@ -723,6 +731,7 @@ mod tests {
             locks: [lock(tree_id::FS, 1, 0), lock(tree_id::FS, 0, 2)]
                 .into_iter()
                 .collect(),
+            nodes: Default::default(),
         };
         // B takes the root once A's file extent item is in (3 µs), not after its csums.
         assert_eq!(two_changes_end_at([a(true), b.clone()]), 6_000);
