@@ -150,13 +150,6 @@ fn changes_to_a_node_being_run_wait_for_its_mutex() {
         .map(|op| common::attributed(&r, op, "delayed_node.mutex"))
         .sum();
     assert!(ops > 0, "the waits land in the operations' attribution");
-    let mut s = models::workload::spec::Spec::load("dbench").unwrap();
-    s.clients = 16;
-    s.duration = sim::S;
-    s.warmup = sim::S / 4;
-    s.costs.insert("delayed_items".into(), 0);
-    let d = models::block::DiskConfig::resolve(&s.device).unwrap();
-    let p = models::kernel::parse_policy("linux-5.11").unwrap();
-    let off = models::workload::fsload::run(&s, &p, &d, 1, None).unwrap();
+    let off = common::dbench16_with("delayed_items", 0);
     assert_eq!(off.metrics.get("delayed_node.mutex_count").unwrap_or(0), 0);
 }

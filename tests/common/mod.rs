@@ -209,11 +209,16 @@ pub fn run_ops(mut sim: sim::Sim, fs: &models::btrfs::Btrfs, ops: &[&str]) -> Ve
 /// dbench, 16 clients for 1 s after 250 ms, under linux-5.11 with `costs.tree_locks =
 /// locks`; its crash check clean.
 pub fn dbench16(locks: u64) -> models::workload::fsload::WorkloadResult {
+    dbench16_with("tree_locks", locks)
+}
+
+/// `dbench16` with `costs.KEY = value` instead.
+pub fn dbench16_with(key: &str, value: u64) -> models::workload::fsload::WorkloadResult {
     let mut s = models::workload::spec::Spec::load("dbench").unwrap();
     s.clients = 16;
     s.duration = sim::S;
     s.warmup = sim::S / 4;
-    s.costs.insert("tree_locks".into(), locks);
+    s.costs.insert(key.into(), value);
     let d = models::block::DiskConfig::resolve(&s.device).unwrap();
     let p = models::kernel::parse_policy("linux-5.11").unwrap();
     let r = models::workload::fsload::run(&s, &p, &d, 1, None).unwrap();
