@@ -240,6 +240,55 @@ fn noidle_requests_go_to_the_sync_noidle_tree() {
     assert!(one.idle_armed >= 50, "{one:?}");
 }
 
+/// One closed-loop WRITE_SYNC writer (4 KiB, REQ_NOIDLE, 100 us think time) for 1 s, beside
+/// a sequential reader with `readers` reads outstanding; the writes done.
+fn noidle_writer_beside(readers: usize) -> usize {
+    let mut sim = Sim::new();
+    let mut streams = RngStreams::new(3);
+    let dev = models::block::add_disk(&mut sim, device("cfq", 31, 1), &mut streams, false);
+    // One sequential reader's I/O context with `readers` reads outstanding (as readahead
+    // keeps one queued behind the one in flight): the SYNC tree, always busy.
+    let cursor = Rc::new(Cell::new(1u64 << 30));
+    for i in 0..readers {
+        let (d, h, cur) = (dev.clone(), sim.handle(), cursor.clone());
+        sim.spawn(&format!("reader{i}"), async move {
+            while h.now() < 1000 * MS {
+                let off = cur.get();
+                cur.set(off + 4 * KIB);
+                d.submit(Request::read(off, 4 * KIB).with_ioc(1)).await;
+            }
+        });
+    }
+    let done = Rc::new(Cell::new(0));
+    let (d, h, n) = (dev.clone(), sim.handle(), done.clone());
+    sim.spawn("writer", async move {
+        let mut off = 0;
+        while h.now() < 1000 * MS {
+            let w = Request::write(off, 4 * KIB).with_hints(true, true);
+            d.submit(w.with_ioc(2)).await;
+            n.set(n.get() + 1);
+            off += 4 * KIB;
+            h.sleep(100 * US).await;
+        }
+    });
+    sim.run().unwrap();
+    done.get()
+}
+
+#[test]
+fn a_sync_noidle_tree_of_noidle_requests_does_not_idle_while_other_queues_wait() {
+    // cfq_completed_request@v2.6.37: the SYNC_NOIDLE workload idles at the end of its tree
+    // only after a request without REQ_NOIDLE, or when its queue is the group's only busy
+    // one. Alone, the writer's queue is idled on and keeps the disk: ~1 write per 200 us.
+    let alone = noidle_writer_beside(0);
+    assert!(alone >= 3000, "{alone}");
+    // Beside readers that always have a request queued, each completed write ends the
+    // writer's turn (no idle: its next write comes 100 us later, after the readers' SYNC
+    // workload was chosen), so it gets about one write per readers' workload slice.
+    let shared = noidle_writer_beside(2);
+    assert!(shared <= 40, "{shared}");
+}
+
 #[test]
 fn a_sync_request_preempts_an_active_async_queue() {
     let mut sim = Sim::new();

@@ -11,7 +11,8 @@
 //!   queues expire after `cfq_prio_to_maxrq` = 16 dispatches when others are busy.
 //! - Idling (`cfq_update_idle_window`, `cfq_should_idle`, `cfq_arm_slice_timer`,
 //!   `cfq_idle_slice_timer`): think time (`cfq_update_io_thinktime`), seek history
-//!   (`cfq_update_io_seektime`, CFQQ_SEEKY), REQ_NOIDLE.
+//!   (`cfq_update_io_seektime`, CFQQ_SEEKY), REQ_NOIDLE; the SYNC_NOIDLE tree idles at its end
+//!   only after a request without REQ_NOIDLE (`noidle_tree_requires_idle`).
 //! - `cfq_may_dispatch`: sync idling queues wait for async in flight; async queues wait
 //!   while any sync request is in flight; quantum; async depth from `last_delayed_sync`.
 //! - Preemption on arrival (`cfq_should_preempt`, `cfq_preempt_queue`).
@@ -123,6 +124,9 @@ pub struct Cfq {
     workload_expires: i64,
     saved_slice: i64,
     saved_type: Tree,
+    /// `noidle_tree_requires_idle`: the served SYNC_NOIDLE workload completed a request
+    /// without REQ_NOIDLE, so its tree idles at the end; cleared with each new workload.
+    noidle_tree_requires_idle: bool,
     last_delayed_sync: i64,
     timer_pending: bool,
     /// An idle interval is open (armed, no request, not fired or cancelled yet).
@@ -161,6 +165,7 @@ impl Cfq {
             workload_expires: 0,
             saved_slice: 0,
             saved_type: Tree::SyncNoidle,
+            noidle_tree_requires_idle: false,
             // "we optimistically start assuming sync ops weren't delayed in last second"
             last_delayed_sync: now as i64 - 1_000 * MS,
             timer_pending: false,
@@ -530,6 +535,7 @@ impl Cfq {
         }
         slice = slice.max(MIN_TT);
         self.workload_expires = now + slice;
+        self.noidle_tree_requires_idle = false;
     }
 
     /// `__cfq_set_active_queue`.
@@ -1001,7 +1007,16 @@ impl Elevator for Cfq {
             if self.slice_used(q, t) {
                 self.slice_expired(true, now, cx, st);
             } else if x.sync && empty {
-                self.arm_slice_timer(q, now, cx, st);
+                // SYNC_NOIDLE idles at the end of its tree only after a request without
+                // REQ_NOIDLE, or when this is the group's only busy queue
+                // (cfq_completed_request; nr_cfqq is busy_queues in the one root group).
+                self.noidle_tree_requires_idle |= !x.noidle;
+                if self.serving == Tree::Sync
+                    || self.noidle_tree_requires_idle
+                    || self.busy_queues == 1
+                {
+                    self.arm_slice_timer(q, now, cx, st);
+                }
             }
         }
         if self.rq_in_driver == 0 && self.busy_queues > 0 {
