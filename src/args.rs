@@ -9,7 +9,8 @@ macro_rules! exit_codes {
         "Exit codes (every subcommand):\n  \
          0  success (also when a reader closes the pipe early: fsyncsim run | head)\n  \
          1  an invariant fired (run, replay, sweep: S1, S2, S3 or the time limit in any run or\n     \
-         seed), a check failed (check), or stdout could not be written\n  \
+         seed; workload, compare, validate: S1, S2 or S3 in any run, named on stderr after\n     \
+         the output), a check failed (check), or stdout could not be written\n  \
          2  bad input: flags, files, an input file that is not a regular file or is larger than\n     \
          16 MiB, an output path that is not a regular file (a directory for --out DIR) or is\n     \
          under /dev, /proc or /sys (a symlink is followed to its target and that replaced),\n     \

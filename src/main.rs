@@ -248,7 +248,7 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         Command::Run(a) => return run_races(a),
         Command::Sweep(a) => return sweep(a),
         Command::Merge { files, json } => merge(&files, json)?,
-        Command::Validate(a) => validate(a)?,
+        Command::Validate(a) => return validate(a),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             let mut cmd = cmd::completions::with_names(Cli::command());
@@ -265,8 +265,8 @@ fn run(cli: Cli) -> Result<Verdict, Failure> {
         Command::Replay(a) => return replay(a),
         Command::Crash(a) => return crash(a),
         Command::Shrink(a) => shrink(a)?,
-        Command::Workload(a) => workload(a)?,
-        Command::Compare(a) => compare(a)?,
+        Command::Workload(a) => return workload(a),
+        Command::Compare(a) => return compare(a),
         Command::Check {
             scenarios,
             allow_empty,

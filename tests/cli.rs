@@ -1341,3 +1341,58 @@ fn run_says_which_wait_moved_when_no_latency_did() {
     assert!(text("J1a").contains("no waiting time (no *_ns counter) moved"));
     assert!(!text("R6").contains("no latency moved"));
 }
+
+#[test]
+fn a_workload_run_that_breaks_an_invariant_exits_1_naming_it_after_the_output() {
+    // The S1 mutant (a log sync's superblock issued before the previous commit's completed)
+    // fires in a short dbench run; its output is printed, then one stderr line names it.
+    let args = [
+        "workload",
+        "dbench",
+        "--clients",
+        "8",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+    ];
+    let bad = fsyncsim(&[&args[..], &["--mutant", "sync-log-no-super-wait"]].concat());
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("latency attribution"));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("invariant fired: dbench under linux-5.11") && err.contains(": S1 at "),
+        "{err}"
+    );
+    // The same run on the release preset is clean.
+    let ok = fsyncsim(&args);
+    assert_eq!(ok.status.code(), Some(0));
+    assert!(ok.stderr.is_empty());
+    // compare: the mutant on the current side only; the line names that side.
+    let cmp = fsyncsim(&[
+        "compare",
+        "dbench",
+        "--clients",
+        "8",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--seeds",
+        "1",
+        "--baseline",
+        "linux-5.11",
+        "--current",
+        "linux-5.11:+sync-log-no-super-wait",
+    ]);
+    assert_eq!(cmp.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&cmp.stderr);
+    assert!(
+        err.starts_with(
+            "invariant fired: dbench under linux-5.11 +sync-log-no-super-wait, seed 1: "
+        ),
+        "{err}"
+    );
+    assert!(err.contains(": S1 at "), "{err}");
+}

@@ -92,6 +92,9 @@ fn validate_does_not_depend_on_jobs_and_json_has_the_schema() {
     let a = models::validate::validate_selected(tiny(1), false, false, &only, 1, &no).unwrap();
     let b = models::validate::validate_selected(tiny(1), false, false, &only, 2, &no).unwrap();
     assert_eq!(a, b);
+    // The release presets break no invariant in any of these runs (the crash check must
+    // not cry wolf); a run that did would be named in `failures` and exit 1.
+    assert_eq!(a.failures, Vec::<String>::new());
     let j = reports::validate::json(&a);
     let row = &j["rows"][0];
     for k in [
@@ -145,6 +148,7 @@ fn the_score_counts_rows_by_direction_interval_size_and_level() {
         ],
         curves: Vec::new(),
         ablation: None,
+        failures: Vec::new(),
     };
     assert_eq!(v.rows[0].ci_excludes_zero(), Some(true));
     assert_eq!(v.rows[1].ci_excludes_zero(), Some(false));

@@ -507,6 +507,8 @@ pub struct Validation {
     pub curves: Vec<Curve>,
     /// Each delta row's change with each model mechanism off (`--ablate`).
     pub ablation: Option<Ablation>,
+    /// The rows' runs that broke an invariant, one line each (empty when all ran clean).
+    pub failures: Vec<String>,
 }
 
 /// How long each experiment runs.
@@ -704,8 +706,19 @@ pub fn validate_selected(
         .iter()
         .map(|v| v.iter().map(|_| [Vec::new(), Vec::new()]).collect())
         .collect();
-    for &((i, v, side), _) in &work {
+    let mut failures = Vec::new();
+    for &((i, v, side), (_, pol, _, seed)) in &work {
         let r = results.next().expect("one result per run")?;
+        if let Some(line) = r.violation_line() {
+            let off = match v {
+                0 => String::new(),
+                _ => format!(" with {} off", ABLATIONS[v - 1].0),
+            };
+            failures.push(format!(
+                "{} under {}{off}, seed {seed}: {line}",
+                planned[i].e.id, pol.name
+            ));
+        }
         runs[i][v][side].push(r);
     }
     let mut rows = Vec::new();
@@ -761,6 +774,7 @@ pub fn validate_selected(
         rows,
         curves,
         ablation,
+        failures,
     })
 }
 

@@ -4,7 +4,7 @@
 #[allow(unused_imports)]
 use crate::*;
 
-pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
+pub(crate) fn workload(a: WorkloadArgs) -> Result<Verdict, Failure> {
     let (spec, dev) = a.load.load()?;
     // The workload file's `current` policy, else linux-5.11.
     let default = spec.current.as_deref().map_or_else(
@@ -84,7 +84,21 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<(), Failure> {
             reports::workload::run_text(&r, spec.file_size, a.iostat_sysstat9)
         );
     }
-    Ok(())
+    Ok(invariant_verdict(r.violation_line().map(|v| {
+        format!("{} under {}, seed {}: {v}", spec.name, p.name, r.seed)
+    })))
+}
+
+/// Exit 1 with the line on stderr when a run broke an invariant (S1–S3: a model bug on a
+/// release preset), else clean.
+pub(crate) fn invariant_verdict(line: Option<String>) -> Verdict {
+    match line {
+        Some(l) => {
+            err!("invariant fired: {l}");
+            Verdict::Failed
+        }
+        None => Verdict::Clean,
+    }
 }
 
 /// The one policy the flags describe (linux-5.11 by default).
@@ -105,7 +119,7 @@ pub(crate) fn policy_of(a: &PolicyArgs) -> Policy {
     p
 }
 
-pub(crate) fn validate(a: ValidateArgs) -> Result<(), Failure> {
+pub(crate) fn validate(a: ValidateArgs) -> Result<Verdict, Failure> {
     let jobs = a.jobs.map_or_else(
         || std::thread::available_parallelism().map_or(1, |n| n.get()),
         |j| j as usize,
@@ -119,7 +133,10 @@ pub(crate) fn validate(a: ValidateArgs) -> Result<(), Failure> {
     } else {
         out!("{}", reports::validate::text(&v));
     }
-    Ok(())
+    for f in v.failures.iter().skip(1) {
+        err!("invariant fired: {f}");
+    }
+    Ok(invariant_verdict(v.failures.first().cloned()))
 }
 
 /// `fsyncsim compare fsperf`: every fsperf test of the btrfs preemptive-flushing thread under both policies, one
@@ -128,7 +145,7 @@ pub(crate) fn compare_fsperf(
     a: &CompareArgs,
     baseline: &Policy,
     current: &Policy,
-) -> Result<(), Failure> {
+) -> Result<Verdict, Failure> {
     if a.vary.is_some() || a.trace.is_some() || a.out.is_some() || a.hdr_out.is_some() {
         return Err(Failure(
             "compare fsperf: --vary, --trace, --out and --hdr-out take one workload (e.g. compare dio4kbs16threads)"
@@ -175,10 +192,29 @@ pub(crate) fn compare_fsperf(
             reports::workload::fsperf_suite_text(baseline, current, &tests)
         );
     }
-    Ok(())
+    let broken = tests.iter().find_map(|(s, p)| pairs_violation(&s.name, p));
+    Ok(invariant_verdict(broken))
 }
 
-pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
+/// The first run of `pairs` that broke an invariant, as one line naming its workload, policy,
+/// varied value and seed.
+fn pairs_violation(name: &str, pairs: &[models::workload::compare::Pair]) -> Option<String> {
+    pairs.iter().find_map(|p| {
+        let at = p
+            .value
+            .as_ref()
+            .map_or(String::new(), |v| format!(" at {v}"));
+        p.baseline.iter().chain(&p.current).find_map(|r| {
+            let line = r.violation_line()?;
+            Some(format!(
+                "{name}{at} under {}, seed {}: {line}",
+                r.policy.name, r.seed
+            ))
+        })
+    })
+}
+
+pub(crate) fn compare(a: CompareArgs) -> Result<Verdict, Failure> {
     let _ = ctrlc::set_handler(|| {
         reports::output::remove_staged();
         std::process::exit(130);
@@ -285,7 +321,7 @@ pub(crate) fn compare(a: CompareArgs) -> Result<(), Failure> {
             outln!("wrote {}", d.display());
         }
     }
-    Ok(())
+    Ok(invariant_verdict(pairs_violation(&spec.name, &pairs)))
 }
 
 /// The flags, else the workload file's `baseline` / `current`, else linux-5.10 / 5.11.

@@ -114,6 +114,18 @@ pub struct WorkloadResult {
 }
 
 impl WorkloadResult {
+    /// The run's first invariant violation as one line (`S1 at 0.123456 s: …`), if any.
+    pub fn violation_line(&self) -> Option<String> {
+        let v = self.violations.first()?;
+        Some(format!(
+            "{} at {:.6} s: {} ({} in the run)",
+            v.invariant,
+            v.at as f64 / 1e9,
+            v.message,
+            self.violations.len()
+        ))
+    }
+
     /// An operation's results by name.
     pub fn op(&self, name: &str) -> Option<&OpResult> {
         self.ops.iter().find(|o| o.name == name)
