@@ -1346,8 +1346,7 @@ fn run_says_which_wait_moved_when_no_latency_did() {
 fn a_workload_run_that_breaks_an_invariant_exits_1_naming_it_after_the_output() {
     // The S1 mutant (a log sync's superblock issued before the previous commit's completed)
     // fires in a short dbench run; its output is printed, then one stderr line names it.
-    let args = [
-        "workload",
+    let short = [
         "dbench",
         "--clients",
         "8",
@@ -1356,7 +1355,8 @@ fn a_workload_run_that_breaks_an_invariant_exits_1_naming_it_after_the_output() 
         "--warmup",
         "0s",
     ];
-    let bad = fsyncsim(&[&args[..], &["--mutant", "sync-log-no-super-wait"]].concat());
+    let with = |cmd: &str, extra: &[&str]| fsyncsim(&[&[cmd][..], &short, extra].concat());
+    let bad = with("workload", &["--mutant", "sync-log-no-super-wait"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stdout).contains("latency attribution"));
     let err = String::from_utf8_lossy(&bad.stderr);
@@ -1366,33 +1366,18 @@ fn a_workload_run_that_breaks_an_invariant_exits_1_naming_it_after_the_output() 
         "{err}"
     );
     // The same run on the release preset is clean.
-    let ok = fsyncsim(&args);
+    let ok = with("workload", &[]);
     assert_eq!(ok.status.code(), Some(0));
     assert!(ok.stderr.is_empty());
     // compare: the mutant on the current side only; the line names that side.
-    let cmp = fsyncsim(&[
+    let sides = ["--baseline", "linux-5.11", "--current"];
+    let mutant = "linux-5.11:+sync-log-no-super-wait";
+    let cmp = with(
         "compare",
-        "dbench",
-        "--clients",
-        "8",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0s",
-        "--seeds",
-        "1",
-        "--baseline",
-        "linux-5.11",
-        "--current",
-        "linux-5.11:+sync-log-no-super-wait",
-    ]);
+        &[&["--seeds", "1"][..], &sides, &[mutant]].concat(),
+    );
     assert_eq!(cmp.status.code(), Some(1));
     let err = String::from_utf8_lossy(&cmp.stderr);
-    assert!(
-        err.starts_with(
-            "invariant fired: dbench under linux-5.11 +sync-log-no-super-wait, seed 1: "
-        ),
-        "{err}"
-    );
-    assert!(err.contains(": S1 at "), "{err}");
+    let named = "invariant fired: dbench under linux-5.11 +sync-log-no-super-wait, seed 1: ";
+    assert!(err.starts_with(named) && err.contains(": S1 at "), "{err}");
 }
