@@ -328,3 +328,22 @@ fn the_ablation_table_has_every_btrfs_delta_row_and_its_all_on_value() {
         "the ablation runs leave the rows as they are"
     );
 }
+
+#[test]
+fn every_experiment_measures_a_window_and_dbench60_keeps_its_own_600_s() {
+    // The full run caps only fio's random-write tests (their memory grows with their items);
+    // a dbench spec carries fio's default rw too, and was once capped to 60 s − its 120 s
+    // warmup = 0 s: an empty window, rows missing, exit 0.
+    let full = models::validate::run_lengths(&models::validate::Lengths::full()).unwrap();
+    let quick = models::validate::run_lengths(&models::validate::Lengths::quick()).unwrap();
+    for (id, warmup, duration) in full.iter().chain(&quick) {
+        assert!(*duration > 0, "{id}: warmup {warmup}, duration {duration}");
+    }
+    let d60 = full.iter().find(|x| x.0 == "004-dbench60").unwrap();
+    assert_eq!((d60.1, d60.2), (120 * sim::S, 600 * sim::S));
+    let rw = full.iter().find(|x| x.0 == "004-randwrite2xram").unwrap();
+    assert!(
+        rw.1 + rw.2 <= models::validate::FSPERF_RANDWRITE_MAX,
+        "{rw:?}"
+    );
+}

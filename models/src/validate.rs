@@ -875,6 +875,14 @@ struct Planned {
     current: Policy,
 }
 
+/// Each experiment's (warmup, measured duration) at the lengths `l`, in `experiments()` order.
+pub fn run_lengths(l: &Lengths) -> Result<Vec<(&'static str, sim::Nanos, sim::Nanos)>, String> {
+    experiments()
+        .into_iter()
+        .map(|e| Planned::new(e, l).map(|p| (p.e.id, p.spec.warmup, p.spec.duration)))
+        .collect()
+}
+
 impl Planned {
     /// The experiment at the lengths `l` gives its workload kind.
     fn new(e: Experiment, l: &Lengths) -> Result<Planned, String> {
@@ -892,7 +900,9 @@ impl Planned {
             if let Some((dio, other)) = l.fsperf {
                 spec.duration = if spec.direct { dio } else { other };
                 spec.warmup = 0;
-            } else if spec.rw == crate::workload::spec::FioRw::RandWrite {
+            } else if spec.kind == crate::workload::spec::Kind::Fio
+                && spec.rw == crate::workload::spec::FioRw::RandWrite
+            {
                 // Their memory grows with their items (~10 MiB per thread-second buffered,
                 // ~8 direct): at the tests' own 310 s two runs at once would not fit.
                 let cap = FSPERF_RANDWRITE_MAX.saturating_sub(spec.warmup);
@@ -900,6 +910,9 @@ impl Planned {
             }
         } else {
             spec.duration = l.sysbench;
+        }
+        if spec.duration == 0 {
+            return Err(format!("{}: the run would measure nothing", e.id));
         }
         let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
         let (baseline, current) = (parse_policy(e.baseline)?, parse_policy(e.current)?);
