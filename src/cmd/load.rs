@@ -84,21 +84,27 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<Verdict, Failure> {
             reports::workload::run_text(&r, spec.file_size, a.iostat_sysstat9)
         );
     }
-    Ok(invariant_verdict(r.violation_line().map(|v| {
-        format!("{} under {}, seed {}: {v}", spec.name, p.name, r.seed)
-    })))
+    Ok(invariant_verdict(run_violation(&spec.name, &r)))
 }
 
-/// Exit 1 with the line on stderr when a run broke an invariant (S1–S3: a model bug on a
+/// Exit 1 with each line on stderr when runs broke an invariant (S1–S3: a model bug on a
 /// release preset), else clean.
-pub(crate) fn invariant_verdict(line: Option<String>) -> Verdict {
-    match line {
-        Some(l) => {
-            err!("invariant fired: {l}");
-            Verdict::Failed
-        }
-        None => Verdict::Clean,
+pub(crate) fn invariant_verdict(lines: impl IntoIterator<Item = String>) -> Verdict {
+    let mut verdict = Verdict::Clean;
+    for l in lines {
+        err!("invariant fired: {l}");
+        verdict = Verdict::Failed;
     }
+    verdict
+}
+
+/// Run `r`'s first broken invariant as one line naming `what` ran, its policy and seed.
+fn run_violation(what: &str, r: &models::workload::fsload::WorkloadResult) -> Option<String> {
+    let line = r.violation_line()?;
+    Some(format!(
+        "{what} under {}, seed {}: {line}",
+        r.policy.name, r.seed
+    ))
 }
 
 /// The one policy the flags describe (linux-5.11 by default).
@@ -133,10 +139,7 @@ pub(crate) fn validate(a: ValidateArgs) -> Result<Verdict, Failure> {
     } else {
         out!("{}", reports::validate::text(&v));
     }
-    for f in v.failures.iter().skip(1) {
-        err!("invariant fired: {f}");
-    }
-    Ok(invariant_verdict(v.failures.first().cloned()))
+    Ok(invariant_verdict(v.failures))
 }
 
 /// `fsyncsim compare fsperf`: every fsperf test of the btrfs preemptive-flushing thread under both policies, one
@@ -204,13 +207,11 @@ fn pairs_violation(name: &str, pairs: &[models::workload::compare::Pair]) -> Opt
             .value
             .as_ref()
             .map_or(String::new(), |v| format!(" at {v}"));
-        p.baseline.iter().chain(&p.current).find_map(|r| {
-            let line = r.violation_line()?;
-            Some(format!(
-                "{name}{at} under {}, seed {}: {line}",
-                r.policy.name, r.seed
-            ))
-        })
+        let what = format!("{name}{at}");
+        p.baseline
+            .iter()
+            .chain(&p.current)
+            .find_map(|r| run_violation(&what, r))
     })
 }
 
