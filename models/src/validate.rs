@@ -732,9 +732,9 @@ pub fn validate_selected(
     }
     let mut curves = Vec::new();
     if only.has("001-sysbench") {
-        curves.push(r7_curve(curve_dur, jobs, progress)?);
+        curves.push(r7_curve(curve_dur, jobs, progress, &mut failures)?);
     }
-    curves.extend(fsperf_curves(&l, only, jobs, progress)?);
+    curves.extend(fsperf_curves(&l, only, jobs, progress, &mut failures)?);
     Ok(Validation {
         quick,
         setup: format!(
@@ -1078,6 +1078,7 @@ fn fsperf_curves(
     only: &Selection,
     jobs: usize,
     progress: &OnTick,
+    failures: &mut Vec<String>,
 ) -> Result<Vec<Curve>, String> {
     let mut curves = Vec::new();
     if l.fsperf_sizes.is_empty() {
@@ -1089,6 +1090,15 @@ fn fsperf_curves(
         spec.duration = if spec.direct { dio } else { other };
         spec.warmup = 0;
         let runs = fsperf_runs(&spec, &e, l.fsperf_sizes, jobs, progress)?;
+        for p in runs.iter().flatten() {
+            pair_failures(
+                &format!("{} curve", e.id),
+                e.baseline,
+                e.current,
+                p,
+                failures,
+            );
+        }
         let failed: Vec<String> = l
             .fsperf_sizes
             .iter()
@@ -1141,13 +1151,41 @@ fn fsperf_curves(
     Ok(curves)
 }
 
+/// Adds a line to `failures` for each run of a curve's point `p` that broke an invariant,
+/// named like the rows' runs: `<curve> at <param> under <policy>, seed N: <violation>`.
+fn pair_failures(
+    curve: &str,
+    baseline: &str,
+    current: &str,
+    p: &crate::workload::compare::Pair,
+    failures: &mut Vec<String>,
+) {
+    let at = p
+        .value
+        .as_deref()
+        .map(|v| format!(" at {v}"))
+        .unwrap_or_default();
+    for (pol, runs) in [(baseline, &p.baseline), (current, &p.current)] {
+        for r in runs {
+            if let Some(line) = r.violation_line() {
+                failures.push(format!("{curve}{at} under {pol}, seed {}: {line}", r.seed));
+            }
+        }
+    }
+}
+
 /// Commit intervals of the R7 curve, in seconds.
 pub const R7_INTERVALS: [u64; 5] = [1, 2, 5, 10, 30];
 
 /// R7's regression (requests/s without the fix vs with it, %) against x = sysbench round
 /// time / commit interval, one point per commit interval. A round is `fsync_freq` writes
 /// (one global count) followed by one fsync of every file.
-fn r7_curve(duration: u64, jobs: usize, progress: &OnTick) -> Result<Curve, String> {
+fn r7_curve(
+    duration: u64,
+    jobs: usize,
+    progress: &OnTick,
+    failures: &mut Vec<String>,
+) -> Result<Curve, String> {
     let mut spec = Spec::load("sysbench-fileio").map_err(|x| x.to_string())?;
     spec.duration = duration;
     let dev = DiskConfig::resolve(&spec.device).map_err(|x| x.to_string())?;
@@ -1165,6 +1203,9 @@ fn r7_curve(duration: u64, jobs: usize, progress: &OnTick) -> Result<Curve, Stri
         jobs,
         progress,
     )?;
+    for p in &pairs {
+        pair_failures("001-sysbench R7 curve", &b.name, &c.name, p, failures);
+    }
     let mut points = Vec::new();
     for (p, secs) in pairs.iter().zip(R7_INTERVALS) {
         let (pre, post) = (&p.baseline[0], &p.current[0]);
@@ -1301,5 +1342,37 @@ mod full_length_tests {
         }
         // randwrite2xram: 300 s after a 10 s ramp (dio4kbs16threads' 60 s fit).
         assert_eq!(cut, 1);
+    }
+}
+
+#[cfg(test)]
+mod curve_invariant_tests {
+    use super::*;
+
+    /// A curve's run that breaks an invariant is named with the curve, its point and its
+    /// side; the release preset's runs at the same points give no line.
+    #[test]
+    fn a_curve_point_whose_run_breaks_an_invariant_is_named() {
+        let mut spec = Spec::load("dbench").unwrap();
+        spec.clients = 8;
+        spec.duration = sim::S;
+        spec.warmup = 0;
+        let dev = DiskConfig::resolve(&spec.device).unwrap();
+        let (b, c) = (
+            parse_policy("linux-5.11").unwrap(),
+            parse_policy("linux-5.11:+sync-log-no-super-wait").unwrap(),
+        );
+        let vary = ("commit_interval".to_string(), vec!["30s".to_string()]);
+        let quiet = crate::workload::compare::no_progress();
+        let pairs = compare(&spec, &dev, &b, &c, 1, 1, Some(&vary), 1, &quiet).unwrap();
+        let mut failures = Vec::new();
+        pair_failures("t curve", &b.name, &c.name, &pairs[0], &mut failures);
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        let named = format!("t curve at 30s under {}, seed 1: S1 at ", c.name);
+        assert!(failures[0].starts_with(&named), "{failures:?}");
+        let clean = compare(&spec, &dev, &b, &b, 1, 1, Some(&vary), 1, &quiet).unwrap();
+        failures.clear();
+        pair_failures("t curve", &b.name, &b.name, &clean[0], &mut failures);
+        assert!(failures.is_empty(), "{failures:?}");
     }
 }
