@@ -598,8 +598,8 @@ pub(crate) struct ValidateArgs {
     #[arg(long)]
     pub(crate) quick: bool,
     /// Also run every btrfs experiment with each model mechanism off (tree_locks,
-    /// delayed_items, delayed_refs, btree_cpu, switch_cpu, csum_cpu, global_rsv, log_cow,
-    /// cpu_contention) and print what each moved: ten times the btrfs runs.
+    /// delayed_items, delayed_refs, btree_cpu, switch_cpu, csum_cpu, writeback_cpu, global_rsv,
+    /// log_cow, cpu_contention) and print what each moved: eleven times the btrfs runs.
     #[arg(long)]
     pub(crate) ablate: bool,
     /// Print JSON: {rows: [{id, thread, figure, thread_value, model_value, unit,

@@ -1138,7 +1138,7 @@ fn validate_help_names_every_ablated_mechanism() {
         assert!(h.contains(name), "--ablate's help lacks {name}: {h}");
     }
     let runs = [
-        "", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     ];
     let times = runs[models::validate::ABLATIONS.len() + 1];
     assert!(h.contains(&format!("{times} times the btrfs runs")), "{h}");

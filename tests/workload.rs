@@ -744,3 +744,44 @@ fn a_workload_reports_how_busy_its_cores_were() {
     assert!(!text.contains("cpu over the window"), "{text}");
     assert!(json.get("cpu").is_none());
 }
+
+#[test]
+fn written_back_pages_and_blocks_cost_their_writeback() {
+    // One file written and fsynced: the fsync writes back the file's two pages, then the
+    // log sync writes the log's dirty blocks and the log root tree's leaf. 1 us per block
+    // counts the metadata blocks written; 1 us per page counts their four pages each and
+    // the data's two.
+    let setup = "\"mkdir /d\", \"create /d/a\", \"commit\"";
+    let ops = "\"write /d/a 8k\", \"fsync /d/a\"";
+    let off = scenario_end(setup, ops, "page_writeback_ps = 0\neb_writeback_ps = 0");
+    let per_block = scenario_end(
+        setup,
+        ops,
+        "page_writeback_ps = 0\neb_writeback_ps = 1000000",
+    );
+    let per_page = scenario_end(
+        setup,
+        ops,
+        "page_writeback_ps = 1000000\neb_writeback_ps = 0",
+    );
+    let log = scenario_metrics(setup, ops, "")
+        .metrics
+        .get("log_blocks_written")
+        .unwrap();
+    assert_eq!(
+        (per_block - off) % 1000,
+        0,
+        "{per_block} vs {off}: whole blocks"
+    );
+    let blocks = (per_block - off) / 1000;
+    // The log's blocks and the log root tree's leaf, at least.
+    assert!(
+        blocks > log,
+        "{blocks} blocks charged, {log} log blocks written"
+    );
+    assert_eq!(
+        per_page - off,
+        (4 * blocks + 2) * 1000,
+        "four pages a block, two of data"
+    );
+}

@@ -787,7 +787,7 @@ pub type Mechanism = (
 );
 
 /// The mechanisms of the btrfs model that `validate --ablate` switches off one at a time.
-pub const ABLATIONS: [Mechanism; 9] = [
+pub const ABLATIONS: [Mechanism; 10] = [
     (
         "tree_locks",
         &[("costs.tree_locks", "0")],
@@ -825,6 +825,11 @@ pub const ABLATIONS: [Mechanism; 9] = [
         "csum_cpu",
         &[("costs.crc32c_ps_per_byte", "0")],
         "crc32c of metadata blocks written and of data at writeback (costs.rs)",
+    ),
+    (
+        "writeback_cpu",
+        &[("costs.page_writeback_ps", "0"), ("costs.eb_writeback_ps", "0")],
+        "CPU of writing back pages and metadata blocks: dirty and writeback marks, bios, completions (costs.rs)",
     ),
     (
         "global_rsv",

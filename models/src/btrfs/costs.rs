@@ -6,6 +6,9 @@
 
 use sim::{Nanos, US};
 
+/// The page size of x86-64 (PAGE_SIZE): the page cache's unit.
+const PAGE_SIZE: u64 = 4096;
+
 /// Costs and sizes used by the btrfs model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Costs {
@@ -230,6 +233,32 @@ pub struct Costs {
     /// crypto/: "CRC32C-PCL: cycles/i 463", block size 4096): 8.85 B/cycle, at 2.5 GHz
     /// (Xeon Gold 6248 base clock, as `key_compare_ps`) 22 GB/s = 45 ps/B.
     pub crc32c_ps_per_byte: u64,
+    /// Picoseconds per 4 KiB page written back from the page cache, data or a metadata
+    /// block's (extent_io.c@v5.10 and mm/page-writeback.c@v5.10): tag_pages_for_writeback's
+    /// TOWRITE mark (~40 cycles) and pagevec_lookup_range_tag's xarray walk with the page
+    /// reference (~60); btree_write_cache_pages' private_lock and buffer check (~35);
+    /// clear_page_dirty_for_io (TestClearPageDirty, one atomic at ~18 cycles on Skylake-X
+    /// (Agner Fog, instruction tables), and three dirty-page counters, ~100);
+    /// set_page_writeback → __test_set_page_writeback (the mapping's xa_lock, the
+    /// WRITEBACK mark set and DIRTY and TOWRITE cleared, the writeback counters, ~200);
+    /// submit_extent_page's bio_add_page (~80) and unlock_page (~30); on completion
+    /// end_page_writeback → test_clear_page_writeback (xa_lock again, the mark cleared,
+    /// the counters and the writeout proportion, ~250), wake_up_page and the page's
+    /// put (~50); filemap_fdatawait_range's tagged lookup and wait_on_page_writeback
+    /// (~80): ~945 cycles at 2.5 GHz (estimate from reading the code) = 378 ns. Charged to
+    /// the task that submits the pages (the fsync, the committer, the flusher), also for
+    /// the completion's share, which the kernel runs in the I/O's interrupt.
+    pub page_writeback_ps: u64,
+    /// Picoseconds per metadata block written beside its pages' `page_writeback_ps`
+    /// (extent_io.c@v5.10): lock_extent_buffer_for_io (btrfs_try_tree_write_lock, the
+    /// refs_lock, DIRTY cleared and WRITEBACK set (two atomics), the WRITTEN header flag,
+    /// the dirty_metadata_bytes percpu counter, the tree unlock and trylock_page of each
+    /// of the four pages, ~300 cycles), the buffer's reference taken and dropped (~60),
+    /// write_one_eb's memzero_extent_buffer of the space between the item headers and the
+    /// data (about half a 16 KiB leaf, rep stosb at ~32 B/cycle (Intel Optimization
+    /// Reference Manual, 2019, §3.7.6, fast strings), ~256) and end_extent_buffer_writeback
+    /// (~60): ~680 cycles at 2.5 GHz (estimate) = 272 ns.
+    pub eb_writeback_ps: u64,
     /// Extent buffer tree locks modelled (1) or not (0): btrfs_search_slot's read and
     /// write locks on the blocks of each change's path (locking.rs). A model switch for
     /// ablation, not a kernel parameter.
@@ -306,6 +335,8 @@ impl Default for Costs {
             context_switch: 285,
             wakeup: 285,
             crc32c_ps_per_byte: 45,
+            page_writeback_ps: 378_000,
+            eb_writeback_ps: 272_000,
             tree_locks: 1,
             delayed_items: 1,
             global_rsv_resize: 1,
@@ -393,13 +424,31 @@ impl Costs {
         ps.div_ceil(1000)
     }
 
+    /// CPU of writing back `blocks` metadata blocks: their pages and the blocks themselves
+    /// (`page_writeback_ps`, `eb_writeback_ps`).
+    pub fn eb_writeback_cpu(&self, blocks: u64) -> Nanos {
+        let pages = self.nodesize.div_ceil(PAGE_SIZE);
+        let per_block = pages
+            .saturating_mul(self.page_writeback_ps)
+            .saturating_add(self.eb_writeback_ps);
+        blocks.saturating_mul(per_block).div_ceil(1000)
+    }
+
+    /// CPU of writing back `bytes` of file data from the page cache (`page_writeback_ps`).
+    pub fn data_writeback_cpu(&self, bytes: u64) -> Nanos {
+        bytes
+            .div_ceil(PAGE_SIZE)
+            .saturating_mul(self.page_writeback_ps)
+            .div_ceil(1000)
+    }
+
     /// CPU of checksumming `bytes` with crc32c (`crc32c_ps_per_byte`).
     pub fn csum_cpu(&self, bytes: u64) -> Nanos {
         (bytes * self.crc32c_ps_per_byte).div_ceil(1000)
     }
 
     /// Names of the overridable fields (ns for CPU costs, bytes or counts otherwise).
-    pub const FIELDS: [&'static str; 49] = [
+    pub const FIELDS: [&'static str; 51] = [
         "nodesize",
         "sectorsize",
         "csum_per_block",
@@ -444,6 +493,8 @@ impl Costs {
         "context_switch",
         "wakeup",
         "crc32c_ps_per_byte",
+        "page_writeback_ps",
+        "eb_writeback_ps",
         "tree_locks",
         "delayed_items",
         "delayed_refs",
@@ -531,6 +582,8 @@ impl Costs {
             "context_switch" => &mut self.context_switch,
             "wakeup" => &mut self.wakeup,
             "crc32c_ps_per_byte" => &mut self.crc32c_ps_per_byte,
+            "page_writeback_ps" => &mut self.page_writeback_ps,
+            "eb_writeback_ps" => &mut self.eb_writeback_ps,
             "tree_locks" => &mut self.tree_locks,
             "delayed_items" => &mut self.delayed_items,
             "delayed_refs" => &mut self.delayed_refs,
@@ -607,6 +660,12 @@ pub fn describe(name: &str) -> Option<&'static str> {
         "wakeup" => "ns the waker pays per task it wakes from a block (workloads; 0: off)",
         "crc32c_ps_per_byte" => {
             "ps per byte checksummed: metadata blocks written, data at writeback (0: off)"
+        }
+        "page_writeback_ps" => {
+            "ps per 4 KiB page written back: dirty and writeback marks, bio, completion, wait"
+        }
+        "eb_writeback_ps" => {
+            "ps per metadata block written beside its pages (lock_extent_buffer_for_io, memzero)"
         }
         "tree_locks" => "1 or 0: extent buffer tree locks modelled (ablation switch)",
         "delayed_items" => "1 or 0: delayed items modelled (ablation switch)",

@@ -410,6 +410,18 @@ impl Btrfs {
         }
     }
 
+    /// `blocks` metadata blocks written back (btrfs_write_marked_extents →
+    /// btree_write_cache_pages, extent_io.c@v5.10): their crc32c, then the page and
+    /// extent-buffer work of submitting them and of their completion and wait, on the
+    /// submitting task's CPU.
+    pub(super) async fn write_back_blocks(&self, blocks: u64) {
+        let c = &self.inner.costs;
+        let cpu = c.csum_cpu(blocks * c.nodesize) + c.eb_writeback_cpu(blocks);
+        if cpu > 0 {
+            self.inner.h.cpu(cpu).await;
+        }
+    }
+
     /// An ordered extent's data: a new extent id, the bytes checksummed, written to new
     /// disk bytes and waited for; returns the id, the write's token and its device offset.
     pub(super) async fn write_data(&self, ino: Ino, bytes: u64) -> (u64, u64, u64) {
@@ -419,7 +431,13 @@ impl Btrfs {
             st.next_extent += 1;
             id
         };
-        self.checksum(bytes).await;
+        // The pages' crc32c (btrfs_csum_one_bio) and their writeback (extent_write_cache_pages
+        // → __extent_writepage, extent_io.c@v5.10), on the submitting task's CPU.
+        let c = &self.inner.costs;
+        let cpu = c.csum_cpu(bytes) + c.data_writeback_cpu(bytes);
+        if cpu > 0 {
+            self.inner.h.cpu(cpu).await;
+        }
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::Data { ino, extent: id }, bytes);

@@ -390,9 +390,9 @@ impl Btrfs {
             self.inner.st.borrow().trans[&t].dirty_blocks,
             self.inner.costs.nodesize,
         );
-        // btree_csum_one_bio: the committer checksums every block it writes
-        // (btrfs_write_and_wait_transaction → btree_submit_bio_hook, inline with crc32c).
-        self.checksum(blocks * nodesize).await;
+        // btrfs_write_and_wait_transaction: the committer checksums every block it writes
+        // (btree_submit_bio_hook, inline with crc32c) and writes back their pages.
+        self.write_back_blocks(blocks).await;
         let (tok, off) = self
             .st_mut()
             .new_write(WriteKind::CommitBlocks { transid: t }, blocks * nodesize);

@@ -1490,8 +1490,9 @@ impl Btrfs {
         let c = &self.inner.costs;
         let blocks = self.take_log_blocks();
         // btrfs_write_marked_extents under the log_mutex: the fsync checksums each log
-        // block as it submits it (btree_csum_one_bio, inline with crc32c).
-        self.checksum(blocks * c.nodesize).await;
+        // block as it submits it (btree_csum_one_bio, inline with crc32c) and writes back
+        // its pages.
+        self.write_back_blocks(blocks).await;
         let (tok, off) = self.st_mut().new_write(
             WriteKind::LogBlocks {
                 transid: t,
@@ -1543,7 +1544,7 @@ impl Btrfs {
     async fn write_log_root_tree(&self, t: TransId, log_transid: u64) {
         let c = &self.inner.costs;
         let _lr = self.inner.log_root_tree_mutex.lock().await;
-        self.checksum(c.nodesize).await;
+        self.write_back_blocks(1).await;
         let (tok, off) = self.st_mut().new_write(
             WriteKind::LogRoot {
                 transid: t,
