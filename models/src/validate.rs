@@ -707,17 +707,14 @@ pub fn validate_selected(
         .map(|v| v.iter().map(|_| [Vec::new(), Vec::new()]).collect())
         .collect();
     let mut failures = Vec::new();
-    for &((i, v, side), (_, pol, _, seed)) in &work {
+    for &((i, v, side), _) in &work {
         let r = results.next().expect("one result per run")?;
-        if let Some(line) = r.violation_line() {
-            let off = match v {
-                0 => String::new(),
-                _ => format!(" with {} off", ABLATIONS[v - 1].0),
+        if !r.violations.is_empty() {
+            let what = match v {
+                0 => planned[i].e.id.to_string(),
+                _ => format!("{} with {} off", planned[i].e.id, ABLATIONS[v - 1].0),
             };
-            failures.push(format!(
-                "{} under {}{off}, seed {seed}: {line}",
-                planned[i].e.id, pol.name
-            ));
+            failures.extend(r.violation_line(&what));
         }
         runs[i][v][side].push(r);
     }
@@ -1096,13 +1093,7 @@ fn fsperf_curves(
         spec.warmup = 0;
         let runs = fsperf_runs(&spec, &e, l.fsperf_sizes, jobs, progress)?;
         for p in runs.iter().flatten() {
-            pair_failures(
-                &format!("{} curve", e.id),
-                e.baseline,
-                e.current,
-                p,
-                failures,
-            );
+            failures.extend(p.violation_lines(&format!("{} curve", e.id)));
         }
         let failed: Vec<String> = l
             .fsperf_sizes
@@ -1156,29 +1147,6 @@ fn fsperf_curves(
     Ok(curves)
 }
 
-/// Adds a line to `failures` for each run of a curve's point `p` that broke an invariant,
-/// named like the rows' runs: `<curve> at <param> under <policy>, seed N: <violation>`.
-fn pair_failures(
-    curve: &str,
-    baseline: &str,
-    current: &str,
-    p: &crate::workload::compare::Pair,
-    failures: &mut Vec<String>,
-) {
-    let at = p
-        .value
-        .as_deref()
-        .map(|v| format!(" at {v}"))
-        .unwrap_or_default();
-    for (pol, runs) in [(baseline, &p.baseline), (current, &p.current)] {
-        for r in runs {
-            if let Some(line) = r.violation_line() {
-                failures.push(format!("{curve}{at} under {pol}, seed {}: {line}", r.seed));
-            }
-        }
-    }
-}
-
 /// Commit intervals of the R7 curve, in seconds.
 pub const R7_INTERVALS: [u64; 5] = [1, 2, 5, 10, 30];
 
@@ -1209,7 +1177,7 @@ fn r7_curve(
         progress,
     )?;
     for p in &pairs {
-        pair_failures("001-sysbench R7 curve", &b.name, &c.name, p, failures);
+        failures.extend(p.violation_lines("001-sysbench R7 curve"));
     }
     let mut points = Vec::new();
     for (p, secs) in pairs.iter().zip(R7_INTERVALS) {
@@ -1370,14 +1338,11 @@ mod curve_invariant_tests {
         let vary = ("commit_interval".to_string(), vec!["30s".to_string()]);
         let quiet = crate::workload::compare::no_progress();
         let pairs = compare(&spec, &dev, &b, &c, 1, 1, Some(&vary), 1, &quiet).unwrap();
-        let mut failures = Vec::new();
-        pair_failures("t curve", &b.name, &c.name, &pairs[0], &mut failures);
+        let failures = pairs[0].violation_lines("t curve");
         assert_eq!(failures.len(), 1, "{failures:?}");
         let named = format!("t curve at 30s under {}, seed 1: S1 at ", c.name);
         assert!(failures[0].starts_with(&named), "{failures:?}");
         let clean = compare(&spec, &dev, &b, &b, 1, 1, Some(&vary), 1, &quiet).unwrap();
-        failures.clear();
-        pair_failures("t curve", &b.name, &b.name, &clean[0], &mut failures);
-        assert!(failures.is_empty(), "{failures:?}");
+        assert!(clean[0].violation_lines("t curve").is_empty());
     }
 }

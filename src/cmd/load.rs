@@ -84,7 +84,7 @@ pub(crate) fn workload(a: WorkloadArgs) -> Result<Verdict, Failure> {
             reports::workload::run_text(&r, spec.file_size, a.iostat_sysstat9)
         );
     }
-    Ok(invariant_verdict(run_violation(&spec.name, &r)))
+    Ok(invariant_verdict(r.violation_line(&spec.name)))
 }
 
 /// Exit 1 with each line on stderr when runs broke an invariant (S1–S3: a model bug on a
@@ -96,15 +96,6 @@ pub(crate) fn invariant_verdict(lines: impl IntoIterator<Item = String>) -> Verd
         verdict = Verdict::Failed;
     }
     verdict
-}
-
-/// Run `r`'s first broken invariant as one line naming `what` ran, its policy and seed.
-fn run_violation(what: &str, r: &models::workload::fsload::WorkloadResult) -> Option<String> {
-    let line = r.violation_line()?;
-    Some(format!(
-        "{what} under {}, seed {}: {line}",
-        r.policy.name, r.seed
-    ))
 }
 
 /// The one policy the flags describe (linux-5.11 by default).
@@ -202,17 +193,9 @@ pub(crate) fn compare_fsperf(
 /// The first run of `pairs` that broke an invariant, as one line naming its workload, policy,
 /// varied value and seed.
 fn pairs_violation(name: &str, pairs: &[models::workload::compare::Pair]) -> Option<String> {
-    pairs.iter().find_map(|p| {
-        let at = p
-            .value
-            .as_ref()
-            .map_or(String::new(), |v| format!(" at {v}"));
-        let what = format!("{name}{at}");
-        p.baseline
-            .iter()
-            .chain(&p.current)
-            .find_map(|r| run_violation(&what, r))
-    })
+    pairs
+        .iter()
+        .find_map(|p| p.violation_lines(name).into_iter().next())
 }
 
 pub(crate) fn compare(a: CompareArgs) -> Result<Verdict, Failure> {

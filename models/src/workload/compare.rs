@@ -125,6 +125,22 @@ pub struct Pair {
     pub current: Vec<WorkloadResult>,
 }
 
+impl Pair {
+    /// One line per run of this point that broke an invariant, naming `what` ran and the
+    /// varied value (`WorkloadResult::violation_line`), baseline runs first.
+    pub fn violation_lines(&self, what: &str) -> Vec<String> {
+        let what = match &self.value {
+            Some(v) => format!("{what} at {v}"),
+            None => what.to_string(),
+        };
+        self.baseline
+            .iter()
+            .chain(&self.current)
+            .filter_map(|r| r.violation_line(&what))
+            .collect()
+    }
+}
+
 /// Runs `spec` on `device` under both policies for seeds `seed..seed+seeds`, for each value of
 /// `vary` (or once), on a rayon pool of `jobs` threads; `progress` is told the simulated time done.
 /// Results do not depend on `jobs`.

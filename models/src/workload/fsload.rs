@@ -114,11 +114,14 @@ pub struct WorkloadResult {
 }
 
 impl WorkloadResult {
-    /// The run's first invariant violation as one line (`S1 at 0.123456 s: …`), if any.
-    pub fn violation_line(&self) -> Option<String> {
+    /// The run's first invariant violation as one line naming `what` ran, its policy and
+    /// seed (`dbench under linux-5.11, seed 1: S1 at 0.123456 s: … (n in the run)`), if any.
+    pub fn violation_line(&self, what: &str) -> Option<String> {
         let v = self.violations.first()?;
         Some(format!(
-            "{} at {:.6} s: {} ({} in the run)",
+            "{what} under {}, seed {}: {} at {:.6} s: {} ({} in the run)",
+            self.policy.name,
+            self.seed,
             v.invariant,
             v.at as f64 / 1e9,
             v.message,
