@@ -178,6 +178,47 @@ fn parallel_units_serve_at_once_and_the_link_caps_bandwidth() {
 }
 
 #[test]
+fn a_write_during_a_preflush_destage_uses_the_idle_link() {
+    // 1 ns per byte on the link and per dirty byte destaged: 1 MiB dirty makes the PREFLUSH
+    // write's flush step last 1 Mi ns + 50 us, during which its data is not on the link.
+    let mut cfg = constant_device();
+    cfg.transfer_ns_per_byte = 1.0;
+    cfg.flush.ns_per_dirty_byte = NonNeg(1.0);
+    let mut sim = Sim::new();
+    let h = sim.handle();
+    let mut streams = RngStreams::new(1);
+    let dev = models::block::add_disk(&mut sim, cfg, &mut streams, false);
+    let done = Rc::new(RefCell::new(0));
+    {
+        let d = dev.clone();
+        sim.spawn("super", async move {
+            d.submit(Request::write(0, 1 << 20)).await;
+            let sb = Request {
+                fua: true,
+                ..Request::preflush_write(1 << 30, 4096)
+            };
+            d.submit(sb).await;
+        });
+    }
+    {
+        let (h, d, done) = (h.clone(), dev.clone(), done.clone());
+        sim.spawn("log", async move {
+            // Enters service while the superblock's flush destages the 1 MiB.
+            h.sleep((1 << 20) + 10_000 + 100_000).await;
+            let t0 = h.now();
+            d.submit(Request::write(4 << 20, 4096)).await;
+            *done.borrow_mut() = h.now() - t0;
+        });
+    }
+    sim.run().unwrap();
+    assert_eq!(
+        *done.borrow(),
+        4096 + 10_000,
+        "its transfer and write latency, not the rest of the destage"
+    );
+}
+
+#[test]
 fn hdd_random_reads_pay_seeks_that_sequential_reads_do_not() {
     let mean_read = |random: bool| {
         let p = FioParams {

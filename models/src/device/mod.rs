@@ -27,6 +27,7 @@ pub mod config;
 pub mod dist;
 pub mod hdd;
 pub mod iosched;
+pub mod link;
 pub mod presets;
 
 pub use cache::{Destage, DurableWrite, WriteCache};
@@ -355,7 +356,7 @@ struct State {
     head_cyl: u64,
     mech: Option<hdd::Hdd>,
     histograms: bool,
-    link_free: Nanos,
+    link: link::Link,
     now: Nanos,
     stats: DeviceStats,
 }
@@ -458,9 +459,7 @@ impl State {
 
     /// Reserves the host link for `transfer` ns from `ready` on; returns when it ends.
     fn link(&mut self, ready: Nanos, transfer: Nanos) -> Nanos {
-        let start = ready.max(self.link_free);
-        self.link_free = start + transfer;
-        self.link_free
+        self.link.reserve(self.now, ready, transfer)
     }
 
     /// Service time of request `id` starting now (claims flush destage work).
@@ -486,9 +485,10 @@ impl State {
                 0
             };
         }
-        // The host link is one shared resource with a next-free time (FEMU's timing model);
-        // a request reserves it when it enters service, so transfers queue in service order
-        // and the link caps throughput at 1 / transfer_ns_per_byte.
+        // The host link is one shared resource (`link.rs`); a request reserves it when it
+        // enters service, for when its data is ready (a PREFLUSH write's after the destage),
+        // so transfers queue in service order, take the gaps before later reservations, and
+        // the link caps throughput at 1 / transfer_ns_per_byte.
         if transfer > 0 {
             t += self.link(now + t, transfer) - (now + t);
         }
@@ -641,7 +641,7 @@ impl Device {
             head_cyl: 0,
             mech,
             histograms: true,
-            link_free: 0,
+            link: link::Link::default(),
             now: 0,
             stats: DeviceStats {
                 kinds: ReqKind::ALL.iter().map(|_| KindStats::new()).collect(),
