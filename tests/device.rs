@@ -178,6 +178,48 @@ fn parallel_units_serve_at_once_and_the_link_caps_bandwidth() {
 }
 
 #[test]
+fn a_flush_ends_after_the_destage_an_earlier_flush_claimed() {
+    // 1 ns per dirty byte: the first flush destages 1 MiB; the second, issued during that
+    // destage, covers those writes too and claims one 4 KiB write of its own.
+    let mut cfg = constant_device();
+    cfg.flush.ns_per_dirty_byte = NonNeg(1.0);
+    let mut sim = Sim::new();
+    let h = sim.handle();
+    let mut streams = RngStreams::new(1);
+    let dev = models::block::add_disk(&mut sim, cfg, &mut streams, true);
+    let ends = Rc::new(RefCell::new(Vec::new()));
+    {
+        let (h, d, ends) = (h.clone(), dev.clone(), ends.clone());
+        sim.spawn("commit", async move {
+            d.submit(Request::write(0, 1 << 20).with_token(1)).await;
+            d.submit(Request::flush()).await;
+            ends.borrow_mut().push(("commit", h.now()));
+        });
+    }
+    {
+        let (h, d, ends) = (h.clone(), dev.clone(), ends.clone());
+        sim.spawn("log", async move {
+            h.sleep(200_000).await;
+            d.submit(Request::write(2 << 20, 4096).with_token(2)).await;
+            d.submit(Request::flush()).await;
+            let durable = d.durable_image().unwrap().len();
+            ends.borrow_mut().push(("log", h.now()));
+            assert_eq!(
+                durable, 2,
+                "both writes are durable when the second flush returns"
+            );
+        });
+    }
+    sim.run().unwrap();
+    let first = 10_000 + 50_000 + (1 << 20);
+    assert_eq!(
+        *ends.borrow(),
+        vec![("commit", first), ("log", first + 4096)],
+        "the second flush destages its 4 KiB after the first flush's 1 MiB"
+    );
+}
+
+#[test]
 fn a_write_during_a_preflush_destage_uses_the_idle_link() {
     // 1 ns per byte on the link and per dirty byte destaged: 1 MiB dirty makes the PREFLUSH
     // write's flush step last 1 Mi ns + 50 us, during which its data is not on the link.

@@ -8,7 +8,8 @@
 //!    PREFLUSH) records here which completed writes it covers.
 //! 3. A free service unit (`parallelism` of them) takes it: service time = the kind's latency
 //!    draw + bytes × transfer time (+ seek and rotation on an HDD; + destaging the covered
-//!    dirty data for a flush; + an optional rare tail spike).
+//!    dirty data for a flush, after the data earlier flushes claimed; + an optional rare
+//!    tail spike).
 //! 4. On completion the cache is updated, the tag goes to the next host-queued request, and
 //!    the submitting task resumes.
 //!
@@ -357,6 +358,8 @@ struct State {
     mech: Option<hdd::Hdd>,
     histograms: bool,
     link: link::Link,
+    /// When the destage that flushes claimed so far ends.
+    destage_free: Nanos,
     now: Nanos,
     stats: DeviceStats,
 }
@@ -457,6 +460,16 @@ impl State {
         Some(self.link(now + media, transfer) - now)
     }
 
+    /// Destages `work` ns of claimed dirty data from `ready` on, after what earlier flushes
+    /// claimed: the flush rates are the medium's aggregate (all dies at once), so destaging is
+    /// one pipe, and a flush cannot complete before the data that an earlier, still running
+    /// flush claimed is durable (it covers those writes too). Returns when it ends.
+    fn destage(&mut self, ready: Nanos, work: Nanos) -> Nanos {
+        let end = ready.max(self.destage_free) + work;
+        self.destage_free = end;
+        end
+    }
+
     /// Reserves the host link for `transfer` ns from `ready` on; returns when it ends.
     fn link(&mut self, ready: Nanos, transfer: Nanos) -> Nanos {
         self.link.reserve(self.now, ready, transfer)
@@ -477,13 +490,12 @@ impl State {
         if req.op == Op::Flush || req.preflush {
             let d = self.cache.claim(cover);
             self.stats.flushed_bytes += d.bytes;
-            t += if self.cfg.write_cache {
-                self.cfg.flush.base.sample(&mut self.rng)
-                    + (d.bytes as f64 * self.cfg.flush.ns_per_dirty_byte.0) as Nanos
-                    + (d.writes as f64 * self.cfg.flush.ns_per_dirty_write.0) as Nanos
-            } else {
-                0
-            };
+            if self.cfg.write_cache {
+                let base = self.cfg.flush.base.sample(&mut self.rng);
+                let work = (d.bytes as f64 * self.cfg.flush.ns_per_dirty_byte.0) as Nanos
+                    + (d.writes as f64 * self.cfg.flush.ns_per_dirty_write.0) as Nanos;
+                t += self.destage(now + base, work) - now;
+            }
         }
         // The host link is one shared resource (`link.rs`); a request reserves it when it
         // enters service, for when its data is ready (a PREFLUSH write's after the destage),
@@ -642,6 +654,7 @@ impl Device {
             mech,
             histograms: true,
             link: link::Link::default(),
+            destage_free: 0,
             now: 0,
             stats: DeviceStats {
                 kinds: ReqKind::ALL.iter().map(|_| KindStats::new()).collect(),
