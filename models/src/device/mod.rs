@@ -501,9 +501,7 @@ impl State {
         // enters service, for when its data is ready (a PREFLUSH write's after the destage),
         // so transfers queue in service order, take the gaps before later reservations, and
         // the link caps throughput at 1 / transfer_ns_per_byte.
-        if transfer > 0 {
-            t += self.link(now + t, transfer) - (now + t);
-        }
+        t += self.link(now + t, transfer) - (now + t);
         t += match req.op {
             Op::Flush => 0,
             Op::Read => self.cfg.read.sample(&mut self.rng) + self.position(req.offset),
